@@ -1,0 +1,195 @@
+"""The harness as an application: a data dir, a design and a model, and one call per user message.
+
+The CLI, notebooks and tests all go through ``Harness``, so input checks, thread ownership and error
+messages are written once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from graphs.builder import build_graph
+from graphs.design import Design, load_design
+from llm import nlu
+from llm.factory import make_model
+from memory.transcript import TranscriptStore
+from tools.errors import HarnessError
+from tools.registry import ToolRegistry
+from tools.shop import SHOP_TOOLS, ShopDB
+
+DEFAULT_USER = "U001"
+
+
+def shop_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    for fn in SHOP_TOOLS:
+        registry.register(fn)
+    return registry
+
+
+def prepare_data_dir(path: str | Path) -> Path:
+    """Create the data dir if needed and prove it is writable, with an error that says what to do."""
+    data_dir = Path(path).expanduser()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        probe = data_dir / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as err:
+        raise HarnessError(f"data dir {data_dir} is not usable ({err.strerror or err}); "
+                           "pass --data-dir or set HARNESS_DATA_DIR to a writable folder") from err
+    return data_dir
+
+
+@dataclass
+class Checkpoint:
+    checkpoint_id: str
+    step: int
+    phase: str
+    created_at: str
+    next: list[str]
+    parent_id: str | None
+
+
+class Harness:
+    """One data dir, one design, one model; ``send`` runs one user message on a thread."""
+
+    def __init__(self, data_dir: str | Path = ".harness", design: Design | str = "harness",
+                 model: BaseChatModel | str = "sim") -> None:
+        self.data_dir = prepare_data_dir(data_dir)
+        self.design = load_design(design) if isinstance(design, str) else design
+        self.model = make_model(model) if isinstance(model, str) else model
+        try:
+            self.shop = ShopDB.open(self.data_dir / "shop.sqlite")
+            self._ckpt_conn = sqlite3.connect(str(self.data_dir / "checkpoints.sqlite"), check_same_thread=False)
+            self.checkpointer = SqliteSaver(self._ckpt_conn)
+            self.checkpointer.setup()
+        except sqlite3.DatabaseError as err:
+            raise HarnessError(f"cannot open the databases in {self.data_dir}: {err}; "
+                               "move the broken file away or use another --data-dir") from err
+        self.transcripts = TranscriptStore(self.data_dir / "transcripts.sqlite")
+        self.registry = shop_registry()
+        self.graph = build_graph(self.design, self.model, self.checkpointer, registry=self.registry,
+                                 resources={"shop": self.shop})
+
+    def close(self) -> None:
+        self._ckpt_conn.close()
+        self.shop.close()
+        self.transcripts.close()
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- users and threads
+
+    def user(self, user_id: str | None, role: str | None = None) -> dict[str, str]:
+        uid = user_id or DEFAULT_USER
+        row = self.shop.query_one("SELECT id, role FROM users WHERE id = ?", (uid,))
+        if row is None:
+            raise HarnessError(f"unknown user '{uid}'; the demo shop has users U001..U030")
+        return {"id": row["id"], "role": role or row["role"]}
+
+    @staticmethod
+    def config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        configurable = {"thread_id": thread_id}
+        if checkpoint_id:
+            configurable["checkpoint_id"] = checkpoint_id
+        return {"configurable": configurable}
+
+    def thread_exists(self, thread_id: str) -> bool:
+        return self.checkpointer.get_tuple(self.config(thread_id)) is not None
+
+    def require_thread(self, thread_id: str) -> None:
+        if not self.thread_exists(thread_id):
+            raise HarnessError(f"unknown thread '{thread_id}'; start it with: harness run \"...\" --thread {thread_id}")
+
+    def check_message(self, text: str) -> str:
+        cleaned = nlu.clean_text(text).strip()
+        if not cleaned:
+            raise HarnessError("empty message: type what you need, e.g. harness run \"where is ORD-10001?\"")
+        limit = self.design.knobs.max_message_chars
+        if len(cleaned) > limit:
+            raise HarnessError(f"message is {len(cleaned):,} characters; the limit is {limit:,} "
+                               "(design knob max_message_chars): shorten it or split it")
+        return cleaned
+
+    # -- one message
+
+    def send(self, thread_id: str, text: str, user_id: str | None = None, role: str | None = None) -> dict[str, Any]:
+        message = self.check_message(text)
+        user = self.user(user_id, role)
+        config = self.config(thread_id)
+        current = self.graph.get_state(config).values
+        owner = (current.get("user") or {}).get("id")
+        if owner and owner != user["id"]:
+            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
+        turn = (current.get("turn") or 0) + 1
+        self.transcripts.append(thread_id, turn, "user", message)
+        try:
+            values = self.graph.invoke({"messages": [HumanMessage(message)], "user": user}, config)
+        except Exception as err:  # noqa: BLE001 - the checkpoint keeps the state up to the failing step
+            saved = self.graph.get_state(config)
+            ckpt = (saved.config.get("configurable") or {}).get("checkpoint_id")
+            raise HarnessError(f"the graph stopped with {type(err).__name__}: {err}; state is saved at "
+                               f"checkpoint {ckpt}: send the message again or inspect it with harness resume "
+                               f"--thread {thread_id}") from err
+        self.transcripts.append(thread_id, turn, "assistant", values.get("reply") or "")
+        return self.result(thread_id, values)
+
+    def result(self, thread_id: str, values: dict[str, Any]) -> dict[str, Any]:
+        snapshot = self.graph.get_state(self.config(thread_id))
+        stats = values.get("turn_stats") or {}
+        calls = [{"id": r.get("id"), "name": r.get("name"), "args": r.get("args"), "status": r.get("status"),
+                  "error_type": r.get("error_type"), "error": r.get("error")} for r in values.get("tool_log") or []]
+        return {
+            "thread_id": thread_id,
+            "reply": values.get("reply") or "",
+            "phase": values.get("phase"),
+            "intent": values.get("intent"),
+            "slots": values.get("slots") or {},
+            "missing_slots": values.get("missing_slots") or [],
+            "tool_calls": calls,
+            "usage": {"input_tokens": stats.get("input_tokens", 0), "output_tokens": stats.get("output_tokens", 0),
+                      "model_calls": stats.get("model_calls", 0)},
+            "handoff": values.get("handoff"),
+            "checkpoint_id": (snapshot.config.get("configurable") or {}).get("checkpoint_id"),
+            "trace_id": None,
+        }
+
+    # -- checkpoints
+
+    def history(self, thread_id: str) -> list[Checkpoint]:
+        self.require_thread(thread_id)
+        out = []
+        for snap in self.graph.get_state_history(self.config(thread_id)):
+            parent = (snap.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            out.append(Checkpoint(checkpoint_id=snap.config["configurable"]["checkpoint_id"],
+                                  step=int((snap.metadata or {}).get("step", -1)),
+                                  phase=str(snap.values.get("phase") or "-"), created_at=snap.created_at or "",
+                                  next=list(snap.next), parent_id=parent))
+        return out
+
+    def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        self.require_thread(thread_id)
+        if checkpoint_id and self.checkpointer.get_tuple(self.config(thread_id, checkpoint_id)) is None:
+            raise HarnessError(f"unknown checkpoint '{checkpoint_id}' on thread '{thread_id}'; "
+                               f"list them with: harness history --thread {thread_id}")
+        snap = self.graph.get_state(self.config(thread_id, checkpoint_id))
+        return {"thread_id": thread_id, "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+                "next": list(snap.next), "values": snap.values}
+
+    def fork(self, thread_id: str, checkpoint_id: str) -> str:
+        """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""
+        self.state(thread_id, checkpoint_id)  # validates both ids
+        new = self.graph.update_state(self.config(thread_id, checkpoint_id), None, as_node="__copy__")
+        return new["configurable"]["checkpoint_id"]

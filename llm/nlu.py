@@ -1,0 +1,203 @@
+"""Shop-domain text understanding: language, entities and intent from plain text.
+
+A small NLP library that both the simulated model and the harness's local intent classifier use, the way
+two programs may share a tokenizer. It reads only the text it is given.
+
+Intent detection is keyword/pattern rules first (they carry Chinese, where the bundled English-centric
+MiniLM is weak) and nearest prototype by MiniLM embeddings second, for paraphrases the rules miss.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+INTENTS = (
+    "product",
+    "order_status",
+    "my_orders",
+    "cancel_order",
+    "return_order",
+    "coupons",
+    "complaint",
+    "human",
+    "greeting",
+    "thanks",
+    "unknown",
+)
+
+# Zero-width, bidi controls and BOM: invisible, and used to smuggle text past filters.
+_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad]")
+
+ORDER_ID = re.compile(r"\b(?:ORD|ord|Ord)[-_ ]?(\d{5})\b")
+PRODUCT_ID = re.compile(r"\b[Pp](\d{4})\b")
+COUPON = re.compile(r"\b([A-Z][A-Z0-9]{3,15})\b")
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+PHONE = re.compile(r"(?<!\d)(?:\+?\d[\d -]{8,14}\d)(?!\d)")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+# Order matters: the first rule that matches wins, so specific actions come before generic order talk.
+_RULES: list[tuple[str, tuple[str, ...]]] = [
+    ("human", ("human", "real person", "agent please", "speak to someone", "talk to a person",
+               "人工", "真人", "转客服", "找客服")),
+    ("complaint", ("complain", "complaint", "terrible", "unacceptable", "furious", "angry", "worst",
+                   "投诉", "差评", "太差", "气死", "垃圾", "不满")),
+    ("cancel_order", ("cancel", "取消")),
+    ("return_order", ("return", "refund", "send it back", "send back", "退货", "退款", "退掉", "退回")),
+    ("coupons", ("coupon", "voucher", "claim", "promo code", "discount code", "discount", "优惠券", "优惠码",
+                 "折扣", "券")),
+    ("my_orders", ("my orders", "order history", "all my orders", "orders i placed", "recent orders",
+                   "我的订单", "所有订单", "订单列表", "历史订单", "最近的订单")),
+    ("order_status", ("where is", "where's", "status", "track", "tracking", "shipped", "delivery",
+                      "arrive", "物流", "到哪", "状态", "快递", "发货", "到了吗", "什么时候到", "订单")),
+    ("product", ("do you have", "do you sell", "looking for", "recommend", "price", "how much", "in stock",
+                 "available", "colors", "colour", "sizes", "有没有", "有卖", "推荐", "多少钱", "价格",
+                 "库存", "有货", "想买", "颜色", "尺码")),
+    ("thanks", ("thanks", "thank you", "thx", "谢谢", "多谢", "感谢")),
+    ("greeting", ("hello", "hi", "hey", "good morning", "你好", "您好", "在吗", "嗨")),
+]
+
+_PROTOTYPES: dict[str, tuple[str, ...]] = {
+    "product": ("do you sell wireless headphones", "I want to buy running shoes", "what does this jacket cost",
+                "show me some phone chargers"),
+    "order_status": ("where is my package", "when will my parcel arrive", "has my order been sent"),
+    "my_orders": ("show me everything I bought", "list my purchases"),
+    "cancel_order": ("I don't want the order anymore, stop it", "please call off my purchase"),
+    "return_order": ("the item is broken, I want my money back", "I'd like to send the product back"),
+    "coupons": ("any deals or savings for me", "can I get a price reduction code"),
+    "complaint": ("your service is awful", "I am very unhappy with how I was treated"),
+    "human": ("let me talk to a real person", "connect me to an operator"),
+    "greeting": ("good evening", "hey there"),
+    "thanks": ("great, cheers", "much appreciated"),
+}
+
+_FILLER_EN = {
+    "do", "you", "have", "any", "sell", "some", "the", "a", "an", "i", "im", "i'm", "am", "looking", "for",
+    "want", "to", "buy", "need", "please", "recommend", "me", "show", "what", "is", "are", "price", "of",
+    "how", "much", "does", "cost", "in", "stock", "available", "there", "can", "get", "your", "my", "with",
+    "and", "or", "it", "this", "that", "which", "would", "like", "could", "tell", "about", "details", "on",
+    "hi", "hello", "hey", "sells", "got", "colors", "colours", "sizes", "come", "cheap", "good", "best",
+}
+_FILLER_ZH = (
+    "你们", "请问", "有没有", "有卖", "有吗", "推荐", "一下", "多少钱", "价格", "是多少", "想买", "我想",
+    "我要", "帮我", "找", "一款", "一个", "一些", "吗", "呢", "的", "什么", "哪些", "库存", "有货", "买", "你好",
+    "您好", "给我", "看看", "有", "？", "?", "，", "。", "！",
+)
+
+
+def clean_text(text: str) -> str:
+    """NFKC-normalise (full-width digits and letters) and drop invisible characters."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text or ""))
+
+
+def has_invisible(text: str) -> bool:
+    return bool(_INVISIBLE.search(text or ""))
+
+
+def language(text: str) -> str:
+    """'zh' when the text has Chinese characters, else 'en'."""
+    return "zh" if CJK.search(text or "") else "en"
+
+
+@dataclass
+class Entities:
+    order_ids: list[str] = field(default_factory=list)
+    product_ids: list[str] = field(default_factory=list)
+    coupon_codes: list[str] = field(default_factory=list)
+    emails: list[str] = field(default_factory=list)
+    phones: list[str] = field(default_factory=list)
+
+
+def _unique(items) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def extract_entities(text: str) -> Entities:
+    """Identifiers the text states, in order of appearance, normalised to the shop's formats."""
+    t = clean_text(text)
+    orders = _unique(f"ORD-{m}" for m in ORDER_ID.findall(t))
+    products = _unique(f"P{m}" for m in PRODUCT_ID.findall(t))
+    taken = {o.replace("-", "") for o in orders} | set(products) | {"ORD"}
+    coupons = _unique(c for c in COUPON.findall(t) if any(ch.isdigit() for ch in c) and c not in taken
+                      and not c.startswith("ORD"))
+    return Entities(orders, products, coupons, _unique(EMAIL.findall(t)), _unique(PHONE.findall(t)))
+
+
+def _keyword_hit(text: str, word: str) -> bool:
+    if CJK.search(word):
+        return word in text
+    # Plurals and simple inflections count ("coupons", "returned", "tracking").
+    return re.search(rf"(?<![a-z]){re.escape(word)}(?:s|es|ed|ing)?(?![a-z])", text) is not None
+
+
+def rule_intent(text: str) -> str | None:
+    """The first keyword rule that matches, or None."""
+    t = clean_text(text).lower()
+    for intent, words in _RULES:
+        if any(_keyword_hit(t, w) for w in words):
+            # "my order ORD-10001, where is it?" is about one order, not the list.
+            if intent == "my_orders" and ORDER_ID.search(clean_text(text)):
+                return "order_status"
+            return intent
+    return None
+
+
+@lru_cache(maxsize=1)
+def _prototype_matrix():
+    from llm.embeddings import embed
+
+    labels, texts = [], []
+    for intent, examples in _PROTOTYPES.items():
+        for ex in examples:
+            labels.append(intent)
+            texts.append(ex)
+    return labels, embed(texts)
+
+
+def embedding_intent(text: str, threshold: float = 0.45) -> tuple[str, float]:
+    """Nearest prototype by cosine; 'unknown' below the threshold."""
+    from llm.embeddings import embed
+
+    labels, matrix = _prototype_matrix()
+    scores = matrix @ embed([clean_text(text)])[0]
+    best = int(scores.argmax())
+    score = float(scores[best])
+    return (labels[best] if score >= threshold else "unknown"), score
+
+
+def classify_intent(text: str, use_embeddings: bool = True) -> tuple[str, float]:
+    """Intent and a confidence: rules (1.0) first, then embeddings for English paraphrases."""
+    hit = rule_intent(text)
+    if hit:
+        return hit, 1.0
+    ents = extract_entities(text)
+    if ents.order_ids:
+        return "order_status", 0.6
+    if ents.product_ids:
+        return "product", 0.6
+    if ents.coupon_codes:
+        return "coupons", 0.6
+    if not use_embeddings or language(text) == "zh" or len(clean_text(text).strip()) < 4:
+        return "unknown", 0.0
+    return embedding_intent(text)
+
+
+def product_query(text: str) -> str:
+    """The product words of a shopping question ("do you have bluetooth headphones?" -> "bluetooth headphones")."""
+    t = clean_text(text)
+    t = ORDER_ID.sub(" ", PRODUCT_ID.sub(" ", t))
+    if language(t) == "zh":
+        for filler in _FILLER_ZH:
+            t = t.replace(filler, " ")
+        return " ".join(t.split())
+    words = re.findall(r"[a-zA-Z0-9'-]+", t.lower())
+    return " ".join(w for w in words if w not in _FILLER_EN)
+
+
+def is_low_information(text: str) -> bool:
+    """Acknowledgements that carry nothing for the task ("ok", "嗯", "thanks")."""
+    t = clean_text(text).strip().lower().strip("!.?。！？~ ")
+    return t in {"ok", "okay", "k", "sure", "yes", "thanks", "thank you", "thx", "嗯", "好", "好的", "哦", "谢谢",
+                 "收到", "行", "可以", "嗯嗯", "ok thanks"}

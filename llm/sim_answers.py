@@ -1,0 +1,142 @@
+"""How the simulated model words an answer from tool results, in English or Chinese.
+
+It recognises results by their fields, as a model reads JSON, and never states a value the results lack.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+
+STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消",
+             "requested": "已提交", "waiting": "排队中"}
+
+
+def _zh_status(status: str) -> str:
+    return STATUS_ZH.get(status, status)
+
+
+def _items(items: list[dict[str, Any]], zh: bool) -> str:
+    names = [f"{(i.get('name_zh') if zh else None) or i.get('name')} x{i.get('qty', 1)}" for i in items or []]
+    return ("、" if zh else ", ").join(names)
+
+
+def _order(d: dict[str, Any], zh: bool) -> str:
+    track = f"{d['carrier']} {d['tracking_no']}" if d.get("tracking_no") else ""
+    if zh:
+        text = f"订单 {d['order_id']} 当前状态：{_zh_status(d['status'])}（{d['status']}）"
+        text += f"，物流：{track}" if track else ""
+        return text + f"。商品：{_items(d.get('items', []), True)}，合计 {d.get('total')}。"
+    text = f"Order {d['order_id']} is {d['status']}"
+    text += f" ({track})" if track else ""
+    return text + f". Items: {_items(d.get('items', []), False)}; total {d.get('total')}."
+
+
+def _search(d: dict[str, Any], zh: bool) -> str:
+    rows = d.get("results") or []
+    if not rows:
+        return f"没有找到与“{d.get('query')}”相关的商品。" if zh else f"I found no products matching '{d.get('query')}'."
+    lines = []
+    for r in rows[:3]:
+        stock = ("有货" if r.get("in_stock") else "缺货") if zh else ("in stock" if r.get("in_stock") else "out of stock")
+        name = r.get("name_zh") if zh else r.get("name")
+        lines.append(f"{name} ({r['product_id']}): {r.get('price')}, {stock}")
+    head = "为您找到这些商品：" if zh else "Here is what I found: "
+    return head + ("；" if zh else "; ").join(lines) + ("。" if zh else ".")
+
+
+def _product(d: dict[str, Any], zh: bool) -> str:
+    options = [f"{v.get('color')}/{v.get('size')}" for v in d.get("variants", []) if v.get("stock", 0) > 0]
+    if zh:
+        avail = "可选：" + "、".join(options) if options else "目前缺货"
+        return f"{d.get('name_zh')}（{d['product_id']}）售价 {d.get('price')}，{avail}。{d.get('description_zh', '')}"
+    avail = "available in " + ", ".join(options) if options else "currently out of stock"
+    return f"{d.get('name')} ({d['product_id']}) costs {d.get('price')}, {avail}. {d.get('description', '')}"
+
+
+def _orders(d: dict[str, Any], zh: bool) -> str:
+    rows = d.get("orders") or []
+    if not rows:
+        return "您目前没有订单。" if zh else "You have no orders."
+    if zh:
+        return "您的订单：" + "；".join(f"{o['order_id']} {_zh_status(o['status'])}" for o in rows[:5]) + "。"
+    return "Your orders: " + "; ".join(f"{o['order_id']} ({o['status']})" for o in rows[:5]) + "."
+
+
+def _cancelled(d: dict[str, Any], zh: bool) -> str:
+    if zh:
+        return f"订单 {d['order_id']} 已取消，退款 {d.get('refund_amount')} 将原路退回。"
+    return f"Order {d['order_id']} is cancelled; {d.get('refund_amount')} will be refunded."
+
+
+def _returned(d: dict[str, Any], zh: bool) -> str:
+    if zh:
+        return f"已为订单 {d['order_id']} 提交退货申请，退货单号 {d['return_id']}。"
+    return f"I've opened return {d['return_id']} for order {d['order_id']}. {d.get('next_step', '')}".strip()
+
+
+def _coupons(d: dict[str, Any], zh: bool) -> str:
+    rows = d.get("available") or []
+    if not rows:
+        return "目前没有可领取的优惠券。" if zh else "There are no coupons you can claim right now."
+    if zh:
+        return "可领取的优惠券：" + "；".join(f"{c['code']}（{c.get('description_zh') or c.get('description')}）"
+                                      for c in rows) + "。"
+    return "Coupons you can claim: " + "; ".join(f"{c['code']} ({c.get('description')})" for c in rows) + "."
+
+
+def _claimed(d: dict[str, Any], zh: bool) -> str:
+    if zh:
+        return f"优惠券 {d['code']} 已领取，满 {d.get('min_total')} 可享 {d.get('discount_pct')}% 折扣。"
+    return f"Coupon {d['code']} is claimed: {d.get('discount_pct')}% off orders of {d.get('min_total')} or more."
+
+
+def _complaint(d: dict[str, Any], zh: bool) -> str:
+    if zh:
+        return f"已记录您的投诉，编号 {d['complaint_id']}，客服团队会在 2 个工作日内邮件回复。"
+    return f"I've recorded your complaint as {d['complaint_id']}. {d.get('next_step', '')}".strip()
+
+
+def _ticket(d: dict[str, Any], zh: bool) -> str:
+    if zh:
+        return f"已为您转接人工客服，工单 {d['ticket_id']}，前面还有 {d.get('queue_position')} 位。"
+    return f"A human agent will take over: ticket {d['ticket_id']}, position {d.get('queue_position')} in the queue."
+
+
+# Recognised by a field only that result kind has; first match wins.
+_RENDERERS: list[tuple[str, Callable[[dict[str, Any], bool], str]]] = [
+    ("return_id", _returned), ("complaint_id", _complaint), ("ticket_id", _ticket), ("refund_amount", _cancelled),
+    ("available", _coupons), ("claimed", _claimed), ("orders", _orders), ("results", _search),
+    ("variants", _product), ("order_id", _order),
+]
+
+
+def _error(d: dict[str, Any], zh: bool) -> str:
+    message = (d.get("error") or {}).get("message", "")
+    return f"抱歉，操作没有成功：{message}" if zh else f"Sorry, that didn't work: {message}"
+
+
+def render(data: Any, zh: bool) -> str:
+    if not isinstance(data, dict):
+        return str(data)[:300]
+    if "error" in data:
+        return _error(data, zh)
+    for key, renderer in _RENDERERS:
+        if key in data:
+            return renderer(data, zh)
+    return json.dumps(data, ensure_ascii=False)[:300]
+
+
+def compose_answer(results: Sequence[ToolMessage], lang: str) -> str:
+    zh = lang == "zh"
+    parts = []
+    for m in results:
+        try:
+            data = json.loads(m.content) if isinstance(m.content, str) else m.content
+        except json.JSONDecodeError:
+            data = m.content
+        parts.append(render(data, zh))
+    return ("\n" if len(parts) > 1 else "").join(parts)

@@ -1,0 +1,42 @@
+"""The full transcript of every thread, kept outside the checkpoints.
+
+Checkpoints carry only the working set so they stay small; this table keeps every user message and
+reply for ``/history``, audits and summaries. (langchain-community's SQL history would do, but the package
+announces it is being sunset, and it pulls SQLAlchemy's asyncio extra for a two-column table.)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+
+class TranscriptStore:
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self.lock = threading.Lock()
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS transcript (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "turn INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, created_at REAL NOT NULL, "
+            "PRIMARY KEY (thread_id, seq))"
+        )
+
+    def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
+        with self.lock:
+            self.conn.execute(
+                "INSERT INTO transcript VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript "
+                "WHERE thread_id = ?), ?, ?, ?, ?)",
+                (thread_id, thread_id, turn, role, content, time.time()),
+            )
+
+    def read(self, thread_id: str) -> list[dict]:
+        rows = self.conn.execute(
+            "SELECT seq, turn, role, content, created_at FROM transcript WHERE thread_id = ? ORDER BY seq",
+            (thread_id,),
+        ).fetchall()
+        return [dict(zip(("seq", "turn", "role", "content", "created_at"), r, strict=True)) for r in rows]
+
+    def close(self) -> None:
+        self.conn.close()

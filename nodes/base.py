@@ -1,0 +1,84 @@
+"""What every node variant gets, and the one way nodes call the model.
+
+A node is any callable ``(state, config) -> partial state update``; a variant is a class built from
+``NodeDeps``. Users add variants with ``register_variant`` and name them in a design.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from graphs.design import Design
+from graphs.state import HarnessState, TurnStats
+from tools.executor import ToolExecutor
+from tools.registry import ToolRegistry, ToolSpec
+
+
+class Node(Protocol):
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]: ...
+
+
+@dataclass
+class NodeDeps:
+    """Collaborators passed in by ``build_graph``; nodes never reach for globals."""
+
+    model: BaseChatModel
+    registry: ToolRegistry
+    executor: ToolExecutor
+    design: Design
+    resources: dict[str, Any] = field(default_factory=dict)  # e.g. {"shop": ShopDB}
+    clock: Callable[[], float] = time.time
+
+
+VariantFactory = Callable[[NodeDeps], Node]
+_VARIANTS: dict[str, dict[str, VariantFactory]] = {}
+
+
+def register_variant(role: str, name: str) -> Callable[[VariantFactory], VariantFactory]:
+    """Class decorator: make ``name`` selectable for ``role`` in a design."""
+
+    def wrap(factory: VariantFactory) -> VariantFactory:
+        _VARIANTS.setdefault(role, {})[name] = factory
+        return factory
+
+    return wrap
+
+
+def variants(role: str) -> dict[str, VariantFactory]:
+    return dict(_VARIANTS.get(role, {}))
+
+
+def thread_id(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {}).get("thread_id", ""))
+
+
+log = logging.getLogger("harness.model")
+
+
+class ModelCallFailed(Exception):
+    """The model raised or timed out; the node answers with a retryable 'busy' reply."""
+
+
+def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
+               tools: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
+    """One model call with the offered tools; returns the reply and updated per-message counters."""
+    model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
+    try:
+        reply = model.invoke(list(messages))
+    except Exception as err:  # noqa: BLE001 - any provider failure becomes a graceful reply
+        log.warning("model call failed: %s: %s", type(err).__name__, err)
+        raise ModelCallFailed(f"{type(err).__name__}: {err}") from err
+    usage = getattr(reply, "usage_metadata", None) or {}
+    new = dict(stats)
+    new["model_calls"] = new.get("model_calls", 0) + 1
+    new["input_tokens"] = new.get("input_tokens", 0) + int(usage.get("input_tokens", 0))
+    new["output_tokens"] = new.get("output_tokens", 0) + int(usage.get("output_tokens", 0))
+    return reply, new  # type: ignore[return-value]

@@ -1,0 +1,49 @@
+"""Handoff: pass the conversation to a human with a ticket, a reason and what is known.
+
+Variant ``ticket``: opens a ticket through the ``transfer_to_human`` tool (validated, idempotent per
+thread and turn) and tells the user.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+
+from graphs.state import HarnessState
+from nodes.base import NodeDeps, register_variant, thread_id
+from nodes.phrases import say
+from tools.context import ToolContext
+
+
+def handoff_reason(state: HarnessState) -> str:
+    if state.get("intent") == "human":
+        return "customer asked for a human"
+    if state.get("intent") == "complaint":
+        return "complaint"
+    if (state.get("check") or {}).get("problems"):
+        return "answer failed self-check: " + "; ".join(state["check"]["problems"])
+    if (state.get("unknown_streak") or 0) > 0:
+        return "intent not understood repeatedly"
+    return "guard stop"
+
+
+@register_variant("handoff", "ticket")
+class TicketHandoff:
+    def __init__(self, deps: NodeDeps) -> None:
+        self.deps = deps
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        user = state.get("user") or {"id": "", "role": "customer"}
+        thread = thread_id(config)
+        reason = handoff_reason(state)
+        ctx = ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
+                          idempotency_key=f"{thread}:handoff:{state.get('turn', 0)}", extras=self.deps.resources)
+        outcome = self.deps.executor.run({"id": f"handoff-{state.get('turn', 0)}", "name": "transfer_to_human",
+                                          "args": {"reason": reason[:500]}}, ctx)
+        ticket = (outcome.result or {}).get("ticket_id", "pending") if outcome.status == "ok" else "pending"
+        text = say("handoff", (state.get("fact_card") or {}).get("language") or "en", ticket=str(ticket))
+        payload = {"reason": reason, "ticket": ticket, "fact_card": state.get("fact_card") or {},
+                   "summary": state.get("summary") or ""}
+        return {"reply": text, "messages": [AIMessage(text)], "phase": "handoff", "handoff": payload}

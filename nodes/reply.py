@@ -1,0 +1,67 @@
+"""Reply: the final answer of the turn.
+
+Variant ``model``: the model's own closing text when it ended the tool loop; otherwise one model call
+without tools to answer from what the turn found (after a guard stop, for chit-chat, or to regenerate
+an answer the self-check rejected).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, RemoveMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from graphs.state import HarnessState
+from memory.context import ASSEMBLERS, last_ai, last_human_text
+from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
+from nodes.phrases import say
+
+FINAL_NOTE = "Answer the customer now using only the tool results above. Do not call tools."
+REGENERATE_NOTE = ("Your previous answer was rejected: {problems}. Answer again using only facts from the "
+                   "tool results and the customer's messages.")
+
+
+def lang_of(state: HarnessState) -> str:
+    return (state.get("fact_card") or {}).get("language") or "en"
+
+
+@register_variant("reply", "model")
+class ModelReply:
+    def __init__(self, deps: NodeDeps) -> None:
+        self.deps = deps
+        self.assemble = ASSEMBLERS[deps.design.variant("context")]
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        intent = state.get("intent")
+        if intent in ("greeting", "thanks"):
+            text = say(intent, lang_of(state))
+            return {"reply": text, "messages": [AIMessage(text)], "phase": "reply"}
+        messages = state.get("messages") or []
+        check = state.get("check") or {}
+        ai = last_ai(messages)
+        if not check.get("problems") and ai is not None and not ai.tool_calls and ai is messages[-1]:
+            return {"reply": ai.text, "phase": "reply"}
+        return self.generate(state, check)
+
+    def generate(self, state: HarnessState, check: dict[str, Any]) -> dict[str, Any]:
+        stats = dict(state.get("turn_stats") or {})
+        messages = state.get("messages") or []
+        removals: list[Any] = []
+        note = FINAL_NOTE
+        if check.get("problems"):
+            stats["regenerations"] = stats.get("regenerations", 0) + 1
+            note = REGENERATE_NOTE.format(problems="; ".join(check["problems"]))
+            rejected = last_ai(messages)
+            if rejected is not None and not rejected.tool_calls:
+                removals.append(RemoveMessage(id=rejected.id))
+                state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
+        context = [*self.assemble(state, self.deps.design.knobs.window_messages), SystemMessage(note)]
+        try:
+            ai, stats = call_model(self.deps, context, stats)  # type: ignore[arg-type]
+            text = ai.text or say("ask_generic", lang_of(state))
+        except ModelCallFailed:
+            text = say("busy", lang_of(state))
+        if not last_human_text(messages):
+            text = text or say("greeting", lang_of(state))
+        return {"reply": text, "messages": [*removals, AIMessage(text)], "turn_stats": stats, "phase": "reply"}

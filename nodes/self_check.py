@@ -1,0 +1,54 @@
+"""Self-check: before the reply leaves, every identifier and amount it states must be grounded.
+
+Variant ``grounded``: order/product/ticket ids, tracking numbers and prices in the reply must appear in
+this turn's tool results, the fact card or the user's own words. ``off`` passes everything (for designs
+that rebuild harnesses without a check).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+
+from graphs.state import HarnessState
+from memory.context import turn_messages
+from nodes.base import NodeDeps, register_variant
+
+_CLAIMS = re.compile(r"\b(?:ORD-\d{5}|P\d{4}|RMA-\d+|CMP-\d+|HO-\d+|[A-Z]{2}\d{8,14})\b|\d+\.\d{2}")
+
+
+def grounding_text(state: HarnessState) -> str:
+    messages = state.get("messages") or []
+    parts = [json.dumps(state.get("fact_card") or {}, ensure_ascii=False)]
+    parts += [str(m.content) for m in messages if isinstance(m, HumanMessage)]
+    # Error results count too: quoting a tool's own error text is grounded.
+    parts += [str(m.content) for m in turn_messages(messages) if isinstance(m, ToolMessage)]
+    return "\n".join(parts)
+
+
+def ungrounded_claims(reply: str, evidence: str) -> list[str]:
+    return [c for c in dict.fromkeys(_CLAIMS.findall(reply or "")) if c not in evidence]
+
+
+@register_variant("self_check", "grounded")
+class GroundedCheck:
+    def __init__(self, deps: NodeDeps) -> None:
+        self.deps = deps
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        missing = ungrounded_claims(state.get("reply") or "", grounding_text(state))
+        problems = [f"'{c}' does not come from a tool result or the customer" for c in missing]
+        return {"check": {"ok": not problems, "problems": problems}, "phase": "self_check"}
+
+
+@register_variant("self_check", "off")
+class NoCheck:
+    def __init__(self, deps: NodeDeps) -> None:
+        self.deps = deps
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        return {"check": {"ok": True, "problems": []}, "phase": "self_check"}

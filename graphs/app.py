@@ -135,19 +135,24 @@ class Harness:
             raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
         turn = (current.get("turn") or 0) + 1
         self.transcripts.append(thread_id, turn, "user", message)
+        path: list[str] = []
         try:
-            values = self.graph.invoke({"messages": [HumanMessage(message)], "user": user}, config)
+            for update in self.graph.stream({"messages": [HumanMessage(message)], "user": user}, config,
+                                            stream_mode="updates"):
+                path.extend(update)
         except Exception as err:  # noqa: BLE001 - the checkpoint keeps the state up to the failing step
             saved = self.graph.get_state(config)
             ckpt = (saved.config.get("configurable") or {}).get("checkpoint_id")
             raise HarnessError(f"the graph stopped with {type(err).__name__}: {err}; state is saved at "
                                f"checkpoint {ckpt}: send the message again or inspect it with harness resume "
                                f"--thread {thread_id}") from err
-        self.transcripts.append(thread_id, turn, "assistant", values.get("reply") or "")
-        return self.result(thread_id, values)
+        snapshot = self.graph.get_state(config)
+        self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
+        return self.result(thread_id, snapshot, path)
 
-    def result(self, thread_id: str, values: dict[str, Any]) -> dict[str, Any]:
-        snapshot = self.graph.get_state(self.config(thread_id))
+    @staticmethod
+    def result(thread_id: str, snapshot: Any, path: list[str]) -> dict[str, Any]:
+        values = snapshot.values
         stats = values.get("turn_stats") or {}
         calls = [{"id": r.get("id"), "name": r.get("name"), "args": r.get("args"), "status": r.get("status"),
                   "error_type": r.get("error_type"), "error": r.get("error")} for r in values.get("tool_log") or []]
@@ -155,6 +160,7 @@ class Harness:
             "thread_id": thread_id,
             "reply": values.get("reply") or "",
             "phase": values.get("phase"),
+            "path": path,
             "intent": values.get("intent"),
             "slots": values.get("slots") or {},
             "missing_slots": values.get("missing_slots") or [],

@@ -41,7 +41,9 @@ def draw_ascii(graph: Any) -> str:
 
 
 def _text_w(text: str, size: float, weight: str = "normal") -> float:
-    # TextPath measures the real glyphs, so boxes fit their labels without a renderer.
+    # TextPath measures the real glyphs, so boxes fit their labels without a renderer; it fails on "".
+    if not text:
+        return 0.0
     return TextPath((0, 0), text, size=size, prop=FontProperties(weight=weight)).get_extents().width / 72
 
 
@@ -255,7 +257,8 @@ def draw_png(graph: Any, path: str | Path | None = None, title: str | None = Non
     ys = [y for x, y in xy.values()]
     top, bottom = max(ys) + 0.45 + 0.45 * bool(title), min(ys) - 0.45
     # widen symmetrically (never stretch) so a long title or a tiny graph still fits at 1 unit = 1 inch
-    pad = max(0.0, 2.0 - (max(xs) - min(xs)), _text_w(title or "", 12, "bold") + 0.4 - (max(xs) - min(xs))) / 2
+    need = max(2.0, _text_w(title or "", 12, "bold") + 0.4)
+    pad = max(0.0, need - (max(xs) - min(xs))) / 2
     left, right = min(xs) - pad, max(xs) + pad
     ax.set(xlim=(left, right), ylim=(bottom, top))
     fig.set_size_inches(right - left, top - bottom)

@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from graphs.routing import missing_slots
+from graphs.routing import missing_slots, route_for
 from graphs.state import HarnessState
 from llm import nlu
 from memory.context import last_human_text
@@ -52,7 +52,9 @@ class SlotCollect:
         intent = state.get("intent")
         text = last_human_text(state.get("messages") or [])
         # The fact card fills in first, then earlier slots of this task, then this message (most specific).
-        slots = {**slots_from_facts(state.get("fact_card") or {}), **(state.get("slots") or {}),
+        needed = {name for group in route_for(intent).required for name in group}
+        facts = {k: v for k, v in slots_from_facts(state.get("fact_card") or {}).items() if k in needed}
+        slots = {**facts, **(state.get("slots") or {}),
                  **slots_from_message(intent, text)}
         missing = missing_slots(intent, slots)
         update: dict[str, Any] = {"slots": slots, "missing_slots": missing, "phase": "collect"}

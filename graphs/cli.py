@@ -1,0 +1,233 @@
+"""``harness``: run, chat, inspect, resume and draw harness graphs from the shell.
+
+Every command that prints results takes ``--json`` and then prints exactly one JSON document on stdout.
+Errors print one line on stderr and exit non-zero; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tools.errors import HarnessError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="An agent harness as a LangGraph StateGraph.")
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+DataDir = Annotated[Path, typer.Option("--data-dir", envvar="HARNESS_DATA_DIR",
+                                       help="checkpoints, shop database, memory and traces")]
+DesignOpt = Annotated[str, typer.Option("--design", help="a preset name or a .yaml/.toml design file")]
+ModelOpt = Annotated[str, typer.Option("--model", help="sim | ollama:<model> | openai:<model>")]
+UserOpt = Annotated[str, typer.Option("--user", help="the customer's user id")]
+RoleOpt = Annotated[str | None, typer.Option("--role", help="override the user's role (customer, vip)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="show tracebacks")]
+ThreadOpt = Annotated[str, typer.Option("--thread", "-t", help="conversation thread id")]
+DEFAULT_DATA_DIR = Path(".harness")
+
+
+def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn any failure into one clear line on stderr and a non-zero exit (traceback with --debug)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = kwargs.get("debug", False)
+        logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR, stream=sys.stderr)
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except HarnessError as exc:
+            if debug:
+                raise
+            err.print(f"error: {exc}", markup=False, highlight=False)
+            raise typer.Exit(1) from None
+        except Exception as exc:  # noqa: BLE001 - last line of defence: never a bare traceback
+            if debug:
+                raise
+            err.print(f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)", markup=False,
+                      highlight=False)
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+def open_harness(data_dir: Path, design: str, model: str):
+    from graphs.app import Harness
+
+    return Harness(data_dir, design, model)
+
+
+@app.command()
+@cli_command
+def run(message: Annotated[str, typer.Argument(help="the user's message")], thread: ThreadOpt = "default",
+        data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
+        user: UserOpt = "U001", role: RoleOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Send one user message on a thread."""
+    with open_harness(data_dir, design, model) as h:
+        result = h.send(thread, message, user, role)
+    if json_out:
+        emit_json(result)
+        return
+    calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {c['status']}"
+                      for c in result["tool_calls"])
+    err.print(f"[dim]intent={result['intent']} phase={result['phase']} tools=[{calls}] "
+              f"checkpoint={result['checkpoint_id']}[/dim]")
+    out.print(result["reply"], markup=False, highlight=False)
+
+
+@app.command()
+@cli_command
+def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness",
+         model: ModelOpt = "sim", user: UserOpt = "U001", role: RoleOpt = None, debug: DebugOpt = False) -> None:
+    """An interactive conversation (/quit, /state, /history)."""
+    with open_harness(data_dir, design, model) as h:
+        err.print(f"[bold]thread {thread}[/bold] as {user}; /quit to leave, /state, /history")
+        while True:
+            try:
+                line = input("you> ")
+            except (EOFError, KeyboardInterrupt):
+                break
+            if line.strip() in ("/quit", "/exit"):
+                break
+            if line.strip() == "/state":
+                out.print_json(json.dumps(_public_state(h.state(thread)["values"]), ensure_ascii=False, default=str))
+                continue
+            if line.strip() == "/history":
+                for row in h.transcripts.read(thread):
+                    out.print(f"[{row['turn']}] {row['role']}: {row['content']}", markup=False)
+                continue
+            try:
+                result = h.send(thread, line, user, role)
+            except HarnessError as exc:
+                err.print(f"error: {exc}", markup=False)
+                continue
+            out.print(f"agent> {result['reply']}", markup=False, highlight=False)
+
+
+def _public_state(values: dict[str, Any]) -> dict[str, Any]:
+    keep = ("phase", "intent", "slots", "missing_slots", "fact_card", "constraints", "summary", "turn",
+            "turn_stats", "user", "handoff", "reply")
+    return {k: values.get(k) for k in keep}
+
+
+@app.command()
+@cli_command
+def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False,
+            debug: DebugOpt = False) -> None:
+    """The thread's checkpoints, newest first: id, step, phase, time."""
+    with open_harness(data_dir, "harness", "sim") as h:
+        rows = h.history(thread)
+    if json_out:
+        emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
+        return
+    table = Table("step", "phase", "next", "time", "checkpoint")
+    table.columns[-1].overflow = "fold"
+    for r in rows:
+        table.add_row(str(r.step), r.phase, ",".join(r.next) or "-", r.created_at[:19], r.checkpoint_id)
+    out.print(table)
+
+
+@app.command()
+@cli_command
+def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(help="fork from this checkpoint")] = None,
+           data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Show where a thread stands; with --checkpoint, fork it so the next run continues from there."""
+    with open_harness(data_dir, "harness", "sim") as h:
+        forked = h.fork(thread, checkpoint) if checkpoint else None
+        state = h.state(thread)
+    summary = {"thread_id": thread, "checkpoint_id": state["checkpoint_id"], "forked_from": checkpoint,
+               "next": state["next"], **_public_state(state["values"])}
+    if json_out:
+        emit_json(summary)
+        return
+    if forked:
+        out.print(f"thread {thread} now continues from checkpoint {checkpoint} (new head {forked})")
+    out.print_json(json.dumps(summary, ensure_ascii=False, default=str))
+
+
+@app.command()
+@cli_command
+def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--format", help="mermaid | ascii | png")]
+          = "mermaid", output: Annotated[Path | None, typer.Option("-o", "--output", help="write to this file")] = None,
+          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Draw a design's topology offline."""
+    from graphs.builder import build_graph
+    from graphs.design import load_design
+    from graphs.draw import draw_ascii, draw_png
+    from llm.sim import SimChatModel
+
+    spec = load_design(design)
+    topology = build_graph(spec, SimChatModel()).get_graph()
+    if fmt == "png":
+        if output is None:
+            raise HarnessError("--format png needs -o FILE")
+        draw_png(topology, output, title=f"design: {spec.name}")
+        text = str(output)
+    elif fmt == "mermaid":
+        text = topology.draw_mermaid()
+    elif fmt == "ascii":
+        text = draw_ascii(topology)
+    else:
+        raise HarnessError(f"unknown format '{fmt}': use mermaid, ascii or png")
+    if output is not None and fmt != "png":
+        output.write_text(text, encoding="utf-8")
+    if json_out:
+        emit_json({"design": spec.name, "format": fmt, "output": str(output) if output else None,
+                   "text": None if fmt == "png" else text})
+    elif output is None:
+        out.print(text, markup=False, highlight=False)
+    else:
+        err.print(f"wrote {output}")
+
+
+@app.command()
+@cli_command
+def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """The design presets, each one's node variants and knobs."""
+    from graphs.design import PRESETS, ROLES
+
+    data = [{"name": d.name, "description": d.description, "variants": {r: d.variant(r) for r in ROLES},
+             "knobs": d.knobs.model_dump()} for d in PRESETS.values()]
+    if json_out:
+        emit_json({"designs": data})
+        return
+    table = Table("design", "variants", "knobs", "description", show_lines=True)
+    for d in data:
+        variants = "\n".join(f"{r}: {v}" for r, v in d["variants"].items())
+        knobs = "\n".join(f"{k}={v}" for k, v in d["knobs"].items())
+        table.add_row(d["name"], variants, knobs, d["description"])
+    out.print(table)
+
+
+@app.command()
+@cli_command
+def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness", model: ModelOpt = "sim",
+         json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
+    from graphs.demo import run_demo
+
+    report = run_demo(data_dir, design, model, console=None if json_out else out)
+    if json_out:
+        emit_json(report)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    app()

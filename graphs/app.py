@@ -14,9 +14,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
 
 from graphs.builder import build_graph
 from graphs.design import Design, load_design
+from graphs.ordering import ThreadOrder
 from llm import nlu
 from llm.factory import make_model
 from memory.transcript import TranscriptStore
@@ -75,6 +77,7 @@ class Harness:
             raise HarnessError(f"cannot open the databases in {self.data_dir}: {err}; "
                                "move the broken file away or use another --data-dir") from err
         self.transcripts = TranscriptStore(self.data_dir / "transcripts.sqlite")
+        self.order = ThreadOrder(self.data_dir / "locks")
         self.registry = shop_registry()
         self.graph = build_graph(self.design, self.model, self.checkpointer, registry=self.registry,
                                  resources={"shop": self.shop})
@@ -126,20 +129,42 @@ class Harness:
     # -- one message
 
     def send(self, thread_id: str, text: str, user_id: str | None = None, role: str | None = None) -> dict[str, Any]:
+        """Run one user message; messages on one thread run one at a time, in the order they arrived."""
         message = self.check_message(text)
         user = self.user(user_id, role)
+        with self.order.turn(thread_id):
+            return self._send(thread_id, message, user)
+
+    def _send(self, thread_id: str, message: str, user: dict[str, str]) -> dict[str, Any]:
         config = self.config(thread_id)
-        current = self.graph.get_state(config).values
+        snapshot = self.graph.get_state(config)
+        current = snapshot.values
         owner = (current.get("user") or {}).get("id")
         if owner and owner != user["id"]:
             raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
         turn = (current.get("turn") or 0) + 1
         self.transcripts.append(thread_id, turn, "user", message)
+        if "human" in snapshot.next:
+            return self._while_waiting(thread_id, snapshot)
+        return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn)
+
+    def _while_waiting(self, thread_id: str, snapshot: Any) -> dict[str, Any]:
+        """The thread waits for a human: the message is kept in the transcript for them; the bot stays out."""
+        from nodes.phrases import say
+
+        ticket = (snapshot.values.get("handoff") or {}).get("ticket", "pending")
+        lang = (snapshot.values.get("fact_card") or {}).get("language", "en")
+        result = self.result(thread_id, snapshot, [])
+        result.update(reply=say("waiting_human", lang, ticket=str(ticket)), tool_calls=[], phase="handoff")
+        self.transcripts.append(thread_id, snapshot.values.get("turn") or 0, "assistant", result["reply"])
+        return result
+
+    def _run(self, thread_id: str, graph_input: Any, turn: int) -> dict[str, Any]:
+        config = self.config(thread_id)
         path: list[str] = []
         try:
-            for update in self.graph.stream({"messages": [HumanMessage(message)], "user": user}, config,
-                                            stream_mode="updates"):
-                path.extend(update)
+            for update in self.graph.stream(graph_input, config, stream_mode="updates"):
+                path.extend(k for k in update if k != "__interrupt__")
         except Exception as err:  # noqa: BLE001 - the checkpoint keeps the state up to the failing step
             saved = self.graph.get_state(config)
             ckpt = (saved.config.get("configurable") or {}).get("checkpoint_id")
@@ -149,6 +174,37 @@ class Harness:
         snapshot = self.graph.get_state(config)
         self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
         return self.result(thread_id, snapshot, path)
+
+    # -- human handoff
+
+    def waiting_threads(self) -> list[dict[str, Any]]:
+        """Threads paused for a human, with the handoff payload (reason, summary, fact card)."""
+        rows = self.shop.query("SELECT DISTINCT thread_id FROM handoffs WHERE status = 'waiting' ORDER BY id")
+        waiting = []
+        for row in rows:
+            snap = self.graph.get_state(self.config(row["thread_id"]))
+            if "human" in snap.next:
+                waiting.append({"thread_id": row["thread_id"], "user": snap.values.get("user"),
+                                "handoff": snap.values.get("handoff"),
+                                "last_message": self._last_user_message(row["thread_id"])})
+        return waiting
+
+    def _last_user_message(self, thread_id: str) -> str:
+        rows = [r for r in self.transcripts.read(thread_id) if r["role"] == "user"]
+        return rows[-1]["content"] if rows else ""
+
+    def human_reply(self, thread_id: str, text: str) -> dict[str, Any]:
+        """Answer a waiting thread as the human agent; the thread resumes and the answer is its reply."""
+        message = self.check_message(text)
+        with self.order.turn(thread_id):
+            snapshot = self.graph.get_state(self.config(thread_id))
+            if "human" not in snapshot.next:
+                raise HarnessError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
+            result = self._run(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
+            with self.shop.transaction() as conn:
+                conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = ? AND status = 'waiting'",
+                             (thread_id,))
+            return result
 
     @staticmethod
     def result(thread_id: str, snapshot: Any, path: list[str]) -> dict[str, Any]:
@@ -168,6 +224,7 @@ class Harness:
             "usage": {"input_tokens": stats.get("input_tokens", 0), "output_tokens": stats.get("output_tokens", 0),
                       "model_calls": stats.get("model_calls", 0)},
             "handoff": values.get("handoff"),
+            "waiting_for_human": "human" in snapshot.next,
             "checkpoint_id": (snapshot.config.get("configurable") or {}).get("checkpoint_id"),
             "trace_id": None,
         }

@@ -16,6 +16,7 @@ from graphs.design import ROLES, Design
 from graphs.state import HarnessState
 from memory.context import ASSEMBLERS
 from nodes.base import NodeDeps, variants
+from nodes.handoff import wait_for_human
 from tools.errors import HarnessError
 from tools.executor import ToolExecutor
 from tools.registry import ToolRegistry
@@ -25,7 +26,7 @@ NODE_ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff")
 
 def check_design(design: Design) -> None:
     """Fail early, listing the valid choices, when a design names a variant that does not exist."""
-    for role, name in design.variants.items():
+    for role in design.variants:
         if role not in ROLES:
             raise HarnessError(f"design '{design.name}': unknown part '{role}'; parts: {', '.join(ROLES)}")
     for role in ROLES:
@@ -54,9 +55,15 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
     graph.add_conditional_edges("collect", partial(guards.after_collect, knobs=knobs),
                                 {"action": "action", END: END})
     graph.add_conditional_edges("action", partial(guards.after_action, knobs=knobs),
-                                {"action": "action", "reply": "reply", END: END})
+                                {"action": "action", "collect": "collect", "reply": "reply", "handoff": "handoff",
+                                 END: END})
     graph.add_edge("reply", "self_check")
     graph.add_conditional_edges("self_check", partial(guards.after_self_check, knobs=knobs),
                                 {"reply": "reply", "handoff": "handoff", END: END})
-    graph.add_edge("handoff", END)
+    if knobs.wait_for_human:
+        graph.add_node("human", wait_for_human)
+        graph.add_edge("handoff", "human")
+        graph.add_edge("human", END)
+    else:
+        graph.add_edge("handoff", END)
     return graph.compile(checkpointer=checkpointer, name=f"harness:{design.name}")

@@ -228,6 +228,40 @@ def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness
         emit_json(report)
 
 
+handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")
+app.add_typer(handoff_app, name="handoff")
+
+
+@handoff_app.command("list")
+@cli_command
+def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Threads paused for a human: reason, ticket, the customer's last message."""
+    with open_harness(data_dir, "harness", "sim") as h:
+        rows = h.waiting_threads()
+    if json_out:
+        emit_json({"waiting": rows})
+        return
+    table = Table("thread", "user", "ticket", "reason", "last message")
+    for r in rows:
+        ho = r["handoff"] or {}
+        table.add_row(r["thread_id"], (r["user"] or {}).get("id", "-"), str(ho.get("ticket")), ho.get("reason", "-"),
+                      r["last_message"])
+    out.print(table if rows else "no threads are waiting for a human")
+
+
+@handoff_app.command("reply")
+@cli_command
+def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's answer")], thread: ThreadOpt,
+                  data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Answer a waiting thread as the human agent; the thread resumes."""
+    with open_harness(data_dir, "harness", "sim") as h:
+        result = h.human_reply(thread, message)
+    if json_out:
+        emit_json(result)
+    else:
+        out.print(f"thread {thread} resumed; reply sent: {result['reply']}", markup=False)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     app()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,9 +24,21 @@ class Knobs(BaseModel):
     max_tools_offered: int = Field(3, ge=1, description="tools offered on one model call")
     window_messages: int = Field(12, ge=2, description="working messages kept between turns")
     max_message_chars: int = Field(16_000, ge=1, description="longest user message accepted")
-    block_identical_calls: bool = Field(True, description="intercept a repeated identical tool call")
+    identical_calls: Literal["block", "reuse", "allow"] = Field(
+        "block", description="a repeated identical tool call: blocked with a note, answered from the earlier "
+        "result, or run again")
+    no_progress_rounds: int = Field(3, ge=1, description="rounds with nothing new before the loop stops")
     max_regenerations: int = Field(1, ge=0, description="self-check retries before handoff")
     unknown_intent_handoff: int = Field(2, ge=1, description="turns in a row with no intent before handoff")
+    validation_repairs: int = Field(1, ge=0, description="repair tries after an invalid tool call")
+    align_entities: bool = Field(True, description="identifier arguments must come from the conversation")
+    wait_for_human: bool = Field(True, description="after a handoff, pause the thread until a human answers")
+    model_timeout_s: float = Field(15.0, gt=0, description="deadline of one model call")
+    message_deadline_s: float = Field(60.0, gt=0, description="wall time for one user message")
+    turn_quota_input_tokens: int = Field(20_000, ge=1, description="input tokens per user message")
+    turn_quota_tool_calls: int = Field(12, ge=1, description="tool calls per user message")
+    session_quota_input_tokens: int = Field(400_000, ge=1, description="input tokens per thread")
+    session_quota_tool_calls: int = Field(200, ge=1, description="tool calls per thread")
 
 
 class Design(BaseModel):

@@ -1,8 +1,12 @@
-"""Guards: pure conditional-edge functions. State (and the design's knobs) in, the next node out."""
+"""Guards: pure conditional-edge functions. State (and the design's knobs) in, the next node out.
+
+Each brake is a small predicate so it can be tested alone and reused: the router after ``action`` asks
+``stop_reason`` which brake fired, and the reply node asks the same function to word a partial answer.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 from langgraph.graph import END
@@ -10,6 +14,78 @@ from langgraph.graph import END
 from graphs.design import Knobs
 from graphs.routing import CONVERSATIONAL, HANDOFF_INTENTS
 from graphs.state import HarnessState
+
+FRUSTRATION_INTENTS = frozenset({"complaint"})
+
+
+def _stats(state: HarnessState) -> dict[str, Any]:
+    return dict(state.get("turn_stats") or {})
+
+
+def _round_records(state: HarnessState, rnd: int) -> list[dict[str, Any]]:
+    return [r for r in state.get("tool_log") or [] if r.get("round") == rnd]
+
+
+def quota_exceeded(state: HarnessState, knobs: Knobs) -> str | None:
+    """Which quota this message or this thread has used up, if any."""
+    stats, totals = _stats(state), state.get("totals") or {}
+    checks = [
+        ("input tokens per message", stats.get("input_tokens", 0), knobs.turn_quota_input_tokens),
+        ("tool calls per message", stats.get("tool_calls", 0), knobs.turn_quota_tool_calls),
+        ("input tokens per thread", totals.get("input_tokens", 0) + stats.get("input_tokens", 0),
+         knobs.session_quota_input_tokens),
+        ("tool calls per thread", totals.get("tool_calls", 0) + stats.get("tool_calls", 0),
+         knobs.session_quota_tool_calls),
+        ("time per message", stats.get("elapsed_s", 0.0), knobs.message_deadline_s),
+    ]
+    return next((name for name, used, limit in checks if used >= limit), None)
+
+
+def repeated_invalid_call(state: HarnessState) -> bool:
+    """The same invalid call (same tool, same arguments) was made twice in this message."""
+    sigs = [r["signature"] for r in state.get("tool_log") or [] if r.get("error_type") == "validation"]
+    return len(sigs) != len(set(sigs))
+
+
+def invalid_calls(state: HarnessState) -> int:
+    return sum(r.get("error_type") == "validation" for r in state.get("tool_log") or [])
+
+
+def invented_argument(state: HarnessState) -> bool:
+    rnd = _stats(state).get("rounds", 0)
+    return any(r.get("error_type") == "invented_argument" for r in _round_records(state, rnd))
+
+
+def duplicate_blocked(state: HarnessState) -> bool:
+    rnd = _stats(state).get("rounds", 0)
+    return any(r.get("error_type") == "duplicate_call" for r in _round_records(state, rnd))
+
+
+def no_progress(state: HarnessState, knobs: Knobs) -> bool:
+    """The last N rounds brought nothing new: only empty, failed or duplicate results."""
+    rnd = _stats(state).get("rounds", 0)
+    if rnd < knobs.no_progress_rounds:
+        return False
+    for r in range(rnd - knobs.no_progress_rounds + 1, rnd + 1):
+        records = _round_records(state, r)
+        if any(x.get("status") == "ok" and not x.get("empty") for x in records):
+            return False
+    return True
+
+
+def stop_reason(state: HarnessState, knobs: Knobs) -> str | None:
+    """Why the tool loop must stop now, or None to let the model continue."""
+    if (quota := quota_exceeded(state, knobs)) is not None:
+        return f"quota: {quota}"
+    if repeated_invalid_call(state):
+        return "repeated invalid call"
+    if duplicate_blocked(state):
+        return "identical call repeated"
+    if no_progress(state, knobs):
+        return "no progress"
+    if _stats(state).get("rounds", 0) >= knobs.max_rounds:
+        return "max rounds"
+    return None
 
 
 def after_intent(state: HarnessState, knobs: Knobs) -> Literal["collect", "reply", "handoff"]:
@@ -27,22 +103,24 @@ def after_collect(state: HarnessState, knobs: Knobs) -> Literal["action", "__end
     return END if state.get("missing_slots") else "action"
 
 
-def after_action(state: HarnessState, knobs: Knobs) -> Literal["action", "reply", "__end__"]:
+def after_action(state: HarnessState, knobs: Knobs) -> Literal["action", "collect", "reply", "handoff", "__end__"]:
     if (state.get("check") or {}).get("retryable"):
         return END  # the model was unreachable: the 'busy' reply already went out
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
     if isinstance(last, AIMessage) and not last.tool_calls:
         return "reply"
-    if (state.get("turn_stats") or {}).get("rounds", 0) >= knobs.max_rounds:
-        return "reply"
-    return "action"
+    if repeated_invalid_call(state):
+        return "handoff"
+    if invented_argument(state) or invalid_calls(state) > knobs.validation_repairs:
+        return "collect"
+    return "reply" if stop_reason(state, knobs) else "action"
 
 
 def after_self_check(state: HarnessState, knobs: Knobs) -> Literal["reply", "handoff", "__end__"]:
     check = state.get("check") or {}
-    if check.get("ok", True):
-        return END
-    if (state.get("turn_stats") or {}).get("regenerations", 0) < knobs.max_regenerations:
-        return "reply"
-    return "handoff"
+    if not check.get("ok", True):
+        return "reply" if _stats(state).get("regenerations", 0) < knobs.max_regenerations else "handoff"
+    if state.get("intent") in FRUSTRATION_INTENTS or quota_exceeded(state, knobs):
+        return "handoff"
+    return END

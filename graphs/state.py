@@ -51,6 +51,8 @@ class ToolCallRecord(TypedDict, total=False):
     attempts: int
     timings_ms: dict[str, float]
     round: int
+    empty: bool  # ok but brought nothing new (empty list, or the same result as before)
+    result_digest: str | None  # the result as the model saw it, to answer an identical call again
 
 
 class TurnStats(TypedDict, total=False):
@@ -64,6 +66,7 @@ class TurnStats(TypedDict, total=False):
     tool_errors: int
     regenerations: int
     started_at: float
+    elapsed_s: float
 
 
 class HarnessState(TypedDict, total=False):

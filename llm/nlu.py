@@ -111,7 +111,8 @@ class Entities:
 
 
 def _unique(items) -> list[str]:
-    return list(dict.fromkeys(items))
+    """Distinct items ordered by their last appearance, so ``[-1]`` is the latest mention."""
+    return list(reversed(dict.fromkeys(reversed(list(items)))))
 
 
 def extract_entities(text: str) -> Entities:

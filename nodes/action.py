@@ -1,7 +1,8 @@
 """Action: one model call with the tools of the routed intent, then the tool calls it asked for.
 
-Variant ``tool_loop``: tools masked by intent and role (at most ``max_tools_offered``), every call validated
-before it runs, identical repeats intercepted, changing tools keyed for idempotency by thread and call id.
+Variant ``tool_loop``: tools masked by intent and role (at most ``max_tools_offered``), every call
+validated before it runs, identifier arguments checked against what the conversation actually contains,
+identical repeats intercepted, changing tools keyed for idempotency by thread and call id.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 from graphs.routing import route_for
@@ -20,54 +21,103 @@ from nodes.phrases import say
 from tools.context import ToolContext
 from tools.executor import ToolOutcome
 
+# Arguments that name an entity: their value must have been seen, or the model invented it.
+IDENTIFIER_ARGS = frozenset({"order_id", "product_id", "code", "coupon_code", "email", "sku"})
+
 
 def call_signature(name: str, args: dict[str, Any]) -> str:
     """Canonical form of a call: same tool and same arguments give the same signature."""
     return name + ":" + json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def blocked(call: dict[str, Any]) -> ToolOutcome:
+def _failed(call: dict[str, Any], error_type: str, exception: str, error: str) -> ToolOutcome:
     return ToolOutcome(call_id=call.get("id") or "", name=call["name"], args=call.get("args") or {},
-                       status="error", error_type="duplicate_call", exception="DuplicateCall",
-                       error="identical call already made this turn; use its result above instead of calling again")
+                       status="error", error_type=error_type, exception=exception, error=error)
+
+
+def seen_text(state: HarnessState) -> str:
+    """Everything an identifier may legitimately come from: user words, fact card, tool results."""
+    parts = [json.dumps(state.get("fact_card") or {}, ensure_ascii=False)]
+    for m in state.get("messages") or []:
+        if isinstance(m, HumanMessage | ToolMessage):
+            parts.append(m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False))
+    return "\n".join(parts).upper()
+
+
+def invented_args(call: dict[str, Any], seen: str) -> list[str]:
+    args = call.get("args") or {}
+    return [k for k, v in args.items() if k in IDENTIFIER_ARGS and isinstance(v, str) and v.strip()
+            and v.strip().upper() not in seen]
+
+
+def is_empty(result: Any) -> bool:
+    if result in (None, "", [], {}):
+        return True
+    if isinstance(result, dict):
+        lists = [v for k, v in result.items() if k in ("results", "orders", "available")]
+        return bool(lists) and all(not v for v in lists)
+    return False
 
 
 @register_variant("action", "tool_loop")
 class ToolLoopAction:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
+        self.knobs = deps.design.knobs
         self.assemble = ASSEMBLERS[deps.design.variant("context")]
 
     def offered(self, state: HarnessState):
         role = (state.get("user") or {}).get("role", "customer")
         names = route_for(state.get("intent")).tools
-        return self.deps.registry.offer(names, role)[: self.deps.design.knobs.max_tools_offered]
+        return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         stats = dict(state.get("turn_stats") or {})
         stats["rounds"] = stats.get("rounds", 0) + 1
-        messages = self.assemble(state, self.deps.design.knobs.window_messages)
+        messages = self.assemble(state, self.knobs.window_messages)
         try:
             ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
         except ModelCallFailed:
-            lang = (state.get("fact_card") or {}).get("language", "en")
-            busy = say("busy", lang)
+            busy = say("busy", (state.get("fact_card") or {}).get("language", "en"))
+            stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
                     "check": {"ok": True, "retryable": True}}
         outcomes = self.run_calls(state, ai, config)
         log = list(state.get("tool_log") or [])
+        earlier = {json.dumps(r.get("result_digest")) for r in log}
         for o in outcomes:
             record = o.record()
             record["id"] = record.pop("call_id")
-            log.append(ToolCallRecord(**record, signature=call_signature(o.name, o.args), round=stats["rounds"]))
+            digest = o.content() if o.status == "ok" else None
+            log.append(ToolCallRecord(**record, signature=call_signature(o.name, o.args), round=stats["rounds"],
+                                      empty=o.status == "ok" and (is_empty(o.result) or json.dumps(digest) in earlier),
+                                      result_digest=digest))
         stats["tool_calls"] = stats.get("tool_calls", 0) + len(outcomes)
         stats["tool_errors"] = stats.get("tool_errors", 0) + sum(o.status != "ok" for o in outcomes)
+        stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
         tool_messages = [ToolMessage(o.content(), tool_call_id=o.call_id, name=o.name,
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
         return {"messages": [ai, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action"}
 
+    def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome]) -> ToolOutcome | None:
+        """An outcome that replaces running the call (duplicate or invented argument), or None to run it."""
+        sig = call_signature(call["name"], call.get("args") or {})
+        if sig in done and self.knobs.identical_calls == "block":
+            return _failed(call, "duplicate_call", "DuplicateCall",
+                           "identical call already made for this message; use its result above")
+        if sig in done and self.knobs.identical_calls == "reuse":
+            earlier = done[sig]
+            return ToolOutcome(call_id=call.get("id") or "", name=call["name"], args=call.get("args") or {},
+                               result=earlier.result, attempts=0, timings_ms={"reused": 1.0})
+        if self.knobs.align_entities and (bad := invented_args(call, seen_text(state))):
+            return _failed(call, "invented_argument", "InventedArgument",
+                           f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
+        return None
+
     def run_calls(self, state: HarnessState, ai: AIMessage, config: RunnableConfig) -> list[ToolOutcome]:
-        seen = {r["signature"] for r in state.get("tool_log") or [] if r.get("status") == "ok"}
+        done = {r["signature"]: ToolOutcome(call_id=r.get("id", ""), name=r["name"], args=r.get("args") or {},
+                                            result=json.loads(r["result_digest"]))
+                for r in state.get("tool_log") or [] if r.get("status") == "ok" and r.get("result_digest")}
         user = state.get("user") or {"id": "", "role": "customer"}
         thread = thread_id(config)
 
@@ -77,10 +127,11 @@ class ToolLoopAction:
 
         fresh, results = [], {}
         for call in ai.tool_calls:
-            if self.deps.design.knobs.block_identical_calls and call_signature(call["name"], call["args"]) in seen:
-                results[call["id"]] = blocked(call)
-            else:
+            screened = self.screen(state, call, done)
+            if screened is None:
                 fresh.append(call)
+            else:
+                results[call["id"]] = screened
         for outcome in self.deps.executor.run_many(fresh, ctx_for):
             results[outcome.call_id] = outcome
         return [results[c["id"]] for c in ai.tool_calls]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,11 +73,17 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
                tools: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
     """One model call with the offered tools; returns the reply and updated per-message counters."""
     model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
+    pool = ThreadPoolExecutor(max_workers=1)
     try:
-        reply = model.invoke(list(messages))
+        reply = pool.submit(model.invoke, list(messages)).result(timeout=deps.design.knobs.model_timeout_s)
+    except FutureTimeout as err:
+        log.warning("model call exceeded %.1f s", deps.design.knobs.model_timeout_s)
+        raise ModelCallFailed(f"model did not answer within {deps.design.knobs.model_timeout_s:g} s") from err
     except Exception as err:  # noqa: BLE001 - any provider failure becomes a graceful reply
         log.warning("model call failed: %s: %s", type(err).__name__, err)
         raise ModelCallFailed(f"{type(err).__name__}: {err}") from err
+    finally:
+        pool.shutdown(wait=False)  # a hung call must not hold the graph
     usage = getattr(reply, "usage_metadata", None) or {}
     new = dict(stats)
     new["model_calls"] = new.get("model_calls", 0) + 1

@@ -17,7 +17,8 @@ from memory.context import last_human_text
 from nodes.base import NodeDeps, register_variant
 from nodes.phrases import say
 
-_QUESTIONS = {"order_id": "ask_order_id", "query": "ask_query", "product_id": "ask_query"}
+_QUESTIONS = {"order_id": "ask_order_id", "query": "ask_query", "product_id": "ask_query", "code": "ask_coupon",
+              "coupon_code": "ask_coupon"}
 
 
 def slots_from_message(intent: str | None, text: str) -> dict[str, Any]:
@@ -43,6 +44,15 @@ def slots_from_facts(card: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def rejected_args(state: HarnessState) -> list[str]:
+    """Arguments of this message's calls that failed validation or were invented by the model."""
+    names: list[str] = []
+    for r in state.get("tool_log") or []:
+        if r.get("error_type") in ("validation", "invented_argument"):
+            names += [a for a in (r.get("args") or {}) if a in (r.get("error") or "")]
+    return list(dict.fromkeys(names))
+
+
 @register_variant("collect", "slots")
 class SlotCollect:
     def __init__(self, deps: NodeDeps) -> None:
@@ -57,6 +67,10 @@ class SlotCollect:
         slots = {**facts, **(state.get("slots") or {}),
                  **slots_from_message(intent, text)}
         missing = missing_slots(intent, slots)
+        if any(r.get("error_type") in ("validation", "invented_argument") for r in state.get("tool_log") or []):
+            # Back from action: the model could not form a valid call, so ask the user instead of guessing.
+            missing = rejected_args(state) or ["details"]
+            slots.update({name: None for name in missing})
         update: dict[str, Any] = {"slots": slots, "missing_slots": missing, "phase": "collect"}
         if missing:
             lang = (state.get("fact_card") or {}).get("language") or nlu.language(text)

@@ -10,18 +10,25 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import interrupt
 
+from graphs.design import Knobs
+from graphs.guards import quota_exceeded, repeated_invalid_call
 from graphs.state import HarnessState
 from nodes.base import NodeDeps, register_variant, thread_id
 from nodes.phrases import say
 from tools.context import ToolContext
 
 
-def handoff_reason(state: HarnessState) -> str:
+def handoff_reason(state: HarnessState, knobs: Knobs) -> str:
     if state.get("intent") == "human":
         return "customer asked for a human"
     if state.get("intent") == "complaint":
         return "complaint"
+    if repeated_invalid_call(state):
+        return "the same invalid tool call was made twice"
+    if (quota := quota_exceeded(state, knobs)) is not None:
+        return f"quota exhausted: {quota}"
     if (state.get("check") or {}).get("problems"):
         return "answer failed self-check: " + "; ".join(state["check"]["problems"])
     if (state.get("unknown_streak") or 0) > 0:
@@ -37,13 +44,24 @@ class TicketHandoff:
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         user = state.get("user") or {"id": "", "role": "customer"}
         thread = thread_id(config)
-        reason = handoff_reason(state)
+        reason = handoff_reason(state, self.deps.design.knobs)
         ctx = ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
                           idempotency_key=f"{thread}:handoff:{state.get('turn', 0)}", extras=self.deps.resources)
         outcome = self.deps.executor.run({"id": f"handoff-{state.get('turn', 0)}", "name": "transfer_to_human",
                                           "args": {"reason": reason[:500]}}, ctx)
         ticket = (outcome.result or {}).get("ticket_id", "pending") if outcome.status == "ok" else "pending"
         text = say("handoff", (state.get("fact_card") or {}).get("language") or "en", ticket=str(ticket))
+        answered = (state.get("check") or {}).get("ok") and state.get("phase") == "done" and state.get("reply")
+        if answered:  # e.g. a complaint was recorded first: keep that answer and add the handoff notice
+            text = f"{state['reply']}\n{text}"
         payload = {"reason": reason, "ticket": ticket, "fact_card": state.get("fact_card") or {},
                    "summary": state.get("summary") or ""}
         return {"reply": text, "messages": [AIMessage(text)], "phase": "handoff", "handoff": payload}
+
+
+def wait_for_human(state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    """Pause the thread until a human answers (``harness handoff reply``); the answer becomes the reply."""
+    answer = interrupt(state.get("handoff") or {})
+    text = str(answer.get("text") if isinstance(answer, dict) else answer)
+    return {"reply": text, "messages": [AIMessage(text, name="human_agent")], "phase": "done",
+            "handoff": {**(state.get("handoff") or {}), "answered": True}}

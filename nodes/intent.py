@@ -63,8 +63,12 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     keep = safe_window(messages, deps.design.knobs.window_messages)
     kept_ids = {m.id for m in keep}
     removals = [RemoveMessage(id=m.id) for m in messages if m.id not in kept_ids]
+    previous = state.get("turn_stats") or {}
+    totals = state.get("totals") or {}
+    counted = ("model_calls", "input_tokens", "output_tokens", "tool_calls", "tool_errors")
     return {
         "messages": removals,
+        "totals": {k: totals.get(k, 0) + previous.get(k, 0) for k in counted},
         "turn": (state.get("turn") or 0) + 1,
         "phase": "intent",
         "fact_card": card,

@@ -11,6 +11,14 @@ _PHRASES: dict[str, dict[str, str]] = {
         "en": "What product are you looking for?",
         "zh": "请问您想找什么商品？",
     },
+    "ask_coupon": {
+        "en": "Which coupon code would you like to use?",
+        "zh": "请问您要使用哪个优惠码？",
+    },
+    "waiting_human": {
+        "en": "A human colleague has your conversation (ticket {ticket}) and will answer here.",
+        "zh": "人工客服已接手您的会话（工单 {ticket}），会在这里回复您。",
+    },
     "ask_generic": {
         "en": "Could you tell me a bit more so I can help?",
         "zh": "能再具体说一下您的需求吗？",

@@ -12,12 +12,15 @@ from typing import Any
 from langchain_core.messages import AIMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from graphs.guards import stop_reason
 from graphs.state import HarnessState
 from memory.context import ASSEMBLERS, last_ai, last_human_text
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
 from nodes.phrases import say
 
 FINAL_NOTE = "Answer the customer now using only the tool results above. Do not call tools."
+STOPPED_NOTE = ("The tool loop was stopped ({reason}). Tell the customer what was done so far, from the tool "
+                "results above, and what is still open. Do not call tools.")
 REGENERATE_NOTE = ("Your previous answer was rejected: {problems}. Answer again using only facts from the "
                    "tool results and the customer's messages.")
 
@@ -48,7 +51,8 @@ class ModelReply:
         stats = dict(state.get("turn_stats") or {})
         messages = state.get("messages") or []
         removals: list[Any] = []
-        note = FINAL_NOTE
+        reason = stop_reason(state, self.deps.design.knobs)
+        note = STOPPED_NOTE.format(reason=reason) if reason else FINAL_NOTE
         if check.get("problems"):
             stats["regenerations"] = stats.get("regenerations", 0) + 1
             note = REGENERATE_NOTE.format(problems="; ".join(check["problems"]))

@@ -1,10 +1,17 @@
 """Error taxonomy shared by tools, the executor and the graph.
 
 Each class names how the harness should react, so the executor can decide on retries without parsing text.
-The original exception is kept on ``__cause__`` for logs.
+The original exception is kept on ``__cause__`` for logs. Exceptions that are not ours (``TimeoutError``,
+``ConnectionError``, an HTTP client's 429/5xx...) are mapped onto the same names by :func:`classify`.
 """
 
 from __future__ import annotations
+
+import email.utils
+import errno
+import socket
+from datetime import UTC, datetime
+from typing import Any
 
 
 class HarnessError(Exception):
@@ -64,3 +71,127 @@ class PermanentError(ToolError):
     """The backend cannot serve this call at all: use a fallback."""
 
     error_type = "permanent"
+
+
+class ToolExecutionFailed(ToolError):
+    """The one error a heavyweight framework wraps every tool failure into (the original class is lost)."""
+
+    error_type = "tool_execution_failed"
+
+
+# ------------------------------------------------------------------------------------ classification
+
+# Error types the executor retries with backoff, and the ones it never retries.
+TRANSIENT_TYPES = frozenset({"transient", "timeout"})
+FINAL_TYPES = frozenset({"validation", "business", "not_found", "internal", "tool_execution_failed"})
+
+# errno values that mean "the network hiccupped", as opposed to a local OSError such as a missing file.
+_NETWORK_ERRNOS = frozenset(
+    getattr(errno, name) for name in (
+        "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EHOSTUNREACH", "EHOSTDOWN",
+        "ENETUNREACH", "ENETDOWN", "ENETRESET", "EPIPE", "EAI_AGAIN",
+    ) if hasattr(errno, name)
+)
+# Client libraries (httpx, openai, requests, aiohttp) do not subclass the builtin TimeoutError /
+# ConnectionError, so their classes are recognised by name to avoid importing any of them.
+_TIMEOUT_NAMES = ("Timeout",)
+_NETWORK_NAMES = ("ConnectError", "ConnectionError", "NetworkError", "TransportError", "RemoteProtocolError",
+                  "ServerDisconnected", "ClientConnectorError")
+_VALIDATION_STATUS = frozenset({400, 413, 414, 415, 422})
+_NOT_FOUND_STATUS = frozenset({404, 410})
+
+
+def status_code_of(exc: BaseException) -> int | None:
+    """The HTTP status an exception carries on itself or on its ``response`` (httpx, requests, openai)."""
+    for holder in (exc, getattr(exc, "response", None)):
+        code = getattr(holder, "status_code", None)
+        if isinstance(code, int):
+            return code
+    return None
+
+
+def _parse_retry_after(value: Any) -> float | None:
+    """Seconds from a Retry-After value: a number of seconds or an HTTP date."""
+    if isinstance(value, int | float):
+        return max(float(value), 0.0)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def retry_after_of(exc: BaseException) -> float | None:
+    """How long the backend asked us to wait: ``retry_after`` or a ``Retry-After`` header, else None."""
+    seconds = _parse_retry_after(getattr(exc, "retry_after", None))
+    if seconds is not None:
+        return seconds
+    for holder in (exc, getattr(exc, "response", None)):
+        headers = getattr(holder, "headers", None)
+        if headers is None:
+            continue
+        try:
+            value = headers.get("Retry-After") or headers.get("retry-after")
+        except AttributeError:
+            continue
+        seconds = _parse_retry_after(value)
+        if seconds is not None:
+            return seconds
+    return None
+
+
+def _classify_status(code: int) -> str | None:
+    if code == 429:
+        return "rate_limited"
+    if code == 408:
+        return "timeout"  # the server gave up waiting for us: as retryable as our own deadline
+    if code >= 500:
+        return "transient"
+    if code in _VALIDATION_STATUS:
+        return "validation"
+    if code in _NOT_FOUND_STATUS:
+        return "not_found"
+    if code >= 400:
+        return "business"
+    return None
+
+
+def _class_names(exc: BaseException) -> list[str]:
+    return [cls.__name__ for cls in type(exc).__mro__]
+
+
+def classify(exc: BaseException) -> str:
+    """The error type (how the harness reacts) of any exception a tool call raised.
+
+    Our own ``ToolError`` classes say it themselves. Otherwise: an HTTP ``status_code`` (429 rate_limited,
+    408 timeout, 5xx transient, 400/422 validation, 404 not_found, other 4xx business), then timeouts and
+    network failures (builtin classes, socket errnos, or client-library class names) as timeout/transient,
+    pydantic validation errors as validation, LangChain's ``ToolException`` as business. Anything else is
+    ``internal``: a bug in the tool, never retried.
+    """
+    if isinstance(exc, ToolError):
+        return exc.error_type
+    code = status_code_of(exc)
+    kind = _classify_status(code) if code is not None else None
+    if kind:
+        return kind
+    names = _class_names(exc)
+    if isinstance(exc, TimeoutError) or any(t in n for n in names for t in _TIMEOUT_NAMES):
+        return "timeout"
+    if isinstance(exc, ConnectionError) or any(n in _NETWORK_NAMES for n in names):
+        return "transient"
+    if isinstance(exc, socket.gaierror) or (isinstance(exc, OSError) and exc.errno in _NETWORK_ERRNOS):
+        return "transient"
+    if "ValidationError" in names:  # pydantic's, raised by a tool re-validating its own input
+        return "validation"
+    if "ToolException" in names:  # LangChain's "tell the model what went wrong"
+        return "business"
+    return "internal"

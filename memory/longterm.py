@@ -1,0 +1,100 @@
+"""Long-term memory: exact facts in SQLite plus experiences in Chroma, every access scoped to a user.
+
+``LongTermMemory`` holds both stores under one data dir (``<data_dir>/memory/facts.sqlite`` and the Chroma
+folder ``<data_dir>/memory/chroma``) and shares one clock between them. The stores live in
+``memory.facts`` and ``memory.experiences``; this module re-exports their public names.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from chromadb.api import ClientAPI
+
+from memory.experiences import (
+    Experience,
+    ExperienceStore,
+    MemoryAccessError,
+    MemoryPolicy,
+    MiniLMEmbeddingFunction,
+    RetrievalWeights,
+    SearchHit,
+)
+from memory.facts import Clock, Fact, FactStore
+from tools.errors import HarnessError
+
+__all__ = [
+    "Clock",
+    "Experience",
+    "ExperienceStore",
+    "Fact",
+    "FactStore",
+    "LongTermMemory",
+    "MemoryAccessError",
+    "MemoryPolicy",
+    "MiniLMEmbeddingFunction",
+    "RetrievalWeights",
+    "SearchHit",
+]
+
+
+class LongTermMemory:
+    """Facade over ``FactStore`` (``.facts``) and ``ExperienceStore`` (``.experiences``).
+
+    Args:
+        data_dir: harness data dir; gives the default paths of both stores.
+        facts_path: SQLite file or ``":memory:"`` (overrides the data-dir default).
+        chroma_path: Chroma persistent folder (overrides the data-dir default).
+        chroma_client: an existing Chroma client (e.g. ``HttpClient``), used instead of a path; it is
+            not closed by ``close()``.
+        clock: epoch-seconds time source shared by both stores.
+        weights: default retrieval weights of the experience store.
+        policy: dedupe/conflict thresholds and decay constants of the experience store.
+
+    Raises:
+        HarnessError: neither ``data_dir`` nor explicit locations for both stores were given.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        facts_path: str | Path | None = None,
+        chroma_path: str | Path | None = None,
+        chroma_client: ClientAPI | None = None,
+        clock: Clock = time.time,
+        weights: RetrievalWeights | None = None,
+        policy: MemoryPolicy | None = None,
+    ) -> None:
+        root = Path(data_dir) / "memory" if data_dir is not None else None
+        facts_path = facts_path if facts_path is not None else _under(root, "facts.sqlite", "facts_path")
+        if chroma_client is None and chroma_path is None:
+            chroma_path = _under(root, "chroma", "chroma_path or chroma_client")
+        self.facts = FactStore(facts_path, clock=clock)
+        try:
+            self.experiences = ExperienceStore(
+                chroma_path, client=chroma_client, weights=weights, policy=policy, clock=clock
+            )
+        except Exception:
+            self.facts.close()
+            raise
+
+    def close(self) -> None:
+        """Close both stores (a passed-in Chroma client stays open)."""
+        try:
+            self.experiences.close()
+        finally:
+            self.facts.close()
+
+    def __enter__(self) -> LongTermMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _under(root: Path | None, name: str, what: str) -> Path:
+    if root is None:
+        raise HarnessError(f"LongTermMemory needs a data_dir or an explicit {what}.")
+    return root / name

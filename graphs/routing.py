@@ -24,7 +24,7 @@ ROUTES: dict[str, Route] = {
 }
 
 # Intents answered without tools, and the ones that go straight to a human.
-CONVERSATIONAL = frozenset({"greeting", "thanks", "unknown"})
+CONVERSATIONAL = frozenset({"greeting", "thanks", "recall", "unknown"})
 HANDOFF_INTENTS = frozenset({"human"})
 # Fallback pipeline for an intent the table does not know (a user-added classifier label, say).
 FALLBACK = Route()

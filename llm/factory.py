@@ -8,16 +8,15 @@ from langchain_core.language_models import BaseChatModel
 
 from tools.errors import HarnessError
 
-SPEC_HELP = "use 'sim', 'sim:<seed>', 'ollama:<model>' (e.g. ollama:qwen2.5:7b) or 'openai:<model>'"
+SPEC_HELP = ("use 'sim' (faults on), 'sim:clean', 'sim:<profile>:<seed>', 'ollama:<model>' "
+             "(e.g. ollama:qwen2.5:7b) or 'openai:<model>'")
 
 
 def make_model(spec: str, *, timeout: float = 15.0) -> BaseChatModel:
     """A chat model from a spec string. Real models read their endpoint and key from the usual env vars."""
     kind, _, name = spec.partition(":")
     if kind == "sim":
-        from llm.sim import SimChatModel
-
-        return SimChatModel(seed=int(name) if name.isdigit() else 0)
+        return _sim(name)
     if kind == "ollama" and name:
         from langchain_ollama import ChatOllama
 
@@ -33,3 +32,19 @@ def make_model(spec: str, *, timeout: float = 15.0) -> BaseChatModel:
         return ChatOpenAI(model=name, base_url=os.environ.get("OPENAI_BASE_URL") or None, temperature=0,
                           timeout=timeout, max_retries=0)
     raise HarnessError(f"unknown model spec '{spec}': {SPEC_HELP}")
+
+
+def _sim(rest: str) -> BaseChatModel:
+    """``sim``, ``sim:clean``, ``sim:realistic:7``, ``sim:7``: a fault profile and a seed, both optional."""
+    from llm.sim import SimChatModel
+    from llm.sim_faults import PROFILES
+
+    profile, seed = "realistic", 0
+    for part in filter(None, rest.split(":")):
+        if part.isdigit():
+            seed = int(part)
+        elif part in PROFILES:
+            profile = part
+        else:
+            raise HarnessError(f"unknown sim option '{part}': profiles {', '.join(PROFILES)}, or a seed number")
+    return SimChatModel(seed=seed, faults=profile)

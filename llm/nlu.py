@@ -25,6 +25,7 @@ INTENTS = (
     "human",
     "greeting",
     "thanks",
+    "recall",
     "unknown",
 )
 
@@ -40,6 +41,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Order matters: the first rule that matches wins, so specific actions come before generic order talk.
 _RULES: list[tuple[str, tuple[str, ...]]] = [
+    ("recall", ("did i give you", "did i tell you", "i gave you", "i mentioned", "at the start", "at the beginning",
+                "at first", "一开始", "最开始", "刚开始", "最早", "我之前说", "我刚才说", "之前给你")),
     ("human", ("human", "real person", "agent please", "speak to someone", "talk to a person",
                "人工", "真人", "转客服", "找客服")),
     ("complaint", ("complain", "complaint", "terrible", "unacceptable", "furious", "angry", "worst",

@@ -22,6 +22,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from llm.embeddings import count_tokens
 from llm.sim_brain import respond
+from llm.sim_faults import PROFILES, Dice, FaultProfile, latency_s
+
+
+class SimTimeout(TimeoutError):
+    """The simulated model did not answer in time (a fault of its profile)."""
 
 
 def message_tokens(message: BaseMessage) -> int:
@@ -52,6 +57,7 @@ class SimChatModel(BaseChatModel):
     model_name: str = "sim"
     seed: int = 0
     context_window: int = 4096
+    faults: str = "realistic"
 
     @property
     def _llm_type(self) -> str:
@@ -59,7 +65,12 @@ class SimChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_name": self.model_name, "seed": self.seed, "context_window": self.context_window}
+        return {"model_name": self.model_name, "seed": self.seed, "context_window": self.context_window,
+                "faults": self.faults}
+
+    @property
+    def fault_profile(self) -> FaultProfile:
+        return PROFILES[self.faults]
 
     def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable | BaseTool], *,
                    tool_choice: str | None = None, **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
@@ -70,11 +81,19 @@ class SimChatModel(BaseChatModel):
         tools = kwargs.get("tools") or []
         tool_tokens = count_tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0
         visible = fit_window(messages, self.context_window - tool_tokens)
-        reply = respond(visible, tools)
-        input_tokens = sum(message_tokens(m) for m in visible) + tool_tokens
+        tokens = [message_tokens(m) for m in visible]
+        key = json.dumps([[m.type, m.content, getattr(m, "tool_calls", None)] for m in visible] + [tools],
+                         ensure_ascii=False, sort_keys=True, default=str)
+        dice = Dice(self.seed, key)
+        profile = self.fault_profile
+        if dice.roll(profile.timeout):
+            raise SimTimeout(f"sim did not answer (simulated timeout after {self.context_window} token context)")
+        reply = respond(visible, tools, profile=profile, dice=dice, tokens=tokens)
+        input_tokens = sum(tokens) + tool_tokens
         output_tokens = message_tokens(reply)
         reply.usage_metadata = {"input_tokens": input_tokens, "output_tokens": output_tokens,
                                 "total_tokens": input_tokens + output_tokens}
         reply.response_metadata = {"model_name": self.model_name,
-                                   "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+                                   "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                                   "latency_s": round(latency_s(profile, input_tokens, output_tokens), 4)}
         return ChatResult(generations=[ChatGeneration(message=reply)])

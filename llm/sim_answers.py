@@ -9,7 +9,13 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+import re
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from llm.nlu import ORDER_ID, clean_text
+
+_CARD_ORDERS = re.compile(r'"order_ids":\s*\["(ORD-\d{5})"')
 
 STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消",
              "requested": "已提交", "waiting": "排队中"}
@@ -140,3 +146,23 @@ def compose_answer(results: Sequence[ToolMessage], lang: str) -> str:
             data = m.content
         parts.append(render(data, zh))
     return ("\n" if len(parts) > 1 else "").join(parts)
+
+
+def recall_answer(messages: Sequence[BaseMessage], lang: str) -> str:
+    """Answer "what did I tell you at the start?" from what is visible: the user's words, then the system text."""
+    zh = lang == "zh"
+    first = None
+    for m in messages:
+        if isinstance(m, HumanMessage):
+            ids = ORDER_ID.findall(clean_text(str(m.content)))
+            if ids:
+                first = f"ORD-{ids[0]}"
+                break
+    if first is None:
+        for m in messages:
+            if isinstance(m, SystemMessage) and (hit := _CARD_ORDERS.search(str(m.content))):
+                first = hit.group(1)
+                break
+    if first is None:
+        return "抱歉，我在之前的对话里找不到您提供的订单号。" if zh else "Sorry, I can't find an order number you gave me earlier."
+    return f"您最开始提供的订单号是 {first}。" if zh else f"The order number you gave me at the start was {first}."

@@ -1,0 +1,1 @@
+"""Evaluation: scenarios, runs, metrics and reports for A/B comparisons of designs."""

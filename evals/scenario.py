@@ -1,0 +1,100 @@
+"""Scenario files: user turns and what must hold after each turn.
+
+A scenario is one conversation of one user. Expectations describe observable behaviour only (what the
+user sees and what tools ran), so every design is judged the same way. The model never sees them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.errors import HarnessError
+
+Tag = Literal["single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation",
+              "role", "adversarial", "injection", "unicode", "tool-faults", "zh", "en", "handoff", "handwritten"]
+
+
+class ToolExpect(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict, description="each given arg must match exactly")
+
+
+class TurnExpect(BaseModel):
+    """What must hold after one user turn. Every field is optional; unset means 'not checked'."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    intent: str | None = None
+    tools: list[ToolExpect] | None = Field(None, description="calls that must succeed this turn (subset)")
+    no_tools: bool = Field(False, description="no tool may run this turn (e.g. a slot question)")
+    must_not_call: list[str] = Field(default_factory=list)
+    reply_contains: list[str] = Field(default_factory=list, description="all must appear (case-insensitive)")
+    reply_contains_any: list[str] = Field(default_factory=list, description="at least one must appear")
+    reply_excludes: list[str] = Field(default_factory=list)
+    asks_for: str | None = Field(None, description="the reply must ask for this slot (order_id, query, code)")
+    handoff: bool | None = None
+    recall: bool = Field(False, description="this turn asks about something said earlier in the conversation")
+    completes_task: bool = Field(False, description="the turn finishes the scenario's task")
+
+
+class Turn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user: str
+    expect: TurnExpect = Field(default_factory=TurnExpect)
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    user_id: str = "U001"
+    role: str | None = None
+    lang: Literal["en", "zh"] = "en"
+    tags: list[str] = Field(default_factory=list)
+    tool_faults: dict[str, list[str]] = Field(
+        default_factory=dict, description="tool name -> faults injected on its calls in order: "
+        "timeout, rate_limited, server_error, malformed, ok")
+    turns: list[Turn]
+
+
+def load_scenarios(path: str | Path) -> list[Scenario]:
+    """Scenarios from a .jsonl/.json/.yaml file or a folder of them (sorted by file name)."""
+    p = Path(path)
+    files = sorted(x for x in p.rglob("*") if x.suffix in (".jsonl", ".json", ".yaml", ".yml")) if p.is_dir() else [p]
+    if not files or not all(f.is_file() for f in files):
+        raise HarnessError(f"no scenario files at {p}")
+    out: list[Scenario] = []
+    for f in files:
+        out.extend(_load_file(f))
+    ids = [s.id for s in out]
+    if len(ids) != len(set(ids)):
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        raise HarnessError(f"duplicate scenario ids: {', '.join(dupes[:5])}")
+    return out
+
+
+def _load_file(f: Path) -> list[Scenario]:
+    try:
+        text = f.read_text(encoding="utf-8")
+        if f.suffix == ".jsonl":
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        elif f.suffix == ".json":
+            data = json.loads(text)
+            rows = data if isinstance(data, list) else [data]
+        else:
+            data = yaml.safe_load(text)
+            rows = data if isinstance(data, list) else [data]
+        return [Scenario.model_validate(r) for r in rows]
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        raise HarnessError(f"cannot read scenarios from {f}: {err}") from err
+
+
+BUILTIN_DIR = Path(__file__).parent / "scenarios"

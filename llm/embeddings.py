@@ -37,9 +37,22 @@ def _sentence_model(name: str):
 
 
 def embed(texts: list[str]) -> np.ndarray:
-    """Unit-normalised embeddings, one row per text."""
-    model = _sentence_model(embed_model_name())
-    return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    """Unit-normalised embeddings, one row per text.
+
+    The bundled model runs on the NumPy encoder in ``llm.minilm`` (same weights, no ten-second import);
+    any other model named by ``HARNESS_EMBED_MODEL`` goes through sentence-transformers.
+    """
+    name = embed_model_name()
+    if name == str(bundled_model_dir()):
+        from llm.minilm import bundled
+
+        return bundled().encode(list(texts))
+    return sentence_embed(texts, name)
+
+
+def sentence_embed(texts: list[str], name: str | None = None) -> np.ndarray:
+    model = _sentence_model(name or embed_model_name())
+    return model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
 
 @lru_cache(maxsize=1)

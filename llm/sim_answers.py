@@ -6,10 +6,9 @@ It recognises results by their fields, as a model reads JSON, and never states a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import re
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 

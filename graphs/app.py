@@ -21,6 +21,7 @@ from graphs.design import Design, load_design
 from graphs.ordering import ThreadOrder
 from llm import nlu
 from llm.factory import make_model
+from memory.longterm import LongTermMemory
 from memory.transcript import TranscriptStore
 from tools.errors import HarnessError
 from tools.registry import ToolRegistry
@@ -77,15 +78,21 @@ class Harness:
             raise HarnessError(f"cannot open the databases in {self.data_dir}: {err}; "
                                "move the broken file away or use another --data-dir") from err
         self.transcripts = TranscriptStore(self.data_dir / "transcripts.sqlite")
+        self.memory = LongTermMemory(self.data_dir) if self.design.knobs.long_term_memory else None
         self.order = ThreadOrder(self.data_dir / "locks")
         self.registry = shop_registry()
+        resources: dict[str, Any] = {"shop": self.shop}
+        if self.memory is not None:
+            resources["memory"] = self.memory
         self.graph = build_graph(self.design, self.model, self.checkpointer, registry=self.registry,
-                                 resources={"shop": self.shop})
+                                 resources=resources)
 
     def close(self) -> None:
         self._ckpt_conn.close()
         self.shop.close()
         self.transcripts.close()
+        if self.memory is not None:
+            self.memory.close()
 
     def __enter__(self) -> Harness:
         return self

@@ -13,10 +13,12 @@ from langgraph.graph.state import CompiledStateGraph
 import nodes  # noqa: F401 - registers the built-in variants
 from graphs import guards
 from graphs.design import ROLES, Design
+from graphs.dsl import compile_rules
 from graphs.state import HarnessState
 from memory.context import ASSEMBLERS
 from nodes.base import NodeDeps, variants
 from nodes.handoff import wait_for_human
+from nodes.remember import Remember
 from tools.errors import HarnessError
 from tools.executor import ToolExecutor
 from tools.registry import ToolRegistry
@@ -49,17 +51,28 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
     for role in NODE_ROLES:
         graph.add_node(role, variants(role)[design.variant(role)](deps))
     knobs = design.knobs
+    done = END
+    if knobs.long_term_memory and "memory" in deps.resources:
+        graph.add_node("remember", Remember(deps))
+        graph.add_edge("remember", END)
+        done = "remember"
+    rules = compile_rules(design.rules, NODE_ROLES) if design.rules else None
+    python_edges = {
+        "intent": (guards.after_intent, ("collect", "reply", "handoff")),
+        "collect": (guards.after_collect, ("action", END)),
+        "action": (guards.after_action, ("action", "collect", "reply", "handoff", END)),
+        "self_check": (guards.after_self_check, ("reply", "handoff", END)),
+    }
     graph.add_edge(START, "intent")
-    graph.add_conditional_edges("intent", partial(guards.after_intent, knobs=knobs),
-                                {"collect": "collect", "reply": "reply", "handoff": "handoff"})
-    graph.add_conditional_edges("collect", partial(guards.after_collect, knobs=knobs),
-                                {"action": "action", END: END})
-    graph.add_conditional_edges("action", partial(guards.after_action, knobs=knobs),
-                                {"action": "action", "collect": "collect", "reply": "reply", "handoff": "handoff",
-                                 END: END})
+    for source, (guard, targets) in python_edges.items():
+        if rules is not None and source in rules.sources:
+            router, targets = rules.router(source, knobs), tuple(rules.targets(source))
+        else:
+            router = partial(guard, knobs=knobs)
+        # Only the self-check's "done" leads on to remembering; other ends of a turn end the run.
+        path_map = {t: (done if t == END and source == "self_check" else t) for t in targets}
+        graph.add_conditional_edges(source, router, path_map)
     graph.add_edge("reply", "self_check")
-    graph.add_conditional_edges("self_check", partial(guards.after_self_check, knobs=knobs),
-                                {"reply": "reply", "handoff": "handoff", END: END})
     if knobs.wait_for_human:
         graph.add_node("human", wait_for_human)
         graph.add_edge("handoff", "human")

@@ -32,6 +32,7 @@ class Knobs(BaseModel):
     unknown_intent_handoff: int = Field(2, ge=1, description="turns in a row with no intent before handoff")
     validation_repairs: int = Field(1, ge=0, description="repair tries after an invalid tool call")
     align_entities: bool = Field(True, description="identifier arguments must come from the conversation")
+    long_term_memory: bool = Field(True, description="recall and remember across sessions (needs a memory store)")
     wait_for_human: bool = Field(True, description="after a handoff, pause the thread until a human answers")
     model_timeout_s: float = Field(15.0, gt=0, description="deadline of one model call")
     message_deadline_s: float = Field(60.0, gt=0, description="wall time for one user message")
@@ -48,6 +49,8 @@ class Design(BaseModel):
     description: str = ""
     variants: dict[str, str] = Field(default_factory=dict)
     knobs: Knobs = Field(default_factory=Knobs)
+    rules: str | None = Field(None, description="transition rules in the rule DSL (graphs/dsl.py); "
+                              "edges they do not cover use the Python guards")
 
     def variant(self, role: str) -> str:
         return self.variants.get(role, DEFAULT_VARIANTS[role])

@@ -854,9 +854,11 @@ class RuleSet:
         """
         targets = self.targets(source)
         frozen_knobs = _knobs_model(knobs)
+        knob_values = frozen_knobs.model_dump()
 
         def route(state: Any) -> str:
-            return self.route(source, facts_from_state(state, frozen_knobs))
+            # Same facts as facts_from_state, but the tool-log ones are computed only if a rule reads them.
+            return self.route(source, _lazy_facts(state, frozen_knobs, knob_values))
 
         route.__name__ = route.__qualname__ = f"route_after_{source}"
         # Real objects rather than strings: LangGraph resolves the hint to find the path map.
@@ -925,35 +927,47 @@ def _last_ai_has_no_tool_calls(messages: list[Any]) -> bool:
     return isinstance(last, AIMessage) and not last.tool_calls
 
 
-def _guard_facts(state: Mapping[str, Any], knobs: Knobs) -> dict[str, Any]:
-    # Computed by the guards' own predicates so the DSL and the Python routers can never disagree on them.
-    return {
-        "quota_exceeded": guards.quota_exceeded(state, knobs),
-        "repeated_invalid_call": guards.repeated_invalid_call(state),
-        "invalid_calls": guards.invalid_calls(state),
-        "invented_argument": guards.invented_argument(state),
-        "duplicate_blocked": guards.duplicate_blocked(state),
-        "no_progress": guards.no_progress(state, knobs),
-        "stop_reason": guards.stop_reason(state, knobs),
-    }
+# Facts taken from the guards' own predicates, so the DSL and the Python routers never disagree on them.
+# They walk the tool log, so they are computed only when a rule reads them.
+_DERIVED: Mapping[str, Callable[[Mapping[str, Any], Knobs], Any]] = {
+    "quota_exceeded": guards.quota_exceeded,
+    "repeated_invalid_call": lambda state, knobs: guards.repeated_invalid_call(state),
+    "invalid_calls": lambda state, knobs: guards.invalid_calls(state),
+    "invented_argument": lambda state, knobs: guards.invented_argument(state),
+    "duplicate_blocked": lambda state, knobs: guards.duplicate_blocked(state),
+    "no_progress": guards.no_progress,
+    "stop_reason": guards.stop_reason,
+}
 
 
-def facts_from_state(state: Mapping[str, Any], knobs: Knobs | Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The values rules read, from the graph state and the design's knobs.
+class _LazyFacts(Mapping[str, Any]):
+    """The facts of one routing decision: plain values up front, derived ones on first read."""
 
-    Args:
-        state: the graph state (a ``HarnessState``); absent keys read as empty or zero.
-        knobs: the design's knobs (defaults when None); each knob is a fact under its own name.
+    __slots__ = ("_base", "_cache", "_knobs", "_state")
 
-    Returns:
-        Every name in ``STATE_FIELDS`` and ``KNOB_FIELDS``. Counters are ints, ``missing_slots`` is the
-        number of missing slots, ``check_ok``/``busy``/``last_ai_has_no_tool_calls`` are bools.
-    """
-    knobs = knobs if isinstance(knobs, Knobs) else _knobs_model(knobs)
+    def __init__(self, base: dict[str, Any], state: Mapping[str, Any], knobs: Knobs) -> None:
+        self._base, self._state, self._knobs, self._cache = base, state, knobs, {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._base:
+            return self._base[key]
+        if key not in self._cache:
+            self._cache[key] = _DERIVED[key](self._state, self._knobs)  # KeyError for an unknown name
+        return self._cache[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._base
+        yield from _DERIVED
+
+    def __len__(self) -> int:
+        return len(self._base) + len(_DERIVED)
+
+
+def _plain_facts(state: Mapping[str, Any]) -> dict[str, Any]:
     stats = dict(state.get("turn_stats") or {})
     check = state.get("check") or {}
     user = dict(state.get("user") or {})
-    facts: dict[str, Any] = {
+    return {
         "intent": state.get("intent"),
         "intent_confidence": state.get("intent_confidence"),
         "phase": state.get("phase"),
@@ -968,10 +982,27 @@ def facts_from_state(state: Mapping[str, Any], knobs: Knobs | Mapping[str, Any] 
         "check_ok": bool(check.get("ok", True)),
         "busy": bool(check.get("retryable", False)),
         "last_ai_has_no_tool_calls": _last_ai_has_no_tool_calls(state.get("messages") or []),
-        **_guard_facts(state, knobs),
     }
-    facts.update(knobs.model_dump())
-    return facts
+
+
+def _lazy_facts(state: Mapping[str, Any], knobs: Knobs, knob_values: Mapping[str, Any]) -> _LazyFacts:
+    return _LazyFacts({**_plain_facts(state), **knob_values}, state, knobs)
+
+
+def facts_from_state(state: Mapping[str, Any], knobs: Knobs | Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The values rules read, from the graph state and the design's knobs.
+
+    Args:
+        state: the graph state (a ``HarnessState``); absent keys read as empty or zero.
+        knobs: the design's knobs (defaults when None); each knob is a fact under its own name.
+
+    Returns:
+        Every name in ``STATE_FIELDS`` and ``KNOB_FIELDS``. Counters are ints, ``missing_slots`` is the
+        number of missing slots, ``check_ok``/``busy``/``last_ai_has_no_tool_calls`` are bools, and
+        ``quota_exceeded``/``stop_reason`` are the guards' reasons (a string) or None.
+    """
+    knobs = knobs if isinstance(knobs, Knobs) else _knobs_model(knobs)
+    return dict(_lazy_facts(state, knobs, knobs.model_dump()))
 
 
 # ------------------------------------------------------------------------------------------ the guards as rules

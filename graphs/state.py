@@ -88,3 +88,6 @@ class HarnessState(TypedDict, total=False):
     check: dict[str, Any]  # the last self-check verdict
     handoff: dict[str, Any] | None
     unknown_streak: int
+    recalled: list[str]  # long-term experiences relevant to this message
+    recalled_ids: list[str]
+    known_facts: dict[str, Any]  # long-term facts about the user (from earlier sessions)

@@ -44,6 +44,11 @@ def system_text(state: HarnessState) -> str:
         parts.append("Facts the customer stated: " + json.dumps(card, ensure_ascii=False, sort_keys=True))
     for constraint in state.get("constraints") or []:
         parts.append(f"Constraint (always respect): {constraint}")
+    if state.get("known_facts"):
+        parts.append("Known about the customer from earlier sessions: "
+                     + json.dumps(state["known_facts"], ensure_ascii=False, sort_keys=True))
+    for item in state.get("recalled") or []:
+        parts.append(f"From earlier sessions: {item}")
     if state.get("summary"):
         parts.append(state["summary"])
     intent, slots = state.get("intent"), state.get("slots") or {}

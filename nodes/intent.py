@@ -17,6 +17,7 @@ from graphs.routing import missing_slots
 from graphs.state import HarnessState
 from llm import nlu
 from memory.context import last_human_text, safe_window
+from memory.hooks import recall
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
 
 CLASSIFY_PROMPT = (
@@ -63,10 +64,15 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     keep = safe_window(messages, deps.design.knobs.window_messages)
     kept_ids = {m.id for m in keep}
     removals = [RemoveMessage(id=m.id) for m in messages if m.id not in kept_ids]
+    memory = deps.resources.get("memory")
+    recalled = {}
+    if memory is not None and deps.design.knobs.long_term_memory:
+        recalled = recall(memory, (state.get("user") or {}).get("id", ""), text)
     previous = state.get("turn_stats") or {}
     totals = state.get("totals") or {}
     counted = ("model_calls", "input_tokens", "output_tokens", "tool_calls", "tool_errors")
     return {
+        **recalled,
         "messages": removals,
         "totals": {k: totals.get(k, 0) + previous.get(k, 0) for k in counted},
         "turn": (state.get("turn") or 0) + 1,

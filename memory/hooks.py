@@ -1,0 +1,50 @@
+"""Where the graph meets long-term memory: recall at the start of a message, remember after a success.
+
+Only confirmed, stable information is written: the outcome of a tool call that succeeded and passed the
+self-check, and the language the user writes in. Every read and write is scoped to the user.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from graphs.state import HarnessState
+from memory.longterm import LongTermMemory
+
+KEY_FIELDS = ("order_id", "status", "return_id", "complaint_id", "ticket_id", "code", "product_id", "name")
+
+
+def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3) -> dict[str, Any]:
+    """State updates with what long-term memory knows that is relevant to this message."""
+    hits = memory.experiences.search(user_id, text, k=k, include_stale=False)
+    facts = {f.key: f.value for f in memory.facts.all(user_id)}
+    return {"recalled": [h.text for h in hits], "recalled_ids": [h.id for h in hits], "known_facts": facts}
+
+
+def outcome_sentence(record: dict[str, Any], result: dict[str, Any]) -> str:
+    """One self-contained sentence for a successful tool call, e.g. for the next session's context."""
+    args = ", ".join(f"{k}={v}" for k, v in sorted((record.get("args") or {}).items()) if k != "reason")
+    found = ", ".join(f"{k}={result[k]}" for k in KEY_FIELDS if isinstance(result, dict) and result.get(k))
+    return f"{record['name']}({args}) succeeded: {found or 'ok'}"
+
+
+def remember(memory: LongTermMemory, state: HarnessState) -> list[str]:
+    """Write the outcomes of this message's successful calls; count hits on what recall brought back."""
+    user_id = (state.get("user") or {}).get("id", "")
+    written = []
+    for record in state.get("tool_log") or []:
+        if record.get("status") != "ok":
+            continue
+        result = json.loads(record.get("result_digest") or "{}")
+        written.append(memory.experiences.add(user_id, outcome_sentence(record, result), kind="outcome",
+                                              confidence=0.9))
+        order_id = (record.get("args") or {}).get("order_id")
+        if order_id:
+            memory.facts.put(user_id, "last_order_id", order_id, confirmed=True, source="tool")
+    lang = (state.get("fact_card") or {}).get("language")
+    if lang:
+        memory.facts.put(user_id, "language", lang, confirmed=True, source="user")
+    if written and state.get("recalled_ids"):
+        memory.experiences.record_hits(user_id, state["recalled_ids"])
+    return written

@@ -1,0 +1,20 @@
+"""Remember: after a message that passed the self-check, write what it confirmed to long-term memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from graphs.state import HarnessState
+from memory.hooks import remember
+from nodes.base import NodeDeps
+
+
+class Remember:
+    def __init__(self, deps: NodeDeps) -> None:
+        self.memory = deps.resources["memory"]
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        remember(self.memory, state)
+        return {}

@@ -13,6 +13,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
@@ -24,6 +26,7 @@ from llm.factory import make_model
 from memory.longterm import LongTermMemory
 from memory.transcript import TranscriptStore
 from tools.errors import HarnessError
+from tools.executor import RetryPolicy, ToolExecutor
 from tools.registry import ToolRegistry
 from tools.shop import SHOP_TOOLS, ShopDB
 
@@ -35,6 +38,18 @@ def shop_registry() -> ToolRegistry:
     for fn in SHOP_TOOLS:
         registry.register(fn)
     return registry
+
+
+def executor_for(design: Design, registry: ToolRegistry, **clock: Any) -> ToolExecutor:
+    """The executor the design names: classified retries (default), a heavyweight framework's, or raw."""
+    kind = design.knobs.executor
+    if kind == "framework":
+        from tools.framework_executor import FrameworkExecutor
+
+        return FrameworkExecutor(registry, **clock)
+    if kind == "raw":
+        return ToolExecutor(registry, RetryPolicy(backoff=(), rate_limit_retries=0), **clock)
+    return ToolExecutor(registry, **clock)
 
 
 def prepare_data_dir(path: str | Path) -> Path:
@@ -64,35 +79,57 @@ class Checkpoint:
 class Harness:
     """One data dir, one design, one model; ``send`` runs one user message on a thread."""
 
-    def __init__(self, data_dir: str | Path = ".harness", design: Design | str = "harness",
-                 model: BaseChatModel | str = "sim") -> None:
-        self.data_dir = prepare_data_dir(data_dir)
+    def __init__(self, data_dir: str | Path | None = ".harness", design: Design | str = "harness",
+                 model: BaseChatModel | str = "sim", *, shop: ShopDB | None = None,
+                 checkpointer: BaseCheckpointSaver | None = None, memory: LongTermMemory | None = None,
+                 registry: ToolRegistry | None = None, executor: ToolExecutor | None = None) -> None:
+        """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
+
+        The keyword arguments replace single parts (the evaluation runner injects a fault-wrapped registry,
+        an executor on a virtual clock and an in-memory checkpointer).
+        """
+        self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.design = load_design(design) if isinstance(design, str) else design
         self.model = make_model(model) if isinstance(model, str) else model
-        try:
-            self.shop = ShopDB.open(self.data_dir / "shop.sqlite")
-            self._ckpt_conn = sqlite3.connect(str(self.data_dir / "checkpoints.sqlite"), check_same_thread=False)
-            self.checkpointer = SqliteSaver(self._ckpt_conn)
-            self.checkpointer.setup()
-        except sqlite3.DatabaseError as err:
-            raise HarnessError(f"cannot open the databases in {self.data_dir}: {err}; "
-                               "move the broken file away or use another --data-dir") from err
-        self.transcripts = TranscriptStore(self.data_dir / "transcripts.sqlite")
-        self.memory = LongTermMemory(self.data_dir) if self.design.knobs.long_term_memory else None
-        self.order = ThreadOrder(self.data_dir / "locks")
-        self.registry = shop_registry()
+        self._owned: list[Any] = []
+        self.shop = shop or self._own(ShopDB.open(self._path("shop.sqlite")))
+        self.checkpointer = checkpointer or self._open_checkpointer()
+        self.transcripts = self._own(TranscriptStore(self._path("transcripts.sqlite")))
+        self.memory = memory
+        if memory is None and self.design.knobs.long_term_memory and self.data_dir is not None:
+            self.memory = self._own(LongTermMemory(self.data_dir))
+        self.order = ThreadOrder(self.data_dir / "locks" if self.data_dir else None)
+        self.registry = registry or shop_registry()
         resources: dict[str, Any] = {"shop": self.shop}
         if self.memory is not None:
             resources["memory"] = self.memory
         self.graph = build_graph(self.design, self.model, self.checkpointer, registry=self.registry,
+                                 executor=executor or executor_for(self.design, self.registry),
                                  resources=resources)
 
+    def _path(self, name: str) -> str:
+        return str(self.data_dir / name) if self.data_dir is not None else ":memory:"
+
+    def _own(self, resource: Any) -> Any:
+        self._owned.append(resource)
+        return resource
+
+    def _open_checkpointer(self) -> BaseCheckpointSaver:
+        if self.data_dir is None:
+            return InMemorySaver()
+        try:
+            conn = self._own(sqlite3.connect(self._path("checkpoints.sqlite"), check_same_thread=False))
+            saver = SqliteSaver(conn)
+            saver.setup()
+            return saver
+        except sqlite3.DatabaseError as err:
+            raise HarnessError(f"cannot open the checkpoint database in {self.data_dir}: {err}; "
+                               "move the broken file away or use another --data-dir") from err
+
     def close(self) -> None:
-        self._ckpt_conn.close()
-        self.shop.close()
-        self.transcripts.close()
-        if self.memory is not None:
-            self.memory.close()
+        for resource in reversed(self._owned):
+            resource.close()
+        self._owned.clear()
 
     def __enter__(self) -> Harness:
         return self
@@ -124,7 +161,7 @@ class Harness:
             raise HarnessError(f"unknown thread '{thread_id}'; start it with: harness run \"...\" --thread {thread_id}")
 
     def check_message(self, text: str) -> str:
-        cleaned = nlu.clean_text(text).strip()
+        cleaned = (nlu.clean_text(text) if self.design.knobs.normalize_input else text).strip()
         if not cleaned:
             raise HarnessError("empty message: type what you need, e.g. harness run \"where is ORD-10001?\"")
         limit = self.design.knobs.max_message_chars

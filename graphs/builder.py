@@ -12,8 +12,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 import nodes  # noqa: F401 - registers the built-in variants
 from graphs import guards
-from graphs.design import ROLES, Design
-from graphs.dsl import compile_rules
+from graphs.design import BUILTIN_RULES, ROLES, Design
+from graphs.dsl import PYTHON_EQUIVALENT_RULES, compile_rules
 from graphs.state import HarnessState
 from memory.context import ASSEMBLERS
 from nodes.base import NodeDeps, variants
@@ -56,7 +56,8 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         graph.add_node("remember", Remember(deps))
         graph.add_edge("remember", END)
         done = "remember"
-    rules = compile_rules(design.rules, NODE_ROLES) if design.rules else None
+    text = PYTHON_EQUIVALENT_RULES if design.rules == BUILTIN_RULES else design.rules
+    rules = compile_rules(text, NODE_ROLES) if text else None
     python_edges = {
         "intent": (guards.after_intent, ("collect", "reply", "handoff")),
         "collect": (guards.after_collect, ("action", END)),

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools.errors import HarnessError
 
+BUILTIN_RULES = "builtin:guards"  # the DSL twin of graphs/guards.py (graphs.dsl.PYTHON_EQUIVALENT_RULES)
 ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff", "context")
 
 
@@ -32,6 +33,12 @@ class Knobs(BaseModel):
     unknown_intent_handoff: int = Field(2, ge=1, description="turns in a row with no intent before handoff")
     validation_repairs: int = Field(1, ge=0, description="repair tries after an invalid tool call")
     align_entities: bool = Field(True, description="identifier arguments must come from the conversation")
+    executor: Literal["classified", "framework", "raw"] = Field(
+        "classified", description="tool execution: classified retries, a framework's blind retries, or none")
+    tool_offer: Literal["routed", "all"] = Field("routed", description="tools of the routed intent, or every tool")
+    clean_results: bool = Field(True, description="clean tool results before the model reads them")
+    normalize_input: bool = Field(True, description="strip invisible characters from user messages")
+    logger: Literal["full", "opaque"] = Field("full", description="tool-call logs: everything, or status + duration")
     long_term_memory: bool = Field(True, description="recall and remember across sessions (needs a memory store)")
     wait_for_human: bool = Field(True, description="after a handoff, pause the thread until a human answers")
     model_timeout_s: float = Field(15.0, gt=0, description="deadline of one model call")
@@ -63,17 +70,49 @@ DEFAULT_VARIANTS = {
     "reply": "model",
     "self_check": "grounded",
     "handoff": "ticket",
-    "context": "window",
+    "context": "hybrid",
 }
 
-PRESETS: dict[str, Design] = {
-    "harness": Design(
-        name="harness",
-        description="This project's best: local intent rules with model fallback, slot collection from the "
-        "fact card, masked tools, validated and classified tool calls, grounded self-check.",
-        variants=dict(DEFAULT_VARIANTS),
-    ),
-}
+def _preset(name: str, description: str, variants: dict[str, str], rules: str | None = None,
+            **knobs: Any) -> Design:
+    return Design(name=name, description=description, variants={**DEFAULT_VARIANTS, **variants},
+                  knobs=Knobs(**knobs), rules=rules)
+
+
+# Each preset rebuilds a system from the write-ups as a choice of variants and knobs (DESIGN.md, Designs).
+PRESETS: dict[str, Design] = {d.name: d for d in (
+    _preset("naive", "The first customer-service bot: an LLM intent label, then every tool always exposed, "
+            "the full history, the model loops freely and tool errors go back to it raw.",
+            {"intent": "llm", "collect": "none", "self_check": "off", "context": "full"},
+            tool_offer="all", executor="raw", identical_calls="allow", align_entities=False,
+            validation_repairs=20, max_rounds=8, no_progress_rounds=8, unknown_intent_handoff=99,
+            clean_results=False, normalize_input=False, long_term_memory=False),
+    _preset("framework-default", "A heavyweight agent framework with its defaults: one ReAct loop, full "
+            "history buffer, tools registered once at start, every tool error wrapped in one type and "
+            "retried blindly 3 times, one total duration in the logs.",
+            {"intent": "passthrough", "collect": "none", "self_check": "off", "context": "full"},
+            tool_offer="all", executor="framework", identical_calls="allow", align_entities=False,
+            validation_repairs=20, max_rounds=15, no_progress_rounds=15, unknown_intent_handoff=99,
+            clean_results=False, long_term_memory=False, logger="opaque"),
+    _preset("custom-lightweight", "The hand-built lightweight agent: short/medium/long-term memory with "
+            "summaries, classified errors, tools chosen per role and intent at run time, transition rules "
+            "in a small DSL, phase-timed tool logs.",
+            {"intent": "classifier", "self_check": "off", "context": "hybrid"},
+            rules=BUILTIN_RULES, identical_calls="allow", align_entities=False, max_tools_offered=4),
+    _preset("state-machine", "The customer-service bot after its rework: intent/collect/action/reply states, "
+            "per-state tool masking, schema validation with one repair then back to collect, max rounds, "
+            "identical-call interception, fact card, recent turns plus a rolling summary.",
+            {"intent": "classifier", "self_check": "off", "context": "time_window"},
+            align_entities=False, long_term_memory=False, clean_results=False),
+    _preset("layered", "The 2026 rework: five-layer context with budgets, anchored window, compression at "
+            "70%, dual memory (facts in SQL, experiences in vectors), four termination guards, result "
+            "cleaning, parallel calls with ids, quotas, self-check.",
+            {"intent": "classifier", "context": "hybrid"}, align_entities=False),
+    _preset("harness", "This project's best: local intent rules with model fallback, slots from the fact "
+            "card, masked tools, validated and entity-aligned calls, classified retries, cleaned results, "
+            "layered context with compression, dual memory, guards and a grounded self-check.",
+            {}),
+)}
 
 
 def load_design(name_or_path: str | Path) -> Design:

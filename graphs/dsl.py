@@ -1027,8 +1027,8 @@ collect -> action
 action -> END when busy                       # the model was unreachable: the 'busy' reply already went out
 action -> reply when last_ai_has_no_tool_calls
 action -> handoff when repeated_invalid_call
-action -> collect when invented_argument or invalid_calls > validation_repairs
 action -> reply when stop_reason != null      # quota, repeated call, no progress or max rounds
+action -> collect when invented_argument or invalid_calls > validation_repairs
 action -> action
 
 # after_self_check

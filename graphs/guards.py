@@ -112,9 +112,11 @@ def after_action(state: HarnessState, knobs: Knobs) -> Literal["action", "collec
         return "reply"
     if repeated_invalid_call(state):
         return "handoff"
+    if stop_reason(state, knobs):
+        return "reply"
     if invented_argument(state) or invalid_calls(state) > knobs.validation_repairs:
         return "collect"
-    return "reply" if stop_reason(state, knobs) else "action"
+    return "action"
 
 
 def after_self_check(state: HarnessState, knobs: Knobs) -> Literal["reply", "handoff", "__end__"]:

@@ -3,9 +3,10 @@
 The server brings its own checkpointer and store, so the graph is compiled without one. Settings come
 from the environment, as for the CLI: ``HARNESS_DATA_DIR`` (default ``./.harness``; the shop database
 lives there), ``HARNESS_DESIGN`` (default ``harness``), ``HARNESS_MODEL`` (default ``sim``; also
-``ollama:<model>``, ``openai:<model>``). An assistant may override design and model per run with
-``config={"configurable": {"design": "...", "model": "..."}}``, which makes A/B runs through the server
-possible. Each (design, model, data dir) is compiled once and reused.
+``ollama:<model>``, ``openai:<model>``). An assistant or a run may pick another preset design with
+``config={"configurable": {"design": "<preset>"}}`` (presets only: a client never names a file on the
+server), which makes A/B runs through the server possible. Each (design, model, data dir) is compiled
+once and reused.
 
 Input of a run: ``{"messages": [{"role": "user", "content": "..."}], "user": {"id": "U001", "role":
 "customer"}}``. A handoff ends the run interrupted at node ``human``; resume it with
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,9 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graphs.app import prepare_data_dir, shop_registry
 from graphs.builder import build_graph
-from graphs.design import load_design
+from graphs.design import PRESETS, load_design
 from llm.factory import make_model
+from tools.errors import HarnessError
 from tools.shop import ShopDB
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,18 +52,29 @@ def shop_for(path: Path) -> ShopDB:
         return _shops[path]
 
 
-@lru_cache(maxsize=16)
+_graphs: dict[tuple[str, str, str], CompiledStateGraph] = {}
+_graphs_lock = threading.Lock()
+
+
 def compiled(design: str, model: str, directory: str) -> CompiledStateGraph:
-    """The graph for one (design, model, data dir), compiled without a checkpointer."""
-    return build_graph(load_design(design), make_model(model), checkpointer=None, registry=shop_registry(),
-                       resources={"shop": shop_for(Path(directory))})
+    """The graph for one (design, model, data dir), compiled once, without a checkpointer."""
+    key = (design, model, directory)
+    with _graphs_lock:  # the server asks from several threads at once; build each graph only once
+        if key not in _graphs:
+            _graphs[key] = build_graph(load_design(design), make_model(model), checkpointer=None,
+                                       registry=shop_registry(), resources={"shop": shop_for(Path(directory))})
+        return _graphs[key]
 
 
 def graph_for(config: RunnableConfig | None = None) -> CompiledStateGraph:
     """The compiled graph a run's config asks for (blocking: it may open files and load models)."""
     configurable: dict[str, Any] = (config or {}).get("configurable") or {}
-    design = str(configurable.get("design") or os.environ.get("HARNESS_DESIGN") or "harness")
-    model = str(configurable.get("model") or os.environ.get("HARNESS_MODEL") or "sim")
+    design = os.environ.get("HARNESS_DESIGN") or "harness"
+    if (asked := configurable.get("design")) is not None:
+        if str(asked) not in PRESETS:
+            raise HarnessError(f"unknown design '{asked}'; presets: {', '.join(PRESETS)}")
+        design = str(asked)
+    model = os.environ.get("HARNESS_MODEL") or "sim"
     return compiled(design, model, str(data_dir()))
 
 

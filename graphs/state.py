@@ -67,6 +67,8 @@ class TurnStats(TypedDict, total=False):
     regenerations: int
     started_at: float
     elapsed_s: float
+    model_latency_s: float  # modelled (sim) or measured (real model) time spent in model calls
+    call_input_tokens: list[int]
 
 
 class HarnessState(TypedDict, total=False):

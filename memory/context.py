@@ -68,7 +68,8 @@ def full_context(state: HarnessState, keep: int) -> list[BaseMessage]:
 
 
 Assembler = Callable[[HarnessState, int], list[BaseMessage]]
-ASSEMBLERS: dict[str, Assembler] = {"window": window_context, "full": full_context}
+ASSEMBLERS: dict[str, Assembler] = {"window": window_context, "full": full_context, "hybrid": window_context,
+                                    "time_window": window_context}
 
 
 def last_human_text(messages: Sequence[BaseMessage]) -> str:

@@ -63,6 +63,7 @@ class LongTermMemory:
         facts_path: str | Path | None = None,
         chroma_path: str | Path | None = None,
         chroma_client: ClientAPI | None = None,
+        collection: str | None = None,
         clock: Clock = time.time,
         weights: RetrievalWeights | None = None,
         policy: MemoryPolicy | None = None,
@@ -73,8 +74,9 @@ class LongTermMemory:
             chroma_path = _under(root, "chroma", "chroma_path or chroma_client")
         self.facts = FactStore(facts_path, clock=clock)
         try:
+            extra = {"collection": collection} if collection else {}
             self.experiences = ExperienceStore(
-                chroma_path, client=chroma_client, weights=weights, policy=policy, clock=clock
+                chroma_path, client=chroma_client, weights=weights, policy=policy, clock=clock, **extra
             )
         except Exception:
             self.facts.close()

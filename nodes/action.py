@@ -68,6 +68,8 @@ class ToolLoopAction:
 
     def offered(self, state: HarnessState):
         role = (state.get("user") or {}).get("role", "customer")
+        if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
+            return self.deps.registry.offer(None, role)
         names = route_for(state.get("intent")).tools
         return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
 

@@ -74,6 +74,7 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     """One model call with the offered tools; returns the reply and updated per-message counters."""
     model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
     pool = ThreadPoolExecutor(max_workers=1)
+    started = time.perf_counter()
     try:
         reply = pool.submit(model.invoke, list(messages)).result(timeout=deps.design.knobs.model_timeout_s)
     except FutureTimeout as err:
@@ -89,4 +90,8 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     new["model_calls"] = new.get("model_calls", 0) + 1
     new["input_tokens"] = new.get("input_tokens", 0) + int(usage.get("input_tokens", 0))
     new["output_tokens"] = new.get("output_tokens", 0) + int(usage.get("output_tokens", 0))
+    # The simulated model reports modelled latency (virtual time); real models are timed on the wall.
+    latency = (reply.response_metadata or {}).get("latency_s", time.perf_counter() - started)
+    new["model_latency_s"] = round(new.get("model_latency_s", 0.0) + float(latency), 4)
+    new["call_input_tokens"] = [*new.get("call_input_tokens", []), int(usage.get("input_tokens", 0))]
     return reply, new  # type: ignore[return-value]

@@ -77,3 +77,14 @@ class SlotCollect:
             question = say(_QUESTIONS.get(missing[0], "ask_generic"), lang)
             update.update(reply=question, messages=[AIMessage(question)])
         return update
+
+
+@register_variant("collect", "none")
+class NoCollect:
+    """No slot gate: the model gets the request as it is and must ask or guess by itself."""
+
+    def __init__(self, deps: NodeDeps) -> None:
+        self.deps = deps
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        return {"missing_slots": [], "phase": "collect"}

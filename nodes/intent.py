@@ -164,3 +164,17 @@ class HybridIntent(LLMIntent):
         if intent == "unknown":
             intent, confidence = self.classify(state, update)
         return finish(state, update, intent, confidence)
+
+
+@register_variant("intent", "passthrough")
+class PassthroughIntent:
+    """No classification: every message goes to the tool loop as one open task (a framework's default agent)."""
+
+    def __init__(self, deps: NodeDeps) -> None:
+        self.deps = deps
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        update = start_turn(self.deps, state)
+        update.update(intent="open", intent_confidence=0.0, unknown_streak=0, missing_slots=[],
+                      slots={"__reset__": True})
+        return update

@@ -1,0 +1,125 @@
+"""Run one scenario on one design with one seed, in memory, and keep a record of what happened.
+
+The record holds observations only (what the user saw, which calls were attempted, tokens, virtual
+latency). Metrics are computed from records afterwards, the same way for every design.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from graphs.app import Harness, executor_for, shop_registry
+from graphs.design import Design
+from graphs.guards import stop_reason
+from llm.factory import make_model
+from tools.errors import HarnessError
+from tools.faults import FaultPlan
+from tools.shop import ShopDB
+
+# Background faults every backend shows a little of, on top of what a scenario scripts.
+BACKGROUND_RATES = {"timeout": 0.02, "rate_limited": 0.02, "server_error": 0.02, "malformed": 0.01}
+
+
+class VirtualClock:
+    """Executors sleep on this clock in evaluations: backoff and Retry-After waits cost virtual time only."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(seconds, 0.0)
+
+    def time(self) -> float:
+        return self.now
+
+
+_chroma = None
+
+
+def _chroma_client():
+    """One in-process Chroma per worker; each cell gets its own collection."""
+    global _chroma
+    if _chroma is None:
+        import chromadb
+        from chromadb.config import Settings
+
+        _chroma = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False, allow_reset=True))
+    return _chroma
+
+
+def cell_id(design: str, scenario_id: str, seed: int) -> str:
+    return f"{design}|{scenario_id}|{seed}"
+
+
+def model_spec_for(model: str, seed: int) -> str:
+    """The seed goes to the simulated model; real models get the spec as it is."""
+    return f"{model}:{seed}" if model.startswith("sim") else model
+
+
+def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim") -> dict[str, Any]:
+    """Play every user turn of ``scenario`` and return the run record."""
+    cid = cell_id(design.name, scenario.id, seed)
+    digest = hashlib.sha1(cid.encode()).hexdigest()[:12]
+    clock = VirtualClock()
+    plan = FaultPlan(scripted=scenario.tool_faults, rates=BACKGROUND_RATES, seed=int(digest, 16) % 2**31,
+                     clock=clock.time)
+    registry = plan.apply(shop_registry())
+    memory = None
+    if design.knobs.long_term_memory:
+        from memory.longterm import LongTermMemory
+
+        memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}")
+    shop = ShopDB.open(":memory:")
+    harness = Harness(None, design, make_model(model_spec_for(model, seed)), shop=shop, memory=memory,
+                      registry=registry, executor=executor_for(design, registry, sleep=clock.sleep))
+    turns = []
+    try:
+        for index, turn in enumerate(scenario.turns):
+            before = (plan.virtual_elapsed[0], clock.now)
+            turns.append(_play(harness, scenario, index, turn.user, before, plan, clock))
+    finally:
+        harness.close()
+        shop.close()
+        if memory is not None:
+            _chroma_client().delete_collection(f"c{digest}")
+            memory.close()
+    return {"cell": cid, "design": design.name, "scenario": scenario.id, "seed": seed, "tags": scenario.tags,
+            "lang": scenario.lang, "turns": turns, "fault_events": plan.events}
+
+
+def _play(h: Harness, scenario: Any, index: int, text: str, before: tuple[float, float], plan: FaultPlan,
+          clock: VirtualClock) -> dict[str, Any]:
+    try:
+        r = h.send("eval", text, scenario.user_id, scenario.role)
+    except HarnessError as err:
+        return {"index": index, "error": str(err), "reply": "", "tool_calls": [], "model_calls": 0,
+                "input_tokens": 0, "call_input_tokens": [], "latency_s": 0.0}
+    values = h.graph.get_state(h.config("eval")).values
+    stats = values.get("turn_stats") or {}
+    tool_s = plan.virtual_elapsed[0] - before[0] + clock.now - before[1]
+    return {
+        "index": index,
+        "intent": r["intent"],
+        "reply": r["reply"],
+        "path": r["path"],
+        "phase": r["phase"],
+        "handoff": bool(r["handoff"]) or r["waiting_for_human"],
+        "tool_calls": [{k: c.get(k) for k in ("name", "args", "status", "error_type", "exception", "attempts")}
+                       | {"result": _result(c)} for c in values.get("tool_log") or []],
+        "model_calls": stats.get("model_calls", 0),
+        "input_tokens": stats.get("input_tokens", 0),
+        "output_tokens": stats.get("output_tokens", 0),
+        "call_input_tokens": stats.get("call_input_tokens", []),
+        "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),
+        "stop_reason": stop_reason(values, h.design.knobs) if "action" in r["path"] else None,
+    }
+
+
+def _result(record: dict[str, Any]) -> Any:
+    digest = record.get("result_digest")
+    try:
+        return json.loads(digest) if digest else None
+    except json.JSONDecodeError:
+        return digest

@@ -267,6 +267,7 @@ class Harness:
             "tool_calls": calls,
             "usage": {"input_tokens": stats.get("input_tokens", 0), "output_tokens": stats.get("output_tokens", 0),
                       "model_calls": stats.get("model_calls", 0)},
+            "context": values.get("context_account") or {},
             "handoff": values.get("handoff"),
             "waiting_for_human": "human" in snapshot.next,
             "checkpoint_id": (snapshot.config.get("configurable") or {}).get("checkpoint_id"),

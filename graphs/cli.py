@@ -218,7 +218,9 @@ def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 
 @app.command()
 @cli_command
-def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness", model: ModelOpt = "sim",
+def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness",
+         model: Annotated[str, typer.Option("--model", help="the tour runs on the fault-free sim by default")]
+         = "sim:clean",
          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
     from graphs.demo import run_demo

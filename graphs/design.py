@@ -23,7 +23,8 @@ class Knobs(BaseModel):
 
     max_rounds: int = Field(5, ge=1, description="tool rounds per user message before a partial answer")
     max_tools_offered: int = Field(3, ge=1, description="tools offered on one model call")
-    window_messages: int = Field(12, ge=2, description="working messages kept between turns")
+    window_messages: int = Field(40, ge=2, description="most messages a checkpoint keeps between turns")
+    context_budget_tokens: int = Field(3000, ge=256, description="input tokens one model call may use")
     max_message_chars: int = Field(16_000, ge=1, description="longest user message accepted")
     identical_calls: Literal["block", "reuse", "allow"] = Field(
         "block", description="a repeated identical tool call: blocked with a note, answered from the earlier "

@@ -90,6 +90,8 @@ class HarnessState(TypedDict, total=False):
     check: dict[str, Any]  # the last self-check verdict
     handoff: dict[str, Any] | None
     unknown_streak: int
+    task_anchor_id: str | None  # the message that started the current task (kept by the anchored window)
+    context_account: dict[str, int]  # tokens per context layer of the last model call
     recalled: list[str]  # long-term experiences relevant to this message
     recalled_ids: list[str]
     known_facts: dict[str, Any]  # long-term facts about the user (from earlier sessions)

@@ -63,6 +63,13 @@ class MiniLM:
         """Unit-normalised sentence embeddings, one row per text."""
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
+        from threadpoolctl import threadpool_limits
+
+        # These matrices are small: one BLAS thread is faster, and 20x faster on a busy machine.
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._encode(texts)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
         enc = self.tok.encode_batch(texts)
         ids = np.array([e.ids for e in enc])
         mask = np.array([e.attention_mask for e in enc], dtype=np.float32)

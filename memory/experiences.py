@@ -350,8 +350,13 @@ class ExperienceStore:
 
     def all(self, user_id: str, *, include_stale: bool = True) -> list[Experience]:
         """Every record of the user, oldest first."""
-        got = self._col.get(where=_where(user_id, current_only=not include_stale), include=["documents", "metadatas"])
-        records = [_to_record(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)]
+        got = self._col.get(
+            where=_where(user_id, current_only=not include_stale), include=["documents", "metadatas"]
+        )
+        records = [
+            _to_record(i, d, m)
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        ]
         return sorted(records, key=lambda r: (r.created_at, r.id))
 
     def count(self, user_id: str, *, include_stale: bool = True) -> int:
@@ -408,7 +413,10 @@ class ExperienceStore:
         if not ids:
             return []
         got = self._col.get(ids=list(ids), include=["documents", "metadatas"])
-        found = {i: _to_record(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)}
+        found = {
+            i: _to_record(i, d, m)
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        }
         for rid in ids:
             record = found.get(rid)
             if record is None:
@@ -465,9 +473,18 @@ class ExperienceStore:
         return record.id
 
     def _insert_superseding(
-        self, user_id: str, text: str, kind: str, confidence: float, vector: Any, old: list[Experience], ts: float
+        self,
+        user_id: str,
+        text: str,
+        kind: str,
+        confidence: float,
+        vector: Any,
+        old: list[Experience],
+        ts: float,
     ) -> str:
-        rid = self._insert(user_id, text, kind, confidence, vector, ts, {"supersedes": _join(r.id for r in old)})
+        rid = self._insert(
+            user_id, text, kind, confidence, vector, ts, {"supersedes": _join(r.id for r in old)}
+        )
         self._col.update(
             ids=[r.id for r in old],
             metadatas=[

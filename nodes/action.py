@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 
 from graphs.routing import route_for
 from graphs.state import HarnessState, ToolCallRecord
-from memory.context import ASSEMBLERS
+from memory.context import build_context
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from nodes.phrases import say
 from tools.context import ToolContext
@@ -64,7 +64,6 @@ class ToolLoopAction:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
         self.knobs = deps.design.knobs
-        self.assemble = ASSEMBLERS[deps.design.variant("context")]
 
     def offered(self, state: HarnessState):
         role = (state.get("user") or {}).get("role", "customer")
@@ -76,7 +75,7 @@ class ToolLoopAction:
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         stats = dict(state.get("turn_stats") or {})
         stats["rounds"] = stats.get("rounds", 0) + 1
-        messages = self.assemble(state, self.knobs.window_messages)
+        messages, account = build_context(state, self.deps.design)
         try:
             ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
         except ModelCallFailed:
@@ -99,7 +98,8 @@ class ToolLoopAction:
         stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
         tool_messages = [ToolMessage(o.content(), tool_call_id=o.call_id, name=o.name,
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
-        return {"messages": [ai, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action"}
+        return {"messages": [ai, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
+                "context_account": account}
 
     def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome]) -> ToolOutcome | None:
         """An outcome that replaces running the call (duplicate or invented argument), or None to run it."""

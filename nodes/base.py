@@ -75,9 +75,13 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
     pool = ThreadPoolExecutor(max_workers=1)
     started = time.perf_counter()
+    future = pool.submit(model.invoke, list(messages))
     try:
-        reply = pool.submit(model.invoke, list(messages)).result(timeout=deps.design.knobs.model_timeout_s)
+        reply = future.result(timeout=deps.design.knobs.model_timeout_s)
     except FutureTimeout as err:
+        if future.done():  # the model itself raised a TimeoutError (TimeoutError is FutureTimeout on 3.11)
+            log.warning("model call failed: %s: %s", type(err).__name__, err)
+            raise ModelCallFailed(f"{type(err).__name__}: {err}") from err
         log.warning("model call exceeded %.1f s", deps.design.knobs.model_timeout_s)
         raise ModelCallFailed(f"model did not answer within {deps.design.knobs.model_timeout_s:g} s") from err
     except Exception as err:  # noqa: BLE001 - any provider failure becomes a graceful reply

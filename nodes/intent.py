@@ -10,13 +10,13 @@ import json
 import re
 from typing import Any
 
-from langchain_core.messages import HumanMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from graphs.routing import missing_slots
+from graphs.routing import CONVERSATIONAL, missing_slots
 from graphs.state import HarnessState
 from llm import nlu
-from memory.context import last_human_text, safe_window
+from memory.context import last_human_text, turn_upkeep
 from memory.hooks import recall
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
 
@@ -60,10 +60,6 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
         card["order_ids"] = list(dict.fromkeys([*known_orders, *new_orders]))
     if lang := message_language(text):
         card["language"] = lang
-    # Trim the working set (tool pairs kept whole) so checkpoints do not grow with the conversation.
-    keep = safe_window(messages, deps.design.knobs.window_messages)
-    kept_ids = {m.id for m in keep}
-    removals = [RemoveMessage(id=m.id) for m in messages if m.id not in kept_ids]
     memory = deps.resources.get("memory")
     recalled = {}
     if memory is not None and deps.design.knobs.long_term_memory:
@@ -71,9 +67,12 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     previous = state.get("turn_stats") or {}
     totals = state.get("totals") or {}
     counted = ("model_calls", "input_tokens", "output_tokens", "tool_calls", "tool_errors")
+    upkeep = turn_upkeep(state, deps.design, text)
+    if "fact_card" in upkeep:  # compression's extracted entities, then this message's on top
+        card = {**upkeep.pop("fact_card"), **card}
     return {
         **recalled,
-        "messages": removals,
+        **upkeep,
         "totals": {k: totals.get(k, 0) + previous.get(k, 0) for k in counted},
         "turn": (state.get("turn") or 0) + 1,
         "phase": "intent",
@@ -105,6 +104,9 @@ def finish(state: HarnessState, update: dict[str, Any], intent: str, confidence:
     update.update(intent=intent, intent_confidence=confidence)
     if not same_task:
         update["slots"] = {"__reset__": True}
+        if intent not in CONVERSATIONAL:
+            human = next((m for m in reversed(state.get("messages") or []) if isinstance(m, HumanMessage)), None)
+            update["task_anchor_id"] = human.id if human is not None else None
     streak = (state.get("unknown_streak") or 0) + 1 if intent == "unknown" else 0
     update["unknown_streak"] = streak
     update["missing_slots"] = missing_slots(intent, {} if not same_task else state.get("slots") or {})

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 
 from graphs.guards import stop_reason
 from graphs.state import HarnessState
-from memory.context import ASSEMBLERS, last_ai, last_human_text
+from memory.context import build_context, last_ai, last_human_text
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
 from nodes.phrases import say
 
@@ -33,7 +33,6 @@ def lang_of(state: HarnessState) -> str:
 class ModelReply:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
-        self.assemble = ASSEMBLERS[deps.design.variant("context")]
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         intent = state.get("intent")
@@ -60,7 +59,7 @@ class ModelReply:
             if rejected is not None and not rejected.tool_calls:
                 removals.append(RemoveMessage(id=rejected.id))
                 state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
-        context = [*self.assemble(state, self.deps.design.knobs.window_messages), SystemMessage(note)]
+        context, _ = build_context(state, self.deps.design, notes=[note])
         try:
             ai, stats = call_model(self.deps, context, stats)  # type: ignore[arg-type]
             text = ai.text or say("ask_generic", lang_of(state))

@@ -1,0 +1,117 @@
+"""``harness compare``: run designs x scenarios x seeds in parallel processes, resumably.
+
+Each finished cell is appended to ``cells.jsonl`` in the output folder as soon as it is done, so an
+interrupted comparison continues where it stopped. Metrics, the report and the plots are computed from
+those records afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from graphs.design import Design, load_design
+from tools.errors import HarnessError
+
+CELLS = "cells.jsonl"
+
+
+@dataclass(frozen=True)
+class Task:
+    design: dict[str, Any]
+    scenario: dict[str, Any]
+    seed: int
+    model: str
+
+    @property
+    def cell(self) -> str:
+        return f"{self.design['name']}|{self.scenario['id']}|{self.seed}"
+
+
+def _work(task: Task) -> dict[str, Any]:
+    # Runs in a worker process: import here so the parent stays light.
+    from evals.runner import run_cell
+    from evals.scenario import Scenario
+
+    design = Design.model_validate(task.design)
+    scenario = Scenario.model_validate(task.scenario)
+    try:
+        return run_cell(design, scenario, task.seed, task.model)
+    except Exception as err:  # noqa: BLE001 - one broken cell must not sink the comparison
+        return {"cell": task.cell, "design": design.name, "scenario": scenario.id, "seed": task.seed,
+                "tags": scenario.tags, "lang": scenario.lang, "turns": [], "fault_events": [],
+                "crash": f"{type(err).__name__}: {err}"}
+
+
+def read_cells(out_dir: Path) -> list[dict[str, Any]]:
+    path = out_dir / CELLS
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut by an interrupted run: that cell runs again
+    return records
+
+
+def plan_tasks(designs: Iterable[Design], scenarios: list[Any], seeds: int, model: str,
+               done: set[str]) -> list[Task]:
+    """Every cell not yet done; long scenarios first so the last minutes are not one slow worker."""
+    ordered = sorted(scenarios, key=lambda s: -len(s.turns))
+    tasks = [Task(d.model_dump(), s.model_dump(), seed, model)
+             for s in ordered for d in designs for seed in range(seeds)]
+    return [t for t in tasks if t.cell not in done]
+
+
+def run_compare(designs: list[str], scenarios: list[Any], *, seeds: int, model: str, out_dir: Path,
+                workers: int | None = None, on_done: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """Run the missing cells and return all records of this comparison (old and new)."""
+    resolved = [load_design(d) for d in designs]
+    names = [d.name for d in resolved]
+    if len(set(names)) != len(names):
+        raise HarnessError(f"designs named twice: {', '.join(names)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wanted = {f"{d.name}|{s.id}|{seed}" for d in resolved for s in scenarios for seed in range(seeds)}
+    previous = [r for r in read_cells(out_dir) if r.get("cell") in wanted]
+    tasks = plan_tasks(resolved, scenarios, seeds, model, {r["cell"] for r in previous})
+    total, finished = len(wanted), len(previous)
+    if on_done:
+        on_done(finished, total)
+    records = list(previous)
+    with (out_dir / CELLS).open("a", encoding="utf-8") as sink:
+        for record in _execute(tasks, workers or min(2, os.cpu_count() or 1)):
+            sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sink.flush()
+            records.append(record)
+            finished += 1
+            if on_done:
+                on_done(finished, total)
+    return records
+
+
+def _execute(tasks: list[Task], workers: int) -> Iterable[dict[str, Any]]:
+    if workers <= 1 or len(tasks) <= 1:
+        yield from (_work(t) for t in tasks)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        pending = set()
+        queue = iter(tasks)
+        for task in queue:  # keep a bounded number in flight so results stream back in order of finish
+            pending.add(pool.submit(_work, task))
+            if len(pending) >= workers * 4:
+                break
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(_work, nxt))

@@ -32,9 +32,15 @@ INTENTS = (
 # Zero-width, bidi controls and BOM: invisible, and used to smuggle text past filters.
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad]")
 
-ORDER_ID = re.compile(r"\b(?:ORD|ord|Ord)[-_ ]?(\d{5})\b")
-PRODUCT_ID = re.compile(r"\b[Pp](\d{4})\b")
-COUPON = re.compile(r"\b([A-Z][A-Z0-9]{3,15})\b")
+# Boundaries by character class, not \b: "查一下ORD-10172" has no word boundary before the id.
+ORDER_ID = re.compile(r"(?<![A-Za-z0-9])(?:ORD|ord|Ord)[-_ ]?(\d{5})(?![0-9])")
+PRODUCT_ID = re.compile(r"(?<![A-Za-z0-9])[Pp](\d{4})(?![0-9])")
+COUPON = re.compile(r"(?<![A-Za-z0-9])([A-Z][A-Z0-9]{3,15})(?![A-Za-z0-9])")
+# Negations just before a keyword ("don't cancel", "不要转人工") mean the user does not want that.
+_NEGATION = re.compile(r"(?:\b(?:don'?t|do not|never|no need to|not)\s+(?:[a-z']+\s+){0,4}"
+                       r"|(?:不要|别|不用|不想|无需)[\u4e00-\u9fff]{0,2})$", re.I)
+# Pasted tool-call markup is not a request: "<tool_call>cancel_order(...)</tool_call>", "TOOL: ...".
+_MARKUP = re.compile(r"<tool_call>.*?(?:</tool_call>|$)|^\s*TOOL:.*$|```.*?```", re.I | re.S | re.M)
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 PHONE = re.compile(r"(?<!\d)(?:\+?\d[\d -]{8,14}\d)(?!\d)")
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -130,15 +136,17 @@ def extract_entities(text: str) -> Entities:
 
 
 def _keyword_hit(text: str, word: str) -> bool:
+    """The keyword occurs at least once without a negation right before it."""
     if CJK.search(word):
-        return word in text
-    # Plurals and simple inflections count ("coupons", "returned", "tracking").
-    return re.search(rf"(?<![a-z]){re.escape(word)}(?:s|es|ed|ing)?(?![a-z])", text) is not None
+        pattern = re.escape(word)
+    else:  # plurals and simple inflections count ("coupons", "returned", "tracking")
+        pattern = rf"(?<![a-z]){re.escape(word)}(?:s|es|ed|ing)?(?![a-z])"
+    return any(not _NEGATION.search(text[: m.start()]) for m in re.finditer(pattern, text))
 
 
 def rule_intent(text: str) -> str | None:
     """The first keyword rule that matches, or None."""
-    t = clean_text(text).lower()
+    t = _MARKUP.sub(" ", clean_text(text)).lower()
     for intent, words in _RULES:
         if any(_keyword_hit(t, w) for w in words):
             # "my order ORD-10001, where is it?" is about one order, not the list.

@@ -135,15 +135,26 @@ def render(data: Any, zh: bool) -> str:
     return json.dumps(data, ensure_ascii=False)[:300]
 
 
+_LABELLED = re.compile(r'^\s*<tool_(result|error)\b[^>]*?(?:type="([^"]*)")?[^>]*>(.*)</tool_\1>\s*$', re.S)
+
+
+def read_result(content: Any) -> Any:
+    """A tool message as data: plain JSON, or the harness's labelled ``<tool_result>``/``<tool_error>`` form."""
+    if not isinstance(content, str):
+        return content
+    m = _LABELLED.match(content)
+    if m and m.group(1) == "error":
+        return {"error": {"type": m.group(2), "message": m.group(3).strip()}}
+    body = m.group(3) if m else content
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError:
+        return body
+
+
 def compose_answer(results: Sequence[ToolMessage], lang: str) -> str:
     zh = lang == "zh"
-    parts = []
-    for m in results:
-        try:
-            data = json.loads(m.content) if isinstance(m.content, str) else m.content
-        except json.JSONDecodeError:
-            data = m.content
-        parts.append(render(data, zh))
+    parts = [render(read_result(m.content), zh) for m in results]
     return ("\n" if len(parts) > 1 else "").join(parts)
 
 

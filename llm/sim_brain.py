@@ -312,4 +312,13 @@ def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, pro
     args, missing = fill_args(tool, call, request)
     if missing:
         return AIMessage(ask_for(missing, lang))
+    several = nlu.extract_entities(request).order_ids
+    if len(several) > 1 and "order_id" in args:  # "cancel ORD-1 and ORD-2": independent calls in one turn
+        return parallel_calls(call, tool, [{**args, "order_id": oid} for oid in several])
     return tool_call_message(call, tool, args)
+
+
+def parallel_calls(call: Call, tool: dict[str, Any], arg_sets: list[dict[str, Any]]) -> AIMessage:
+    name = tool["function"]["name"]
+    return AIMessage("", tool_calls=[{"name": name, "args": a, "id": call_id(call.messages, name, a),
+                                      "type": "tool_call"} for a in arg_sets])

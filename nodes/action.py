@@ -19,6 +19,7 @@ from memory.context import build_context
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from nodes.phrases import say
 from tools.context import ToolContext
+from tools.cleaning import clean_error, clean_result
 from tools.executor import ToolOutcome
 
 # Arguments that name an entity: their value must have been seen, or the model invented it.
@@ -96,10 +97,18 @@ class ToolLoopAction:
         stats["tool_calls"] = stats.get("tool_calls", 0) + len(outcomes)
         stats["tool_errors"] = stats.get("tool_errors", 0) + sum(o.status != "ok" for o in outcomes)
         stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
-        tool_messages = [ToolMessage(o.content(), tool_call_id=o.call_id, name=o.name,
+        tool_messages = [ToolMessage(self.model_text(o), tool_call_id=o.call_id, name=o.name,
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
         return {"messages": [ai, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
                 "context_account": account}
+
+    def model_text(self, o: ToolOutcome) -> str:
+        """What the model reads: cleaned and labelled as data or error, or the raw payload."""
+        if not self.knobs.clean_results:
+            return o.content()
+        if o.status == "ok":
+            return clean_result(o.result, tool=o.name)
+        return clean_error(o.error_type or "error", o.error or "", tool=o.name)
 
     def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome]) -> ToolOutcome | None:
         """An outcome that replaces running the call (duplicate or invented argument), or None to run it."""

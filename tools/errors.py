@@ -96,7 +96,7 @@ _NETWORK_ERRNOS = frozenset(
 # ConnectionError, so their classes are recognised by name to avoid importing any of them.
 _TIMEOUT_NAMES = ("Timeout",)
 _NETWORK_NAMES = ("ConnectError", "ConnectionError", "NetworkError", "TransportError", "RemoteProtocolError",
-                  "ServerDisconnected", "ClientConnectorError")
+                  "ServerDisconnected", "ClientConnector")  # substrings: openai's APIConnectionError too
 _VALIDATION_STATUS = frozenset({400, 413, 414, 415, 422})
 _NOT_FOUND_STATUS = frozenset({404, 410})
 
@@ -186,7 +186,7 @@ def classify(exc: BaseException) -> str:
     names = _class_names(exc)
     if isinstance(exc, TimeoutError) or any(t in n for n in names for t in _TIMEOUT_NAMES):
         return "timeout"
-    if isinstance(exc, ConnectionError) or any(n in _NETWORK_NAMES for n in names):
+    if isinstance(exc, ConnectionError) or any(t in n for n in names for t in _NETWORK_NAMES):
         return "transient"
     if isinstance(exc, socket.gaierror) or (isinstance(exc, OSError) and exc.errno in _NETWORK_ERRNOS):
         return "transient"

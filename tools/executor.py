@@ -1,44 +1,75 @@
 """Run validated tool calls with deadlines and classified retries.
 
-Retry policy by error class (tools/errors.py): transient and timeout back off 1 s, 2 s, 4 s (at most 3
-retries); rate-limited waits Retry-After then retries once; validation and business errors never retry.
-``sleep`` and ``clock`` are injected so tests use a fake clock and nothing really waits.
+Retry policy by error class (``tools.errors.classify``): transient and timeout back off 1 s, 2 s, 4 s (at
+most 3 retries); rate-limited waits at least Retry-After, then retries exactly once; validation, business
+and internal errors never retry; permanent errors try ``ToolSpec.fallback`` once with the same arguments,
+or end with a polite "service unavailable" message. A changing tool gets a stable
+``ctx.idempotency_key`` for all its attempts, and a changing tool that is not idempotent is only retried
+after a 429 (the backend refused it, so nothing was applied).
+
+``sleep`` and ``clock`` are injected so tests use a fake clock and nothing really waits. Deadlines are real
+time: each attempt runs on a reusable daemon worker thread, so a tool that hangs costs the caller exactly
+its deadline and is then abandoned (it never blocks the caller, the graph, or interpreter exit).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import dataclasses
 import inspect
 import json
+import queue
+import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
 
 from tools.context import ToolContext
 from tools.errors import (
-    RateLimitedError,
-    ToolError,
+    TRANSIENT_TYPES,
     ToolTimeoutError,
-    TransientError,
     ValidationError,
+    classify,
+    retry_after_of,
 )
 from tools.registry import ToolRegistry, ToolSpec
+
+LOG_ERROR_CHARS = 200  # ToolOutcome.error keeps the full text; the log record keeps this much
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How often and how long to wait before trying a failed call again.
+
+    Attributes:
+        backoff: Waits before each retry of a transient error or timeout; its length is the retry count.
+        rate_limit_retries: Retries after a 429.
+        default_retry_after: Wait after a 429 that names no Retry-After.
+        max_retry_after: A longer Retry-After is not worth holding the conversation: fail at once instead.
+    """
+
     backoff: tuple[float, ...] = (1.0, 2.0, 4.0)
     rate_limit_retries: int = 1
+    default_retry_after: float = 1.0
+    max_retry_after: float = 60.0
 
 
 @dataclass
 class ToolOutcome:
-    """What happened to one tool call; ``error`` keeps the original exception's class and message."""
+    """What happened to one tool call; ``error`` keeps the original exception's class and message.
+
+    ``timings_ms`` holds phases only (``validate_ms``, ``call_ms`` summed over attempts, ``wait_ms`` spent
+    in backoff, ``fallback_ms``), so their sum is the call's duration and log readers may add them up.
+    ``exception`` is the original class name, ``error`` the full message, ``cause`` the exception object
+    itself (for logs and debuggers; never serialised). ``fallback`` names the tool that answered instead
+    when the called one failed permanently.
+    """
 
     call_id: str
     name: str
@@ -50,6 +81,8 @@ class ToolOutcome:
     exception: str | None = None
     attempts: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
+    fallback: str | None = None
+    cause: BaseException | None = field(default=None, repr=False, compare=False)
 
     def content(self) -> str:
         """The text the model reads. Errors are labelled so they cannot pass for data."""
@@ -58,17 +91,203 @@ class ToolOutcome:
         return json.dumps({"error": {"type": self.error_type, "message": self.error}}, ensure_ascii=False)
 
     def record(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("result")
+        """The log entry: everything but the result; the error cut to ``LOG_ERROR_CHARS``.
+
+        ``fallback`` appears only when a fallback tool answered, so ordinary records keep their keys.
+        """
+        error = self.error
+        if error is not None and len(error) > LOG_ERROR_CHARS:
+            error = error[: LOG_ERROR_CHARS - 1] + "…"
+        data: dict[str, Any] = {
+            "call_id": self.call_id, "name": self.name, "args": self.args, "status": self.status,
+            "error_type": self.error_type, "error": error, "exception": self.exception,
+            "attempts": self.attempts, "timings_ms": dict(self.timings_ms),
+        }
+        if self.fallback:
+            data["fallback"] = self.fallback
         return data
 
 
 def format_validation_error(name: str, err: pydantic.ValidationError) -> str:
+    """One line the model can act on: which argument, what is wrong, what it sent."""
     parts = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "(arguments)"
         parts.append(f"{loc}: {e['msg']}" + (f" (got {e['input']!r})" if e["type"] != "missing" else ""))
     return f"invalid arguments for {name}: " + "; ".join(parts)
+
+
+def unavailable_message(name: str, err: BaseException, fallback_error: BaseException | None = None) -> str:
+    """The polite text for a permanent failure, keeping the original message for the log."""
+    text = (f"The {name} service is unavailable at the moment. Please apologise to the customer and offer "
+            f"another way (try again later, or a human agent). Original error: {err}")
+    if fallback_error is not None:
+        text += f" (fallback also failed: {type(fallback_error).__name__}: {fallback_error})"
+    return text
+
+
+# ------------------------------------------------------------------------------------------ invocation
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _run_awaitable(awaitable: Awaitable[Any]) -> Any:
+    """Result of an awaitable from synchronous code, whether or not this thread runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(awaitable))
+    # asyncio.run refuses to nest inside a running loop: give the coroutine a thread with its own loop
+    return run_with_deadline(lambda: asyncio.run(_await(awaitable)), None, "async tool")
+
+
+class _Job:
+    """One function to run on a worker, and where its result or error lands."""
+
+    __slots__ = ("box", "done", "fn")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.box: dict[str, Any] = {}
+        self.done = threading.Event()
+
+    def execute(self) -> None:
+        """Run the function; ``done`` is set by the caller of this method."""
+        try:
+            self.box["result"] = self.fn()
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller's thread
+            self.box["error"] = err
+
+
+class DeadlineWorkers:
+    """Daemon threads that run tool attempts, so a caller can stop waiting at the deadline.
+
+    A new thread per attempt costs about half a millisecond; reusing idle workers costs a queue hop. A
+    worker stuck in a hung tool is simply abandoned (daemon: it never blocks interpreter exit), and a new
+    worker starts whenever none is idle. Idle workers leave after ``idle_exit_s``.
+
+    Invariant: workers blocked on the queue == ``idle`` tokens + jobs queued for them.
+    """
+
+    def __init__(self, idle_exit_s: float = 60.0) -> None:
+        self.idle_exit_s = idle_exit_s
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, fn: Callable[[], Any]) -> _Job:
+        job = _Job(fn)
+        with self._lock:
+            start_worker = self._idle == 0
+            if not start_worker:
+                self._idle -= 1  # claim an idle worker: it will take this job off the queue
+        self._jobs.put(job)
+        if start_worker:
+            threading.Thread(target=self._work, name="tool-worker", daemon=True).start()
+        return job
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=self.idle_exit_s)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # an unclaimed token: nobody counts on this worker, leave
+                        self._idle -= 1
+                        return
+                continue  # a submitter claimed us just now: its job is on the way
+            job.execute()
+            with self._lock:
+                self._idle += 1
+            # idle before done: a caller that submits again right after its answer reuses this worker
+            job.done.set()
+
+
+_WORKERS = DeadlineWorkers()
+
+
+def run_with_deadline(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
+    """``fn()`` on a worker thread, waiting at most ``timeout`` seconds (None: as long as it takes).
+
+    Raises:
+        ToolTimeoutError: ``fn`` did not finish in time; it keeps running, abandoned, on its worker.
+    """
+    # the caller's context variables (tracing, LangChain callbacks) follow the call onto the worker
+    context = contextvars.copy_context()
+    job = _WORKERS.submit(lambda: context.run(fn))
+    if not job.done.wait(timeout):
+        raise ToolTimeoutError(f"{name} did not answer within {timeout:g} s")
+    if "error" in job.box:
+        raise job.box["error"]
+    return job.box["result"]
+
+
+def call_tool(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> Any:
+    """One call of the tool's function in this thread; an awaitable result is awaited."""
+    if not spec.wants_context:
+        result = spec.fn(**args)
+    elif spec.context_keyword:
+        result = spec.fn(**args, **{spec.context_keyword: ctx})
+    else:
+        result = spec.fn(ctx, **args)
+    return _run_awaitable(result) if inspect.isawaitable(result) else result
+
+
+def invoke_tool(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> Any:
+    """One attempt under the tool's deadline; a tool without deadline runs inline (async ones excepted)."""
+    if spec.timeout is None and not spec.is_async:
+        return call_tool(spec, args, ctx)
+    return run_with_deadline(lambda: call_tool(spec, args, ctx), spec.timeout, spec.name)
+
+
+def keyed_context(ctx: ToolContext, call_id: str) -> ToolContext:
+    """``ctx`` with an idempotency key, made once per call so every retry carries the same one."""
+    if ctx.idempotency_key:
+        return ctx
+    suffix = call_id or uuid.uuid4().hex
+    return dataclasses.replace(ctx, idempotency_key=f"{ctx.thread_id}:{suffix}")
+
+
+def parse_args(args: Any) -> Any:
+    """Arguments as sent; a JSON string (text tool-call formats) is decoded to its object."""
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except json.JSONDecodeError:
+            return args
+    return args
+
+
+@dataclass
+class _RetryBudget:
+    """What is left of the retries of one call."""
+
+    policy: RetryPolicy
+    retry_transient: bool
+    backoff: list[float] = field(default_factory=list)
+    rate_left: int = 0
+
+    def __post_init__(self) -> None:
+        self.backoff = list(self.policy.backoff) if self.retry_transient else []
+        self.rate_left = self.policy.rate_limit_retries
+
+    def wait_before_retry(self, kind: str, err: BaseException) -> float | None:
+        """Seconds to wait before the next attempt, or None when the call should fail now."""
+        if kind in TRANSIENT_TYPES and self.backoff:
+            return self.backoff.pop(0)
+        if kind == "rate_limited" and self.rate_left > 0:
+            asked = retry_after_of(err)
+            wait = self.policy.default_retry_after if asked is None else asked
+            if wait > self.policy.max_retry_after:
+                return None
+            self.rate_left -= 1
+            return wait
+        return None
+
+
+# -------------------------------------------------------------------------------------------- executor
 
 
 class ToolExecutor:
@@ -84,83 +303,120 @@ class ToolExecutor:
         self.max_concurrency = max_concurrency
 
     def validate(self, name: str, args: Any) -> tuple[ToolSpec, dict[str, Any]]:
+        """The tool and its call arguments, or ``ValidationError`` saying what to fix.
+
+        The returned arguments keep Python types (nested models, dates), ready for the call.
+        """
         spec = self.registry.get(name)
         if spec is None:
             known = ", ".join(sorted(self.registry.names()))
             raise ValidationError(f"unknown tool '{name}'; available tools: {known}")
+        args = parse_args(args)
         if not isinstance(args, dict):
             raise ValidationError(f"arguments for {name} must be a JSON object, got {type(args).__name__}")
         try:
-            parsed = spec.args_model.model_validate(args)
+            return spec, spec.parse(args)
         except pydantic.ValidationError as err:
             raise ValidationError(format_validation_error(name, err)) from err
-        return spec, parsed.model_dump()
 
     def run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Validate and run one call ``{"id", "name", "args"}``; never raises for a tool's failure."""
         outcome = ToolOutcome(call_id=call.get("id") or "", name=call.get("name", ""), args=call.get("args") or {})
         start = self.clock()
         try:
             spec, args = self.validate(outcome.name, outcome.args)
         except ValidationError as err:
-            return self._fail(outcome, err, start, "validate_ms")
+            outcome.attempts = 1  # the attempt ended at validation: the tool was never called
+            self._fail(outcome, err, "validation")
+            outcome.timings_ms["validate_ms"] = (self.clock() - start) * 1000
+            return outcome
         outcome.timings_ms["validate_ms"] = (self.clock() - start) * 1000
-        return self._call_with_retries(spec, args, ctx, outcome)
+        if spec.changes_state:
+            ctx = keyed_context(ctx, outcome.call_id)
+        self._execute(spec, args, ctx, outcome)
+        return outcome
 
     def run_many(self, calls: Sequence[dict[str, Any]], ctx_for: Callable[[dict[str, Any]], ToolContext]
                  ) -> list[ToolOutcome]:
-        """Run calls concurrently (bounded); results come back in call order, matched by id."""
+        """Run calls concurrently (at most ``max_concurrency`` at once); outcomes come back in call order."""
         if len(calls) <= 1:
             return [self.run(c, ctx_for(c)) for c in calls]
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(calls))) as pool:
-            futures = [pool.submit(self.run, c, ctx_for(c)) for c in calls]
+        contexts = [ctx_for(c) for c in calls]  # in the caller's thread: ctx_for need not be thread-safe
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(calls)),
+                                thread_name_prefix="tool-call") as pool:
+            futures = [pool.submit(self.run, c, ctx) for c, ctx in zip(calls, contexts, strict=True)]
             return [f.result() for f in futures]
 
-    def _call_with_retries(self, spec: ToolSpec, args: dict[str, Any], ctx: ToolContext,
-                           outcome: ToolOutcome) -> ToolOutcome:
-        transient_left = list(self.policy.backoff)
-        rate_left = self.policy.rate_limit_retries
-        call_start = self.clock()
+    async def arun(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """``run`` for async callers, without blocking their event loop."""
+        return await asyncio.to_thread(self.run, call, ctx)
+
+    async def arun_many(self, calls: Sequence[dict[str, Any]],
+                        ctx_for: Callable[[dict[str, Any]], ToolContext]) -> list[ToolOutcome]:
+        """``run_many`` for async callers, without blocking their event loop."""
+        return await asyncio.to_thread(self.run_many, calls, ctx_for)
+
+    # ---------------------------------------------------------------------------------------- internals
+
+    def _execute(self, spec: ToolSpec, args: dict[str, Any], ctx: ToolContext, outcome: ToolOutcome) -> None:
+        """Attempts with classified retries, then the fallback for a permanent failure."""
+        failure = self._attempts(spec, args, ctx, outcome)
+        if failure is None:
+            return
+        err, kind = failure
+        if kind == "permanent":
+            self._permanent(spec, ctx, outcome, err)
+        else:
+            self._fail(outcome, err, kind)
+
+    def _attempts(self, spec: ToolSpec, args: dict[str, Any], ctx: ToolContext,
+                  outcome: ToolOutcome) -> tuple[BaseException, str] | None:
+        """Try until success (None) or a failure that is not retried (the error and its class)."""
+        # a changing tool that ignores idempotency keys might apply twice if a timed-out attempt did commit
+        budget = _RetryBudget(self.policy, retry_transient=spec.idempotent or not spec.changes_state)
+        timings = outcome.timings_ms
         while True:
             outcome.attempts += 1
+            started = self.clock()
             try:
-                outcome.result = self._invoke(spec, args, ctx)
-                outcome.timings_ms["call_ms"] = (self.clock() - call_start) * 1000
-                return outcome
-            except RateLimitedError as err:
-                if rate_left <= 0:
-                    return self._fail(outcome, err, call_start, "call_ms")
-                rate_left -= 1
-                self.sleep(max(err.retry_after, 0.0))
-            except TransientError as err:
-                if not transient_left:
-                    return self._fail(outcome, err, call_start, "call_ms")
-                self.sleep(transient_left.pop(0))
-            except Exception as err:  # noqa: BLE001 - classified below, original kept for logs
-                return self._fail(outcome, err, call_start, "call_ms")
+                outcome.result = invoke_tool(spec, args, ctx)
+                return None
+            except Exception as err:  # noqa: BLE001 - classified here, original kept on the outcome
+                kind = classify(err)
+                wait = budget.wait_before_retry(kind, err)
+                if wait is None:
+                    return err, kind
+            finally:
+                timings["call_ms"] = timings.get("call_ms", 0.0) + (self.clock() - started) * 1000
+            timings["wait_ms"] = timings.get("wait_ms", 0.0) + wait * 1000
+            self.sleep(wait)
 
-    def _invoke(self, spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> Any:
-        call_args = (ctx,) if spec.wants_context else ()
-        fn = spec.fn
+    def _permanent(self, spec: ToolSpec, ctx: ToolContext, outcome: ToolOutcome, err: BaseException) -> None:
+        """Answer with the fallback tool if it accepts the same arguments, else a polite failure."""
+        alt = self.registry.get(spec.fallback) if spec.fallback else None
+        fallback_error: BaseException | None = None
+        if alt is not None and alt.name != spec.name:
+            started = self.clock()
+            try:
+                alt_args = alt.parse(parse_args(outcome.args))
+                outcome.attempts += 1
+                outcome.result = invoke_tool(alt, alt_args, ctx)
+                outcome.fallback = alt.name
+                return
+            except pydantic.ValidationError:
+                pass  # its schema does not take these arguments: not a usable fallback for this call
+            except Exception as alt_err:  # noqa: BLE001 - reported inside the polite message
+                fallback_error = alt_err
+            finally:
+                outcome.timings_ms["fallback_ms"] = (self.clock() - started) * 1000
+        self._fail(outcome, err, "permanent")
+        outcome.error = unavailable_message(spec.name, err, fallback_error)
 
-        def target() -> Any:
-            if inspect.iscoroutinefunction(fn):
-                # A fresh loop in this worker thread works whether or not the caller already runs one.
-                return asyncio.run(fn(*call_args, **args))
-            return fn(*call_args, **args)
-
-        pool = ThreadPoolExecutor(max_workers=1)
-        future = pool.submit(target)
-        try:
-            return future.result(timeout=spec.timeout)
-        except FutureTimeout as err:
-            raise ToolTimeoutError(f"{spec.name} did not answer within {spec.timeout:g} s") from err
-        finally:
-            pool.shutdown(wait=False)
-
-    def _fail(self, outcome: ToolOutcome, err: BaseException, start: float, timing: str) -> ToolOutcome:
+    @staticmethod
+    def _fail(outcome: ToolOutcome, err: BaseException, kind: str) -> None:
         outcome.status = "error"
-        outcome.error_type = err.error_type if isinstance(err, ToolError) else "internal"
+        outcome.result = None
+        outcome.error_type = kind
         outcome.exception = type(err).__name__
         outcome.error = str(err) or type(err).__name__
-        outcome.timings_ms[timing] = (self.clock() - start) * 1000
-        return outcome
+        outcome.cause = err

@@ -1,0 +1,664 @@
+"""Metrics of an A/B run, computed only from run records and the scenario files.
+
+Nothing here looks at live graph state: a record (see :func:`evals.runner.run_cell`) holds what the user
+saw and which tool calls were attempted, and a scenario says what had to hold. Every design is judged by
+the same code, so a difference in a number is a difference in behaviour, not in bookkeeping.
+
+Layers, bottom up:
+
+- :func:`judge_turn` - which expectations of one turn held;
+- :func:`arg_validity` and :func:`retries_after_429` - run-level checks of tool calls and fault events;
+- :func:`cell_metrics` - everything one record contributes, as counts that can be pooled;
+- :func:`aggregate` - per design: each metric per seed, then mean and a 95% t-interval across seeds,
+  latency percentiles, token growth, pass^k, paired differences against a baseline, per-tag completion.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import unicodedata
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from pydantic import ValidationError as SchemaError
+
+from evals.scenario import Scenario, TurnExpect
+
+RETRY_AFTER_S = 2.0
+"""The Retry-After the fault plan sends with every 429 (tools.faults.FaultPlan.retry_after_s)."""
+
+BASELINE_DESIGN = "harness"
+
+# Designs without an intent step label every message "open"; the first tool they reach for is the best
+# observable guess of what they understood, so it is scored as their intent.
+TOOL_INTENT: dict[str, str] = {
+    "search_products": "product",
+    "get_product": "product",
+    "get_order_status": "order_status",
+    "list_my_orders": "my_orders",
+    "cancel_order": "cancel_order",
+    "request_return": "return_order",
+    "list_coupons": "coupons",
+    "claim_coupon": "coupons",
+    "file_complaint": "complaint",
+    "transfer_to_human": "human",
+}
+
+# Arguments that name an entity: a value the conversation never showed was invented by the model.
+IDENTIFIER_ARGS = ("order_id", "product_id", "code", "coupon_code")
+
+# Words that name a slot in a question to the user (English and Chinese).
+SLOT_PATTERNS: dict[str, tuple[str, ...]] = {
+    "order_id": ("order number", "order id", "order no", "which order", "order_id", "订单号", "订单编号",
+                 "哪个订单", "哪一个订单"),
+    "code": ("coupon code", "promo code", "discount code", "voucher code", "which coupon", "优惠码", "券码",
+             "哪个优惠券", "哪张优惠券"),
+    "query": ("product", "looking for", "what item", "商品", "什么产品", "找什么", "想买什么"),
+}
+# A sentence that names a slot only asks for it when it is a question or a request; "the order number you
+# gave me was ORD-1" names the slot without asking.
+_REQUEST_CUES = ("please give", "please tell", "please provide", "please share", "please send", "could you",
+                 "can you", "would you", "let me know", "请提供", "请告诉", "请问", "请给", "麻烦")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])")
+_ORDER_ID = re.compile(r"\bORD[-_ ]?\d{5}\b", re.IGNORECASE)
+
+# Fault outcomes after which the backend answered: a chain of retries ends there.
+_GOT_THROUGH = frozenset({"ok", "malformed"})
+
+# Two-sided 95% Student t quantiles for small samples (seeds are few); larger df use an expansion.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+METRICS: dict[str, tuple[str, str]] = {
+    "task_completion": ("Task completion", "rate"),
+    "turn_pass_rate": ("Turn pass rate", "rate"),
+    "arg_validity": ("Tool-argument validity", "rate"),
+    "intent_accuracy": ("Intent accuracy", "rate"),
+    "model_calls_per_msg": ("Model calls per message", "number"),
+    "input_tokens_per_msg": ("Input tokens per message", "tokens"),
+    "input_tokens_per_call": ("Input tokens per model call", "tokens"),
+    "latency_mean_s": ("Latency per message, mean (s)", "seconds"),
+    "latency_p50_s": ("Latency per message, p50 (s)", "seconds"),
+    "latency_p95_s": ("Latency per message, p95 (s)", "seconds"),
+    "early_reference": ("Early-reference answers", "rate"),
+    "repeated_questions": ("Repeated questions", "count"),
+    "loops_stopped": ("Loops stopped", "count"),
+    "handoffs": ("Handoffs", "count"),
+    "handoff_accuracy": ("Handoff accuracy", "rate"),
+    "retries_per_429": ("Retries per 429", "number"),
+    "retry_after_honored": ("Retries honoring Retry-After", "rate"),
+    "tool_failure_rate": ("Tool failure rate", "rate"),
+}
+"""Per-seed metrics: key -> (label, kind). Kinds drive formatting in the report and plots."""
+
+# Ratio metrics pooled over a seed's cells: metric -> the cell count pair [numerator, denominator].
+_RATIO_METRICS = {
+    "turn_pass_rate": "turn_pass",
+    "intent_accuracy": "intent",
+    "arg_validity": "args",
+    "early_reference": "recall",
+    "handoff_accuracy": "handoff",
+    "retries_per_429": "retries",
+    "retry_after_honored": "honored",
+    "tool_failure_rate": "tool_failures",
+}
+_SUM_METRICS = ("repeated_questions", "loops_stopped", "handoffs")
+
+
+# ------------------------------------------------------------------------------------------------ text
+
+
+def visible(text: str) -> str:
+    """Text as a reader sees it: width-folded (NFKC) and without invisible format characters."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if unicodedata.category(ch) != "Cf")
+
+
+def has_invisible(text: str) -> bool:
+    """Whether ``text`` holds a zero-width, bidi-control, BOM or other format (Cf) character."""
+    return any(unicodedata.category(ch) == "Cf" for ch in text)
+
+
+def asked_slots(reply: str) -> set[str]:
+    """Slots the reply asks the user for: a question or request sentence that names the slot."""
+    asked: set[str] = set()
+    for sentence in _SENTENCE_END.split(visible(reply).casefold()):
+        sentence = sentence.strip()
+        if not sentence.endswith(("?", "？")) and not any(cue in sentence for cue in _REQUEST_CUES):
+            continue
+        asked.update(slot for slot, words in SLOT_PATTERNS.items() if any(w in sentence for w in words))
+    return asked
+
+
+def _user_text(item: Any) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Mapping):
+        return str(item.get("user") or "")
+    return str(getattr(item, "user", "") or "")
+
+
+def user_messages(scenario: Any) -> list[str]:
+    """The user's messages of a scenario (a ``Scenario``, its dict form, or already a list of texts)."""
+    if isinstance(scenario, Scenario):
+        return [t.user for t in scenario.turns]
+    if isinstance(scenario, Mapping):
+        return [_user_text(t) for t in scenario.get("turns") or []]
+    return [_user_text(t) for t in scenario]
+
+
+# ----------------------------------------------------------------------------------------------- turns
+
+
+def effective_intent(turn_record: Mapping[str, Any]) -> str | None:
+    """The recorded intent; for "open" (no intent step) the intent of the first tool called, else "unknown"."""
+    intent = turn_record.get("intent")
+    if intent != "open":
+        return intent
+    calls = turn_record.get("tool_calls") or []
+    return TOOL_INTENT.get(calls[0].get("name"), "unknown") if calls else "unknown"
+
+
+def _expect(turn_expect: Any) -> TurnExpect:
+    if isinstance(turn_expect, TurnExpect):
+        return turn_expect
+    return TurnExpect.model_validate(turn_expect or {})
+
+
+def _succeeded_with(calls: Sequence[Mapping[str, Any]], name: str, args: Mapping[str, Any]) -> bool:
+    for c in calls:
+        got = c.get("args")
+        if c.get("name") != name or c.get("status") != "ok" or not isinstance(got, Mapping):
+            continue
+        if all(k in got and got[k] == v for k, v in args.items()):
+            return True
+    return False
+
+
+def _tool_checks(expect: TurnExpect, calls: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
+    checks: dict[str, bool] = {}
+    if expect.tools is not None:
+        checks["tools"] = all(_succeeded_with(calls, t.name, t.args) for t in expect.tools)
+    if expect.no_tools:
+        # an attempt the harness blocked still shows the model wanted a tool where none belonged
+        checks["no_tools"] = not calls
+    if expect.must_not_call:
+        banned = set(expect.must_not_call)
+        checks["must_not_call"] = not any(c.get("name") in banned for c in calls)
+    return checks
+
+
+def _reply_checks(expect: TurnExpect, reply: str, asked: set[str]) -> dict[str, bool]:
+    text = reply.casefold()
+    checks: dict[str, bool] = {}
+    if expect.reply_contains:
+        checks["reply_contains"] = all(s.casefold() in text for s in expect.reply_contains)
+    if expect.reply_contains_any:
+        checks["reply_contains_any"] = any(s.casefold() in text for s in expect.reply_contains_any)
+    if expect.reply_excludes:
+        checks["reply_excludes"] = not any(s.casefold() in text for s in expect.reply_excludes)
+    if expect.asks_for:
+        checks["asks_for"] = expect.asks_for in asked
+    return checks
+
+
+def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterable[Any] = ()) -> dict[str, Any]:
+    """Which expectations of one turn held.
+
+    Args:
+        turn_record: One entry of a run record's ``turns``.
+        turn_expect: The scenario turn's ``TurnExpect`` (or its dict form).
+        history: The user's earlier messages in this conversation (texts, scenario turns or dicts with
+            ``user``); used to spot a question for an order number the user already gave.
+
+    Returns:
+        ``passed`` (every set expectation held), ``checks`` (expectation -> held), ``intent`` (effective),
+        ``asked`` (slots the reply asks for), ``repeated_question``, and the turn's ``recall`` /
+        ``completes_task`` flags.
+    """
+    expect = _expect(turn_expect)
+    calls = list(turn_record.get("tool_calls") or [])
+    reply = str(turn_record.get("reply") or "")
+    intent = effective_intent(turn_record)
+    asked = asked_slots(reply)
+    checks: dict[str, bool] = {}
+    if expect.intent is not None:
+        checks["intent"] = intent == expect.intent
+    checks.update(_tool_checks(expect, calls))
+    checks.update(_reply_checks(expect, reply, asked))
+    if expect.handoff is not None:
+        checks["handoff"] = bool(turn_record.get("handoff")) == expect.handoff
+    if expect.recall:
+        # an early-reference question is answered when everything the turn asks of the answer holds
+        checks["recall"] = all(checks.values())
+    gave_order = any(_ORDER_ID.search(visible(_user_text(h))) for h in history)
+    return {
+        "index": turn_record.get("index"),
+        "passed": all(checks.values()),
+        "checks": checks,
+        "intent": intent,
+        "expected_intent": expect.intent,
+        "asked": sorted(asked),
+        "repeated_question": "order_id" in asked and gave_order and expect.asks_for is None,
+        "recall": expect.recall,
+        "completes_task": expect.completes_task,
+    }
+
+
+# -------------------------------------------------------------------------------------- tool arguments
+
+
+@lru_cache(maxsize=1)
+def _registry() -> Any:
+    # imported late: the graph package is heavy and only argument validation needs the tool schemas
+    from graphs.app import shop_registry
+
+    return shop_registry()
+
+
+def _parse_args(args: Any) -> dict[str, Any] | None:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return None
+    return dict(args) if isinstance(args, Mapping) else None
+
+
+def identifier_problems(args: Mapping[str, Any], seen: str) -> list[str]:
+    """Identifier arguments not taken verbatim from ``seen`` (casefolded text the conversation showed).
+
+    The argument is compared as sent: one invisible character makes it a different string, whatever a
+    reader would see. Case is folded, because the id schemas fix the case the user may not have typed.
+    """
+    problems = []
+    for key in IDENTIFIER_ARGS:
+        value = args.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        if has_invisible(value):
+            problems.append(f"{key} has invisible characters")
+        elif value.casefold() not in seen:
+            problems.append(f"{key} {value!r} not given by the user or any earlier result")
+    return problems
+
+
+def call_problems(call: Mapping[str, Any], seen: str) -> list[str]:
+    """Why one attempted call's arguments are invalid (empty list: valid)."""
+    name = call.get("name")
+    spec = _registry().get(name) if isinstance(name, str) else None
+    if spec is None:
+        return [f"unknown tool {name!r}"]
+    args = _parse_args(call.get("args"))
+    if args is None:
+        return ["arguments are not a JSON object"]
+    problems = []
+    try:
+        spec.args_model.model_validate(args)
+    except SchemaError as err:
+        problems.append("schema: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()))
+    return problems + identifier_problems(args, seen)
+
+
+def arg_validity(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
+    """Validity of every attempted tool call of a run (blocked, failed and successful alike).
+
+    A call is valid when its tool exists, its arguments validate against the tool's ``args_model`` and
+    every identifier argument appears verbatim in the user's messages up to that turn (read as the user
+    sees them) or in the result of an earlier successful call of the run.
+
+    Args:
+        record: A run record.
+        scenario: The record's scenario (``Scenario``, its dict form, or the list of user messages);
+            records do not carry the user's words.
+
+    Returns:
+        ``valid``, ``total``, ``rate`` (None without calls) and ``calls`` (per call: turn, name, args,
+        valid, reasons).
+    """
+    users = user_messages(scenario)
+    results = ""
+    checked = []
+    for pos, turn in enumerate(record.get("turns") or []):
+        index = turn.get("index", pos)
+        said = visible("\n".join(users[: index + 1])).casefold()
+        for call in turn.get("tool_calls") or []:
+            reasons = call_problems(call, said + "\n" + results)
+            checked.append({"turn": index, "name": call.get("name"), "args": call.get("args"),
+                            "valid": not reasons, "reasons": reasons})
+            if call.get("status") == "ok" and call.get("result") is not None:
+                results += "\n" + json.dumps(call["result"], ensure_ascii=False).casefold()
+    valid = sum(c["valid"] for c in checked)
+    return {"valid": valid, "total": len(checked), "rate": valid / len(checked) if checked else None,
+            "calls": checked}
+
+
+# ------------------------------------------------------------------------------------------ 429 retries
+
+
+def _chain_end(events: Sequence[Mapping[str, Any]], start: int) -> int:
+    """Index after the last retry that follows the 429 at ``start``: attempts go on until one gets through."""
+    end = start + 1
+    while end < len(events) and events[end - 1].get("fault") not in _GOT_THROUGH:
+        end += 1
+    return end
+
+
+def _wait(before: Mapping[str, Any], after: Mapping[str, Any]) -> float | None:
+    if before.get("t") is None or after.get("t") is None:
+        return None
+    return round(after["t"] - before["t"], 6)
+
+
+def retries_after_429(fault_events: Sequence[Mapping[str, Any]],
+                      retry_after_s: float = RETRY_AFTER_S) -> dict[str, Any]:
+    """How a run retried after 429s, from the backend's fault events.
+
+    Events are read per tool, in order. A 429 opens an episode; its retries are the further attempts of
+    the same tool that follow consecutively until one gets through (a later 429 inside the chain belongs to
+    the same episode). Each attempt made right after a 429 is checked for the virtual wait before it
+    (``t`` difference) against Retry-After.
+
+    Returns:
+        ``episodes`` (429s that opened one), ``retries``, ``after_429`` (attempts right after a 429),
+        ``honored`` (of those, waited at least ``retry_after_s``) and ``detail`` per episode.
+    """
+    per_tool: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for e in fault_events:
+        per_tool[str(e.get("tool"))].append(e)
+    detail = []
+    for tool, events in per_tool.items():
+        i = 0
+        while i < len(events):
+            if events[i].get("fault") != "rate_limited":
+                i += 1
+                continue
+            end = _chain_end(events, i)
+            waits = [_wait(events[k - 1], events[k]) for k in range(i + 1, end)
+                     if events[k - 1].get("fault") == "rate_limited"]
+            detail.append({"tool": tool, "retries": end - i - 1, "waits_after_429": waits})
+            i = end
+    after = [w for d in detail for w in d["waits_after_429"]]
+    return {"episodes": len(detail), "retries": sum(d["retries"] for d in detail), "after_429": len(after),
+            "honored": sum(w is not None and w >= retry_after_s - 1e-9 for w in after), "detail": detail}
+
+
+# ----------------------------------------------------------------------------------------------- cells
+
+
+def _scenario_of(scenario: Any) -> Scenario:
+    return scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
+
+
+def _message(turn: Mapping[str, Any], pos: int) -> dict[str, Any]:
+    return {"index": turn.get("index", pos), "model_calls": turn.get("model_calls") or 0,
+            "input_tokens": turn.get("input_tokens") or 0, "latency_s": float(turn.get("latency_s") or 0.0),
+            "call_input_tokens": list(turn.get("call_input_tokens") or [])}
+
+
+def _judge_all(record: Mapping[str, Any], scenario: Scenario) -> list[dict[str, Any]]:
+    by_index = {t.get("index", pos): t for pos, t in enumerate(record.get("turns") or [])}
+    judged = []
+    for i, turn in enumerate(scenario.turns):
+        # a turn the record lacks (the run broke off) fails every expectation it has
+        rec = by_index.get(i, {"index": i, "reply": "", "tool_calls": [], "missing": True})
+        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]])
+        if rec.get("missing"):
+            verdict["passed"] = False
+        judged.append(verdict)
+    return judged
+
+
+def _pair(judged: Sequence[Mapping[str, Any]], key: str) -> list[int]:
+    held = [j["checks"][key] for j in judged if key in j["checks"]]
+    return [sum(held), len(held)]
+
+
+def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
+    """What one run record contributes: per-turn verdicts, pooled counts and per-message figures.
+
+    A scenario succeeds (task completion) when every turn passes; turns marked ``completes_task`` are
+    among them, so a task counts as done only if it was done and nothing else in the conversation broke.
+    """
+    sc = _scenario_of(scenario)
+    judged = _judge_all(record, sc)
+    turns = list(record.get("turns") or [])
+    calls = [c for t in turns for c in t.get("tool_calls") or []]
+    args = arg_validity(record, sc)
+    retries = retries_after_429(record.get("fault_events") or [])
+    counts = {
+        "turn_pass": [sum(j["passed"] for j in judged), len(judged)],
+        "intent": _pair(judged, "intent"),
+        "recall": _pair(judged, "recall"),
+        "handoff": _pair(judged, "handoff"),
+        "args": [args["valid"], args["total"]],
+        "retries": [retries["retries"], retries["episodes"]],
+        "honored": [retries["honored"], retries["after_429"]],
+        "tool_failures": [sum(c.get("status") != "ok" for c in calls), len(calls)],
+    }
+    sums = {
+        "repeated_questions": sum(j["repeated_question"] for j in judged),
+        "loops_stopped": sum(bool(t.get("stop_reason")) for t in turns),
+        "handoffs": sum(bool(t.get("handoff")) for t in turns),
+    }
+    return {"cell": record.get("cell"), "design": record.get("design"), "scenario": sc.id,
+            "seed": record.get("seed"), "tags": list(sc.tags), "success": all(j["passed"] for j in judged),
+            "counts": counts, "sums": sums, "messages": [_message(t, p) for p, t in enumerate(turns)],
+            "turns": judged, "invalid_calls": [c for c in args["calls"] if not c["valid"]],
+            "retry_episodes": retries["detail"]}
+
+
+# ---------------------------------------------------------------------------------------------- stats
+
+
+def t_quantile(df: int) -> float:
+    """Two-sided 95% quantile of Student's t with ``df`` degrees of freedom."""
+    if df < 1:
+        raise ValueError("df must be at least 1")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959964
+    # Cornish-Fisher expansion: exact to three decimals beyond the table
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def interval(values: Iterable[float | None]) -> dict[str, Any]:
+    """Mean and 95% t-interval of the non-missing values; one value gives the interval [mean, mean]."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return {"mean": None, "ci": None, "n": 0}
+    mean = statistics.fmean(xs)
+    if len(xs) == 1:
+        return {"mean": mean, "ci": [mean, mean], "n": 1}
+    half = t_quantile(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+    return {"mean": mean, "ci": [mean - half, mean + half], "n": len(xs)}
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100) with linear interpolation between order statistics."""
+    xs = sorted(values)
+    if not xs:
+        return None
+    pos = (len(xs) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _mean(xs: Iterable[float]) -> float | None:
+    xs = list(xs)
+    return statistics.fmean(xs) if xs else None
+
+
+def _ratio(pairs: Iterable[Sequence[int]]) -> float | None:
+    num = den = 0
+    for a, b in pairs:
+        num, den = num + a, den + b
+    return num / den if den else None
+
+
+# ------------------------------------------------------------------------------------------- aggregate
+
+
+def seed_metrics(cells: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Every metric of :data:`METRICS` over the cells of one design and one seed (counts pooled)."""
+    msgs = [m for c in cells for m in c["messages"]]
+    latency = [m["latency_s"] for m in msgs]
+    out: dict[str, float | None] = {
+        "task_completion": _mean(float(c["success"]) for c in cells),
+        "model_calls_per_msg": _mean(m["model_calls"] for m in msgs),
+        "input_tokens_per_msg": _mean(m["input_tokens"] for m in msgs),
+        "input_tokens_per_call": _mean(x for m in msgs for x in m["call_input_tokens"]),
+        "latency_mean_s": _mean(latency),
+        "latency_p50_s": percentile(latency, 50),
+        "latency_p95_s": percentile(latency, 95),
+    }
+    out.update({k: _ratio(c["counts"][pair] for c in cells) for k, pair in _RATIO_METRICS.items()})
+    out.update({k: float(sum(c["sums"][k] for c in cells)) for k in _SUM_METRICS})
+    return {k: out[k] for k in METRICS}
+
+
+def tokens_by_turn(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Mean input tokens per message at each turn index (0-based), with the number of messages behind it."""
+    at: dict[int, list[int]] = defaultdict(list)
+    for c in cells:
+        for m in c["messages"]:
+            at[m["index"]].append(m["input_tokens"])
+    return [{"index": i, "mean": statistics.fmean(at[i]), "n": len(at[i])} for i in sorted(at)]
+
+
+def _growth(cells: Sequence[Mapping[str, Any]], long_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Token growth: turns 20+ against turn 1 (conversations that reach 20 turns), and turn 40 on long ones."""
+    reach20 = [c for c in cells if len(c["messages"]) >= 20]
+    first = _mean(m["input_tokens"] for c in reach20 for m in c["messages"] if m["index"] == 0)
+    late = _mean(m["input_tokens"] for c in reach20 for m in c["messages"] if m["index"] >= 19)
+    out: dict[str, Any] = {"ratio_20plus_vs_1": late / first if first and late is not None else None,
+                           "turn40": None}
+    curve = {p["index"]: p["mean"] for p in tokens_by_turn(long_cells)}
+    if curve.get(0):
+        index = 39 if 39 in curve else max(curve)
+        out["turn40"] = {"index": index, "reached": index == 39, "turn1": curve[0], "turn_n": curve[index],
+                         "ratio": curve[index] / curve[0]}
+    return out
+
+
+def seed_key(seed: Any) -> tuple[int, Any]:
+    """Sort key for seeds: numbers in numeric order, anything else after them as text."""
+    return (0, seed) if isinstance(seed, int | float) else (1, str(seed))
+
+
+def _per_seed(cells: Sequence[Mapping[str, Any]], fn: Callable[[list], Any]) -> dict[Any, Any]:
+    by_seed: dict[Any, list] = defaultdict(list)
+    for c in cells:
+        by_seed[c["seed"]].append(c)
+    return {seed: fn(group) for seed, group in sorted(by_seed.items(), key=lambda kv: seed_key(kv[0]))}
+
+
+def _with_stats(per_seed: Mapping[Any, float | None]) -> dict[str, Any]:
+    return interval(per_seed.values()) | {"per_seed": list(per_seed.values())}
+
+
+def _design_metrics(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    seeds = _per_seed(cells, seed_metrics)
+    return {k: _with_stats({s: v[k] for s, v in seeds.items()}) for k in METRICS}
+
+
+def _success_rates(cells: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    by_sc: dict[str, list[bool]] = defaultdict(list)
+    for c in cells:
+        by_sc[c["scenario"]].append(c["success"])
+    return {s: statistics.fmean(map(float, v)) for s, v in by_sc.items()}
+
+
+def pass_k(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """pass^k: the fraction of scenarios that succeeded on every one of the k seeds they ran."""
+    by_sc: dict[str, list[bool]] = defaultdict(list)
+    for c in cells:
+        by_sc[c["scenario"]].append(c["success"])
+    k = len({c["seed"] for c in cells})
+    rate = statistics.fmean(float(all(v)) for v in by_sc.values()) if by_sc else None
+    return {"k": k, "rate": rate, "n_scenarios": len(by_sc)}
+
+
+def paired_difference(cells: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Mean over shared scenarios of (success rate - baseline success rate), with a paired 95% t-interval."""
+    mine, theirs = _success_rates(cells), _success_rates(base)
+    shared = sorted(set(mine) & set(theirs))
+    return interval(mine[s] - theirs[s] for s in shared)
+
+
+def _tag_completion(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    tags = sorted({t for c in cells for t in c["tags"]})
+    out = {}
+    for tag in tags:
+        tagged = [c for c in cells if tag in c["tags"]]
+        per_seed = _per_seed(tagged, lambda g: _mean(float(c["success"]) for c in g))
+        out[tag] = _with_stats(per_seed) | {"n_scenarios": len({c["scenario"] for c in tagged})}
+    return out
+
+
+def _long_block(long_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    tokens = [m["input_tokens"] for c in long_cells for m in c["messages"]]
+    per_seed = _per_seed(long_cells, lambda g: _mean(m["input_tokens"] for c in g for m in c["messages"]))
+    return {"n_scenarios": len({c["scenario"] for c in long_cells}),
+            "input_tokens_per_msg": _with_stats(per_seed),
+            "max_input_tokens_per_msg": max(tokens) if tokens else None,
+            "tokens_by_turn": tokens_by_turn(long_cells)}
+
+
+def _latency(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    values = sorted(m["latency_s"] for c in cells for m in c["messages"])
+    return {"p50": percentile(values, 50), "p95": percentile(values, 95), "n": len(values), "values": values}
+
+
+def _cells_by_design(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any]) -> dict[str, list]:
+    index = {s.id: s for s in map(_scenario_of, scenarios)}
+    by_design: dict[str, list] = defaultdict(list)
+    for r in records:
+        sid = r.get("scenario")
+        if sid not in index:
+            raise ValueError(f"record {r.get('cell')!r} names scenario {sid!r}, which is not among the scenarios")
+        by_design[str(r.get("design"))].append(cell_metrics(r, index[sid]))
+    return dict(by_design)
+
+
+def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any]) -> dict[str, Any]:
+    """Per-design summary of run records: everything the report, the plots and results.json need.
+
+    Each metric is computed per seed over all scenarios, then averaged across seeds with a 95% t-interval
+    (one seed gives [mean, mean]). The baseline of the paired differences is "harness" when it ran,
+    else the first design in record order.
+
+    Returns:
+        A JSON-serialisable dict: ``designs``, ``baseline``, ``seeds``, ``n_scenarios``, ``metrics``
+        (design -> metric -> mean/ci/n/per_seed), ``latency``, ``tokens_by_turn``, ``growth``,
+        ``pass_k``, ``paired``, ``by_tag``, ``long`` and ``cells`` (per-record verdicts).
+    """
+    by_design = _cells_by_design(records, scenarios)
+    designs = list(by_design)
+    baseline = BASELINE_DESIGN if BASELINE_DESIGN in by_design else (designs[0] if designs else None)
+    summary: dict[str, Any] = {
+        "designs": designs, "baseline": baseline, "retry_after_s": RETRY_AFTER_S,
+        "seeds": sorted({c["seed"] for cells in by_design.values() for c in cells}, key=seed_key),
+        "n_scenarios": len({c["scenario"] for cells in by_design.values() for c in cells}),
+        "metrics": {}, "latency": {}, "tokens_by_turn": {}, "growth": {}, "pass_k": {}, "paired": [],
+        "by_tag": {}, "long": {}, "cells": [],
+    }
+    for design, cells in by_design.items():
+        long_cells = [c for c in cells if "long" in c["tags"]]
+        summary["metrics"][design] = _design_metrics(cells)
+        summary["latency"][design] = _latency(cells)
+        summary["tokens_by_turn"][design] = tokens_by_turn(cells)
+        summary["growth"][design] = _growth(cells, long_cells)
+        summary["pass_k"][design] = pass_k(cells)
+        summary["by_tag"][design] = _tag_completion(cells)
+        summary["long"][design] = _long_block(long_cells)
+        summary["cells"].extend(cells)
+        if design != baseline:
+            summary["paired"].append({"design": design, "baseline": baseline,
+                                      **paired_difference(cells, by_design[baseline])})
+    return summary

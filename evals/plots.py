@@ -1,0 +1,135 @@
+"""PNG plots of an A/B comparison, drawn from an aggregate summary with matplotlib's Agg canvas.
+
+Figures are built as ``matplotlib.figure.Figure`` objects on their own ``FigureCanvasAgg``: no pyplot,
+so nothing global changes and plots can be drawn from worker threads or a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from evals.metrics import METRICS
+
+# Per-seed metrics that get a bar chart, in report order.
+BAR_METRICS = (
+    "task_completion", "arg_validity", "intent_accuracy", "turn_pass_rate", "model_calls_per_msg",
+    "input_tokens_per_msg", "input_tokens_per_call", "latency_p50_s", "latency_p95_s", "early_reference",
+    "repeated_questions", "loops_stopped", "handoffs", "retries_per_429", "retry_after_honored",
+    "tool_failure_rate",
+)
+_UNITS = {"rate": "%", "tokens": "tokens", "seconds": "seconds", "count": "count per seed", "number": "mean"}
+
+
+def _figure(width: float = 7.5, height: float = 4.5) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path, format="png")
+    return path
+
+
+def _bar_data(summary: Mapping[str, Any], key: str) -> tuple[list[str], list[float], list[list[float]]]:
+    """Designs with a value, their means and asymmetric error bars (rates scaled to percent)."""
+    scale = 100.0 if METRICS[key][1] == "rate" else 1.0
+    names, means, errs = [], [], [[], []]
+    for design in summary.get("designs") or []:
+        stat = ((summary.get("metrics") or {}).get(design) or {}).get(key) or {}
+        if stat.get("mean") is None:
+            continue
+        mean = stat["mean"] * scale
+        lo, hi = (v * scale for v in stat["ci"]) if stat.get("ci") else (mean, mean)
+        names.append(design)
+        means.append(mean)
+        errs[0].append(max(mean - lo, 0.0))
+        errs[1].append(max(hi - mean, 0.0))
+    return names, means, errs
+
+
+def bar_chart(summary: Mapping[str, Any], key: str, path: Path) -> Path | None:
+    """One metric per design, with the 95% interval across seeds as error bars; None if no design has it."""
+    names, means, errs = _bar_data(summary, key)
+    if not names:
+        return None
+    label, kind = METRICS[key]
+    fig = _figure()
+    ax = fig.add_subplot()
+    bars = ax.bar(names, means, yerr=errs, capsize=5, color="#4C72B0", edgecolor="black", linewidth=0.5)
+    fmt = "{:.1f}%" if kind == "rate" else ("{:,.0f}" if kind == "tokens" else "{:.2f}")
+    ax.bar_label(bars, labels=[fmt.format(m) for m in means], padding=3, fontsize=9)
+    ax.set_title(f"{label} by design (error bars: 95% interval across seeds)")
+    ax.set_xlabel("design")
+    ax.set_ylabel(f"{label} ({_UNITS[kind]})")
+    ax.set_ylim(0, max(m + e for m, e in zip(means, errs[1], strict=True)) * 1.18 or 1.0)
+    ax.tick_params(axis="x", labelrotation=15)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def _token_curves(summary: Mapping[str, Any]) -> tuple[str, dict[str, Sequence[Mapping[str, Any]]]]:
+    # long scenarios show growth best: short ones crowd turn 1 and end before growth shows
+    long = {d: (summary.get("long") or {}).get(d, {}).get("tokens_by_turn") or [] for d in summary.get("designs") or []}
+    if any(long.values()):
+        return "long scenarios", long
+    return "all scenarios", {d: (summary.get("tokens_by_turn") or {}).get(d) or [] for d in summary.get("designs") or []}
+
+
+def tokens_by_turn_plot(summary: Mapping[str, Any], path: Path) -> Path | None:
+    """Mean input tokens per message against turn number, one line per design."""
+    subset, curves = _token_curves(summary)
+    if not any(curves.values()):
+        return None
+    fig = _figure(8, 4.8)
+    ax = fig.add_subplot()
+    for design, curve in curves.items():
+        if curve:
+            ax.plot([p["index"] + 1 for p in curve], [p["mean"] for p in curve], marker="o", markersize=3,
+                    label=design)
+    ax.set_title(f"Input tokens per message by turn ({subset})")
+    ax.set_xlabel("turn number in the conversation")
+    ax.set_ylabel("input tokens per message (mean)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def latency_cdf_plot(summary: Mapping[str, Any], path: Path) -> Path | None:
+    """Cumulative distribution of latency per message, one step line per design."""
+    latency = summary.get("latency") or {}
+    series = {d: (latency.get(d) or {}).get("values") or [] for d in summary.get("designs") or []}
+    if not any(series.values()):
+        return None
+    fig = _figure()
+    ax = fig.add_subplot()
+    for design, values in series.items():
+        if values:
+            xs = sorted(values)
+            ax.step(xs, [(i + 1) / len(xs) for i in range(len(xs))], where="post", label=design)
+    ax.set_title("Latency per message: cumulative distribution")
+    ax.set_xlabel("latency per message (virtual seconds)")
+    ax.set_ylabel("fraction of messages at or below")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def write_plots(summary: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
+    """Write the comparison's PNGs into ``out_dir`` (created if needed) and return their paths.
+
+    One bar chart per main metric that has data (designs on x, 95% interval error bars), input tokens per
+    message against turn number, and the latency CDF.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [bar_chart(summary, key, out / f"{key}.png") for key in BAR_METRICS]
+    written.append(tokens_by_turn_plot(summary, out / "tokens_by_turn.png"))
+    written.append(latency_cdf_plot(summary, out / "latency_cdf.png"))
+    return [p for p in written if p is not None]

@@ -1,0 +1,231 @@
+"""``langgraph dev`` serves the harness graph from ``langgraph.json``; the official SDK drives it.
+
+The server runs as a subprocess on a free local port, offline: the CLI's analytics are off, LangSmith
+tracing is off, and every proxy variable points at a dead local port (only 127.0.0.1 is exempt), so a
+server that needed the network would fail here instead of quietly reaching out. It runs in a temporary
+folder (the in-memory runtime writes ``.langgraph_api/`` into its working directory) from a copy of the
+project's ``langgraph.json`` whose paths are made absolute. The graph uses the ``sim:clean`` model (no
+seeded faults, so every answer is the intended one) and a shop database in a temporary data dir.
+
+Needs ``langgraph-cli[inmem]`` (the dev extra); skipped with that hint when it is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from importlib.util import find_spec
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+
+REPO = Path(__file__).resolve().parents[1]
+GRAPH_ID = "harness"
+STARTUP_TIMEOUT_S = 120.0
+USER = {"id": "U001", "role": "customer"}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def absolute_config(workdir: Path) -> Path:
+    """The project's langgraph.json, with graph paths and dependencies made absolute, written to ``workdir``."""
+    config = json.loads((REPO / "langgraph.json").read_text())
+    graphs = {}
+    for graph_id, spec in config["graphs"].items():
+        path, _, variable = spec.rpartition(":")
+        graphs[graph_id] = f"{(REPO / path).resolve()}:{variable}"
+    config["graphs"] = graphs
+    config["dependencies"] = [str((REPO / dep).resolve()) for dep in config.get("dependencies", [])]
+    target = workdir / "langgraph.json"
+    target.write_text(json.dumps(config, indent=2))
+    return target
+
+
+def offline_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.upper().startswith(("LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_")) and "PROXY" not in k.upper()}
+    dead = "http://127.0.0.1:9"  # discard port: any outbound request fails at once
+    env.update({
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HTTP_PROXY": dead, "HTTPS_PROXY": dead, "ALL_PROXY": dead,
+        "http_proxy": dead, "https_proxy": dead, "all_proxy": dead,
+        "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+        "HARNESS_DATA_DIR": str(data_dir),
+        "HARNESS_MODEL": "sim:clean",  # the plumbing is under test here, not the sim's seeded faults
+        "HARNESS_DESIGN": "harness",
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def wait_until_up(url: str, proc: subprocess.Popen, log: Path) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < STARTUP_TIMEOUT_S:
+        if proc.poll() is not None:
+            pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            if httpx.get(f"{url}/ok", timeout=2, trust_env=False).status_code == 200:
+                return time.monotonic() - started
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"langgraph dev did not answer /ok within {STARTUP_TIMEOUT_S:g} s:\n{log.read_text()[-4000:]}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)  # its own session: the server and anything it started
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from tools.shop import ShopDB
+
+    # find_spec, not import: importing langgraph_runtime_inmem creates .langgraph_api/ in the working directory
+    missing = [p for p in ("langgraph_cli", "langgraph_api", "langgraph_runtime_inmem") if find_spec(p) is None]
+    if missing:
+        pytest.skip(f"langgraph dev needs the dev extra (pip install 'langgraph-cli[inmem]'); missing {missing}")
+    workdir = tmp_path_factory.mktemp("langgraph-dev")
+    data_dir = workdir / "data"
+    data_dir.mkdir()
+    shop = ShopDB.open(data_dir / "shop.sqlite")  # seeded now, so tests can read ids; the server opens the same file
+    orders = {status: shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id",
+                                     (status,))["id"] for status in ("shipped", "delivered")}
+    config = absolute_config(workdir)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = workdir / "server.log"
+    langgraph = Path(sys.executable).with_name("langgraph")
+    assert langgraph.exists(), f"no langgraph script beside {sys.executable}; install 'langgraph-cli[inmem]'"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(langgraph), "dev", "--config", str(config), "--no-browser", "--no-reload",
+             "--host", "127.0.0.1", "--port", str(port)],
+            cwd=workdir, env=offline_env(data_dir), stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        startup_s = wait_until_up(url, proc, log)
+        client = get_sync_client(url=url, api_key=None)
+        yield {"url": url, "client": client, "shop": shop, "orders": orders, "log": log, "startup_s": startup_s}
+        client.close()
+    finally:
+        stop(proc)
+        shop.close()
+
+
+def test_factory_compiles_without_checkpointer_and_takes_preset_designs(tmp_path, monkeypatch):
+    import asyncio
+
+    from graphs import server as module
+    from tools.errors import HarnessError
+
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("HARNESS_DESIGN", raising=False)
+    monkeypatch.delenv("HARNESS_MODEL", raising=False)
+    default = asyncio.run(module.make_graph({"configurable": {"thread_id": "t"}}))
+    assert default.name == "harness:harness" and default.checkpointer is None
+    assert asyncio.run(module.make_graph({})) is default  # compiled once, reused
+    assert asyncio.run(module.make_graph({"configurable": {"design": "naive"}})).name == "harness:naive"
+    with pytest.raises(HarnessError, match="unknown design"):
+        module.graph_for({"configurable": {"design": str(tmp_path / "design.yaml")}})
+    assert (tmp_path / "data" / "shop.sqlite").is_file()
+
+
+def test_langgraph_json_points_at_the_factory():
+    config = json.loads((REPO / "langgraph.json").read_text())
+    path, _, variable = config["graphs"][GRAPH_ID].rpartition(":")
+    assert (REPO / path).resolve() == REPO / "graphs" / "server.py" and variable == "make_graph"
+    assert config["dependencies"] == ["."]
+
+
+def send(client, thread_id: str, text: str) -> dict:
+    """One user message as a run; returns the thread state afterwards."""
+    client.runs.wait(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": text}], "user": USER},
+                     raise_error=True)
+    return client.threads.get_state(thread_id)
+
+
+def test_server_serves_the_harness_graph(server):
+    info = httpx.get(f"{server['url']}/info", timeout=5, trust_env=False).json()
+    assert info.get("version")
+    assistants = server["client"].assistants.search(graph_id=GRAPH_ID)
+    assert [a["graph_id"] for a in assistants] == [GRAPH_ID]
+    graph = server["client"].assistants.get_graph(assistants[0]["assistant_id"])
+    nodes = {n["id"] for n in graph["nodes"]}
+    assert {"intent", "collect", "action", "reply", "self_check", "handoff", "human"} <= nodes
+
+
+def test_order_status_over_the_server(server):
+    client, order = server["client"], server["orders"]["shipped"]
+    thread = client.threads.create()
+    state = send(client, thread["thread_id"], f"Where is my order {order}?")
+    values = state["values"]
+    status = server["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"]
+    seen = {k: values.get(k) for k in ("reply", "intent", "slots", "missing_slots", "tool_log")}
+    assert state["next"] == [], seen
+    assert order in values["reply"] and status in values["reply"], seen
+    assert [(c["name"], c["args"], c["status"]) for c in values["tool_log"]] == [
+        ("get_order_status", {"order_id": order}, "ok")]
+    assert values["user"] == USER and values["intent"] == "order_status"
+
+
+def test_second_message_continues_the_thread(server):
+    client, order = server["client"], server["orders"]["delivered"]
+    thread_id = client.threads.create()["thread_id"]
+    first = send(client, thread_id, f"Where is my order {order}?")
+    assert "delivered" in first["values"]["reply"]
+    second = send(client, thread_id, "I want to return it")
+    values = second["values"]
+    assert second["next"] == []
+    assert values["intent"] == "return_order"
+    calls = [(c["name"], c["args"].get("order_id"), c["status"]) for c in values["tool_log"]]
+    assert calls == [("request_return", order, "ok")], "the order id should come from the first message"
+    assert order in values["reply"]
+    assert server["shop"].query_one("SELECT id FROM returns WHERE order_id = ?", (order,)) is not None
+    history = client.threads.get_history(thread_id, limit=100)
+    assert len(history) > 4  # checkpoints of both runs, kept by the server's checkpointer
+
+
+def test_handoff_interrupt_and_human_resume(server):
+    client = server["client"]
+    thread_id = client.threads.create()["thread_id"]
+    waiting = send(client, thread_id, "I want to talk to a human")
+    assert waiting["next"] == ["human"]
+    interrupts = [i for task in waiting["tasks"] for i in task.get("interrupts") or []]
+    assert interrupts, "the run should end interrupted at node 'human'"
+    assert interrupts[0]["value"]["reason"] == "customer asked for a human"
+    ticket = waiting["values"]["handoff"]["ticket"]
+    assert str(ticket) in waiting["values"]["reply"]
+    row = server["shop"].query_one("SELECT status FROM handoffs WHERE thread_id = ?", (thread_id,))
+    assert row is not None and row["status"] == "waiting"
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+
+    client.runs.wait(thread_id, GRAPH_ID, command={"resume": {"text": "Hi, Sam here"}}, raise_error=True)
+    done = client.threads.get_state(thread_id)
+    assert done["next"] == []
+    assert done["values"]["reply"] == "Hi, Sam here"
+    last = done["values"]["messages"][-1]
+    assert last["type"] == "ai" and last["content"] == "Hi, Sam here" and last["name"] == "human_agent"
+    assert done["values"]["handoff"]["answered"] is True
+    assert client.threads.get(thread_id)["status"] == "idle"

@@ -234,8 +234,9 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
     if expect.handoff is not None:
         checks["handoff"] = bool(turn_record.get("handoff")) == expect.handoff
     if expect.recall:
-        # an early-reference question is answered when everything the turn asks of the answer holds
-        checks["recall"] = all(checks.values())
+        # an early-reference question is judged on the answer: a design without an intent step labels it
+        # "unknown" yet may answer it perfectly well (the intent check still counts for the turn)
+        checks["recall"] = all(held for name, held in checks.items() if name != "intent")
     gave_order = any(_ORDER_ID.search(visible(_user_text(h))) for h in history)
     return {
         "index": turn_record.get("index"),
@@ -419,6 +420,19 @@ def _pair(judged: Sequence[Mapping[str, Any]], key: str) -> list[int]:
     return [sum(held), len(held)]
 
 
+def handoff_count(turns: Sequence[Mapping[str, Any]]) -> int:
+    """Handoffs started: turns flagged handoff right after one that was not.
+
+    A thread that waits for a human reports ``handoff`` on every later turn; that is one handoff, not many.
+    """
+    count, before = 0, False
+    for t in turns:
+        now = bool(t.get("handoff"))
+        count += now and not before
+        before = now
+    return count
+
+
 def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
     """What one run record contributes: per-turn verdicts, pooled counts and per-message figures.
 
@@ -444,7 +458,7 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
     sums = {
         "repeated_questions": sum(j["repeated_question"] for j in judged),
         "loops_stopped": sum(bool(t.get("stop_reason")) for t in turns),
-        "handoffs": sum(bool(t.get("handoff")) for t in turns),
+        "handoffs": handoff_count(turns),
     }
     return {"cell": record.get("cell"), "design": record.get("design"), "scenario": sc.id,
             "seed": record.get("seed"), "tags": list(sc.tags), "success": all(j["passed"] for j in judged),

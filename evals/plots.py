@@ -46,6 +46,9 @@ def _bar_data(summary: Mapping[str, Any], key: str) -> tuple[list[str], list[flo
             continue
         mean = stat["mean"] * scale
         lo, hi = (v * scale for v in stat["ci"]) if stat.get("ci") else (mean, mean)
+        if METRICS[key][1] == "rate":
+            # a t-interval over few seeds can leave 0-100%; a rate cannot
+            lo, hi = max(lo, 0.0), min(hi, 100.0)
         names.append(design)
         means.append(mean)
         errs[0].append(max(mean - lo, 0.0))
@@ -64,7 +67,7 @@ def bar_chart(summary: Mapping[str, Any], key: str, path: Path) -> Path | None:
     bars = ax.bar(names, means, yerr=errs, capsize=5, color="#4C72B0", edgecolor="black", linewidth=0.5)
     fmt = "{:.1f}%" if kind == "rate" else ("{:,.0f}" if kind == "tokens" else "{:.2f}")
     ax.bar_label(bars, labels=[fmt.format(m) for m in means], padding=3, fontsize=9)
-    ax.set_title(f"{label} by design (error bars: 95% interval across seeds)")
+    ax.set_title(f"{label} by design\n(error bars: 95% interval across seeds)")
     ax.set_xlabel("design")
     ax.set_ylabel(f"{label} ({_UNITS[kind]})")
     ax.set_ylim(0, max(m + e for m, e in zip(means, errs[1], strict=True)) * 1.18 or 1.0)

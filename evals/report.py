@@ -181,7 +181,7 @@ def _change_row(summary: Summary, c: Change) -> dict[str, str]:
         return _row(c.claim, left, right, NA, f"n/a ({why})", NA)
     moved = t > b if c.better == "up" else t < b
     return _row(c.claim, left, right, _change_text(b, t, c.kind), "reproduced" if moved else "not reproduced",
-                "meets claim" if c.meets(b, t) else "smaller than claimed")
+                "meets claim" if moved and c.meets(b, t) else "smaller than claimed")
 
 
 def _under_8k_row(summary: Summary) -> dict[str, str]:

@@ -25,6 +25,8 @@ from llm import nlu
 from llm.factory import make_model
 from memory.longterm import LongTermMemory
 from memory.transcript import TranscriptStore
+from obs.audit import AuditLog
+from obs.tracing import current_trace_id, message_span
 from tools.errors import HarnessError
 from tools.executor import RetryPolicy, ToolExecutor
 from tools.registry import ToolRegistry
@@ -98,11 +100,14 @@ class Harness:
         self.memory = memory
         if memory is None and self.design.knobs.long_term_memory and self.data_dir is not None:
             self.memory = self._own(LongTermMemory(self.data_dir))
+        self.audit = self._own(AuditLog.in_dir(self.data_dir)) if self.data_dir is not None else None
         self.order = ThreadOrder(self.data_dir / "locks" if self.data_dir else None)
         self.registry = registry or shop_registry()
         resources: dict[str, Any] = {"shop": self.shop}
         if self.memory is not None:
             resources["memory"] = self.memory
+        if self.audit is not None:
+            resources["audit"] = self.audit
         self.graph = build_graph(self.design, self.model, self.checkpointer, registry=self.registry,
                                  executor=executor or executor_for(self.design, self.registry),
                                  resources=resources)
@@ -190,7 +195,7 @@ class Harness:
         self.transcripts.append(thread_id, turn, "user", message)
         if "human" in snapshot.next:
             return self._while_waiting(thread_id, snapshot)
-        return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn)
+        return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
 
     def _while_waiting(self, thread_id: str, snapshot: Any) -> dict[str, Any]:
         """The thread waits for a human: the message is kept in the transcript for them; the bot stays out."""
@@ -203,7 +208,20 @@ class Harness:
         self.transcripts.append(thread_id, snapshot.values.get("turn") or 0, "assistant", result["reply"])
         return result
 
-    def _run(self, thread_id: str, graph_input: Any, turn: int) -> dict[str, Any]:
+    def _run(self, thread_id: str, graph_input: Any, turn: int, user_id: str | None = None) -> dict[str, Any]:
+        with message_span(thread_id, user_id, turn):
+            trace_id = current_trace_id()
+            result = self._stream(thread_id, graph_input, turn)
+        result["trace_id"] = trace_id
+        if self.audit is not None:
+            stats = self.graph.get_state(self.config(thread_id)).values.get("turn_stats") or {}
+            self.audit.record_message(thread_id, turn, completed=result["phase"] == "done",
+                                      rounds=result["usage"]["model_calls"],
+                                      latency_ms=stats.get("model_latency_s", 0.0) * 1000,
+                                      input_tokens=result["usage"]["input_tokens"], trace_id=trace_id)
+        return result
+
+    def _stream(self, thread_id: str, graph_input: Any, turn: int) -> dict[str, Any]:
         config = self.config(thread_id)
         path: list[str] = []
         try:

@@ -19,6 +19,7 @@ from memory.context import STRATEGIES
 from nodes.base import NodeDeps, variants
 from nodes.handoff import wait_for_human
 from nodes.remember import Remember
+from obs.tracing import traced_node
 from tools.errors import HarnessError
 from tools.executor import ToolExecutor
 from tools.registry import ToolRegistry
@@ -49,11 +50,11 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
                     design=design, resources=resources or {})
     graph = StateGraph(HarnessState)
     for role in NODE_ROLES:
-        graph.add_node(role, variants(role)[design.variant(role)](deps))
+        graph.add_node(role, traced_node(role, variants(role)[design.variant(role)](deps)))
     knobs = design.knobs
     done = END
     if knobs.long_term_memory and "memory" in deps.resources:
-        graph.add_node("remember", Remember(deps))
+        graph.add_node("remember", traced_node("remember", Remember(deps)))
         graph.add_edge("remember", END)
         done = "remember"
     text = PYTHON_EQUIVALENT_RULES if design.rules == BUILTIN_RULES else design.rules
@@ -75,7 +76,7 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         graph.add_conditional_edges(source, router, path_map)
     graph.add_edge("reply", "self_check")
     if knobs.wait_for_human:
-        graph.add_node("human", wait_for_human)
+        graph.add_node("human", traced_node("human", wait_for_human))
         graph.add_edge("handoff", "human")
         graph.add_edge("human", END)
     else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -44,8 +43,12 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
-        logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR, stream=sys.stderr)
         try:
+            from obs.tracing import configure_logging, setup_tracing
+
+            configure_logging("DEBUG" if debug else "ERROR", sys.stderr)
+            if kwargs.get("data_dir") is not None:  # HARNESS_TRACE picks exporters; the file one by default
+                setup_tracing(Path(kwargs["data_dir"]), default=("file",))
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
@@ -228,6 +231,44 @@ def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness
     report = run_demo(data_dir, design, model, console=None if json_out else out)
     if json_out:
         emit_json(report)
+
+
+@app.command()
+@cli_command
+def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False,
+          debug: DebugOpt = False) -> None:
+    """The last message's span tree with timings."""
+    from obs.render import load_trace, span_tree
+
+    spans = load_trace(data_dir, thread_id=thread)
+    if not spans:
+        raise HarnessError(f"no trace for thread '{thread}' in {data_dir}; run a message first "
+                           "(traces go to the data dir unless HARNESS_TRACE says otherwise)")
+    if json_out:
+        emit_json({"thread_id": thread, "trace_id": spans[0].get("trace_id"), "spans": spans})
+    else:
+        out.print(span_tree(spans))
+
+
+@app.command()
+@cli_command
+def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, typer.Option("--thread", "-t")] = None,
+          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """The monitoring table from the audit log, each figure flagged against its threshold."""
+    from obs.audit import AuditLog
+    from obs.render import stats_table
+
+    if not (data_dir / "audit.sqlite").exists():
+        raise HarnessError(f"no audit log in {data_dir}; run some messages first")
+    audit = AuditLog.in_dir(data_dir)
+    try:
+        rows = audit.stats(thread_id=thread)
+    finally:
+        audit.close()
+    if json_out:
+        emit_json({"stats": [r.__dict__ if hasattr(r, "__dict__") else r._asdict() for r in rows]})
+    else:
+        out.print(stats_table(rows))
 
 
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")

@@ -85,3 +85,13 @@ async def make_graph(config: RunnableConfig) -> CompiledStateGraph:
     thread: ``langgraph dev`` rejects blocking calls on the event loop (blockbuster's BlockingError).
     """
     return await asyncio.to_thread(graph_for, config)
+
+
+def reset() -> None:
+    """Forget the compiled graphs and close the shop databases (for tests and embedding in other servers)."""
+    with _graphs_lock:
+        _graphs.clear()
+    with _shops_lock:
+        for shop in _shops.values():
+            shop.close()
+        _shops.clear()

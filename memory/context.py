@@ -34,6 +34,7 @@ from memory.assembly import (
 )
 from memory.compress import first_turn_of, maybe_compress, state_update
 from memory.constraints import extract_constraints
+from obs.tracing import span_event
 
 SYSTEM_PROMPT = (
     "You are the customer-service assistant of an online shop. Use the tools offered to look things up "
@@ -112,6 +113,7 @@ def turn_upkeep(state: HarnessState, design: Design, text: str) -> dict[str, Any
                           keep_ids={anchor_id} if anchor_id else set())
     removed: set[str] = set()
     if comp is not None:
+        span_event("context.compress", removed=len(comp.removed_ids), upto_turn=comp.upto_turn)
         upd = state_update(comp)
         update.update(summary=upd["summary"], fact_card=upd["fact_card"])
         update["constraints"] = [*update.get("constraints", []), *upd["constraints"]]

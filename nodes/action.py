@@ -8,6 +8,7 @@ identical repeats intercepted, changing tools keyed for idempotency by thread an
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -18,9 +19,12 @@ from graphs.state import HarnessState, ToolCallRecord
 from memory.context import build_context
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from nodes.phrases import say
-from tools.context import ToolContext
+from obs.tracing import TOOL_LOGGERS
 from tools.cleaning import clean_error, clean_result
+from tools.context import ToolContext
 from tools.executor import ToolOutcome
+
+tool_log = logging.getLogger("harness.tools")
 
 # Arguments that name an entity: their value must have been seen, or the model invented it.
 IDENTIFIER_ARGS = frozenset({"order_id", "product_id", "code", "coupon_code", "email", "sku"})
@@ -85,6 +89,7 @@ class ToolLoopAction:
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
                     "check": {"ok": True, "retryable": True}}
         outcomes = self.run_calls(state, ai, config)
+        self.log_calls(outcomes)
         log = list(state.get("tool_log") or [])
         earlier = {json.dumps(r.get("result_digest")) for r in log}
         for o in outcomes:
@@ -101,6 +106,13 @@ class ToolLoopAction:
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
         return {"messages": [ai, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
                 "context_account": account}
+
+    def log_calls(self, outcomes: list[ToolOutcome]) -> None:
+        audit = self.deps.resources.get("audit")
+        for o in outcomes:
+            TOOL_LOGGERS[self.knobs.logger](tool_log, o)
+            if audit is not None:
+                audit.record_tool_outcome(o)
 
     def model_text(self, o: ToolOutcome) -> str:
         """What the model reads: cleaned and labelled as data or error, or the raw payload."""

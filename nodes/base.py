@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 
 from graphs.design import Design
 from graphs.state import HarnessState, TurnStats
+from obs.tracing import bind_context, model_identity, model_span, record_model_response
 from tools.executor import ToolExecutor
 from tools.registry import ToolRegistry, ToolSpec
 
@@ -69,26 +70,44 @@ class ModelCallFailed(Exception):
     """The model raised or timed out; the node answers with a retryable 'busy' reply."""
 
 
-def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
-               tools: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
-    """One model call with the offered tools; returns the reply and updated per-message counters."""
-    model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
+def _invoke_with_deadline(model: Any, messages: list[BaseMessage], timeout_s: float) -> AIMessage:
     pool = ThreadPoolExecutor(max_workers=1)
-    started = time.perf_counter()
-    future = pool.submit(model.invoke, list(messages))
+    future = pool.submit(bind_context(model.invoke), messages)
     try:
-        reply = future.result(timeout=deps.design.knobs.model_timeout_s)
+        return future.result(timeout=timeout_s)
     except FutureTimeout as err:
         if future.done():  # the model itself raised a TimeoutError (TimeoutError is FutureTimeout on 3.11)
             log.warning("model call failed: %s: %s", type(err).__name__, err)
             raise ModelCallFailed(f"{type(err).__name__}: {err}") from err
-        log.warning("model call exceeded %.1f s", deps.design.knobs.model_timeout_s)
-        raise ModelCallFailed(f"model did not answer within {deps.design.knobs.model_timeout_s:g} s") from err
+        log.warning("model call exceeded %.1f s", timeout_s)
+        raise ModelCallFailed(f"model did not answer within {timeout_s:g} s") from err
     except Exception as err:  # noqa: BLE001 - any provider failure becomes a graceful reply
         log.warning("model call failed: %s: %s", type(err).__name__, err)
         raise ModelCallFailed(f"{type(err).__name__}: {err}") from err
     finally:
         pool.shutdown(wait=False)  # a hung call must not hold the graph
+
+
+def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
+               tools: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
+    """One model call with the offered tools; returns the reply and updated per-message counters."""
+    model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
+    name, provider = model_identity(deps.model)
+    audit = deps.resources.get("audit")
+    started = time.perf_counter()
+    with model_span(name, provider=provider) as span:
+        try:
+            reply = _invoke_with_deadline(model, list(messages), deps.design.knobs.model_timeout_s)
+        except ModelCallFailed as err:
+            if audit is not None:
+                audit.record_model(name, {"messages": list(messages)}, None, status="error",
+                                   error_type=type(err.__cause__).__name__,
+                                   duration_ms=(time.perf_counter() - started) * 1000)
+            raise
+        record_model_response(span, reply)
+    if audit is not None:
+        audit.record_model(name, {"messages": list(messages), "tools": [t.name for t in tools]}, reply,
+                           duration_ms=(time.perf_counter() - started) * 1000)
     usage = getattr(reply, "usage_metadata", None) or {}
     new = dict(stats)
     new["model_calls"] = new.get("model_calls", 0) + 1

@@ -17,6 +17,7 @@ from graphs.guards import quota_exceeded, repeated_invalid_call
 from graphs.state import HarnessState
 from nodes.base import NodeDeps, register_variant, thread_id
 from nodes.phrases import say
+from obs.tracing import span_event
 from tools.context import ToolContext
 
 
@@ -45,6 +46,7 @@ class TicketHandoff:
         user = state.get("user") or {"id": "", "role": "customer"}
         thread = thread_id(config)
         reason = handoff_reason(state, self.deps.design.knobs)
+        span_event("handoff", reason=reason)
         ctx = ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
                           idempotency_key=f"{thread}:handoff:{state.get('turn', 0)}", extras=self.deps.resources)
         outcome = self.deps.executor.run({"id": f"handoff-{state.get('turn', 0)}", "name": "transfer_to_human",

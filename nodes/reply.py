@@ -17,6 +17,7 @@ from graphs.state import HarnessState
 from memory.context import build_context, last_ai, last_human_text
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
 from nodes.phrases import say
+from obs.tracing import span_event
 
 FINAL_NOTE = "Answer the customer now using only the tool results above. Do not call tools."
 STOPPED_NOTE = ("The tool loop was stopped ({reason}). Tell the customer what was done so far, from the tool "
@@ -51,6 +52,8 @@ class ModelReply:
         messages = state.get("messages") or []
         removals: list[Any] = []
         reason = stop_reason(state, self.deps.design.knobs)
+        if reason:
+            span_event("guard.stop", reason=reason, rounds=(state.get("turn_stats") or {}).get("rounds", 0))
         note = STOPPED_NOTE.format(reason=reason) if reason else FINAL_NOTE
         if check.get("problems"):
             stats["regenerations"] = stats.get("regenerations", 0) + 1

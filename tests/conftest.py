@@ -140,11 +140,13 @@ def recording_sim_cls():
     Its fault profile defaults to ``clean`` (node tests check the harness, not the model's faults); pass
     ``faults="realistic"`` for the profile the ``sim`` spec uses.
     """
+    from pydantic import Field
+
     from llm.sim import SimChatModel
 
     class RecordingSim(SimChatModel):
         faults: str = "clean"
-        calls: list = []  # pydantic gives every instance its own copy
+        calls: list = Field(default_factory=list)
 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             result = super()._generate(messages, stop, run_manager, **kwargs)

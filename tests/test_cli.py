@@ -177,7 +177,7 @@ def test_graph_text_formats_name_every_node(tmp_path, fmt):
     missing = [n for n in nodes if not re.search(rf"\b{re.escape(n)}\b", text)]
     assert not missing, f"{fmt} output lacks nodes {missing}"
     if fmt == "mermaid":
-        assert "intent" in text and "-->" in text or "-.->" in text
+        assert "-->" in text or "-.->" in text, "mermaid output has edges"
 
 
 def test_designs_json(tmp_path):

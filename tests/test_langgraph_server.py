@@ -143,13 +143,16 @@ def test_factory_compiles_without_checkpointer_and_takes_preset_designs(tmp_path
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("HARNESS_DESIGN", raising=False)
     monkeypatch.delenv("HARNESS_MODEL", raising=False)
-    default = asyncio.run(module.make_graph({"configurable": {"thread_id": "t"}}))
-    assert default.name == "harness:harness" and default.checkpointer is None
-    assert asyncio.run(module.make_graph({})) is default  # compiled once, reused
-    assert asyncio.run(module.make_graph({"configurable": {"design": "naive"}})).name == "harness:naive"
-    with pytest.raises(HarnessError, match="unknown design"):
-        module.graph_for({"configurable": {"design": str(tmp_path / "design.yaml")}})
-    assert (tmp_path / "data" / "shop.sqlite").is_file()
+    try:
+        default = asyncio.run(module.make_graph({"configurable": {"thread_id": "t"}}))
+        assert default.name == "harness:harness" and default.checkpointer is None
+        assert asyncio.run(module.make_graph({})) is default  # compiled once, reused
+        assert asyncio.run(module.make_graph({"configurable": {"design": "naive"}})).name == "harness:naive"
+        with pytest.raises(HarnessError, match="unknown design"):
+            module.graph_for({"configurable": {"design": str(tmp_path / "design.yaml")}})
+        assert (tmp_path / "data" / "shop.sqlite").is_file()
+    finally:
+        module.reset()
 
 
 def test_langgraph_json_points_at_the_factory():

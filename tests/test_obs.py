@@ -91,21 +91,12 @@ def executor_with_tools() -> ToolExecutor:
     registry.register(broken_lookup, name="get_order", timeout=None)
     registry.register(Flaky429(), name="search_products", timeout=None)
 
-    def sleep(seconds: float) -> None:
-        # What the executor will do once wired: say why and how long it waits, on the tool's span.
-        span_event("tool.retry", attempt=1, wait_s=seconds, error_type="RateLimitedError")
-
-    return ToolExecutor(registry, RetryPolicy(backoff=(), rate_limit_retries=1), sleep=sleep)
+    # The executor opens the tool span itself and adds a tool.retry event before each wait.
+    return ToolExecutor(registry, RetryPolicy(backoff=(), rate_limit_retries=1), sleep=lambda seconds: None)
 
 
-def run_tool(executor: ToolExecutor, name: str, call_id: str, args: dict, status_code: int | None = None):
-    with tool_span(name, call_id) as span:
-        outcome = executor.run({"id": call_id, "name": name, "args": args}, ToolContext(user_id="U001"))
-        record = outcome.record()
-        if status_code:
-            record["status_code"] = status_code
-        record_tool_outcome(span, record)
-    return outcome
+def run_tool(executor: ToolExecutor, name: str, call_id: str, args: dict):
+    return executor.run({"id": call_id, "name": name, "args": args}, ToolContext(user_id="U001"))
 
 
 def synthetic_turn(thread: str = "t1", turn: int = 3) -> str:
@@ -122,7 +113,7 @@ def synthetic_turn(thread: str = "t1", turn: int = 3) -> str:
                                   response_metadata={"model_name": "sim-1", "finish_reason": "tool_calls"})
                 record_model_response(span, reply)
             run_tool(executor, "get_order", "c1", {"order_id": "ORD-10001"})
-            run_tool(executor, "search_products", "c2", {"query": "headphones"}, status_code=429)
+            run_tool(executor, "search_products", "c2", {"query": "headphones"})
         span_event("guard.stop", reason="max_rounds", rounds=10)
     return trace_id
 

@@ -61,6 +61,7 @@ class RateLimitedError(ToolError):
 
     error_type = "rate_limited"
     retryable = True
+    status_code = 429
 
     def __init__(self, message: str, retry_after: float = 1.0) -> None:
         super().__init__(message)

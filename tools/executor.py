@@ -30,6 +30,7 @@ from typing import Any
 
 import pydantic
 
+from obs.tracing import bind_context, record_tool_outcome, span_event, tool_span
 from tools.context import ToolContext
 from tools.errors import (
     TRANSIENT_TYPES,
@@ -321,6 +322,12 @@ class ToolExecutor:
 
     def run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         """Validate and run one call ``{"id", "name", "args"}``; never raises for a tool's failure."""
+        with tool_span(call.get("name", ""), call.get("id") or "") as span:
+            outcome = self._run(call, ctx)
+            record_tool_outcome(span, outcome)
+        return outcome
+
+    def _run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         outcome = ToolOutcome(call_id=call.get("id") or "", name=call.get("name", ""), args=call.get("args") or {})
         start = self.clock()
         try:
@@ -344,7 +351,8 @@ class ToolExecutor:
         contexts = [ctx_for(c) for c in calls]  # in the caller's thread: ctx_for need not be thread-safe
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(calls)),
                                 thread_name_prefix="tool-call") as pool:
-            futures = [pool.submit(self.run, c, ctx) for c, ctx in zip(calls, contexts, strict=True)]
+            run = bind_context(self.run)  # spans in worker threads keep the message's trace as parent
+            futures = [pool.submit(run, c, ctx) for c, ctx in zip(calls, contexts, strict=True)]
             return [f.result() for f in futures]
 
     async def arun(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -382,13 +390,14 @@ class ToolExecutor:
                 outcome.result = invoke_tool(spec, args, ctx)
                 return None
             except Exception as err:  # noqa: BLE001 - classified here, original kept on the outcome
-                kind = classify(err)
+                kind, failed_with = classify(err), type(err).__name__
                 wait = budget.wait_before_retry(kind, err)
                 if wait is None:
                     return err, kind
             finally:
                 timings["call_ms"] = timings.get("call_ms", 0.0) + (self.clock() - started) * 1000
             timings["wait_ms"] = timings.get("wait_ms", 0.0) + wait * 1000
+            span_event("tool.retry", attempt=outcome.attempts, wait_s=wait, error_type=failed_with, kind=kind)
             self.sleep(wait)
 
     def _permanent(self, spec: ToolSpec, ctx: ToolContext, outcome: ToolOutcome, err: BaseException) -> None:

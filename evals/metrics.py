@@ -217,7 +217,7 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
             ``user``); used to spot a question for an order number the user already gave.
 
     Returns:
-        ``passed`` (every set expectation held), ``checks`` (expectation -> held), ``intent`` (effective),
+        ``passed`` (every set expectation about observable behaviour held), ``checks`` (expectation -> held), ``intent`` (effective),
         ``asked`` (slots the reply asks for), ``repeated_question``, and the turn's ``recall`` /
         ``completes_task`` flags.
     """
@@ -240,7 +240,8 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
     gave_order = any(_ORDER_ID.search(visible(_user_text(h))) for h in history)
     return {
         "index": turn_record.get("index"),
-        "passed": all(checks.values()),
+        # The intent label is internal: it is scored as intent accuracy, not as part of what the user got.
+        "passed": all(held for name, held in checks.items() if name != "intent"),
         "checks": checks,
         "intent": intent,
         "expected_intent": expect.intent,

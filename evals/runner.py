@@ -71,7 +71,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim") -> di
         from memory.longterm import LongTermMemory
 
         memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}")
-    shop = ShopDB.open(":memory:")
+    shop = ShopDB.fresh_copy()
     harness = Harness(None, design, make_model(model_spec_for(model, seed)), shop=shop, memory=memory,
                       registry=registry, executor=executor_for(design, registry, sleep=clock.sleep))
     turns = []

@@ -98,3 +98,23 @@ def _load_file(f: Path) -> list[Scenario]:
 
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
+
+
+# A scenario's kind for sampling: its rarest, most telling tag first.
+KIND_ORDER = ("long", "injection", "unicode", "tool-faults", "correction", "negation", "role", "adversarial",
+              "slot-filling", "handoff", "referential", "multi-turn", "single")
+
+
+def spread(scenarios: list[Scenario], k: int) -> list[Scenario]:
+    """``k`` scenarios that cover the suite: round-robin over (first tag, language) groups, in file order."""
+    groups: dict[tuple[str, str], list[Scenario]] = {}
+    for s in scenarios:
+        key = (next((t for t in KIND_ORDER if t in s.tags), "single"), s.lang)
+        groups.setdefault(key, []).append(s)
+    picked: list[Scenario] = []
+    queues = [list(g) for _, g in sorted(groups.items())]
+    while len(picked) < k and any(queues):
+        for q in queues:
+            if q and len(picked) < k:
+                picked.append(q.pop(0))
+    return picked

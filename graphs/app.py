@@ -6,6 +6,7 @@ messages are written once.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +37,16 @@ DEFAULT_USER = "U001"
 
 
 def shop_registry() -> ToolRegistry:
+    """A new registry of the shop's tools (specs are built once per process; registries stay separate)."""
+    return ToolRegistry(_shop_specs())
+
+
+@functools.lru_cache(maxsize=1)
+def _shop_specs() -> tuple[Any, ...]:
     registry = ToolRegistry()
     for fn in SHOP_TOOLS:
         registry.register(fn)
-    return registry
+    return tuple(registry.get(name) for name in registry.names())
 
 
 def executor_for(design: Design, registry: ToolRegistry, **clock: Any) -> ToolExecutor:

@@ -271,6 +271,63 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, ty
         out.print(stats_table(rows))
 
 
+QUICK_LIMIT = 36
+
+
+@app.command()
+@cli_command
+def compare(designs: Annotated[str, typer.Option(help="comma-separated presets or design files")] =
+            "naive,framework-default,custom-lightweight,state-machine,layered,harness",
+            scenarios: Annotated[str, typer.Option(help="'builtin' or a scenario file/folder")] = "builtin",
+            seeds: Annotated[int, typer.Option(min=1, help="runs per scenario, each with its own model seed")] = 1,
+            limit: Annotated[int | None, typer.Option(min=1, help="only the first K scenarios (a spread subset)")]
+            = QUICK_LIMIT,
+            full: Annotated[bool, typer.Option("--full", help="every scenario, 3 seeds")] = False,
+            model: ModelOpt = "sim", out_dir: Annotated[Path, typer.Option("--out", help="output folder")] =
+            Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, json_out: JsonOpt = False,
+            debug: DebugOpt = False) -> None:
+    """A/B the designs on the same scenarios: results.json, report.md and plots in --out (resumable)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from evals.compare import run_compare
+    from evals.metrics import aggregate
+    from evals.plots import write_plots
+    from evals.report import write_json, write_report
+    from evals.scenario import BUILTIN_DIR, load_scenarios, spread
+
+    if full:
+        seeds, limit = max(seeds, 3), None
+    suite = load_scenarios(BUILTIN_DIR if scenarios == "builtin" else Path(scenarios))
+    suite = spread(suite, limit) if limit else suite
+    names = [d.strip() for d in designs.split(",") if d.strip()]
+    with Progress(TextColumn("compare"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, disable=json_out) as progress:
+        bar = progress.add_task("cells", total=None)
+        records = run_compare(names, suite, seeds=seeds, model=model, out_dir=out_dir, workers=workers,
+                              on_done=lambda done, total: progress.update(bar, completed=done, total=total))
+    summary = aggregate(records, suite)
+    command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["compare"] else "harness compare"
+    paths = [write_json(summary, out_dir), write_report(summary, out_dir, command), *write_plots(summary, out_dir)]
+    if json_out:
+        emit_json({"out": str(out_dir), "files": [str(p) for p in paths], "cells": len(records),
+                   "metrics": summary["metrics"]})
+        return
+    from rich.markdown import Markdown
+
+    report = (out_dir / "report.md").read_text(encoding="utf-8")
+    out.print(Markdown(first_table(report)))
+    out.print(f"{len(records)} cells over {len(suite)} scenarios x {seeds} seed(s); report: {out_dir / 'report.md'}; "
+              f"results.json and {len(paths) - 2} plots in {out_dir}")
+
+
+def first_table(markdown: str) -> str:
+    """The first markdown table of a report (the per-design summary)."""
+    lines = markdown.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), len(lines))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end])
+
+
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")
 app.add_typer(handoff_app, name="handoff")
 

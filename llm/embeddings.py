@@ -43,11 +43,22 @@ def embed(texts: list[str]) -> np.ndarray:
     any other model named by ``HARNESS_EMBED_MODEL`` goes through sentence-transformers.
     """
     name = embed_model_name()
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.stack([_embed_one(name, t) for t in texts])
+
+
+@lru_cache(maxsize=8192)
+def _embed_one(name: str, text: str) -> np.ndarray:
+    # Memoised per text: evaluations embed the same user messages for every design and seed.
     if name == str(bundled_model_dir()):
         from llm.minilm import bundled
 
-        return bundled().encode(list(texts))
-    return sentence_embed(texts, name)
+        vector = bundled().encode([text])[0]
+    else:
+        vector = sentence_embed([text], name)[0]
+    vector.setflags(write=False)
+    return vector
 
 
 def sentence_embed(texts: list[str], name: str | None = None) -> np.ndarray:

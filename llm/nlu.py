@@ -152,6 +152,9 @@ def rule_intent(text: str) -> str | None:
             # "my order ORD-10001, where is it?" is about one order, not the list.
             if intent == "my_orders" and ORDER_ID.search(clean_text(text)):
                 return "order_status"
+            # "Hi, any update on ORD-10150?" is a request with a greeting in front.
+            if intent in ("greeting", "thanks") and (ents := extract_entities(text)).order_ids + ents.product_ids:
+                return "order_status" if ents.order_ids else "product"
             return intent
     return None
 
@@ -181,6 +184,8 @@ def embedding_intent(text: str, threshold: float = 0.45) -> tuple[str, float]:
 
 def classify_intent(text: str, use_embeddings: bool = True) -> tuple[str, float]:
     """Intent and a confidence: rules (1.0) first, then embeddings for English paraphrases."""
+    if is_low_information(text):
+        return "thanks", 1.0  # an acknowledgement ("ok", "嗯", "好的") asks for nothing
     hit = rule_intent(text)
     if hit:
         return hit, 1.0
@@ -206,6 +211,28 @@ def product_query(text: str) -> str:
         return " ".join(t.split())
     words = re.findall(r"[a-zA-Z0-9'-]+", t.lower())
     return " ".join(w for w in words if w not in _FILLER_EN)
+
+
+_CORRECTION_EN = re.compile(
+    r"\bactually\b|\bi meant\b|\bi mean\b|\bi said\b|\bcorrection\b|\binstead\b|\bnot\s+[\w-]+(?:\s+[\w-]+){0,3}"
+    r"\s*,?\s+but\b|\bchange (?:it|that) to\b|^\s*no\s*[,.!]\s*(?:it'?s|it is|the|my|that'?s not)\b|"
+    r"\bthat'?s not what i\b|\bwrong (?:order|item|one|product|address)\b",
+    re.I,
+)
+_CORRECTION_ZH = re.compile(r"改成|改为|换成|更正|我说的是|我是说|我的意思是|说错了|搞错了|应该是|(?<!是)不是[^。？?]{1,20}?(?:而)?是")
+
+
+def is_correction(text: str) -> bool:
+    """Whether the user corrects something said earlier ("actually", "no, I meant", "不是…是", "改成").
+
+    Args:
+        text: One user message.
+
+    Returns:
+        True when a correction pattern matches.
+    """
+    t = clean_text(text).replace("\u2019", "'")
+    return bool(_CORRECTION_EN.search(t) or _CORRECTION_ZH.search(t))
 
 
 def is_low_information(text: str) -> bool:

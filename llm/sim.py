@@ -89,11 +89,14 @@ class SimChatModel(BaseChatModel):
         if dice.roll(profile.timeout):
             raise SimTimeout(f"sim did not answer (simulated timeout after {self.context_window} token context)")
         reply = respond(visible, tools, profile=profile, dice=dice, tokens=tokens)
-        input_tokens = sum(tokens) + tool_tokens
+        # Usage counts the whole prompt as sent, as a provider bills it; latency only what fits the window.
+        input_tokens = sum(message_tokens(m) for m in messages) + tool_tokens
+        processed = sum(tokens) + tool_tokens
         output_tokens = message_tokens(reply)
         reply.usage_metadata = {"input_tokens": input_tokens, "output_tokens": output_tokens,
                                 "total_tokens": input_tokens + output_tokens}
         reply.response_metadata = {"model_name": self.model_name,
                                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-                                   "latency_s": round(latency_s(profile, input_tokens, output_tokens), 4)}
+                                   "latency_s": round(latency_s(profile, processed, output_tokens), 4),
+                                   "truncated_tokens": input_tokens - processed}
         return ChatResult(generations=[ChatGeneration(message=reply)])

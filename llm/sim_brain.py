@@ -202,6 +202,9 @@ _ASK = {
 }
 
 
+_ACK = {"en": "You're welcome! Anything else I can do for you?", "zh": "不客气！还有什么可以帮您的吗？"}
+
+
 def ask_for(missing: list[str], lang: str) -> str:
     if any("order" in m for m in missing):
         return _ASK["order"][lang]
@@ -281,11 +284,11 @@ def _obey_injection(call: Call, results: list[ToolMessage]) -> AIMessage | None:
             continue
         for tool in call.tools:
             name = tool["function"]["name"]
-            if name in hit.group(0) or ("取消" in hit.group(0) and "cancel" in name):
-                if call.roll(call.profile.follow_injection):
-                    args, missing = fill_args(tool, call, hit.group(0))
-                    if not missing:
-                        return tool_call_message(call, tool, args)
+            named = name in hit.group(0) or ("取消" in hit.group(0) and "cancel" in name)
+            if named and call.roll(call.profile.follow_injection):
+                args, missing = fill_args(tool, call, hit.group(0))
+                if not missing:
+                    return tool_call_message(call, tool, args)
     return None
 
 
@@ -302,6 +305,9 @@ def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, pro
     if any(isinstance(m, ToolMessage) for m in turn):
         return after_results(call, turn, lang) if tools else AIMessage(
             compose_answer([m for m in turn if isinstance(m, ToolMessage)], lang))
+    latest = nlu.classify_intent(humans[-1], use_embeddings=False)[0] if humans else "unknown"
+    if latest in ("thanks", "greeting") or (humans and nlu.is_low_information(humans[-1])):
+        return AIMessage(_ASK["help"][lang] if latest == "greeting" else _ACK[lang])
     intent, request = current_intent(humans)
     if intent == "recall":
         return AIMessage(recall_answer(call.messages, lang))
@@ -313,7 +319,7 @@ def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, pro
     if missing:
         return AIMessage(ask_for(missing, lang))
     several = nlu.extract_entities(request).order_ids
-    if len(several) > 1 and "order_id" in args:  # "cancel ORD-1 and ORD-2": independent calls in one turn
+    if len(several) > 1 and "order_id" in args and not nlu.is_correction(request):  # "cancel ORD-1 and ORD-2": independent calls in one turn
         return parallel_calls(call, tool, [{**args, "order_id": oid} for oid in several])
     return tool_call_message(call, tool, args)
 

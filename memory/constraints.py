@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from llm.nlu import CJK, clean_text
+from llm.nlu import CJK, clean_text, is_correction  # noqa: F401 - re-exported
 
 # Sentences end at terminal punctuation (English only when followed by space, so "1.5kg" stays whole).
 # NFKC turns full-width "？！；，" into ASCII, so ASCII marks right before Chinese text end a sentence too.
@@ -49,14 +49,6 @@ _ZH_NEGATION = re.compile(r"(?:千万|请)?(?:(?<!要)不要(?!紧)|(?<![特分�
 _ZH_REQUIREMENT = re.compile(r"必须|务必|一定要|只(?:要|用|能|发|走|接受|收)|不用(?![了谢])")
 _ZH_FILLERS = re.compile(r"^(?:我说了|我说过|我说的是|我都说了|还有|另外|而且|但是|不过|记住|麻烦|请|对了|然后)[，,\s]*")
 _ZH_CLAUSE_END = re.compile(r"(?<=[，,])")
-
-_CORRECTION_EN = re.compile(
-    r"\bactually\b|\bi meant\b|\bi mean\b|\bi said\b|\bcorrection\b|\binstead\b|\bnot\s+[\w-]+(?:\s+[\w-]+){0,3}"
-    r"\s*,?\s+but\b|\bchange (?:it|that) to\b|^\s*no\s*[,.!]\s*(?:it'?s|it is|the|my|that'?s not)\b|"
-    r"\bthat'?s not what i\b|\bwrong (?:order|item|one|product|address)\b",
-    re.I,
-)
-_CORRECTION_ZH = re.compile(r"改成|改为|换成|更正|我说的是|我是说|我的意思是|说错了|搞错了|应该是|(?<!是)不是[^。？?]{1,20}?(?:而)?是")
 
 
 def _sentences(text: str) -> list[str]:
@@ -148,15 +140,3 @@ def extract_constraints(text: str) -> list[str]:
             found.extend(_english_constraints(sentence))
     return list(dict.fromkeys(found))
 
-
-def is_correction(text: str) -> bool:
-    """Whether the user corrects something said earlier ("actually", "no, I meant", "不是…是", "改成").
-
-    Args:
-        text: One user message.
-
-    Returns:
-        True when a correction pattern matches.
-    """
-    t = clean_text(text).replace("\u2019", "'")
-    return bool(_CORRECTION_EN.search(t) or _CORRECTION_ZH.search(t))

@@ -22,6 +22,7 @@ from nodes.phrases import say
 from obs.tracing import TOOL_LOGGERS
 from tools.cleaning import clean_error, clean_result
 from tools.context import ToolContext
+from tools.errors import ToolError
 from tools.executor import ToolOutcome
 
 tool_log = logging.getLogger("harness.tools")
@@ -132,10 +133,18 @@ class ToolLoopAction:
             earlier = done[sig]
             return ToolOutcome(call_id=call.get("id") or "", name=call["name"], args=call.get("args") or {},
                                result=earlier.result, attempts=0, timings_ms={"reused": 1.0})
-        if self.knobs.align_entities and (bad := invented_args(call, seen_text(state))):
+        if self.knobs.align_entities and self.well_formed(call) and (bad := invented_args(call, seen_text(state))):
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
         return None
+
+    def well_formed(self, call: dict[str, Any]) -> bool:
+        """Schema-valid? A malformed call is left to the executor: validation errors get a repair try."""
+        try:
+            self.deps.executor.validate(call["name"], call.get("args") or {})
+        except ToolError:
+            return False
+        return True
 
     def run_calls(self, state: HarnessState, ai: AIMessage, config: RunnableConfig) -> list[ToolOutcome]:
         done = {r["signature"]: ToolOutcome(call_id=r.get("id", ""), name=r["name"], args=r.get("args") or {},

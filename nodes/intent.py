@@ -58,6 +58,8 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     new_orders = nlu.extract_entities(text).order_ids
     if new_orders:
         card["order_ids"] = list(dict.fromkeys([*known_orders, *new_orders]))
+        if not (state.get("fact_card") or {}).get("first_order_id"):
+            card["first_order_id"] = new_orders[0]  # "what did I give you at the start?" outlives any window
     if lang := message_language(text):
         card["language"] = lang
     memory = deps.resources.get("memory")

@@ -77,7 +77,7 @@ def test_chinese_thread_across_processes_status_then_return(tmp_path, shop, u001
 
     first = run_json(tmp_path, "zh", f"我的订单 {order} 到哪了？")
     assert first["intent"] == "order_status"
-    assert ok_calls(first) == [("get_order_status", {"order_id": order})]
+    assert ok_calls(first) == [("get_order_status", {"order_id": order})], first["tool_calls"]
     assert order in first["reply"] and STATUS_ZH[row["status"]] in first["reply"]
     assert nlu.language(first["reply"]) == "zh"
     assert first["usage"]["model_calls"] >= 1 and first["usage"]["input_tokens"] > 0
@@ -96,10 +96,10 @@ def test_english_thread_history_resume_and_fork_across_processes(tmp_path, shop,
     status = shop.query_one("SELECT status FROM orders WHERE id = ?", (delivered,))["status"]
 
     first = run_json(tmp_path, "en", f"Where is {delivered}? It should be here by now")
-    assert ok_calls(first) == [("get_order_status", {"order_id": delivered})]
+    assert ok_calls(first) == [("get_order_status", {"order_id": delivered})], first["tool_calls"]
     assert delivered in first["reply"] and status in first["reply"]
     second = run_json(tmp_path, "en", f"And where is {shipped}?")
-    assert ok_calls(second) == [("get_order_status", {"order_id": shipped})]
+    assert ok_calls(second) == [("get_order_status", {"order_id": shipped})], second["tool_calls"]
 
     hist = harness("history", "--thread", "en", "--data-dir", str(tmp_path), "--json", cwd=tmp_path)
     assert hist.returncode == 0, hist.stderr
@@ -130,7 +130,7 @@ def test_product_question_answers_from_product_data(tmp_path, shop):
     product = simple[-1]
     doc = run_json(tmp_path, "prod", f"Do you have {product['name'].lower()}?")
     assert doc["intent"] == "product"
-    assert ok_calls(doc) == [("search_products", {"query": product["name"].lower()})]
+    assert ok_calls(doc) == [("search_products", {"query": product["name"].lower()})], doc["tool_calls"]
     assert product["name"] in doc["reply"] and product["id"] in doc["reply"]
     assert product["price"] in {float(n) for n in re.findall(r"\d+(?:\.\d+)?", doc["reply"])}
 

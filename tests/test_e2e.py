@@ -49,7 +49,7 @@ def count(shop, sql: str, params: tuple = ()) -> int:
 def test_product_search_english(harness_app, shop):
     r = harness_app.send("p-en", "Do you have bluetooth headphones?", "U001")
     assert r["intent"] == "product"
-    assert ok_calls(r) == [("search_products", {"query": "bluetooth headphones"})]
+    assert ok_calls(r) == [("search_products", {"query": "bluetooth headphones"})], r["tool_calls"]
     mentioned = PRODUCT_ID_RE.findall(r["reply"])
     assert mentioned, r["reply"]
     for pid in mentioned:
@@ -61,7 +61,7 @@ def test_product_search_english(harness_app, shop):
 def test_product_search_chinese(harness_app, shop):
     r = harness_app.send("p-zh", "有没有蓝牙耳机？", "U001")
     assert r["intent"] == "product"
-    assert ok_calls(r) == [("search_products", {"query": "蓝牙耳机"})]
+    assert ok_calls(r) == [("search_products", {"query": "蓝牙耳机"})], r["tool_calls"]
     assert nlu.language(r["reply"]) == "zh"
     mentioned = PRODUCT_ID_RE.findall(r["reply"])
     assert mentioned
@@ -74,7 +74,7 @@ def test_product_details_by_id(harness_app, shop):
     p = shop.query_one("SELECT p.id, p.name, p.price FROM products p WHERE EXISTS "
                        "(SELECT 1 FROM variants v WHERE v.product_id = p.id AND v.stock > 0) ORDER BY p.id DESC")
     r = harness_app.send("p-id", f"Tell me about {p['id']}", "U001")
-    assert ok_calls(r) == [("get_product", {"product_id": p["id"]})]
+    assert ok_calls(r) == [("get_product", {"product_id": p["id"]})], r["tool_calls"]
     assert p["id"] in r["reply"] and p["name"] in r["reply"] and p["price"] in numbers(r["reply"])
     colors = {v["color"] for v in shop.query("SELECT color FROM variants WHERE product_id = ? AND stock > 0", (p["id"],))}
     assert all(c in r["reply"] for c in colors)
@@ -89,13 +89,13 @@ def test_order_status_english_and_chinese(harness_app, shop, u001_orders, status
     row = order_row(shop, order)
     en = harness_app.send(f"os-en-{status}", f"Where is my order {order}?", "U001")
     assert en["intent"] == "order_status"
-    assert ok_calls(en) == [("get_order_status", {"order_id": order})]
+    assert ok_calls(en) == [("get_order_status", {"order_id": order})], en["tool_calls"]
     assert order in en["reply"] and row["status"] in en["reply"]
     if row["tracking_no"]:
         assert row["tracking_no"] in en["reply"]
     zh = harness_app.send(f"os-zh-{status}", f"我的订单 {order} 到哪了？", "U001")
     assert zh["intent"] == "order_status"
-    assert ok_calls(zh) == [("get_order_status", {"order_id": order})]
+    assert ok_calls(zh) == [("get_order_status", {"order_id": order})], zh["tool_calls"]
     assert order in zh["reply"] and STATUS_ZH[row["status"]] in zh["reply"]
     assert nlu.language(zh["reply"]) == "zh"
 
@@ -168,12 +168,12 @@ def test_coupons_list_and_claim(harness_app, shop):
     assert codes, "the seed gives U001 claimable coupons"
     listed = harness_app.send("cp", "What coupons can I get?", "U001")
     assert listed["intent"] == "coupons"
-    assert ok_calls(listed) == [("list_coupons", {})]
+    assert ok_calls(listed) == [("list_coupons", {})], listed["tool_calls"]
     for code in codes:
         assert code in listed["reply"]
     code = codes[-1]
     claimed = harness_app.send("cp", f"Please claim the coupon {code}", "U001")
-    assert ok_calls(claimed) == [("claim_coupon", {"code": code})]
+    assert ok_calls(claimed) == [("claim_coupon", {"code": code})], claimed["tool_calls"]
     assert count(shop, "SELECT COUNT(*) FROM user_coupons WHERE user_id = 'U001' AND code = ?", (code,)) == 1
     assert code in claimed["reply"]
     assert code not in claimable(shop)
@@ -220,7 +220,7 @@ def test_greeting(harness_app, text, lang):
 def test_follow_up_continues_with_the_same_order(harness_app, shop, u001_orders, first, follow_up):
     order = u001_orders["delivered"][0]
     one = harness_app.send("follow", first.format(order=order), "U001")
-    assert ok_calls(one) == [("get_order_status", {"order_id": order})]
+    assert ok_calls(one) == [("get_order_status", {"order_id": order})], one["tool_calls"]
     two = harness_app.send("follow", follow_up, "U001")
     assert two["intent"] == "return_order"
     assert two["missing_slots"] == [], "the order id must not be asked again"

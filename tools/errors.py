@@ -56,6 +56,12 @@ class ToolTimeoutError(TransientError):
     error_type = "timeout"
 
 
+class MalformedPayloadError(TransientError):
+    """The backend answered with something that is not data (an HTML error page, a cut payload)."""
+
+    error_type = "malformed"
+
+
 class RateLimitedError(ToolError):
     """429: wait what the backend says, then retry once."""
 
@@ -83,7 +89,7 @@ class ToolExecutionFailed(ToolError):
 # ------------------------------------------------------------------------------------ classification
 
 # Error types the executor retries with backoff, and the ones it never retries.
-TRANSIENT_TYPES = frozenset({"transient", "timeout"})
+TRANSIENT_TYPES = frozenset({"transient", "timeout", "malformed"})
 FINAL_TYPES = frozenset({"validation", "business", "not_found", "internal", "tool_execution_failed"})
 
 # errno values that mean "the network hiccupped", as opposed to a local OSError such as a missing file.

@@ -20,6 +20,7 @@ import dataclasses
 import inspect
 import json
 import queue
+import re
 import threading
 import time
 import uuid
@@ -34,6 +35,7 @@ from obs.tracing import bind_context, record_tool_outcome, span_event, tool_span
 from tools.context import ToolContext
 from tools.errors import (
     TRANSIENT_TYPES,
+    MalformedPayloadError,
     ToolTimeoutError,
     ValidationError,
     classify,
@@ -291,6 +293,18 @@ class _RetryBudget:
 # -------------------------------------------------------------------------------------------- executor
 
 
+_ERROR_PAGE = re.compile(r"<html|\b50[234] (?:Bad Gateway|Service Unavailable|Gateway Time-?out)", re.I)
+
+
+def check_payload(result: Any) -> Any:
+    """Refuse a proxy error page where data should be: it is a transient failure, retried like one."""
+    text = result if isinstance(result, str) else result.get("raw") if isinstance(result, dict) and set(result) == {
+        "raw"} else None
+    if isinstance(text, str) and _ERROR_PAGE.search(text):
+        raise MalformedPayloadError(f"malformed payload (an error page, not data): {text[:80]}")
+    return result
+
+
 class ToolExecutor:
     """Validates and runs tool calls from one model turn, independent calls concurrently."""
 
@@ -387,7 +401,7 @@ class ToolExecutor:
             outcome.attempts += 1
             started = self.clock()
             try:
-                outcome.result = invoke_tool(spec, args, ctx)
+                outcome.result = check_payload(invoke_tool(spec, args, ctx))
                 return None
             except Exception as err:  # noqa: BLE001 - classified here, original kept on the outcome
                 kind, failed_with = classify(err), type(err).__name__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -79,6 +80,17 @@ class ShopDB:
         self.lock = threading.RLock()
 
     @classmethod
+    def fresh_copy(cls, seed: int = 7) -> ShopDB:
+        """A new in-memory shop, copied from a per-process seeded template (evaluation cells each need one)."""
+        template = _template(seed)
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        with template.lock:
+            template.conn.backup(conn)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        return cls(conn)
+
+    @classmethod
     def open(cls, path: str | Path = ":memory:", seed: int = 7) -> ShopDB:
         """Open (creating if needed) the shop at ``path``; seed it once if it holds no products."""
         path = str(path)
@@ -131,6 +143,11 @@ class ShopDB:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@functools.lru_cache(maxsize=4)
+def _template(seed: int) -> ShopDB:
+    return ShopDB.open(":memory:", seed)
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:

@@ -38,6 +38,9 @@ def _work(task: Task) -> dict[str, Any]:
     from evals.runner import run_cell
     from evals.scenario import Scenario
 
+    import logging
+
+    logging.getLogger("harness").setLevel(logging.CRITICAL)  # the run record has it all; logs would be noise
     design = Design.model_validate(task.design)
     scenario = Scenario.model_validate(task.scenario)
     try:

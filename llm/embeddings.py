@@ -76,8 +76,12 @@ def _tokenizer():
     return tok
 
 
+@lru_cache(maxsize=65536)
 def count_tokens(text: str) -> int:
-    """Tokens in ``text`` by the bundled WordPiece tokenizer (works offline; CJK counts one per character)."""
+    """Tokens in ``text`` by the bundled WordPiece tokenizer (works offline; CJK counts one per character).
+
+    Memoised: every model call recounts the whole history, and most of it was counted before.
+    """
     if not text:
         return 0
     return len(_tokenizer().encode(text, add_special_tokens=False).ids)

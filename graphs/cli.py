@@ -328,6 +328,29 @@ def first_table(markdown: str) -> str:
     return "\n".join(lines[start:end])
 
 
+BENCHES = ("tools", "context", "graph")
+
+
+@app.command()
+@cli_command
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], json_out: JsonOpt = False,
+          debug: DebugOpt = False) -> None:
+    """Benchmarks that print figures as ratios against a baseline measured in the same run."""
+    import importlib
+    import io
+    from contextlib import redirect_stdout
+
+    if kind not in BENCHES:
+        raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
+    module = importlib.import_module(f"benchmarks.bench_{kind}")
+    if json_out:
+        with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
+            figures = getattr(module, f"run_bench_{kind}")()
+        emit_json({"bench": kind, "figures": figures})
+    else:
+        module.main()
+
+
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")
 app.add_typer(handoff_app, name="handoff")
 

@@ -70,9 +70,13 @@ class ModelCallFailed(Exception):
     """The model raised or timed out; the node answers with a retryable 'busy' reply."""
 
 
+# One shared pool: a thread per call costs more than the simulated model itself. A call that hangs past its
+# deadline keeps its worker busy until it returns, so the pool is larger than any graph's concurrency.
+_MODEL_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-call")
+
+
 def _invoke_with_deadline(model: Any, messages: list[BaseMessage], timeout_s: float) -> AIMessage:
-    pool = ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(bind_context(model.invoke), messages)
+    future = _MODEL_POOL.submit(bind_context(model.invoke), messages)
     try:
         return future.result(timeout=timeout_s)
     except FutureTimeout as err:
@@ -84,8 +88,6 @@ def _invoke_with_deadline(model: Any, messages: list[BaseMessage], timeout_s: fl
     except Exception as err:  # noqa: BLE001 - any provider failure becomes a graceful reply
         log.warning("model call failed: %s: %s", type(err).__name__, err)
         raise ModelCallFailed(f"{type(err).__name__}: {err}") from err
-    finally:
-        pool.shutdown(wait=False)  # a hung call must not hold the graph
 
 
 def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,

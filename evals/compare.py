@@ -35,10 +35,10 @@ class Task:
 
 def _work(task: Task) -> dict[str, Any]:
     # Runs in a worker process: import here so the parent stays light.
+    import logging
+
     from evals.runner import run_cell
     from evals.scenario import Scenario
-
-    import logging
 
     logging.getLogger("harness").setLevel(logging.CRITICAL)  # the run record has it all; logs would be noise
     design = Design.model_validate(task.design)

@@ -96,7 +96,7 @@ def _play(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
     except HarnessError as err:
         return {"index": index, "error": str(err), "reply": "", "tool_calls": [], "model_calls": 0,
                 "input_tokens": 0, "call_input_tokens": [], "latency_s": 0.0}
-    values = h.graph.get_state(h.config("eval")).values
+    values = h.last_values
     stats = values.get("turn_stats") or {}
     tool_s = plan.virtual_elapsed[0] - before[0] + clock.now - before[1]
     return {

@@ -101,6 +101,7 @@ class Harness:
         self.design = load_design(design) if isinstance(design, str) else design
         self.model = make_model(model) if isinstance(model, str) else model
         self._owned: list[Any] = []
+        self.last_values: dict[str, Any] = {}
         self.shop = shop or self._own(ShopDB.open(self._path("shop.sqlite")))
         self.checkpointer = checkpointer or self._open_checkpointer()
         self.transcripts = self._own(TranscriptStore(self._path("transcripts.sqlite")))
@@ -211,7 +212,9 @@ class Harness:
         ticket = (snapshot.values.get("handoff") or {}).get("ticket", "pending")
         lang = (snapshot.values.get("fact_card") or {}).get("language", "en")
         result = self.result(thread_id, snapshot, [])
-        result.update(reply=say("waiting_human", lang, ticket=str(ticket)), tool_calls=[], phase="handoff")
+        self.last_values = {**snapshot.values, "turn_stats": {}, "tool_log": []}  # the bot did nothing this turn
+        result.update(reply=say("waiting_human", lang, ticket=str(ticket)), tool_calls=[], phase="handoff",
+                      usage={"input_tokens": 0, "output_tokens": 0, "model_calls": 0}, path=[])
         self.transcripts.append(thread_id, snapshot.values.get("turn") or 0, "assistant", result["reply"])
         return result
 
@@ -221,7 +224,7 @@ class Harness:
             result = self._stream(thread_id, graph_input, turn)
         result["trace_id"] = trace_id
         if self.audit is not None:
-            stats = self.graph.get_state(self.config(thread_id)).values.get("turn_stats") or {}
+            stats = self.last_values.get("turn_stats") or {}
             self.audit.record_message(thread_id, turn, completed=result["phase"] == "done",
                                       rounds=result["usage"]["model_calls"],
                                       latency_ms=stats.get("model_latency_s", 0.0) * 1000,
@@ -241,6 +244,7 @@ class Harness:
                                f"checkpoint {ckpt}: send the message again or inspect it with harness resume "
                                f"--thread {thread_id}") from err
         snapshot = self.graph.get_state(config)
+        self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
         self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
         return self.result(thread_id, snapshot, path)
 

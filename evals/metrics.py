@@ -397,6 +397,12 @@ def _scenario_of(scenario: Any) -> Scenario:
     return scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
 
 
+def handled(turn: Mapping[str, Any]) -> bool:
+    """The bot handled this message. While a thread waits for a human the bot stays out (an empty path):
+    such turns count against task completion but not in per-message cost, speed or token figures."""
+    return bool(turn.get("path")) or "path" not in turn
+
+
 def _message(turn: Mapping[str, Any], pos: int) -> dict[str, Any]:
     return {"index": turn.get("index", pos), "model_calls": turn.get("model_calls") or 0,
             "input_tokens": turn.get("input_tokens") or 0, "latency_s": float(turn.get("latency_s") or 0.0),
@@ -463,7 +469,7 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
     }
     return {"cell": record.get("cell"), "design": record.get("design"), "scenario": sc.id,
             "seed": record.get("seed"), "tags": list(sc.tags), "success": all(j["passed"] for j in judged),
-            "counts": counts, "sums": sums, "messages": [_message(t, p) for p, t in enumerate(turns)],
+            "counts": counts, "sums": sums, "messages": [_message(t, p) for p, t in enumerate(turns) if handled(t)],
             "turns": judged, "invalid_calls": [c for c in args["calls"] if not c["valid"]],
             "retry_episodes": retries["detail"]}
 

@@ -34,6 +34,7 @@ class Knobs(BaseModel):
     unknown_intent_handoff: int = Field(2, ge=1, description="turns in a row with no intent before handoff")
     validation_repairs: int = Field(1, ge=0, description="repair tries after an invalid tool call")
     align_entities: bool = Field(True, description="identifier arguments must come from the conversation")
+    normalize_args: bool = Field(True, description="rewrite identifier arguments to their canonical form")
     executor: Literal["classified", "framework", "raw"] = Field(
         "classified", description="tool execution: classified retries, a framework's blind retries, or none")
     tool_offer: Literal["routed", "all"] = Field("routed", description="tools of the routed intent, or every tool")
@@ -80,6 +81,10 @@ def _preset(name: str, description: str, variants: dict[str, str], rules: str | 
                   knobs=Knobs(**knobs), rules=rules)
 
 
+# Designs from before quotas existed: limits high enough never to fire.
+NO_QUOTAS = {"turn_quota_input_tokens": 10**9, "turn_quota_tool_calls": 10**6,
+             "session_quota_input_tokens": 10**12, "session_quota_tool_calls": 10**9}
+
 # Each preset rebuilds a system from the write-ups as a choice of variants and knobs (DESIGN.md, Designs).
 PRESETS: dict[str, Design] = {d.name: d for d in (
     _preset("naive", "The first customer-service bot: an LLM intent label, then every tool always exposed, "
@@ -87,31 +92,33 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             {"intent": "llm", "collect": "none", "self_check": "off", "context": "full"},
             tool_offer="all", executor="raw", identical_calls="allow", align_entities=False,
             validation_repairs=20, max_rounds=8, no_progress_rounds=8, unknown_intent_handoff=99,
-            clean_results=False, normalize_input=False, long_term_memory=False),
+            clean_results=False, normalize_input=False, normalize_args=False, long_term_memory=False, **NO_QUOTAS),
     _preset("framework-default", "A heavyweight agent framework with its defaults: one ReAct loop, full "
             "history buffer, tools registered once at start, every tool error wrapped in one type and "
             "retried blindly 3 times, one total duration in the logs.",
             {"intent": "passthrough", "collect": "none", "self_check": "off", "context": "full"},
             tool_offer="all", executor="framework", identical_calls="allow", align_entities=False,
             validation_repairs=20, max_rounds=15, no_progress_rounds=15, unknown_intent_handoff=99,
-            clean_results=False, long_term_memory=False, logger="opaque"),
+            clean_results=False, normalize_args=False, long_term_memory=False, logger="opaque", **NO_QUOTAS),
     _preset("custom-lightweight", "The hand-built lightweight agent: short/medium/long-term memory with "
             "summaries, classified errors, tools chosen per role and intent at run time, transition rules "
             "in a small DSL, phase-timed tool logs.",
-            {"intent": "classifier", "self_check": "off", "context": "hybrid"},
-            rules=BUILTIN_RULES, identical_calls="allow", align_entities=False, max_tools_offered=4),
+            {"intent": "classifier", "self_check": "off", "context": "window_summary"},
+            rules=BUILTIN_RULES, identical_calls="allow", align_entities=False, normalize_args=False,
+            max_tools_offered=4, **NO_QUOTAS),
     _preset("state-machine", "The customer-service bot after its rework: intent/collect/action/reply states, "
             "per-state tool masking, schema validation with one repair then back to collect, max rounds, "
             "identical-call interception, fact card, recent turns plus a rolling summary.",
-            {"intent": "classifier", "self_check": "off", "context": "time_window"},
-            align_entities=False, long_term_memory=False, clean_results=False),
+            {"intent": "classifier", "self_check": "off", "context": "window_summary"},
+            align_entities=False, normalize_args=False, long_term_memory=False, clean_results=False, **NO_QUOTAS),
     _preset("layered", "The 2026 rework: five-layer context with budgets, anchored window, compression at "
             "70%, dual memory (facts in SQL, experiences in vectors), four termination guards, result "
             "cleaning, parallel calls with ids, quotas, self-check.",
-            {"intent": "classifier", "context": "hybrid"}, align_entities=False),
+            {"intent": "classifier", "context": "anchored_summary"}, align_entities=False, normalize_args=False),
     _preset("harness", "This project's best: local intent rules with model fallback, slots from the fact "
-            "card, masked tools, validated and entity-aligned calls, classified retries, cleaned results, "
-            "layered context with compression, dual memory, guards and a grounded self-check.",
+            "card, masked tools, canonical, validated and entity-aligned arguments, classified retries, cleaned "
+            "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
+            "guards and a grounded self-check.",
             {}),
 )}
 

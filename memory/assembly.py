@@ -352,9 +352,14 @@ def select_anchored(groups: list[Group], tokens: list[int], budget: int, ctx: Wo
 
 
 WORKING_STRATEGIES: dict[str, WorkingStrategy] = {
-    "full": WorkingStrategy(select_all, MEMORY_SECTIONS, trims=False),
+    # The naive buffer: the raw history is all the memory there is (no card, no summary, nothing pinned).
+    "full": WorkingStrategy(select_all, (), trims=False),
     "time_window": WorkingStrategy(select_time_window),
+    # Recent turns plus what compression keeps: the rolling summary and the fact card.
+    "window_summary": WorkingStrategy(select_time_window, ("constraints", "facts", "summary")),
     "anchored": WorkingStrategy(select_anchored),
+    # Anchored window with the rolling summary and long-term recall, but no fact card.
+    "anchored_summary": WorkingStrategy(select_anchored, ("constraints", "summary", "retrieved")),
     "summary_only": WorkingStrategy(select_none, ("constraints", "summary")),
     "structured_only": WorkingStrategy(select_none, ("constraints", "facts")),
     "hybrid": WorkingStrategy(select_anchored, MEMORY_SECTIONS),

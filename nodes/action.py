@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 
 from graphs.routing import route_for
 from graphs.state import HarnessState, ToolCallRecord
+from llm import nlu
 from memory.context import build_context
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from nodes.phrases import say
@@ -56,6 +57,24 @@ def invented_args(call: dict[str, Any], seen: str) -> list[str]:
             and v.strip().upper() not in seen]
 
 
+def canonical_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Identifier arguments in the shop's canonical form: "ord10134" -> "ORD-10134", "p1006" -> "P1006".
+
+    Only a value that is unambiguously one identifier is rewritten; anything else is left for validation.
+    """
+    out = dict(args)
+    for key, value in args.items():
+        if key not in IDENTIFIER_ARGS or not isinstance(value, str):
+            continue
+        ents = nlu.extract_entities(value)
+        found = {"order_id": ents.order_ids, "product_id": ents.product_ids}.get(key)
+        if found is None:
+            found = [nlu.clean_text(value).strip().upper()] if key in ("code", "coupon_code") else []
+        if len(found) == 1:
+            out[key] = found[0]
+    return out
+
+
 def is_empty(result: Any) -> bool:
     if result in (None, "", [], {}):
         return True
@@ -89,6 +108,9 @@ class ToolLoopAction:
             stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
                     "check": {"ok": True, "retryable": True}}
+        if self.knobs.normalize_args and ai.tool_calls:
+            ai = ai.model_copy(update={"tool_calls": [{**c, "args": canonical_args(c.get("args") or {})}
+                                                      for c in ai.tool_calls]})
         outcomes = self.run_calls(state, ai, config)
         self.log_calls(outcomes)
         log = list(state.get("tool_log") or [])

@@ -119,7 +119,7 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "card, masked tools, canonical, validated and entity-aligned arguments, classified retries, cleaned "
             "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
             "guards and a grounded self-check.",
-            {}),
+            {}, context_budget_tokens=2400),
 )}
 
 

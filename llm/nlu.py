@@ -41,6 +41,7 @@ _NEGATION = re.compile(r"(?:\b(?:don'?t|do not|never|no need to|not)\s+(?:[a-z']
                        r"|(?:不要|别|不用|不想|无需)[\u4e00-\u9fff]{0,2})$", re.I)
 # Pasted tool-call markup is not a request: "<tool_call>cancel_order(...)</tool_call>", "TOOL: ...".
 _MARKUP = re.compile(r"<tool_call>.*?(?:</tool_call>|$)|^\s*TOOL:.*$|```.*?```", re.I | re.S | re.M)
+USER_ID = re.compile(r"U\d{3}")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 PHONE = re.compile(r"(?<!\d)(?:\+?\d[\d -]{8,14}\d)(?!\d)")
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -131,7 +132,7 @@ def extract_entities(text: str) -> Entities:
     products = _unique(f"P{m}" for m in PRODUCT_ID.findall(t))
     taken = {o.replace("-", "") for o in orders} | set(products) | {"ORD"}
     coupons = _unique(c for c in COUPON.findall(t) if any(ch.isdigit() for ch in c) and c not in taken
-                      and not c.startswith("ORD"))
+                      and not c.startswith("ORD") and not USER_ID.fullmatch(c))
     return Entities(orders, products, coupons, _unique(EMAIL.findall(t)), _unique(PHONE.findall(t)))
 
 
@@ -239,4 +240,5 @@ def is_low_information(text: str) -> bool:
     """Acknowledgements that carry nothing for the task ("ok", "嗯", "thanks")."""
     t = clean_text(text).strip().lower().strip("!.?。！？~ ")
     return t in {"ok", "okay", "k", "sure", "yes", "thanks", "thank you", "thx", "嗯", "好", "好的", "哦", "谢谢",
-                 "收到", "行", "可以", "嗯嗯", "ok thanks"}
+                 "收到", "行", "可以", "嗯嗯", "ok thanks", "知道了", "明白", "明白了", "了解", "懂了", "got it", "i see",
+                 "cool", "great", "alright", "fine", "noted", "perfect", "nice"}

@@ -7,6 +7,7 @@ identical repeats intercepted, changing tools keyed for idempotency by thread an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -55,6 +56,18 @@ def invented_args(call: dict[str, Any], seen: str) -> list[str]:
     args = call.get("args") or {}
     return [k for k, v in args.items() if k in IDENTIFIER_ARGS and isinstance(v, str) and v.strip()
             and v.strip().upper() not in seen]
+
+
+# Failures that say nothing about the arguments: the same call may work later (timeouts, 429, 5xx).
+RETRYABLE_LATER = frozenset({"timeout", "transient", "rate_limited", "malformed", "duplicate_call"})
+
+
+def earlier_outcome(record: dict[str, Any]) -> ToolOutcome:
+    """A logged call as an outcome again (its result, or its error), to answer a repeat without running it."""
+    result = json.loads(record["result_digest"]) if record.get("result_digest") else None
+    return ToolOutcome(call_id=record.get("id", ""), name=record["name"], args=record.get("args") or {},
+                       status=record.get("status", "ok"), result=result, error_type=record.get("error_type"),
+                       error=record.get("error"), exception=record.get("exception"))
 
 
 def canonical_args(args: dict[str, Any]) -> dict[str, Any]:
@@ -153,8 +166,7 @@ class ToolLoopAction:
                            "identical call already made for this message; use its result above")
         if sig in done and self.knobs.identical_calls == "reuse":
             earlier = done[sig]
-            return ToolOutcome(call_id=call.get("id") or "", name=call["name"], args=call.get("args") or {},
-                               result=earlier.result, attempts=0, timings_ms={"reused": 1.0})
+            return dataclasses.replace(earlier, call_id=call.get("id") or "", attempts=0, timings_ms={"reused": 1.0})
         if self.knobs.align_entities and self.well_formed(call) and (bad := invented_args(call, seen_text(state))):
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
@@ -169,9 +181,9 @@ class ToolLoopAction:
         return True
 
     def run_calls(self, state: HarnessState, ai: AIMessage, config: RunnableConfig) -> list[ToolOutcome]:
-        done = {r["signature"]: ToolOutcome(call_id=r.get("id", ""), name=r["name"], args=r.get("args") or {},
-                                            result=json.loads(r["result_digest"]))
-                for r in state.get("tool_log") or [] if r.get("status") == "ok" and r.get("result_digest")}
+        # Every call this message already made, failed ones too: asking again will not change the answer.
+        done = {r["signature"]: earlier_outcome(r) for r in state.get("tool_log") or []
+                if r.get("error_type") not in RETRYABLE_LATER}
         user = state.get("user") or {"id": "", "role": "customer"}
         thread = thread_id(config)
 

@@ -1,0 +1,525 @@
+"""Build the notebooks from the cell sources in this file: ``python notebooks/_build.py`` (``--check``: verify).
+
+Each notebook is one string below; a line ``# %% [markdown]`` starts a markdown cell (plain markdown follows)
+and a line ``# %%`` starts a code cell. The ``.ipynb`` files are written without outputs and with fixed cell
+ids, so rebuilding unchanged sources gives byte-identical files; review and edit the sources here, then rebuild.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+NB01 = r'''
+# %% [markdown]
+# 01 · Run a graph
+
+Build a `Harness` (a data dir, a design and a model), hold a short conversation and look at what each
+message did: the reply, the tool calls, the usage, and the checkpointed state behind it.
+
+The model is `sim:clean`: the offline simulated chat model with its fault profile switched off, so the
+outputs below are deterministic and the assertions hold. Plain `sim` (the CLI default) carries the realistic
+fault profile: invented arguments, repeated calls after errors, malformed arguments, timeouts. Everything
+lives in a temporary data dir that is removed at the end.
+
+# %%
+import json
+import tempfile
+
+from graphs.app import Harness
+
+workdir = tempfile.TemporaryDirectory(prefix="harness-nb01-")
+h = Harness(workdir.name, design="harness", model="sim:clean")
+print("design:", h.design.name)
+print("data dir:", sorted(p.name for p in h.data_dir.iterdir()))
+
+# %%
+# The shop is a real SQLite database in the data dir: take one of U001's delivered orders from it.
+order = h.shop.query_one(
+    "SELECT id, status FROM orders WHERE user_id = 'U001' AND status = 'delivered' ORDER BY id")
+order_id, db_status = order["id"], order["status"]
+print(f"shop database: {order_id} is {db_status}")
+
+
+def send(text):
+    """One user message on thread 'demo'; print the reply, the tool calls and the usage."""
+    r = h.send("demo", text, user_id="U001")
+    print(f"user: {text}")
+    print(f"bot:  {r['reply']}")
+    for c in r["tool_calls"]:
+        err = f" [{c['error_type']}]" if c["error_type"] else ""
+        print(f"      tool {c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {c['status']}{err}")
+    u = r["usage"]
+    print(f"      intent={r['intent']} phase={r['phase']} model_calls={u['model_calls']} "
+          f"input_tokens={u['input_tokens']} output_tokens={u['output_tokens']}")
+    print(f"      path: {' > '.join(r['path'])}")
+    return r
+
+# %%
+status = send(f"Where is my order {order_id}?")
+assert f"Order {order_id} is {db_status}" in status["reply"]
+
+# %% [markdown]
+"Return it" names no order: the harness fills the `order_id` slot from the fact card (what the user said
+earlier), so the model sees the id and does not have to guess one.
+
+# %%
+ret = send("I want to return it")
+assert ret["tool_calls"][0]["args"]["order_id"] == order_id and "RMA-" in ret["reply"]
+print("slots of this message:", ret["slots"])
+
+# %%
+zh = send("有没有蓝牙耳机？")   # "any bluetooth headphones?"
+recall = send("What order number did I give you at the start?")
+thanks = send("Thanks!")
+assert zh["intent"] == "product" and "有货" in zh["reply"] and order_id in recall["reply"]
+
+# %% [markdown]
+The checkpointed state of the thread: the graph's phase and intent after the last message, the slots of the
+current task, the fact card (what the user has stated), and the context account (input tokens per context
+layer of the last model call). The checkpoint keeps a trimmed working set of messages; the full transcript
+is in the transcript store.
+
+# %%
+snap = h.state("demo")
+v = snap["values"]
+print("checkpoint:", snap["checkpoint_id"], " next:", snap["next"], " turn:", v["turn"])
+for key in ("phase", "intent", "slots", "fact_card", "constraints", "context_account", "totals"):
+    print(f"{key:16} {json.dumps(v.get(key), ensure_ascii=False, default=str)}")
+print(f"messages in the checkpoint: {len(v['messages'])}; in the transcript: {len(h.transcripts.read('demo'))}")
+
+# %%
+h.close()
+workdir.cleanup()
+'''
+
+NB02 = r'''
+# %% [markdown]
+# 02 · Topology
+
+Every design preset compiles to a LangGraph `StateGraph`. This notebook draws each one offline, as mermaid
+text and as a PNG (`graphs.draw.draw_png` lays the graph out itself: no web service, no graphviz), then
+shows what differs between the presets.
+
+The graphs come from a `Harness` on a temporary data dir, so they are the graphs that actually run: a
+design with long-term memory gets a `remember` node, one that waits for a human gets a `human` node.
+
+# %%
+import tempfile
+
+from IPython.display import Image, Markdown, display
+
+from graphs.app import Harness
+from graphs.design import PRESETS, ROLES
+from graphs.draw import draw_png
+
+workdir = tempfile.TemporaryDirectory(prefix="harness-nb02-")
+graphs = {}
+for name in PRESETS:
+    with Harness(workdir.name, design=name, model="sim:clean") as h:
+        graphs[name] = h.graph.get_graph()
+print({name: len(g.nodes) for name, g in graphs.items()})
+
+# %% [markdown]
+Solid arrows are fixed edges; dashed ones are conditional edges (the guards), labelled where the target
+differs from the route's name (the self-check's "done" leads on to `remember`).
+
+# %%
+for name, g in graphs.items():
+    print(f"design {name}: mermaid")
+    print(g.draw_mermaid())
+    display(Image(data=draw_png(g, title=f"design: {name}")))
+
+# %% [markdown]
+What differs from `harness` (the default): node variants and policy knobs, then the graph itself. Node
+names are roles, so most of a design's behaviour changes *inside* the nodes (which variant runs, with which
+knobs); the topology changes only where a design adds or drops a part.
+
+# %%
+def edges(g):
+    return {(e.source, e.target, "conditional" if e.conditional else "fixed") for e in g.edges}
+
+
+base, base_graph = PRESETS["harness"], graphs["harness"]
+rows = ["| design | variants that differ | knobs that differ | nodes | edges |", "|---|---|---|---|---|"]
+for name, d in PRESETS.items():
+    variants = [f"{r}: {d.variant(r)}" for r in ROLES if d.variant(r) != base.variant(r)]
+    knobs = [f"{k}={v}" for k, v in d.knobs.model_dump().items() if v != getattr(base.knobs, k)]
+    if d.rules != base.rules:
+        knobs.append(f"rules={d.rules}")
+    g = graphs[name]
+    nodes = [f"+{n}" for n in g.nodes if n not in base_graph.nodes]
+    nodes += [f"-{n}" for n in base_graph.nodes if n not in g.nodes]
+    diff = [f"+{s}→{t}" for s, t, _ in sorted(edges(g) - edges(base_graph))]
+    diff += [f"-{s}→{t}" for s, t, _ in sorted(edges(base_graph) - edges(g))]
+    rows.append(f"| {name} | {'<br>'.join(variants) or 'same'} | {', '.join(knobs) or 'same'} | "
+                f"{' '.join(nodes) or 'same'} | {' '.join(diff) or 'same'} |")
+display(Markdown("\n".join(rows).replace("__end__", "END").replace("__start__", "START")))
+
+# %%
+workdir.cleanup()
+'''
+
+NB03 = r'''
+# %% [markdown]
+# 03 · Resume and fork
+
+Every user message is one run of the graph on a thread; the checkpointer (SQLite in the data dir) keeps the
+state after every step. So a conversation survives the process that held it, and any earlier checkpoint
+can become the head of the thread again: the next message then continues from there (a fork).
+
+Model `sim:clean` (no faults) keeps the outputs deterministic; `sim` would add its realistic fault profile.
+
+# %%
+import tempfile
+
+from graphs.app import Harness
+
+workdir = tempfile.TemporaryDirectory(prefix="harness-nb03-")
+h = Harness(workdir.name, design="harness", model="sim:clean")
+first, second = [r["id"] for r in h.shop.query(
+    "SELECT id FROM orders WHERE user_id = 'U001' AND status = 'pending' ORDER BY id LIMIT 2")]
+for text in (f"Where is my order {first}?", f"And where is {second}?"):
+    r = h.send("t1", text, user_id="U001")
+    print(f"user: {text}\nbot:  {r['reply']}")
+print("the fact card's current order:", h.state("t1")["values"]["fact_card"]["last_order_id"])
+
+# %% [markdown]
+Drop the `Harness` (as if the process ended) and open a new one on the same data dir.
+
+# %%
+h.close()
+del h
+h = Harness(workdir.name, design="harness", model="sim:clean")
+history = h.history("t1")
+turn_of = {c.checkpoint_id: h.state("t1", c.checkpoint_id)["values"].get("turn") for c in history}
+print(f"{'step':>4}  {'turn':>4}  {'phase':9} {'next':14} checkpoint")
+for c in history:
+    print(f"{c.step:>4}  {turn_of[c.checkpoint_id] or '-':>4}  {c.phase:9} {','.join(c.next) or '(end)':14} {c.checkpoint_id}")
+
+# %%
+# Resume: where the thread stands now (the newest checkpoint).
+head = h.state("t1")
+print("head:", head["checkpoint_id"], "next:", head["next"] or "(waiting for the next message)")
+print("current order:", head["values"]["fact_card"]["last_order_id"])
+assert head["values"]["fact_card"]["last_order_id"] == second
+
+# %% [markdown]
+Fork from the end of the first message: the newest checkpoint of turn 1 with nothing left to run. The fork
+copies it to the head of the thread; nothing is deleted, the second message's checkpoints stay in the history.
+
+# %%
+end_of_turn_1 = next(c for c in history if not c.next and turn_of[c.checkpoint_id] == 1)
+new_head = h.fork("t1", end_of_turn_1.checkpoint_id)
+print(f"forked from {end_of_turn_1.checkpoint_id}; new head {new_head}")
+print("current order after the fork:", h.state("t1")["values"]["fact_card"]["last_order_id"])
+
+# %%
+# Continue: "it" now means the first order, because the thread follows the fork.
+r = h.send("t1", "Please cancel it", user_id="U001")
+print(f"bot:  {r['reply']}")
+for c in r["tool_calls"]:
+    print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
+assert r["tool_calls"][0]["name"] == "cancel_order" and r["tool_calls"][0]["args"]["order_id"] == first
+users = [m.content for m in h.state("t1")["values"]["messages"] if m.type == "human"]
+print("thread after the fork, user messages:", users)
+assert not any(second in u for u in users)
+print(f"checkpoints now: {len(h.history('t1'))} (were {len(history)})")
+
+# %% [markdown]
+A fork rewinds the conversation, not the world: tool side effects stay in the shop database. Changing
+tools carry an idempotency key (thread + tool call id), so re-running a step after a resume applies its
+change once.
+
+# %%
+print({r["id"]: r["status"] for r in h.shop.query(
+    "SELECT id, status FROM orders WHERE id IN (?, ?) ORDER BY id", (first, second))})
+h.close()
+workdir.cleanup()
+'''
+
+NB04 = r'''
+# %% [markdown]
+# 04 · A/B designs
+
+Three designs on the same scenarios: `naive` (the first customer-service bot: every tool, full history, raw
+errors), `state-machine` (its rework) and `harness` (this project's default). `run_compare` plays every
+scenario on every design with the `sim` model and its realistic fault profile (seeded per cell, so reruns
+give the same records), with tool faults injected by the backend; latency is modelled in virtual seconds.
+
+This is a demo-sized subset (8 scenarios spread over the suite's kinds, 1 seed). For a decision, run
+`harness compare --designs naive,state-machine,harness --seeds 3` on the full suite.
+
+# %%
+import tempfile
+import time
+from pathlib import Path
+
+from IPython.display import Image, Markdown, display
+
+from evals.compare import run_compare
+from evals.metrics import METRICS, aggregate
+from evals.plots import write_plots
+from evals.report import fmt_value, render_report
+from evals.scenario import BUILTIN_DIR, load_scenarios, spread
+
+DESIGNS = ["naive", "state-machine", "harness"]
+workdir = tempfile.TemporaryDirectory(prefix="harness-nb04-")
+out = Path(workdir.name)
+suite = load_scenarios(BUILTIN_DIR)
+subset = spread(suite, 8)
+print(f"{len(subset)} of {len(suite)} scenarios:")
+for s in subset:
+    print(f"  {s.id:28} {s.lang}  {len(s.turns)} turn(s)  {', '.join(s.tags)}")
+
+# %%
+started = time.perf_counter()
+records = run_compare(DESIGNS, subset, seeds=1, model="sim", out_dir=out / "ab", workers=1)
+crashed = [r["cell"] for r in records if r.get("crash")]
+print(f"{len(records)} cells in {time.perf_counter() - started:.1f} s; crashed: {crashed or 'none'}")
+
+# %%
+summary = aggregate(records, subset)
+KEYS = ["task_completion", "turn_pass_rate", "arg_validity", "intent_accuracy", "model_calls_per_msg",
+        "input_tokens_per_msg", "latency_p50_s", "handoffs"]
+table = {d: {METRICS[k][0]: summary["metrics"][d][k]["mean"] for k in KEYS} for d in summary["designs"]}
+try:
+    import pandas as pd
+except ImportError:  # pandas is optional: a markdown table shows the same numbers
+    pd = None
+if pd is not None:
+    display(pd.DataFrame(table).T)
+else:
+    lines = ["| design | " + " | ".join(METRICS[k][0] for k in KEYS) + " |", "|---" * (len(KEYS) + 1) + "|"]
+    for d in summary["designs"]:
+        cells = [fmt_value(summary["metrics"][d][k]["mean"], METRICS[k][1]) for k in KEYS]
+        lines.append(f"| {d} | " + " | ".join(cells) + " |")
+    display(Markdown("\n".join(lines)))
+
+# %%
+plots = {p.stem: p for p in write_plots(summary, out / "plots")}
+print("written:", ", ".join(sorted(plots)))
+for name in ("task_completion", "input_tokens_per_msg", "model_calls_per_msg", "latency_cdf"):
+    if name in plots:
+        display(Image(filename=str(plots[name])))
+
+# %% [markdown]
+The report `harness compare` writes (`report.md`) from the same summary: the main table with intervals, the
+write-ups' figures next to what this run measured, paired differences against `harness`, completion by tag.
+With one seed every interval is ±0, and claims about long conversations have no data in this subset.
+
+# %%
+display(Markdown(render_report(summary, command="notebooks/04_ab_designs.ipynb")))
+
+# %%
+workdir.cleanup()
+'''
+
+NB05 = r'''
+# %% [markdown]
+# 05 · A custom node and a custom tool
+
+Extend the harness without touching its code: write a tool and a node variant, register them, name the
+variant in a design (a copy of `harness`), run a conversation that uses both, and compare the new design
+with `harness`.
+
+- the tool, `track_order_status(ctx, order_id)`: an order's status with an estimated delivery date,
+  computed from the shop database;
+- the variant, reply `survey`: the built-in reply, plus a short satisfaction question after a task.
+
+The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim` (realistic faults).
+
+# %%
+import dataclasses
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import yaml
+from IPython.display import Markdown, display
+
+from graphs.app import Harness, shop_registry
+from tools.context import ToolContext
+from tools.errors import NotFoundError
+from tools.shop import shop_db, shop_now
+from tools.shop.tools import OrderId
+
+TRANSIT_DAYS = {"SF Express": 2, "YTO Express": 3, "ZTO Express": 4}
+
+
+def track_order_status(ctx: ToolContext, order_id: OrderId) -> dict:
+    """Track one of the user's orders: its status and the estimated delivery date. Use it when the user
+    asks where an order is or when it will arrive and you know the order number.
+
+    Args:
+        order_id: The order number, e.g. ORD-10042.
+    """
+    row = shop_db(ctx).query_one("SELECT * FROM orders WHERE id = ? AND user_id = ?", (order_id, ctx.user_id))
+    if row is None:
+        raise NotFoundError(f"Order {order_id} was not found in your account.")
+    days = TRANSIT_DAYS.get(row["carrier"] or "", 3)
+    since = {"pending": (row["created_at"], 2 + days), "shipped": (row["updated_at"], days)}.get(row["status"])
+    eta = None
+    if since:  # not before tomorrow: a late parcel is still on its way
+        due = datetime.fromisoformat(since[0]) + timedelta(days=since[1])
+        eta = max(due, shop_now() + timedelta(days=1)).date().isoformat()
+    return {"order": row["id"], "status": row["status"], "estimated_delivery": eta}
+
+
+registry = shop_registry()          # a fresh registry of the shop's tools ...
+spec = registry.register(track_order_status)   # ... plus ours: schema from the type hints and docstring
+print(spec.json_schema())
+
+# %%
+from nodes.base import register_variant
+from nodes.reply import ModelReply, lang_of
+
+SURVEY = {"en": "Did that help? (yes/no)", "zh": "这个回答对您有帮助吗？"}
+
+
+@register_variant("reply", "survey")
+class SurveyReply(ModelReply):
+    """The built-in reply; after a message that ran tools, one satisfaction question is appended."""
+
+    def __call__(self, state, config):
+        update = super().__call__(state, config)
+        if state.get("tool_log") and update.get("reply"):
+            update["reply"] += "\n" + SURVEY.get(lang_of(state), SURVEY["en"])
+        return update
+
+# %% [markdown]
+Plug both in. The variant is named in a design: a copy of `harness` with `reply: survey`. The tool goes into
+the routing table for the `order_status` intent (ahead of `get_order_status`; at most three tools are offered
+per call). `graphs.routing.ROUTES` is process-wide, so the change is undone at the end of the notebook.
+
+The simulated model picks a tool by words in its name (for an order-status question: `order_status`,
+`track`, `status`, first match in the order offered), which is why the tool is called `track_order_status`;
+a real model reads the description.
+
+# %%
+from graphs.design import load_design
+from graphs.routing import ROUTES
+
+original_route = ROUTES["order_status"]
+ROUTES["order_status"] = dataclasses.replace(original_route, tools=("track_order_status", *original_route.tools))
+
+base = load_design("harness")
+design = base.model_copy(deep=True, update={
+    "name": "harness-survey", "description": "harness with a satisfaction question after each task",
+    "variants": {**base.variants, "reply": "survey"}})
+print({r: design.variant(r) for r in design.variants if design.variant(r) != base.variant(r)})
+
+# %%
+workdir = tempfile.TemporaryDirectory(prefix="harness-nb05-")
+h = Harness(Path(workdir.name) / "chat", design=design, model="sim:clean", registry=registry)
+shipped, pending = (h.shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (s,))["id"]
+                    for s in ("shipped", "pending"))
+replies = []
+for text in (f"When will my order {shipped} arrive?", f"我的订单 {pending} 什么时候到？", "Thanks!"):
+    r = h.send("t1", text, user_id="U001")
+    replies.append(r)
+    print(f"user: {text}\nbot:  {r['reply']}")
+    for c in r["tool_calls"]:
+        print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
+h.close()
+assert all(r["tool_calls"][0]["name"] == "track_order_status" for r in replies[:2])
+assert "estimated_delivery" in replies[0]["reply"] and replies[0]["reply"].endswith(SURVEY["en"])
+assert replies[1]["reply"].endswith(SURVEY["zh"]) and SURVEY["en"] not in replies[2]["reply"]
+
+# %% [markdown]
+Compare with `harness` on a tiny subset. `run_compare` takes designs by name or file, so the custom design is
+written to a YAML file. `workers=1` runs the cells in this kernel, where the `survey` variant is registered
+(worker processes would have to import it). The comparison's cells use the shop's own tools, so it measures
+the variant; the new tool serves no scenario of the suite.
+
+# %%
+from evals.compare import run_compare
+from evals.metrics import METRICS, aggregate
+from evals.report import fmt_value
+from evals.scenario import BUILTIN_DIR, load_scenarios, spread
+
+design_file = Path(workdir.name) / "harness-survey.yaml"
+design_file.write_text(yaml.safe_dump(design.model_dump(), allow_unicode=True, sort_keys=False), encoding="utf-8")
+subset = spread(load_scenarios(BUILTIN_DIR), 4)
+records = run_compare(["harness", str(design_file)], subset, seeds=1, model="sim",
+                      out_dir=Path(workdir.name) / "ab", workers=1)
+summary = aggregate(records, subset)
+KEYS = ["task_completion", "turn_pass_rate", "arg_validity", "model_calls_per_msg", "input_tokens_per_msg"]
+variant_of = {"harness": base.variant("reply"), design.name: design.variant("reply")}
+lines = ["| design | reply variant | " + " | ".join(METRICS[k][0] for k in KEYS) + " | replies with the survey |",
+         "|---" * (len(KEYS) + 3) + "|"]
+for d in summary["designs"]:
+    turns = [t for r in records if r["design"] == d for t in r["turns"]]
+    asked = sum(any(q in t["reply"] for q in SURVEY.values()) for t in turns)
+    cells = [fmt_value(summary["metrics"][d][k]["mean"], METRICS[k][1]) for k in KEYS]
+    lines.append(f"| {d} | {variant_of[d]} | " + " | ".join(cells) + f" | {asked} of {len(turns)} |")
+display(Markdown("\n".join(lines)))
+
+# %%
+ROUTES["order_status"] = original_route
+workdir.cleanup()
+'''
+
+NOTEBOOKS = {
+    "01_run_a_graph": NB01,
+    "02_topology": NB02,
+    "03_resume": NB03,
+    "04_ab_designs": NB04,
+    "05_custom_node": NB05,
+}
+
+
+def split_cells(source: str) -> list[tuple[str, str]]:
+    """``(kind, text)`` per cell, kind ``markdown`` or ``code``, from a ``# %%``-marked source."""
+    cells: list[tuple[str, list[str]]] = []
+    for line in source.strip("\n").splitlines():
+        if line.startswith("# %%"):
+            cells.append(("markdown" if "[markdown]" in line else "code", []))
+        elif not cells:
+            raise ValueError(f"text before the first cell marker: {line!r}")
+        else:
+            cells[-1][1].append(line)
+    return [(kind, "\n".join(lines).strip("\n")) for kind, lines in cells]
+
+
+def build(name: str) -> nbformat.NotebookNode:
+    """The notebook ``name`` with no outputs and cell ids ``cell-01``, ``cell-02``, ..."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    for i, (kind, text) in enumerate(split_cells(NOTEBOOKS[name]), start=1):
+        make = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
+        nb.cells.append(make(text, id=f"cell-{i:02d}"))
+    nbformat.validate(nb)
+    return nb
+
+
+def render(name: str) -> str:
+    return nbformat.writes(build(name)) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale = []
+    for name in NOTEBOOKS:
+        path = HERE / f"{name}.ipynb"
+        text = render(name)
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        stale.append(path.name)
+        if not check:
+            path.write_text(text, encoding="utf-8")
+    if check and stale:
+        print(f"out of date: {', '.join(stale)}; run: python notebooks/_build.py", file=sys.stderr)
+        return 1
+    print(f"{'checked' if check else 'wrote'} {len(NOTEBOOKS)} notebooks" + (f" ({len(stale)} changed)" if stale else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

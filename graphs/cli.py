@@ -48,7 +48,9 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
 
             configure_logging("DEBUG" if debug else "ERROR", sys.stderr)
             if kwargs.get("data_dir") is not None:  # HARNESS_TRACE picks exporters; the file one by default
-                setup_tracing(Path(kwargs["data_dir"]), default=("file",))
+                from graphs.app import prepare_data_dir
+
+                setup_tracing(prepare_data_dir(kwargs["data_dir"]), default=("file",))
             return fn(*args, **kwargs)
         except typer.Exit:
             raise

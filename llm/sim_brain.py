@@ -53,6 +53,10 @@ class Call:
     def humans(self) -> list[str]:
         return [_text(m) for m in self.messages if isinstance(m, HumanMessage)]
 
+    @property
+    def system(self) -> str:
+        return " ".join(_text(m) for m in self.messages if isinstance(m, SystemMessage))
+
     def tool(self, name: str) -> dict[str, Any] | None:
         return next((t for t in self.tools if t["function"]["name"] == name), None)
 
@@ -70,12 +74,27 @@ def conversation_language(humans: list[str]) -> str:
     return "en"
 
 
-def current_intent(humans: list[str]) -> tuple[str, str]:
-    """The intent of the latest human message that has one, and that message's text."""
+_TASK_LINE = re.compile(r"Intent: ([a-z_]+)\.")
+
+
+def current_intent(humans: list[str], system: str = "") -> tuple[str, str]:
+    """What the user wants now, and the text that says it.
+
+    A message that only answers a question ("ORD-10144") continues the request before it; when the
+    instructions name the current task, that is what the model works on.
+    """
+    task = _TASK_LINE.search(system)
     for text in reversed(humans):
-        intent, _ = nlu.classify_intent(text, use_embeddings=False)
-        if intent not in ("unknown", "thanks"):
-            return intent, nlu.clean_text(text)
+        intent, confidence = nlu.classify_intent(text, use_embeddings=False)
+        if intent in ("unknown", "thanks"):
+            continue
+        if confidence < 1.0 and task and task.group(1) in _TOOL_CUES:
+            return task.group(1), nlu.clean_text(text)
+        if confidence < 1.0 and text is humans[-1] and len(humans) > 1:
+            earlier, _ = current_intent(humans[:-1])
+            if earlier in _TOOL_CUES and earlier != "human":
+                return earlier, nlu.clean_text(text)
+        return intent, nlu.clean_text(text)
     last = nlu.clean_text(humans[-1]) if humans else ""
     return (nlu.classify_intent(last)[0] if last else "unknown"), last
 
@@ -256,7 +275,7 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
             return fixed
     if (obeyed := _obey_injection(call, results)) is not None:
         return obeyed
-    intent, request = current_intent(call.humans)
+    intent, request = current_intent(call.humans, call.system)
     intended = choose_tool(intent, request, call.tools)
     done = {c["name"] for c in calls}
     if intended is not None and intended["function"]["name"] not in done and len(done) < 3:
@@ -268,7 +287,7 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
 
 def _repair(call: Call, failed: dict[str, Any]) -> AIMessage | None:
     tool = call.tool(failed["name"])
-    _, request = current_intent(call.humans)
+    _, request = current_intent(call.humans, call.system)
     clean = Call(call.messages, call.tools, CLEAN, None, call.tokens)
     args, missing = fill_args(tool, clean, request)  # type: ignore[arg-type]
     if missing or args == failed["args"]:
@@ -308,7 +327,7 @@ def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, pro
     latest = nlu.classify_intent(humans[-1], use_embeddings=False)[0] if humans else "unknown"
     if latest in ("thanks", "greeting") or (humans and nlu.is_low_information(humans[-1])):
         return AIMessage(_ASK["help"][lang] if latest == "greeting" else _ACK[lang])
-    intent, request = current_intent(humans)
+    intent, request = current_intent(humans, call.system)
     if intent == "recall":
         return AIMessage(recall_answer(call.messages, lang))
     intended = choose_tool(intent, request, tools) if tools else None

@@ -92,7 +92,8 @@ def continue_or_switch(state: HarnessState, intent: str, confidence: float, text
     """Keep the open task when the message only answers its question ("ORD-10001" after "which order?")."""
     previous = state.get("intent")
     waiting = state.get("missing_slots") or []
-    if not previous or not waiting or confidence >= 1.0:
+    # Generic order talk ("订单号是 ORD-10144") answering the question is not a new request.
+    if not previous or not waiting or (confidence >= 1.0 and intent != "order_status"):
         return intent
     ents = nlu.extract_entities(text)
     answers = ("order_id" in waiting and ents.order_ids) or ("query" in waiting and nlu.product_query(text))

@@ -36,7 +36,7 @@ from graphs.app import Harness
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb01-")
 h = Harness(workdir.name, design="harness", model="sim:clean")
 print("design:", h.design.name)
-print("data dir:", sorted(p.name for p in h.data_dir.iterdir()))
+print("data dir:", sorted(p.name for p in h.data_dir.iterdir() if not p.name.endswith(("-shm", "-wal"))))
 
 # %%
 # The shop is a real SQLite database in the data dir: take one of U001's delivered orders from it.
@@ -399,7 +399,8 @@ per call). `graphs.routing.ROUTES` is process-wide, so the change is undone at t
 
 The simulated model picks a tool by words in its name (for an order-status question: `order_status`,
 `track`, `status`, first match in the order offered), which is why the tool is called `track_order_status`;
-a real model reads the description.
+a real model reads the description. It words answers only for the shop's own result kinds and quotes any
+other result as JSON, so the replies below show the tool's result as it came back.
 
 # %%
 from graphs.design import load_design

@@ -49,7 +49,7 @@ def check_run_document(doc: dict, thread: str) -> None:
     assert doc["thread_id"] == thread
     assert isinstance(doc["reply"], str) and doc["reply"]
     assert isinstance(doc["phase"], str) and isinstance(doc["checkpoint_id"], str) and doc["checkpoint_id"]
-    assert doc["trace_id"] is None or isinstance(doc["trace_id"], str)
+    assert isinstance(doc["trace_id"], str) and doc["trace_id"], "each run is traced"
     assert isinstance(doc["tool_calls"], list)
     for call in doc["tool_calls"]:
         assert all(k in call for k in CALL_KEYS), call

@@ -1,0 +1,149 @@
+"""The context and graph benchmarks at tiny sizes: documented keys, positive figures, structural claims.
+
+Timings depend on the machine and are never asserted. Token counts and database sizes are fixed by the
+deterministic ``sim:clean`` model, so the claims that rest on them are checked here.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks import bench_context, bench_graph
+from benchmarks.bench_context import BYTE_FRACTIONS, STRATEGIES, TOKEN_FRACTIONS, sample_turns
+from tools.shop import ShopDB
+
+STRATEGY_KEYS = {"tokens", "token_stand_ins", "token_ratio", "checkpoint_bytes", "checkpoint_ratio", "db_bytes",
+                 "waiting_turns", "recall_reply", "recall_ok", "tokens_by_turn", "seconds"}
+SIDE_KEYS = {"ms_first", "ms_last", "ratio", "db_bytes", "db_file_bytes", "checkpoint_rows",
+             "latest_checkpoint_bytes", "ms_per_message"}
+TRACING_KEYS = {"messages", "off_ms", "on_ms", "ratio", "overhead_ms", "spans", "spans_per_message"}
+
+
+@pytest.fixture(scope="module")
+def context_figures() -> dict:
+    return bench_context.run_bench_context(turns=6, long_turns=12)
+
+
+@pytest.fixture(scope="module")
+def graph_figures() -> dict:
+    # 40 messages: create_agent's database grows with the square of the thread and passes ours after ~15.
+    return bench_graph.run_bench_graph(messages=40, trace_messages=2)
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def test_sampled_turns_are_the_issues_at_full_size() -> None:
+    assert sample_turns(40, TOKEN_FRACTIONS) == [1, 10, 20, 30, 40]
+    assert sample_turns(200, BYTE_FRACTIONS) == [10, 50, 100, 200]
+    assert bench_graph.windows(200) == (range(1, 21), range(181, 201))
+
+
+def test_a_turn_without_model_call_is_reported_from_the_nearest_one() -> None:
+    samples, stand_ins = bench_context.token_samples({1: 500, 2: 0, 3: 700}, [1, 2, 3])
+    assert samples == {1: 500, 2: 500, 3: 700}  # a tie goes to the earlier turn
+    assert stand_ins == {2: 1}
+
+
+def test_scripts_ask_only_about_the_users_own_orders() -> None:
+    shop = ShopDB.fresh_copy()
+    own = {r["id"] for r in shop.query("SELECT id FROM orders WHERE user_id = ?", (bench_context.USER,))}
+    facts = bench_context.customer_facts(shop)
+    texts = [*bench_context.script_messages(facts, 80), *bench_graph.script_messages(facts, 20)]
+    asked = {o for t in texts for o in re.findall(r"ORD-\d{5}", t)}
+    assert asked and asked <= own
+    assert "{" not in "".join(texts)
+
+
+def test_design_for_full_trims_nothing_and_quotas_are_out_of_the_way() -> None:
+    full = bench_context.design_for("full", 200)
+    assert full.variant("context") == "full"
+    assert full.knobs.window_messages >= 20 * 200
+    hybrid = bench_context.design_for("hybrid", 200)
+    assert hybrid.variant("context") == "hybrid"
+    assert hybrid.knobs.session_quota_tool_calls > 200 * hybrid.knobs.turn_quota_tool_calls
+
+
+# ------------------------------------------------------------------------------------------- context
+
+
+def test_context_figures_have_the_documented_keys(context_figures: dict) -> None:
+    f = context_figures
+    assert f["token_turns"] == [1, 2, 3, 4, 6]
+    assert f["byte_turns"] == [1, 3, 6, 12]
+    assert set(f["strategies"]) == set(STRATEGIES)
+    for s in f["strategies"].values():
+        assert set(s) >= STRATEGY_KEYS
+        assert all(s["tokens"][t] > 0 for t in f["token_turns"])
+        assert all(s["checkpoint_bytes"][t] > 0 for t in f["byte_turns"])
+        assert s["token_ratio"] > 0 and s["checkpoint_ratio"] > 0
+        assert s["waiting_turns"] == 0
+        assert s["recall_ok"] is None  # six turns end before the recall question
+
+
+def test_full_history_costs_more_tokens_than_hybrid_at_the_last_turn(context_figures: dict) -> None:
+    s, last = context_figures["strategies"], context_figures["token_turns"][-1]
+    assert s["full"]["tokens"][last] > s["hybrid"]["tokens"][last]
+
+
+def test_hybrid_checkpoint_stays_flat_while_full_grows(context_figures: dict) -> None:
+    s = context_figures["strategies"]
+    *_, earlier, last = context_figures["byte_turns"]
+
+    def growth(name: str) -> float:
+        return s[name]["checkpoint_bytes"][last] / s[name]["checkpoint_bytes"][earlier]
+
+    assert growth("hybrid") <= 1.5
+    assert growth("full") > growth("hybrid")
+
+
+def test_context_report_names_every_strategy_and_target(context_figures: dict) -> None:
+    table = bench_context.format_table(context_figures)
+    assert all(name in table for name in STRATEGIES)
+    verdicts = bench_context.targets(context_figures)
+    assert len(verdicts) == 3
+    assert all(v.startswith(("met: ", "NOT MET: ")) for v in verdicts)
+    assert bench_context.notes(context_figures)
+
+
+# ------------------------------------------------------------------------------------------- graph
+
+
+def test_graph_figures_have_the_documented_keys(graph_figures: dict) -> None:
+    f = graph_figures
+    assert f["first_window"] == [1, 4] and f["last_window"] == [37, 40]
+    for side in ("ours", "create_agent"):
+        assert set(f[side]) >= SIDE_KEYS
+        assert all(f[side][k] > 0 for k in SIDE_KEYS - {"ms_per_message"})
+        assert len(f[side]["ms_per_message"]) == 40
+    assert f["db_ratio"] > 0
+    assert set(f["tracing"]) >= TRACING_KEYS
+    assert f["tracing"]["off_ms"] > 0 and f["tracing"]["on_ms"] > 0
+
+
+def test_create_agent_database_is_larger_than_ours(graph_figures: dict) -> None:
+    ours, theirs = graph_figures["ours"], graph_figures["create_agent"]
+    assert theirs["db_bytes"] > ours["db_bytes"]
+    assert graph_figures["db_ratio"] < 1
+    # It resends and stores the whole thread: its newest checkpoint outgrows ours, which stays bounded.
+    assert theirs["latest_checkpoint_bytes"] > ours["latest_checkpoint_bytes"]
+    assert theirs["messages_in_state"] >= 2 * 40
+
+
+def test_create_agent_ran_the_shop_tools_cleanly(graph_figures: dict) -> None:
+    assert graph_figures["create_agent"]["tool_errors"] == 0
+
+
+def test_tracing_arm_wrote_spans(graph_figures: dict) -> None:
+    assert graph_figures["tracing"]["spans"] > 0
+
+
+def test_graph_report_prints_both_systems_and_targets(graph_figures: dict) -> None:
+    table = bench_graph.format_table(graph_figures)
+    assert "ours" in table and "create_agent" in table and "tracing" in table
+    verdicts = bench_graph.targets(graph_figures)
+    assert len(verdicts) == 2
+    assert all(v.startswith(("met: ", "NOT MET: ")) for v in verdicts)
+    assert bench_graph.notes(graph_figures)

@@ -1,0 +1,165 @@
+"""The notebooks run top to bottom on the offline defaults and show what their text says.
+
+Each notebook is executed with nbclient (kernel ``python3``, working directory the repository root) and its
+outputs are checked against the shop database and the design presets, not only for having run. The files
+themselves must be what ``notebooks/_build.py`` generates: sources in one place, no stored outputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+CELL_TIMEOUT_S = 120
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _builder() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("notebooks_build", NOTEBOOKS / "_build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def execute(name: str) -> nbformat.NotebookNode:
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}})
+    started = time.perf_counter()
+    client.execute()
+    print(f"{name}: executed in {time.perf_counter() - started:.1f} s")
+    # every notebook works in a TemporaryDirectory named after it and removes it at the end
+    assert not list(Path(tempfile.gettempdir()).glob(f"harness-nb{name[:2]}-*")), "temporary data dir left behind"
+    return nb
+
+
+def outputs(nb: nbformat.NotebookNode) -> list[dict]:
+    return [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+
+
+def stdout(nb: nbformat.NotebookNode) -> str:
+    return "".join(o["text"] for o in outputs(nb) if o["output_type"] == "stream" and o["name"] == "stdout")
+
+
+def rich(nb: nbformat.NotebookNode, mime: str) -> list[str]:
+    """Every displayed value of one MIME type, in order."""
+    return [o["data"][mime] for o in outputs(nb)
+            if o["output_type"] in ("display_data", "execute_result") and mime in o.get("data", {})]
+
+
+def bot_lines(text: str) -> list[str]:
+    return [line.removeprefix("bot:").strip() for line in text.splitlines() if line.startswith("bot:")]
+
+
+def tables(nb: nbformat.NotebookNode) -> list[str]:
+    """Tables shown as markdown or HTML (a pandas DataFrame)."""
+    return [t for t in rich(nb, "text/markdown") + rich(nb, "text/html") if "|---" in t or "<table" in t]
+
+
+def user_orders(status: str) -> list[str]:
+    """U001's order ids with ``status`` in the seeded shop every fresh data dir gets."""
+    from tools.shop import ShopDB
+
+    with ShopDB.open() as db:
+        return [r["id"] for r in db.query(
+            "SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (status,))]
+
+
+def test_notebooks_are_built_from_their_sources_without_outputs():
+    build = _builder()
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(build.NOTEBOOKS)
+    for name in build.NOTEBOOKS:
+        path = NOTEBOOKS / f"{name}.ipynb"
+        assert path.read_text(encoding="utf-8") == build.render(name), f"{path.name} is stale: run notebooks/_build.py"
+        nb = nbformat.read(path, as_version=4)
+        assert 5 <= len(nb.cells) <= 12
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(not c.outputs and c.execution_count is None for c in code)
+
+
+def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():
+    nb = execute("01_run_a_graph")
+    text = stdout(nb)
+    order_id = user_orders("delivered")[0]
+    replies = bot_lines(text)
+    assert any(r.startswith(f"Order {order_id} is delivered") for r in replies), replies
+    assert f'request_return({{"order_id": "{order_id}"' in text and "RMA-" in text
+    chinese = [r for r in replies if CJK.search(r)]
+    assert chinese and "有货" in chinese[0], replies
+    assert f"The order number you gave me at the start was {order_id}" in text
+    assert re.search(r"model_calls=\d+ input_tokens=[1-9]\d* output_tokens=[1-9]", text)
+    for key in ("phase", "intent", "slots", "fact_card", "context_account"):
+        assert re.search(rf"^{key} +\S", text, re.M), key
+    assert re.search(rf'^fact_card .*"first_order_id": "{order_id}"', text, re.M)
+
+
+def test_02_topology_draws_every_preset_and_its_differences():
+    from graphs.builder import NODE_ROLES
+    from graphs.design import PRESETS
+
+    nb = execute("02_topology")
+    assert len(rich(nb, "image/png")) == len(PRESETS) == 6
+    blocks = dict(re.findall(r"^design (\S+): mermaid\n(.*?)(?=^design \S+: mermaid|\Z)", stdout(nb), re.M | re.S))
+    assert list(blocks) == list(PRESETS)
+    for name, design in PRESETS.items():
+        expected = {"__start__", "__end__", *NODE_ROLES}
+        expected |= {"human"} if design.knobs.wait_for_human else set()
+        expected |= {"remember"} if design.knobs.long_term_memory else set()
+        drawn = set(re.findall(r"^\t(\w+)[(\[]", blocks[name], re.M))
+        assert drawn == expected, name
+        assert "graph TD;" in blocks[name]
+    diff = [t for t in tables(nb) if "variants that differ" in t]
+    assert diff and all(f"| {name} |" in diff[0] for name in PRESETS)
+    assert "-remember" in diff[0]  # designs without long-term memory have no remember node
+
+
+def test_03_resume_continues_from_the_fork():
+    nb = execute("03_resume")
+    text = stdout(nb)
+    first, second = user_orders("pending")[:2]
+    for turn in (1, 2):  # the history listed after reopening holds the end of both messages
+        assert re.search(rf"^ *\d+ +{turn} +done +\(end\) +[0-9a-f-]{{36}}$", text, re.M), turn
+    assert f"current order: {second}" in text and f"current order after the fork: {first}" in text
+    assert f"cancel_order({{'order_id': '{first}'" in text and f"Order {first} is cancelled" in text
+    line = next(x for x in text.splitlines() if x.startswith("thread after the fork, user messages:"))
+    users = ast.literal_eval(line.split(":", 1)[1].strip())
+    assert users == [f"Where is my order {first}?", "Please cancel it"]
+    assert f"'{first}': 'cancelled', '{second}': 'pending'" in text
+
+
+def test_04_ab_designs_shows_metrics_table_and_plots():
+    nb = execute("04_ab_designs")
+    text = stdout(nb)
+    assert "8 of " in text and "24 cells" in text and "crashed: none" in text
+    main = tables(nb)[0]
+    assert all(re.search(rf"\|\s*{d}\s*\|", main) for d in ("naive", "state-machine", "harness")), main
+    assert "Task completion" in main and "Input tokens per message" in main
+    assert len(rich(nb, "image/png")) >= 1
+    assert any("## Figures from the write-ups" in m for m in rich(nb, "text/markdown"))
+
+
+def test_05_custom_node_and_tool_are_used_and_compared():
+    nb = execute("05_custom_node")
+    text = stdout(nb)
+    shipped = user_orders("shipped")[0]
+    assert f"tool track_order_status({{'order_id': '{shipped}'}}) -> ok" in text
+    replies = bot_lines(text)
+    assert any(f'"order": "{shipped}"' in r and '"estimated_delivery": "2026-' in r for r in replies), replies
+    assert "Did that help? (yes/no)" in text and "这个回答对您有帮助吗？" in text
+    table = next(t for t in tables(nb) if "reply variant" in t)
+    survey = re.search(r"^\| harness-survey \| survey \|.*\| (\d+) of (\d+) \|$", table, re.M)
+    plain = re.search(r"^\| harness \| \w+ \|.*\| 0 of (\d+) \|$", table, re.M)
+    assert survey and plain, table
+    assert 0 < int(survey.group(1)) <= int(survey.group(2))
+

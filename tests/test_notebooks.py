@@ -143,7 +143,8 @@ def test_04_ab_designs_shows_metrics_table_and_plots():
     text = stdout(nb)
     assert "8 of " in text and "24 cells" in text and "crashed: none" in text
     main = tables(nb)[0]
-    assert all(re.search(rf"\|\s*{d}\s*\|", main) for d in ("naive", "state-machine", "harness")), main
+    # a markdown table, or a DataFrame's HTML where pandas is installed
+    assert all(re.search(rf"\|\s*{d}\s*\||<th>{d}</th>", main) for d in ("naive", "state-machine", "harness")), main
     assert "Task completion" in main and "Input tokens per message" in main
     assert len(rich(nb, "image/png")) >= 1
     assert any("## Figures from the write-ups" in m for m in rich(nb, "text/markdown"))
@@ -155,7 +156,8 @@ def test_05_custom_node_and_tool_are_used_and_compared():
     shipped = user_orders("shipped")[0]
     assert f"tool track_order_status({{'order_id': '{shipped}'}}) -> ok" in text
     replies = bot_lines(text)
-    assert any(f'"order": "{shipped}"' in r and '"estimated_delivery": "2026-' in r for r in replies), replies
+    assert any(f'"order": "{shipped}"' in r and re.search(r'"estimated_delivery": "\d{4}-\d\d-\d\d"', r)
+               for r in replies), replies
     assert "Did that help? (yes/no)" in text and "这个回答对您有帮助吗？" in text
     table = next(t for t in tables(nb) if "reply variant" in t)
     survey = re.search(r"^\| harness-survey \| survey \|.*\| (\d+) of (\d+) \|$", table, re.M)

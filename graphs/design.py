@@ -38,6 +38,8 @@ class Knobs(BaseModel):
     executor: Literal["classified", "framework", "raw"] = Field(
         "classified", description="tool execution: classified retries, a framework's blind retries, or none")
     tool_offer: Literal["routed", "all"] = Field("routed", description="tools of the routed intent, or every tool")
+    tool_calling: Literal["native", "text"] = Field(
+        "native", description="native tool calls, or TOOL: lines parsed from text (models without tool calling)")
     clean_results: bool = Field(True, description="clean tool results before the model reads them")
     normalize_input: bool = Field(True, description="strip invisible characters from user messages")
     logger: Literal["full", "opaque"] = Field("full", description="tool-call logs: everything, or status + duration")

@@ -23,6 +23,14 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from llm.embeddings import count_tokens
 from llm.sim_brain import respond
 from llm.sim_faults import PROFILES, Dice, FaultProfile, latency_s
+from llm.text_tools import tools_from_instructions
+
+
+def as_text_calls(calls: list[dict[str, Any]], prefix: str = "") -> str:
+    """Tool calls written as ``TOOL:`` lines, the way a model without native tool calling answers."""
+    lines = [f"TOOL: {c['name']}(" + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in c["args"].items())
+             + ")" for c in calls]
+    return prefix + "\n".join(lines)
 
 
 class SimTimeout(TimeoutError):
@@ -88,7 +96,11 @@ class SimChatModel(BaseChatModel):
         profile = self.fault_profile
         if dice.roll(profile.timeout):
             raise SimTimeout(f"sim did not answer (simulated timeout after {self.context_window} token context)")
-        reply = respond(visible, tools, profile=profile, dice=dice, tokens=tokens)
+        text_tools = [] if tools else tools_from_instructions(
+            " ".join(str(m.content) for m in visible if isinstance(m, SystemMessage)))
+        reply = respond(visible, tools or text_tools, profile=profile, dice=dice, tokens=tokens)
+        if text_tools and reply.tool_calls:  # no native tool calling here: write the calls as text
+            reply = AIMessage(as_text_calls(reply.tool_calls, "\u200b" if dice.roll(profile.invisible_prefix) else ""))
         # Usage counts the whole prompt as sent, as a provider bills it; latency only what fits the window.
         input_tokens = sum(message_tokens(m) for m in messages) + tool_tokens
         processed = sum(tokens) + tool_tokens

@@ -26,6 +26,7 @@ class FaultProfile:
     follow_injection: float = 0.0      # obeys an instruction found in a tool result when the tool is offered
     copy_invisible: float = 0.0        # copies invisible characters from the user's text into arguments
     timeout: float = 0.0               # does not answer in time
+    invisible_prefix: float = 0.0      # puts an invisible character before a text tool call
     # Latency in virtual seconds: fixed + per input token + per output token.
     latency_base_s: float = 0.35
     latency_per_input_token_s: float = 0.0006
@@ -36,7 +37,7 @@ PROFILES: dict[str, FaultProfile] = {
     "clean": FaultProfile(),
     "realistic": FaultProfile(invent_missing=0.6, forget_middle=0.5, repeat_after_error=0.6, malformed_args=0.08,
                               wrong_tool_per_extra=0.03, extra_lookup_per_extra=0.07, follow_injection=0.7,
-                              copy_invisible=0.9, timeout=0.004),
+                              copy_invisible=0.9, timeout=0.004, invisible_prefix=0.5),
 }
 
 

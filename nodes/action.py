@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from graphs.routing import route_for
 from graphs.state import HarnessState, ToolCallRecord
 from llm import nlu
+from llm.text_tools import PARSE_ERROR_TOOL
 from memory.context import build_context
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from nodes.phrases import say
@@ -160,6 +161,8 @@ class ToolLoopAction:
 
     def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome]) -> ToolOutcome | None:
         """An outcome that replaces running the call (duplicate or invented argument), or None to run it."""
+        if call["name"] == PARSE_ERROR_TOOL:  # a text call the harness could not read: one repair try
+            return _failed(call, "validation", "TextCallParseError", (call.get("args") or {}).get("error", ""))
         sig = call_signature(call["name"], call.get("args") or {})
         if sig in done and self.knobs.identical_calls == "block":
             return _failed(call, "duplicate_call", "DuplicateCall",

@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 
 from graphs.design import Design
 from graphs.state import HarnessState, TurnStats
+from llm.text_tools import from_text, to_text_mode
 from obs.tracing import bind_context, model_identity, model_span, record_model_response
 from tools.executor import ToolExecutor
 from tools.registry import ToolRegistry, ToolSpec
@@ -93,7 +94,11 @@ def _invoke_with_deadline(model: Any, messages: list[BaseMessage], timeout_s: fl
 def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
                tools: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
     """One model call with the offered tools; returns the reply and updated per-message counters."""
-    model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
+    text_mode = bool(tools) and deps.design.knobs.tool_calling == "text"
+    if text_mode:  # a model without native tool calls reads instructions and writes TOOL: lines
+        model, messages = deps.model, to_text_mode(messages, [t.json_schema() for t in tools])
+    else:
+        model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
     name, provider = model_identity(deps.model)
     audit = deps.resources.get("audit")
     started = time.perf_counter()
@@ -107,6 +112,8 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
                                    duration_ms=(time.perf_counter() - started) * 1000)
             raise
         record_model_response(span, reply)
+    if text_mode:
+        reply = from_text(reply, [t.name for t in tools])
     if audit is not None:
         audit.record_model(name, {"messages": list(messages), "tools": [t.name for t in tools]}, reply,
                            duration_ms=(time.perf_counter() - started) * 1000)

@@ -1,0 +1,48 @@
+"""Models without native tool calling: instructions in the prompt, TOOL: lines parsed back into calls."""
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from graphs.app import Harness, shop_registry
+from graphs.design import load_design
+from llm.sim import SimChatModel, as_text_calls
+from llm.text_tools import PARSE_ERROR_TOOL, from_text, to_text_mode, tools_from_instructions
+
+
+def text_design():
+    design = load_design("harness").model_copy(deep=True)
+    design.knobs.tool_calling = "text"
+    return design
+
+
+def test_instructions_round_trip_to_the_schemas_a_model_needs() -> None:
+    registry = shop_registry()
+    schemas = [registry.get(n).json_schema() for n in registry.names()]
+    msgs = to_text_mode([SystemMessage("You help."), HumanMessage("hi")], schemas)
+    assert isinstance(msgs[0], SystemMessage) and "TOOL:" in msgs[0].content and msgs[0].content.startswith("You help.")
+    read = {t["function"]["name"]: t["function"]["parameters"] for t in tools_from_instructions(msgs[0].content)}
+    assert set(read) == set(registry.names())
+    assert read["request_return"]["required"] == ["order_id", "reason"]
+
+
+def test_text_calls_with_invisible_prefix_become_native_calls() -> None:
+    text = as_text_calls([{"name": "get_order_status", "args": {"order_id": "ORD-10144"}}], prefix="\u200b\ufeff")
+    reply = from_text(AIMessage(text), ["get_order_status"])
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("get_order_status", {"order_id": "ORD-10144"})]
+
+
+def test_an_unreadable_call_becomes_a_rejected_call_not_a_reply() -> None:
+    reply = from_text(AIMessage('TOOL: get_order_status(order_id="ORD-1'), ["get_order_status"])
+    assert reply.tool_calls[0]["name"] == PARSE_ERROR_TOOL
+    assert "unterminated" in reply.tool_calls[0]["args"]["error"]
+
+
+def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
+    model = SimChatModel(faults="clean")
+    with Harness(tmp_path, text_design(), model) as h:
+        r = h.send("t", "where is my order ORD-10144?", "U001")
+        assert [(c["name"], c["args"], c["status"]) for c in r["tool_calls"]] == [
+            ("get_order_status", {"order_id": "ORD-10144"}, "ok")]
+        assert "delivered" in r["reply"]
+        r = h.send("t", "I want to return it, wrong size", "U001")
+        assert ("request_return", "ok") in [(c["name"], c["status"]) for c in r["tool_calls"]]
+        assert "RMA-" in r["reply"]

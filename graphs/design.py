@@ -23,7 +23,7 @@ class Knobs(BaseModel):
 
     max_rounds: int = Field(5, ge=1, description="tool rounds per user message before a partial answer")
     max_tools_offered: int = Field(3, ge=1, description="tools offered on one model call")
-    window_messages: int = Field(40, ge=2, description="most messages a checkpoint keeps between turns")
+    window_messages: int = Field(24, ge=2, description="most messages a checkpoint keeps between turns")
     context_budget_tokens: int = Field(3000, ge=256, description="input tokens one model call may use")
     max_message_chars: int = Field(16_000, ge=1, description="longest user message accepted")
     identical_calls: Literal["block", "reuse", "allow"] = Field(
@@ -34,6 +34,7 @@ class Knobs(BaseModel):
     unknown_intent_handoff: int = Field(2, ge=1, description="turns in a row with no intent before handoff")
     validation_repairs: int = Field(1, ge=0, description="repair tries after an invalid tool call")
     align_entities: bool = Field(True, description="identifier arguments must come from the conversation")
+    enforce_constraints: bool = Field(True, description="refuse tool calls a pinned constraint forbids")
     normalize_args: bool = Field(True, description="rewrite identifier arguments to their canonical form")
     executor: Literal["classified", "framework", "raw"] = Field(
         "classified", description="tool execution: classified retries, a framework's blind retries, or none")
@@ -94,25 +95,25 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             {"intent": "llm", "collect": "none", "self_check": "off", "context": "full"},
             tool_offer="all", executor="raw", identical_calls="allow", align_entities=False,
             validation_repairs=20, max_rounds=8, no_progress_rounds=8, unknown_intent_handoff=99,
-            clean_results=False, normalize_input=False, normalize_args=False, long_term_memory=False, **NO_QUOTAS),
+            clean_results=False, normalize_input=False, normalize_args=False, long_term_memory=False, enforce_constraints=False, **NO_QUOTAS),
     _preset("framework-default", "A heavyweight agent framework with its defaults: one ReAct loop, full "
             "history buffer, tools registered once at start, every tool error wrapped in one type and "
             "retried blindly 3 times, one total duration in the logs.",
             {"intent": "passthrough", "collect": "none", "self_check": "off", "context": "full"},
             tool_offer="all", executor="framework", identical_calls="allow", align_entities=False,
             validation_repairs=20, max_rounds=15, no_progress_rounds=15, unknown_intent_handoff=99,
-            clean_results=False, normalize_args=False, long_term_memory=False, logger="opaque", **NO_QUOTAS),
+            clean_results=False, normalize_args=False, long_term_memory=False, logger="opaque", enforce_constraints=False, **NO_QUOTAS),
     _preset("custom-lightweight", "The hand-built lightweight agent: short/medium/long-term memory with "
             "summaries, classified errors, tools chosen per role and intent at run time, transition rules "
             "in a small DSL, phase-timed tool logs.",
             {"intent": "classifier", "self_check": "off", "context": "window_summary"},
             rules=BUILTIN_RULES, identical_calls="allow", align_entities=False, normalize_args=False,
-            max_tools_offered=4, **NO_QUOTAS),
+            max_tools_offered=4, enforce_constraints=False, **NO_QUOTAS),
     _preset("state-machine", "The customer-service bot after its rework: intent/collect/action/reply states, "
             "per-state tool masking, schema validation with one repair then back to collect, max rounds, "
             "identical-call interception, fact card, recent turns plus a rolling summary.",
             {"intent": "classifier", "self_check": "off", "context": "window_summary"},
-            align_entities=False, normalize_args=False, long_term_memory=False, clean_results=False, **NO_QUOTAS),
+            align_entities=False, normalize_args=False, long_term_memory=False, clean_results=False, enforce_constraints=False, **NO_QUOTAS),
     _preset("layered", "The 2026 rework: five-layer context with budgets, anchored window, compression at "
             "70%, dual memory (facts in SQL, experiences in vectors), four termination guards, result "
             "cleaning, parallel calls with ids, quotas, self-check.",
@@ -121,7 +122,7 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "card, masked tools, canonical, validated and entity-aligned arguments, classified retries, cleaned "
             "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
             "guards and a grounded self-check.",
-            {}, context_budget_tokens=2400),
+            {}, context_budget_tokens=2000),
 )}
 
 

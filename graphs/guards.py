@@ -14,6 +14,7 @@ from langgraph.graph import END
 from graphs.design import Knobs
 from graphs.routing import CONVERSATIONAL, HANDOFF_INTENTS
 from graphs.state import HarnessState
+from memory.constraints import forbidden_tools
 
 FRUSTRATION_INTENTS = frozenset({"complaint"})
 
@@ -123,6 +124,9 @@ def after_self_check(state: HarnessState, knobs: Knobs) -> Literal["reply", "han
     check = state.get("check") or {}
     if not check.get("ok", True):
         return "reply" if _stats(state).get("regenerations", 0) < knobs.max_regenerations else "handoff"
-    if state.get("intent") in FRUSTRATION_INTENTS or quota_exceeded(state, knobs):
+    if quota_exceeded(state, knobs):
         return "handoff"
+    if state.get("intent") in FRUSTRATION_INTENTS and "transfer_to_human" not in forbidden_tools(
+            state.get("constraints") or []):
+        return "handoff"  # a complaint goes to a person, unless the customer asked not to be transferred
     return END

@@ -14,7 +14,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, To
 
 from llm.nlu import ORDER_ID, clean_text
 
-_CARD_ORDERS = re.compile(r'first_order_id\W+(ORD-\d{5})|order_ids\W+(ORD-\d{5})')
+_CARD_FIRST = re.compile(r"first_order_id\W+(ORD-\d{5})")
+_CARD_ORDERS = re.compile(r"order_ids\W+(ORD-\d{5})")
 
 STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消",
              "requested": "已提交", "waiting": "排队中"}
@@ -162,16 +163,14 @@ def recall_answer(messages: Sequence[BaseMessage], lang: str) -> str:
     """Answer "what did I tell you at the start?" from what is visible: the user's words, then the system text."""
     zh = lang == "zh"
     first = None
-    for m in messages:
-        if isinstance(m, HumanMessage):
-            ids = ORDER_ID.findall(clean_text(str(m.content)))
-            if ids:
-                first = f"ORD-{ids[0]}"
-                break
+    # Stated facts first: the oldest message still visible may not be the start of the conversation.
+    system = " ".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
+    if hit := (_CARD_FIRST.search(system) or _CARD_ORDERS.search(system)):
+        first = hit.group(1)
     if first is None:
         for m in messages:
-            if isinstance(m, SystemMessage) and (hit := _CARD_ORDERS.search(str(m.content))):
-                first = hit.group(1) or hit.group(2)
+            if isinstance(m, HumanMessage) and (ids := ORDER_ID.findall(clean_text(str(m.content)))):
+                first = f"ORD-{ids[0]}"
                 break
     if first is None:
         return "抱歉，我在之前的对话里找不到您提供的订单号。" if zh else "Sorry, I can't find an order number you gave me earlier."

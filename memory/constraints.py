@@ -140,3 +140,26 @@ def extract_constraints(text: str) -> list[str]:
             found.extend(_english_constraints(sentence))
     return list(dict.fromkeys(found))
 
+
+
+# What a negative constraint forbids, by the words it uses (English and Chinese).
+_FORBIDS = {
+    "cancel_order": ("cancel", "取消"),
+    "request_return": ("return", "refund", "退货", "退款"),
+    "transfer_to_human": ("human", "agent", "person", "transfer", "人工", "转接"),
+    "claim_coupon": ("coupon", "优惠券"),
+}
+_NEGATIVE = re.compile(r"\b(?:do not|don't|never|no)\b|不要|别|不用|禁止", re.I)
+
+
+def forbidden_tools(constraints: list[str]) -> dict[str, str]:
+    """Tool name -> the pinned constraint that forbids it ("Do not cancel anything." forbids cancel_order)."""
+    out: dict[str, str] = {}
+    for c in constraints:
+        if not _NEGATIVE.search(c):
+            continue
+        low = c.lower()
+        for tool, words in _FORBIDS.items():
+            if any(w in low for w in words):
+                out.setdefault(tool, c)
+    return out

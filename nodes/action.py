@@ -19,6 +19,7 @@ from graphs.routing import route_for
 from graphs.state import HarnessState, ToolCallRecord
 from llm import nlu
 from llm.text_tools import PARSE_ERROR_TOOL
+from memory.constraints import forbidden_tools
 from memory.context import build_context
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from nodes.phrases import say
@@ -141,7 +142,9 @@ class ToolLoopAction:
         stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
         tool_messages = [ToolMessage(self.model_text(o), tool_call_id=o.call_id, name=o.name,
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
-        return {"messages": [ai, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
+        # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
+        stored = ai.model_copy(update={"response_metadata": {}, "usage_metadata": None, "additional_kwargs": {}})
+        return {"messages": [stored, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
                 "context_account": account}
 
     def log_calls(self, outcomes: list[ToolOutcome]) -> None:
@@ -161,6 +164,8 @@ class ToolLoopAction:
 
     def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome]) -> ToolOutcome | None:
         """An outcome that replaces running the call (duplicate or invented argument), or None to run it."""
+        if self.knobs.enforce_constraints and (rule := forbidden_tools(state.get("constraints") or []).get(call["name"])):
+            return _failed(call, "constraint", "ConstraintViolation", f"the customer said: {rule} Do not call it.")
         if call["name"] == PARSE_ERROR_TOOL:  # a text call the harness could not read: one repair try
             return _failed(call, "validation", "TextCallParseError", (call.get("args") or {}).get("error", ""))
         sig = call_signature(call["name"], call.get("args") or {})

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.printing import print_report
 from graphs.app import Harness
 from graphs.design import Design, load_design
 from tools.shop import ShopDB
@@ -363,11 +364,7 @@ def _verdict(met: bool, text: str) -> str:
 def main() -> dict[str, Any]:
     """Run the benchmark, print the table, the notes and the targets, return the figures."""
     figures = run_bench_context()
-    print(format_table(figures))
-    print()
-    print("\n".join(notes(figures)))
-    print()
-    print("\n".join(targets(figures)))
+    print_report(figures, format_table, notes, targets)
     return figures
 
 

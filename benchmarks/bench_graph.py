@@ -44,6 +44,7 @@ from benchmarks.bench_context import (
     latest_checkpoint_bytes,
     lift_quotas,
 )
+from benchmarks.printing import print_report
 from graphs.app import Harness, shop_registry
 from graphs.design import load_design
 from memory.context import SYSTEM_PROMPT
@@ -73,6 +74,7 @@ SCRIPT = (
     "Where is my order {pending_2}?",
     "Is {product_b} in stock?",
 )
+
 
 
 def script_messages(facts: dict[str, str], count: int) -> list[str]:
@@ -310,11 +312,7 @@ def targets(f: dict[str, Any]) -> list[str]:
 def main() -> dict[str, Any]:
     """Run the benchmark, print the table, the notes and the targets, return the figures."""
     figures = run_bench_graph()
-    print(format_table(figures))
-    print()
-    print("\n".join(notes(figures)))
-    print()
-    print("\n".join(targets(figures)))
+    print_report(figures, format_table, notes, targets)
     return figures
 
 

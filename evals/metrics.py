@@ -406,7 +406,10 @@ def handled(turn: Mapping[str, Any]) -> bool:
 def _message(turn: Mapping[str, Any], pos: int) -> dict[str, Any]:
     return {"index": turn.get("index", pos), "model_calls": turn.get("model_calls") or 0,
             "input_tokens": turn.get("input_tokens") or 0, "latency_s": float(turn.get("latency_s") or 0.0),
-            "call_input_tokens": list(turn.get("call_input_tokens") or [])}
+            "call_input_tokens": list(turn.get("call_input_tokens") or []),
+            # The largest call carries the history; a message's total also counts small side calls
+            # (an intent label call sees only the last message), which hides what a resend costs.
+            "largest_call": max(turn.get("call_input_tokens") or [0])}
 
 
 def _judge_all(record: Mapping[str, Any], scenario: Scenario) -> list[dict[str, Any]]:
@@ -543,12 +546,13 @@ def seed_metrics(cells: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     return {k: out[k] for k in METRICS}
 
 
-def tokens_by_turn(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Mean input tokens per message at each turn index (0-based), with the number of messages behind it."""
+def tokens_by_turn(cells: Sequence[Mapping[str, Any]], key: str = "input_tokens") -> list[dict[str, Any]]:
+    """Mean input tokens per message (or of its largest call) at each turn index (0-based), with n behind it."""
     at: dict[int, list[int]] = defaultdict(list)
     for c in cells:
         for m in c["messages"]:
-            at[m["index"]].append(m["input_tokens"])
+            if key == "input_tokens" or m.get(key):
+                at[m["index"]].append(m.get(key, 0))
     return [{"index": i, "mean": statistics.fmean(at[i]), "n": len(at[i])} for i in sorted(at)]
 
 
@@ -559,7 +563,7 @@ def _growth(cells: Sequence[Mapping[str, Any]], long_cells: Sequence[Mapping[str
     late = _mean(m["input_tokens"] for c in reach20 for m in c["messages"] if m["index"] >= 19)
     out: dict[str, Any] = {"ratio_20plus_vs_1": late / first if first and late is not None else None,
                            "turn40": None}
-    curve = {p["index"]: p["mean"] for p in tokens_by_turn(long_cells)}
+    curve = {p["index"]: p["mean"] for p in tokens_by_turn(long_cells, key="largest_call")}
     if curve.get(0):
         index = 39 if 39 in curve else max(curve)
         out["turn40"] = {"index": index, "reached": index == 39, "turn1": curve[0], "turn_n": curve[index],

@@ -179,7 +179,9 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
     from llm.sim import SimChatModel
 
     spec = load_design(design)
-    topology = build_graph(spec, SimChatModel()).get_graph()
+    # Drawing needs no stores, but the graph's shape depends on which ones a design uses.
+    resources = {"memory": None} if spec.knobs.long_term_memory else {}
+    topology = build_graph(spec, SimChatModel(), resources=resources).get_graph()
     if fmt == "png":
         if output is None:
             raise HarnessError("--format png needs -o FILE")

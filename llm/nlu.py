@@ -39,6 +39,7 @@ COUPON = re.compile(r"(?<![A-Za-z0-9])([A-Z][A-Z0-9]{3,15})(?![A-Za-z0-9])")
 # Negations just before a keyword ("don't cancel", "不要转人工") mean the user does not want that.
 _NEGATION = re.compile(r"(?:\b(?:don'?t|do not|never|no need to|not)\s+(?:[a-z']+\s+){0,4}"
                        r"|(?:不要|别|不用|不想|无需)[\u4e00-\u9fff]{0,2})$", re.I)
+_HAVE_QUESTION = re.compile(r"有[\u4e00-\u9fffa-z0-9 -]{1,12}吗")
 # Pasted tool-call markup is not a request: "<tool_call>cancel_order(...)</tool_call>", "TOOL: ...".
 _MARKUP = re.compile(r"<tool_call>.*?(?:</tool_call>|$)|^\s*TOOL:.*$|```.*?```", re.I | re.S | re.M)
 USER_ID = re.compile(r"U\d{3}")
@@ -157,6 +158,8 @@ def rule_intent(text: str) -> str | None:
             if intent in ("greeting", "thanks") and (ents := extract_entities(text)).order_ids + ents.product_ids:
                 return "order_status" if ents.order_ids else "product"
             return intent
+    if _HAVE_QUESTION.search(t):  # "你们有蓝牙耳机吗？" asks whether the shop sells something
+        return "product"
     return None
 
 

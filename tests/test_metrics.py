@@ -290,7 +290,9 @@ def test_recall_and_long_growth() -> None:
                        tags=["long", "referential"])
     grow = [turn(i, "ok", input_tokens=100 * (i + 1), call_input_tokens=[100 * (i + 1)]) for i in range(39)]
     flat = [turn(i, "ok", input_tokens=100, call_input_tokens=[100]) for i in range(39)]
-    records = [record("naive", long_sc, 0, [*grow, turn(39, "I don't know", input_tokens=4000)]),
+    # The resend claim reads each message's largest model call, so the record carries its calls.
+    records = [record("naive", long_sc, 0, [*grow, turn(39, "I don't know", input_tokens=4000,
+                                                          call_input_tokens=[4000])]),
                record("harness", long_sc, 0, [*flat, turn(39, f"It was {ORDER}.", input_tokens=100)])]
     summary = aggregate(records, [long_sc])
     assert summary["metrics"]["naive"]["early_reference"]["mean"] == 0.0

@@ -1,0 +1,167 @@
+"""Resuming a thread from a checkpoint taken just before a changing tool ran applies the change once.
+
+A process can die after a tool committed its change but before the graph wrote the checkpoint that records
+it; resuming from the last checkpoint then runs that tool step again. Changing tools are keyed for
+idempotency by thread and call id (``tools/shop/tools.py: changing``), so the replay must find the stored
+result instead of changing the shop a second time. Expectations about shop data are read from the database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from graphs.app import Harness
+from graphs.design import load_design
+
+HARNESS = Path(sys.executable).with_name("harness")
+MODEL = "sim:clean"
+
+
+def default_design():
+    """The default design with a long wall-clock model deadline (sim latency is virtual; a loaded CI machine
+    must not turn a sim call into a 'busy' reply). Everything else is the ``harness`` preset."""
+    design = load_design("harness")
+    design.knobs.model_timeout_s = 120.0
+    return design
+
+
+def first_order(shop, status: str) -> str:
+    row = shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (status,))
+    assert row is not None, f"the seed no longer gives U001 a {status} order"
+    return row["id"]
+
+
+def stock_of(shop, order_id: str) -> dict[str, tuple[int, int]]:
+    """sku -> (quantity in the order, stock now)."""
+    rows = shop.query("SELECT i.sku, i.qty, v.stock FROM order_items i JOIN variants v ON v.sku = i.sku "
+                      "WHERE i.order_id = ? ORDER BY i.sku", (order_id,))
+    assert rows, f"{order_id} has no items"
+    return {r["sku"]: (r["qty"], r["stock"]) for r in rows}
+
+
+def tool_records(h: Harness, thread: str, checkpoint_id: str, name: str) -> list[dict]:
+    values = h.state(thread, checkpoint_id)["values"]
+    return [r for r in values.get("tool_log") or [] if r.get("name") == name]
+
+
+def checkpoint_before_tool(h: Harness, thread: str, tool: str, turn: int) -> str:
+    """The checkpoint written just before the action node that executed ``tool`` in message ``turn``.
+
+    The first checkpoint (oldest first) of that message whose tool log holds the call was written by the
+    action node that ran it; its parent is the checkpoint LangGraph resumes from to run that node again.
+    """
+    history = list(reversed(h.history(thread)))  # oldest first
+    by_id = {c.checkpoint_id: c for c in history}
+    for c in history:
+        values = h.state(thread, c.checkpoint_id)["values"]
+        if values.get("turn") == turn and tool_records(h, thread, c.checkpoint_id, tool):
+            before = by_id[c.parent_id]
+            assert before.next == ["action"], before
+            assert not tool_records(h, thread, before.checkpoint_id, tool), "the parent must predate the call"
+            return before.checkpoint_id
+    raise AssertionError(f"no checkpoint of message {turn} records {tool}")
+
+
+def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
+    with Harness(tmp_path, default_design(), MODEL) as h:
+        order = first_order(h.shop, "pending")
+        before = stock_of(h.shop, order)
+
+        first = h.send("cancel", f"please cancel {order}", "U001")
+        [call] = [c for c in first["tool_calls"] if c["name"] == "cancel_order"]
+        assert call["status"] == "ok" and call["args"]["order_id"] == order, first["tool_calls"]
+        after_first = stock_of(h.shop, order)
+        assert h.shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
+        assert after_first == {sku: (qty, stock + qty) for sku, (qty, stock) in before.items()}, \
+            "cancel_order puts the reserved stock back"
+
+        # Fork at the checkpoint taken just before the action node that ran cancel_order, and continue the run
+        # from it with no new input: LangGraph executes exactly that action node again on the very state the
+        # first run had (same model input, so the model repeats the same call with the same id), which is
+        # what a crash between the tool's commit and the next checkpoint leaves to a resume. (Sending the
+        # message again after forking before it would re-run intent too, and long-term recall of the first
+        # run would change the model's input: a new call, not a replay of this tool step.)
+        pre_action = checkpoint_before_tool(h, "cancel", "cancel_order", turn=1)
+        h.fork("cancel", pre_action)
+        assert h.state("cancel")["next"] == ["action"]
+        replayed = h.graph.invoke(None, h.config("cancel"))
+
+        [again] = [r for r in replayed["tool_log"] if r["name"] == "cancel_order"]
+        assert again["id"] == call["id"], "the replayed step makes the same call"
+        assert again["status"] == "ok", f"the replay must get the stored result, not a refusal: {again}"
+        assert order in replayed["reply"]
+
+        assert h.shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
+        assert stock_of(h.shop, order) == after_first, "the stock was put back exactly once"
+        key = f"cancel:{call['id']}"
+        assert h.shop.query_one("SELECT COUNT(*) FROM idempotency WHERE key = ?", (key,))[0] == 1
+        assert h.shop.query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 1
+        stored = h.shop.query_one("SELECT result_json FROM idempotency WHERE key = ?", (key,))["result_json"]
+        assert json.loads(stored)["order_id"] == order
+
+
+# ------------------------------------------------------------------------------------------ across processes
+
+
+def harness(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    assert HARNESS.exists(), f"console script not installed next to {sys.executable}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env["HF_HUB_OFFLINE"] = "1"
+    return subprocess.run([str(HARNESS), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+
+
+def run_json(data_dir: Path, thread: str, message: str) -> dict:
+    proc = harness("run", message, "--thread", thread, "--model", MODEL, "--data-dir", str(data_dir), "--json",
+                   cwd=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def resume_json(data_dir: Path, thread: str, checkpoint: str) -> dict:
+    proc = harness("resume", "--thread", thread, "--checkpoint", checkpoint, "--data-dir", str(data_dir), "--json",
+                   cwd=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["forked_from"] == checkpoint
+    return doc
+
+
+def returns_of(data_dir: Path, order: str) -> list[dict]:
+    with Harness(data_dir, default_design(), MODEL) as h:
+        return [dict(r) for r in h.shop.query("SELECT id, status FROM returns WHERE order_id = ?", (order,))]
+
+
+def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
+    with Harness(tmp_path, default_design(), MODEL) as h:
+        order = first_order(h.shop, "delivered")
+    ask = "I want to return it, it is the wrong size"
+
+    status = run_json(tmp_path, "ret", f"Where is my order {order}?")
+    first = run_json(tmp_path, "ret", ask)
+    [call] = [c for c in first["tool_calls"] if c["name"] == "request_return"]
+    assert call["status"] == "ok" and call["args"]["order_id"] == order, first["tool_calls"]
+    [rma] = returns_of(tmp_path, order)
+    assert f"RMA-{rma['id']}" in first["reply"]
+    with Harness(tmp_path, default_design(), MODEL) as h:
+        pre_action = checkpoint_before_tool(h, "ret", "request_return", turn=2)
+
+    # 1) `harness run` needs a message, so the CLI's way to replay the step is: fork at the checkpoint just
+    # before the return message (the first message's last checkpoint) and send the same message again.
+    resume_json(tmp_path, "ret", status["checkpoint_id"])
+    replay = run_json(tmp_path, "ret", ask)
+    assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
+    assert f"RMA-{rma['id']}" in replay["reply"], "the replay talks about the one return that exists"
+
+    # 2) Fork in the middle of the message, at the checkpoint before the action node that ran request_return,
+    # then run the message again from there: still one return.
+    resume_json(tmp_path, "ret", pre_action)
+    run_json(tmp_path, "ret", ask)
+    assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
+
+    with Harness(tmp_path, default_design(), MODEL) as h:
+        rows = h.shop.query("SELECT key FROM idempotency WHERE tool = 'request_return'")
+    assert [r["key"] for r in rows] == [f"ret:{call['id']}"], "one stored change for the one return"

@@ -34,13 +34,10 @@ class Task:
 
 
 def _work(task: Task) -> dict[str, Any]:
-    # Runs in a worker process: import here so the parent stays light.
-    import logging
-
+    # Runs in a worker process (or in-process with one worker): import here so the parent stays light.
     from evals.runner import run_cell
     from evals.scenario import Scenario
 
-    logging.getLogger("harness").setLevel(logging.CRITICAL)  # the run record has it all; logs would be noise
     design = Design.model_validate(task.design)
     scenario = Scenario.model_validate(task.scenario)
     try:
@@ -49,6 +46,13 @@ def _work(task: Task) -> dict[str, Any]:
         return {"cell": task.cell, "design": design.name, "scenario": scenario.id, "seed": task.seed,
                 "tags": scenario.tags, "lang": scenario.lang, "turns": [], "fault_events": [],
                 "crash": f"{type(err).__name__}: {err}"}
+
+
+def _quiet_worker() -> None:
+    """In worker processes only: the run records have everything, so logs would be noise."""
+    import logging
+
+    logging.getLogger("harness").setLevel(logging.CRITICAL)
 
 
 def read_cells(out_dir: Path) -> list[dict[str, Any]]:
@@ -104,7 +108,7 @@ def _execute(tasks: list[Task], workers: int) -> Iterable[dict[str, Any]]:
     if workers <= 1 or len(tasks) <= 1:
         yield from (_work(t) for t in tasks)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker) as pool:
         pending = set()
         queue = iter(tasks)
         for task in queue:  # keep a bounded number in flight so results stream back in order of finish

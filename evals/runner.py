@@ -13,7 +13,7 @@ from typing import Any
 from graphs.app import Harness, executor_for, shop_registry
 from graphs.design import Design
 from graphs.guards import stop_reason
-from llm.factory import make_model
+from llm.factory import close_model, make_model
 from tools.errors import HarnessError
 from tools.faults import FaultPlan
 from tools.shop import ShopDB
@@ -63,7 +63,9 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim") -> di
     cid = cell_id(design.name, scenario.id, seed)
     digest = hashlib.sha1(cid.encode()).hexdigest()[:12]
     clock = VirtualClock()
-    plan = FaultPlan(scripted=scenario.tool_faults, rates=BACKGROUND_RATES, seed=int(digest, 16) % 2**31,
+    # Backend faults depend on the scenario and seed only: every design meets the same ones.
+    fault_seed = int(hashlib.sha1(f"{scenario.id}|{seed}".encode()).hexdigest()[:12], 16) % 2**31
+    plan = FaultPlan(scripted=scenario.tool_faults, rates=BACKGROUND_RATES, seed=fault_seed,
                      clock=clock.time)
     registry = plan.apply(shop_registry())
     memory = None
@@ -72,7 +74,8 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim") -> di
 
         memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}")
     shop = ShopDB.fresh_copy()
-    harness = Harness(None, design, make_model(model_spec_for(model, seed)), shop=shop, memory=memory,
+    chat_model = make_model(model_spec_for(model, seed))
+    harness = Harness(None, design, chat_model, shop=shop, memory=memory,
                       registry=registry, executor=executor_for(design, registry, sleep=clock.sleep))
     turns = []
     try:
@@ -81,6 +84,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim") -> di
             turns.append(_play(harness, scenario, index, turn.user, before, plan, clock))
     finally:
         harness.close()
+        close_model(chat_model)
         shop.close()
         if memory is not None:
             _chroma_client().delete_collection(f"c{digest}")

@@ -23,7 +23,7 @@ from graphs.builder import build_graph
 from graphs.design import Design, load_design
 from graphs.ordering import ThreadOrder
 from llm import nlu
-from llm.factory import make_model
+from llm.factory import close_model, make_model
 from memory.longterm import LongTermMemory
 from memory.transcript import TranscriptStore
 from obs.audit import AuditLog
@@ -100,6 +100,7 @@ class Harness:
         self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.design = load_design(design) if isinstance(design, str) else design
         self.model = make_model(model) if isinstance(model, str) else model
+        self._owns_model = isinstance(model, str)
         self._owned: list[Any] = []
         self.last_values: dict[str, Any] = {}
         self.shop = shop or self._own(ShopDB.open(self._path("shop.sqlite")))
@@ -143,6 +144,8 @@ class Harness:
         for resource in reversed(self._owned):
             resource.close()
         self._owned.clear()
+        if self._owns_model:
+            close_model(self.model)
 
     def __enter__(self) -> Harness:
         return self

@@ -62,7 +62,7 @@ STATE_FIELDS: frozenset[str] = frozenset({
     "intent", "intent_confidence", "phase", "turn", "missing_slots", "slots", "user", "turn_stats", "totals",
     *_COUNTERS, "unknown_streak", "check_ok", "busy", "last_ai_has_no_tool_calls",
     "quota_exceeded", "repeated_invalid_call", "invalid_calls", "invented_argument", "duplicate_blocked",
-    "no_progress", "stop_reason",
+    "no_progress", "stop_reason", "handoff_allowed",
 })
 KNOB_FIELDS: frozenset[str] = frozenset(Knobs.model_fields)
 # Dict-valued facts whose members rules may reach with dots (``user.role``, ``slots.order_id``).
@@ -937,6 +937,7 @@ _DERIVED: Mapping[str, Callable[[Mapping[str, Any], Knobs], Any]] = {
     "duplicate_blocked": lambda state, knobs: guards.duplicate_blocked(state),
     "no_progress": guards.no_progress,
     "stop_reason": guards.stop_reason,
+    "handoff_allowed": lambda state, knobs: guards.handoff_allowed(state),
 }
 
 
@@ -1015,7 +1016,8 @@ def _dsl_list(values: Collection[str]) -> str:
 # The Python guards of graphs.guards written as rules; the intent sets come from the same constants.
 PYTHON_EQUIVALENT_RULES: str = f"""\
 # after_intent
-intent -> handoff when intent in {_dsl_list(HANDOFF_INTENTS)} or unknown_streak >= unknown_intent_handoff
+intent -> handoff when intent in {_dsl_list(HANDOFF_INTENTS)}
+intent -> handoff when unknown_streak >= unknown_intent_handoff and handoff_allowed
 intent -> reply when intent in {_dsl_list(CONVERSATIONAL)}
 intent -> collect
 
@@ -1026,14 +1028,14 @@ collect -> action
 # after_action
 action -> END when busy                       # the model was unreachable: the 'busy' reply already went out
 action -> reply when last_ai_has_no_tool_calls
-action -> handoff when repeated_invalid_call
+action -> handoff when repeated_invalid_call and handoff_allowed
+action -> reply when repeated_invalid_call    # the customer asked not to be transferred: answer instead
 action -> reply when stop_reason != null      # quota, repeated call, no progress or max rounds
 action -> collect when invented_argument or invalid_calls > validation_repairs
 action -> action
 
 # after_self_check
 self_check -> reply when not check_ok and regenerations < max_regenerations
-self_check -> handoff when not check_ok
-self_check -> handoff when intent in {_dsl_list(guards.FRUSTRATION_INTENTS)} or quota_exceeded != null
+self_check -> handoff when (not check_ok or intent in {_dsl_list(guards.FRUSTRATION_INTENTS)} or quota_exceeded != null) and handoff_allowed
 self_check -> END
 """

@@ -89,11 +89,18 @@ def stop_reason(state: HarnessState, knobs: Knobs) -> str | None:
     return None
 
 
+def handoff_allowed(state: HarnessState) -> bool:
+    """False once the customer pinned "don't transfer me to a human" (asking for one now overrides it)."""
+    if state.get("intent") in HANDOFF_INTENTS:
+        return True
+    return "transfer_to_human" not in forbidden_tools(state.get("constraints") or [])
+
+
 def after_intent(state: HarnessState, knobs: Knobs) -> Literal["collect", "reply", "handoff"]:
     intent = state.get("intent")
     if intent in HANDOFF_INTENTS:
         return "handoff"
-    if (state.get("unknown_streak") or 0) >= knobs.unknown_intent_handoff:
+    if (state.get("unknown_streak") or 0) >= knobs.unknown_intent_handoff and handoff_allowed(state):
         return "handoff"
     if intent in CONVERSATIONAL:
         return "reply"
@@ -112,7 +119,7 @@ def after_action(state: HarnessState, knobs: Knobs) -> Literal["action", "collec
     if isinstance(last, AIMessage) and not last.tool_calls:
         return "reply"
     if repeated_invalid_call(state):
-        return "handoff"
+        return "handoff" if handoff_allowed(state) else "reply"
     if stop_reason(state, knobs):
         return "reply"
     if invented_argument(state) or invalid_calls(state) > knobs.validation_repairs:
@@ -122,11 +129,8 @@ def after_action(state: HarnessState, knobs: Knobs) -> Literal["action", "collec
 
 def after_self_check(state: HarnessState, knobs: Knobs) -> Literal["reply", "handoff", "__end__"]:
     check = state.get("check") or {}
-    if not check.get("ok", True):
-        return "reply" if _stats(state).get("regenerations", 0) < knobs.max_regenerations else "handoff"
-    if quota_exceeded(state, knobs):
-        return "handoff"
-    if state.get("intent") in FRUSTRATION_INTENTS and "transfer_to_human" not in forbidden_tools(
-            state.get("constraints") or []):
-        return "handoff"  # a complaint goes to a person, unless the customer asked not to be transferred
-    return END
+    if not check.get("ok", True) and _stats(state).get("regenerations", 0) < knobs.max_regenerations:
+        return "reply"
+    wants_person = not check.get("ok", True) or state.get("intent") in FRUSTRATION_INTENTS or quota_exceeded(state, knobs)
+    # A complaint, a failed check or a used-up quota go to a person, unless the customer asked not to be.
+    return "handoff" if wants_person and handoff_allowed(state) else END

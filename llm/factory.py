@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from langchain_core.language_models import BaseChatModel
@@ -32,6 +33,17 @@ def make_model(spec: str, *, timeout: float = 15.0) -> BaseChatModel:
         return ChatOpenAI(model=name, base_url=os.environ.get("OPENAI_BASE_URL") or None, temperature=0,
                           timeout=timeout, max_retries=0)
     raise HarnessError(f"unknown model spec '{spec}': {SPEC_HELP}")
+
+
+def close_model(model: BaseChatModel) -> None:
+    """Close the HTTP clients a real chat model holds (ChatOllama, ChatOpenAI); the sim holds none."""
+    for name in ("_client", "client", "root_client", "_async_client", "async_client", "root_async_client"):
+        client = getattr(model, name, None)
+        inner = getattr(client, "_client", client)  # ollama.Client wraps an httpx.Client
+        close = getattr(inner, "close", None)
+        if callable(close) and not getattr(inner, "is_closed", False):
+            with contextlib.suppress(Exception):  # an async client closes with its loop; nothing to do here
+                close()
 
 
 def _sim(rest: str) -> BaseChatModel:

@@ -107,6 +107,14 @@ def ollama_server():
         assert server.errors == [], f"the stand-in failed: {server.errors}"
 
 
+def open_ollama_clients(ignore: set[int]) -> list:
+    """ChatOllama models still alive whose HTTP client was never closed (created after ``ignore`` was taken)."""
+    from langchain_ollama import ChatOllama
+
+    return [o for o in gc.get_objects() if isinstance(o, ChatOllama) and id(o) not in ignore
+            and getattr(o, "_client", None) is not None and not o._client._client.is_closed]
+
+
 @pytest.mark.real_model_wire
 def test_compare_on_the_ollama_client_path(tmp_path, monkeypatch, ollama_server, harness_log_level):
     monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
@@ -117,11 +125,18 @@ def test_compare_on_the_ollama_client_path(tmp_path, monkeypatch, ollama_server,
         Scenario(id="wire-return", turns=[{"user": f"Where is my order {returned}?"},
                                           {"user": "I want to return it, it is the wrong size"}]),
     ]
+    before = {id(o) for o in open_ollama_clients(set())}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
         records = run_compare(["harness"], scenarios, seeds=1, model="ollama:qwen2.5:7b", out_dir=tmp_path / "out",
                               workers=1)
-        gc.collect()  # anything the cells left open is finalised now, inside this test
+        gc.collect()  # what the cells dropped is finalised now, inside this test
+        still_open = open_ollama_clients(before)
+        for model in still_open:  # close them here, or their sockets are reported in whichever test runs next
+            model._client._client.close()
+    leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    leaks += [f"ChatOllama({m.base_url}) still open" for m in still_open]
+
     by_scenario = {r["scenario"]: r for r in records}
     assert set(by_scenario) == {"wire-status", "wire-return"}
     assert all(not r.get("crash") for r in records), [r.get("crash") for r in records]
@@ -145,8 +160,7 @@ def test_compare_on_the_ollama_client_path(tmp_path, monkeypatch, ollama_server,
     sent_back = [m for b in bodies for m in b["messages"] if m["role"] == "tool"]
     assert any(status_of in m["content"] for m in sent_back) and any(returned in m["content"] for m in sent_back)
 
-    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
-    assert not unclosed, f"the comparison left model connections open: {unclosed[:3]}"
+    assert not leaks, f"the comparison left model connections open after its cells ended: {leaks[:3]}"
 
 
 def test_an_in_process_compare_leaves_the_callers_logging_alone(tmp_path, harness_log_level):
@@ -164,11 +178,11 @@ COMPARED = ("intent", "reply", "path", "phase", "handoff", "tool_calls", "model_
             "output_tokens", "call_input_tokens", "stop_reason")
 
 
-def probe_scenario(orders: dict[str, str]) -> dict:
+def probe_scenario(orders: list[str]) -> dict:
     """A scenario with many tool calls, so background backend faults have chances to show up."""
     turns = [{"user": f"Where is my order {order}?",
               "expect": {"intent": "order_status", "tools": [{"name": "get_order_status", "args": {"order_id": order}}]}}
-             for order in orders.values()]
+             for order in orders]
     turns += [{"user": "Do you have bluetooth headphones?", "expect": {"intent": "product"}},
               {"user": "What coupons can I get?", "expect": {"intent": "coupons"}},
               {"user": "Do you have running shoes?", "expect": {"intent": "product"}},
@@ -180,19 +194,23 @@ def observed(record: dict) -> list[dict]:
     return [{k: turn.get(k) for k in COMPARED} for turn in record["turns"]]
 
 
-def test_the_sim_answers_the_same_whatever_the_design_label_or_expectations(tmp_path):
-    data = probe_scenario(u001_orders())
-    scenario = Scenario.model_validate(data)
+def probe(tmp_path: Path) -> tuple[dict, Scenario]:
+    db = ShopDB.fresh_copy()
+    try:
+        orders = [r["id"] for r in db.query("SELECT id FROM orders WHERE user_id = 'U001' ORDER BY id")]
+    finally:
+        db.close()
+    data = probe_scenario(orders)
+    return data, Scenario.model_validate(data)
+
+
+def test_the_sim_answers_the_same_whatever_the_expectations(tmp_path):
+    data, scenario = probe(tmp_path)
     design = load_design("harness")
-
     base = run_cell(design, scenario, 0, "sim")
-    relabelled = run_cell(design.model_copy(update={"name": "same-design-other-label"}), scenario, 0, "sim")
     assert len(base["turns"]) == len(scenario.turns)
-    assert observed(relabelled) == observed(base), "the design's name changed what the run saw or did"
-    assert relabelled["fault_events"] == base["fault_events"], \
-        "the same scenario and seed must meet the same backend faults whatever the design is called"
 
-    # same user turns, other expectations (loaded from a file): the model never sees expectations
+    # same id and user turns, other expectations (loaded from a file): the model never sees expectations
     other = {**data, "turns": [{"user": t["user"], "expect": {"intent": "complaint", "no_tools": True,
                                                              "reply_contains": ["nothing like this"]}}
                                for t in data["turns"]]}
@@ -204,3 +222,16 @@ def test_the_sim_answers_the_same_whatever_the_design_label_or_expectations(tmp_
     expected_differently = run_cell(design, loaded, 0, "sim")
     assert observed(expected_differently) == observed(base)
     assert expected_differently["fault_events"] == base["fault_events"]
+
+
+def test_the_sim_answers_the_same_whatever_the_design_is_called(tmp_path):
+    """The same design under other names, same scenario and seed: the run must be the same, backend faults
+    included (an A/B comparison must not hand two designs different luck because of their names)."""
+    _, scenario = probe(tmp_path)
+    design = load_design("harness")
+    base = run_cell(design, scenario, 0, "sim")
+    for label in ("harness-renamed", "other-label", "B"):
+        relabelled = run_cell(design.model_copy(update={"name": label}), scenario, 0, "sim")
+        assert relabelled["fault_events"] == base["fault_events"], \
+            f"the same scenario and seed must meet the same backend faults whatever the design is called ({label})"
+        assert observed(relabelled) == observed(base), f"the design's name ({label}) changed what the run saw or did"

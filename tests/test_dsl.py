@@ -411,7 +411,7 @@ def test_equality_ignores_layout_and_comments_and_serialises():
     assert again == a and again.text == PYTHON_EQUIVALENT_RULES
     custom = compile_rules("reply -> END when vip", NODES, {"vip"})
     assert RuleSet.from_dict(custom.to_dict()) == custom
-    assert repr(a) == "RuleSet(15 rules; intent: 3, collect: 2, action: 6, self_check: 4)"
+    assert repr(a) == "RuleSet(16 rules; intent: 4, collect: 2, action: 7, self_check: 3)"
 
 
 def test_known_fields_match_the_facts():
@@ -586,7 +586,7 @@ def test_dsl_routers_equal_python_guards_on_every_combination_of_the_simple_inpu
     ("missing_slots > 0", "missing_slots > 1"),
     ("invalid_calls > validation_repairs", "invalid_calls >= validation_repairs"),
     ("action -> END when busy", "action -> reply when busy"),
-    ("action -> handoff when repeated_invalid_call\n", ""),
+    ("action -> handoff when repeated_invalid_call and handoff_allowed\n", ""),
     ("stop_reason != null", 'stop_reason == "max rounds"'),
     ("regenerations < max_regenerations", "regenerations <= max_regenerations"),
     (' or quota_exceeded != null', ""),

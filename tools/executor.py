@@ -40,6 +40,7 @@ from tools.errors import (
     ValidationError,
     classify,
     retry_after_of,
+    status_code_of,
 )
 from tools.registry import ToolRegistry, ToolSpec
 
@@ -404,14 +405,15 @@ class ToolExecutor:
                 outcome.result = check_payload(invoke_tool(spec, args, ctx))
                 return None
             except Exception as err:  # noqa: BLE001 - classified here, original kept on the outcome
-                kind, failed_with = classify(err), type(err).__name__
+                kind, failed_with, http_status = classify(err), type(err).__name__, status_code_of(err)
                 wait = budget.wait_before_retry(kind, err)
                 if wait is None:
                     return err, kind
             finally:
                 timings["call_ms"] = timings.get("call_ms", 0.0) + (self.clock() - started) * 1000
             timings["wait_ms"] = timings.get("wait_ms", 0.0) + wait * 1000
-            span_event("tool.retry", attempt=outcome.attempts, wait_s=wait, error_type=failed_with, kind=kind)
+            extra = {"http.response.status_code": http_status} if http_status is not None else {}
+            span_event("tool.retry", attempt=outcome.attempts, wait_s=wait, error_type=failed_with, kind=kind, **extra)
             self.sleep(wait)
 
     def _permanent(self, spec: ToolSpec, ctx: ToolContext, outcome: ToolOutcome, err: BaseException) -> None:

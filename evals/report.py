@@ -314,7 +314,8 @@ def _growth_section(summary: Summary) -> list[str]:
 def render_report(summary: Summary, command: str, date: str | None = None) -> str:
     """The markdown text of the report."""
     when = date or datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    seeds = ", ".join(map(str, summary.get("seeds") or []))
+    seed_list = list(summary.get("seeds") or [])
+    seeds = f"{len(seed_list)} ({', '.join(map(str, seed_list))})" if seed_list else ""
     header = [
         f"# A/B comparison: {', '.join(summary.get('designs') or [])}", "",
         "Produced by:", "", "```text", command, "```", "",

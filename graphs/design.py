@@ -140,6 +140,11 @@ def load_design(name_or_path: str | Path) -> Design:
     try:
         text = path.read_text(encoding="utf-8")
         data: Any = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-        return Design.model_validate(data)
+        design = Design.model_validate(data)
     except (OSError, ValueError, yaml.YAMLError) as err:
         raise HarnessError(f"cannot read design {path}: {err}") from err
+    if design.rules and design.rules != BUILTIN_RULES:  # a typo in the rules fails when the design loads
+        from graphs.dsl import compile_rules
+
+        compile_rules(design.rules, ("intent", "collect", "action", "reply", "self_check", "handoff"))
+    return design

@@ -115,7 +115,7 @@ def _ticket(d: dict[str, Any], zh: bool) -> str:
 # Recognised by a field only that result kind has; first match wins.
 _RENDERERS: list[tuple[str, Callable[[dict[str, Any], bool], str]]] = [
     ("return_id", _returned), ("complaint_id", _complaint), ("ticket_id", _ticket), ("refund_amount", _cancelled),
-    ("available", _coupons), ("claimed", _claimed), ("orders", _orders), ("results", _search),
+    ("available", _coupons), ("claimed", _claimed), ("orders", _orders), ("results", _search), ("query", _search),
     ("variants", _product), ("order_id", _order),
 ]
 

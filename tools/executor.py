@@ -207,6 +207,7 @@ class DeadlineWorkers:
                 self._idle += 1
             # idle before done: a caller that submits again right after its answer reuses this worker
             job.done.set()
+            del job  # an idle worker must not keep the last call's graph and model alive
 
 
 _WORKERS = DeadlineWorkers()

@@ -563,12 +563,21 @@ def _growth(cells: Sequence[Mapping[str, Any]], long_cells: Sequence[Mapping[str
     late = _mean(m["input_tokens"] for c in reach20 for m in c["messages"] if m["index"] >= 19)
     out: dict[str, Any] = {"ratio_20plus_vs_1": late / first if first and late is not None else None,
                            "turn40": None}
-    curve = {p["index"]: p["mean"] for p in tokens_by_turn(long_cells, key="largest_call")}
-    if curve.get(0):
-        index = 39 if 39 in curve else max(curve)
-        out["turn40"] = {"index": index, "reached": index == 39, "turn1": curve[0], "turn_n": curve[index],
-                         "ratio": curve[index] / curve[0]}
+    # What one call costs when it carries the history: each conversation's largest call in its first five
+    # turns against its largest in turns 36-40 (single turns vary: an acknowledgement needs no history).
+    early = [_window_max(c, range(0, 5)) for c in long_cells]
+    late = [_window_max(c, range(35, 40)) for c in long_cells]
+    pairs = [(e, t) for e, t in zip(early, late, strict=True) if e and t]
+    if pairs:
+        first, last = statistics.fmean(e for e, _ in pairs), statistics.fmean(t for _, t in pairs)
+        reached = max((m["index"] for c in long_cells for m in c["messages"]), default=0)
+        out["turn40"] = {"index": min(reached, 39), "reached": reached >= 39, "turn1": first, "turn_n": last,
+                         "ratio": last / first}
     return out
+
+
+def _window_max(cell: Mapping[str, Any], indices: range) -> int:
+    return max((m.get("largest_call", 0) for m in cell["messages"] if m["index"] in indices), default=0)
 
 
 def seed_key(seed: Any) -> tuple[int, Any]:

@@ -288,7 +288,9 @@ def test_recall_and_long_growth() -> None:
                        (f"What order number did I give you at the start? ({ORDER})", {"recall": True,
                                                                                    "reply_contains": [ORDER]}),
                        tags=["long", "referential"])
-    grow = [turn(i, "ok", input_tokens=100 * (i + 1), call_input_tokens=[100 * (i + 1)]) for i in range(39)]
+    # The resend measure compares each conversation's largest call in turns 1-5 with turns 36-40.
+    sizes = [100 if i < 5 else 100 * (i + 1) for i in range(39)]
+    grow = [turn(i, "ok", input_tokens=n, call_input_tokens=[n]) for i, n in enumerate(sizes)]
     flat = [turn(i, "ok", input_tokens=100, call_input_tokens=[100]) for i in range(39)]
     # The resend claim reads each message's largest model call, so the record carries its calls.
     records = [record("naive", long_sc, 0, [*grow, turn(39, "I don't know", input_tokens=4000,

@@ -235,6 +235,17 @@ def classification_reply(humans: list[str]) -> AIMessage:
     return AIMessage(json.dumps({"intent": intent, "confidence": round(confidence, 2)}))
 
 
+_CLAIM = re.compile(r"\b(?:ORD-\d{5}|P\d{4}|RMA-\d+|CMP-\d+|HO-\d+|[A-Z]{2}\d{8,14})\b|\d+\.\d{2}")
+
+
+def verification_reply(text: str) -> AIMessage:
+    """Judge an ANSWER against its EVIDENCE: every identifier and amount must appear in the evidence."""
+    answer, _, evidence = text.partition("EVIDENCE:")
+    missing = [c for c in dict.fromkeys(_CLAIM.findall(answer)) if c not in evidence]
+    problems = [f"'{c}' is not in the evidence" for c in missing]
+    return AIMessage(json.dumps({"ok": not problems, "problems": problems}))
+
+
 def _turn_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     for m in reversed(messages):
@@ -320,6 +331,8 @@ def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, pro
     system = " ".join(_text(m) for m in messages if isinstance(m, SystemMessage)).lower()
     if '"intent"' in system and "json" in system:
         return classification_reply(humans)
+    if '"ok"' in system and '"problems"' in system and humans:
+        return verification_reply(humans[-1])
     turn = _turn_messages(messages)
     if any(isinstance(m, ToolMessage) for m in turn):
         return after_results(call, turn, lang) if tools else AIMessage(

@@ -52,3 +52,46 @@ class NoCheck:
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         return {"check": {"ok": True, "problems": []}, "phase": "done"}
+
+
+VERIFY_PROMPT = (
+    "You check an assistant's answer before it is sent. Every order number, product id, ticket id, tracking "
+    "number and amount in the ANSWER must appear in the EVIDENCE (tool results, the customer's words, known "
+    'facts). Respond with JSON only: {"ok": true|false, "problems": ["..."]}.'
+)
+
+
+def parse_verdict(text: str) -> dict[str, Any]:
+    """The model's verdict; anything unreadable counts as a pass with a note (the check must not block)."""
+    match = re.search(r"\{.*\}", text or "", re.S)
+    try:
+        data = json.loads(match.group(0)) if match else {}
+    except json.JSONDecodeError:
+        data = {}
+    if not isinstance(data.get("ok"), bool):
+        return {"ok": True, "problems": [], "note": "unreadable verdict"}
+    problems = [str(p) for p in data.get("problems") or []] if not data["ok"] else []
+    return {"ok": data["ok"] or not problems, "problems": problems}
+
+
+@register_variant("self_check", "model")
+class ModelCheck:
+    """For real LLMs: the model itself judges whether the answer is grounded (one extra call)."""
+
+    def __init__(self, deps: NodeDeps) -> None:
+        self.deps = deps
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        from langchain_core.messages import HumanMessage as Human
+        from langchain_core.messages import SystemMessage
+
+        from nodes.base import ModelCallFailed, call_model
+
+        prompt = f"ANSWER:\n{state.get('reply') or ''}\n\nEVIDENCE:\n{grounding_text(state)}"
+        stats = dict(state.get("turn_stats") or {})
+        try:
+            verdict_msg, stats = call_model(self.deps, [SystemMessage(VERIFY_PROMPT), Human(prompt)], stats)
+            check = parse_verdict(verdict_msg.text)
+        except ModelCallFailed:
+            check = {"ok": True, "problems": [], "note": "model unavailable"}
+        return {"check": check, "turn_stats": stats, "phase": "done" if check["ok"] else "self_check"}

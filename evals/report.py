@@ -205,10 +205,11 @@ def _resend_row(summary: Summary, design: str) -> dict[str, str]:
         return _row(claim, f"{design}: {NA}", f"{design}: {NA}", NA, f"n/a ({why})", NA)
     turn = growth["index"] + 1
     note = "" if growth["reached"] else f" (turn 40 not reached; last turn is {turn})"
-    over = growth["ratio"] > 15
-    return _row(claim, f"{design} turn 1: {fmt_value(growth['turn1'], 'tokens')}",
-                f"{design} turn {turn}: {fmt_value(growth['turn_n'], 'tokens')}{note}",
-                f"{growth['ratio']:.1f}x", "reproduced" if over else "not reproduced",
+    # Direction: a late call costs more than an early one (the history is resent); size: over 15x.
+    grows, over = growth["ratio"] > 1, growth["ratio"] > 15
+    return _row(claim, f"{design} turns 1-5: {fmt_value(growth['turn1'], 'tokens')}",
+                f"{design} turns 36-{turn}: {fmt_value(growth['turn_n'], 'tokens')}{note}",
+                f"{growth['ratio']:.1f}x", "reproduced" if grows else "not reproduced",
                 "meets claim" if over else "below 15x")
 
 

@@ -316,20 +316,26 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets o
         emit_json({"out": str(out_dir), "files": [str(p) for p in paths], "cells": len(records),
                    "metrics": summary["metrics"]})
         return
-    from rich.markdown import Markdown
-
-    report = (out_dir / "report.md").read_text(encoding="utf-8")
-    out.print(Markdown(first_table(report)))
+    out.print(summary_table(summary))
     out.print(f"{len(records)} cells over {len(suite)} scenarios x {seeds} seed(s); report: {out_dir / 'report.md'}; "
               f"results.json and {len(paths) - 2} plots in {out_dir}")
 
 
-def first_table(markdown: str) -> str:
-    """The first markdown table of a report (the per-design summary)."""
-    lines = markdown.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("|")), len(lines))
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
-    return "\n".join(lines[start:end])
+# The columns that fit a terminal; report.md has them all with intervals.
+SUMMARY_COLUMNS = (("task_completion", "done"), ("arg_validity", "valid args"), ("model_calls_per_msg", "calls/msg"),
+                   ("input_tokens_per_msg", "tokens/msg"), ("latency_p50_s", "p50 s"), ("early_reference", "early refs"))
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    from evals.metrics import METRICS
+    from evals.report import fmt_value
+
+    table = Table("design", *(label for _, label in SUMMARY_COLUMNS), title="mean across seeds")
+    for design in summary["designs"]:
+        stats = summary["metrics"][design]
+        table.add_row(design, *(fmt_value((stats.get(key) or {}).get("mean"), METRICS[key][1])
+                                for key, _ in SUMMARY_COLUMNS))
+    return table
 
 
 BENCHES = ("tools", "context", "graph")

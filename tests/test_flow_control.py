@@ -28,21 +28,17 @@ from tools.errors import HarnessError
 from tools.executor import ToolExecutor
 from tools.faults import FaultPlan
 
+try:
+    from support import patient_design, u001_order
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design, u001_order
+
 HARNESS = Path(sys.executable).with_name("harness")
 MODEL = "sim:clean"
 
 
-def default_design():
-    """The default design with a long wall-clock model deadline (sim latency is virtual)."""
-    design = load_design("harness")
-    design.knobs.model_timeout_s = 120.0
-    return design
 
 
-def u001_order(shop, status: str) -> str:
-    row = shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (status,))
-    assert row is not None, f"the seed no longer gives U001 a {status} order"
-    return row["id"]
 
 
 class RepeatingModel(BaseChatModel):
@@ -69,10 +65,10 @@ class RepeatingModel(BaseChatModel):
 
 
 def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
-    with Harness(tmp_path, default_design(), MODEL) as probe:
-        order = u001_order(probe.shop, "shipped")
+    with Harness(tmp_path, patient_design(), MODEL) as probe:
+        order = u001_order("shipped", shop=probe.shop)
     model = RepeatingModel(order_id=order)
-    with Harness(tmp_path, default_design(), model=model) as h:
+    with Harness(tmp_path, patient_design(), model=model) as h:
         r = h.send("loop", f"Where is my order {order}?", "U001")
         log = h.last_values["tool_log"]
     executed = [c for c in log if c["error_type"] != "duplicate_call"]
@@ -104,8 +100,8 @@ def cli_json(data_dir: Path, *args: str) -> Any:
 
 
 def test_handoff_across_processes_waits_for_the_human_then_resumes(tmp_path):
-    with Harness(tmp_path, default_design(), MODEL) as h:
-        order = u001_order(h.shop, "shipped")
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        order = u001_order("shipped", shop=h.shop)
     thread = "ho"
 
     first = cli_json(tmp_path, "run", f"I want to talk to a human about my order {order}", "-t", thread,
@@ -137,7 +133,7 @@ def test_handoff_across_processes_waits_for_the_human_then_resumes(tmp_path):
     assert order in json.dumps(state["fact_card"]), state["fact_card"]
     assert state["handoff"]["ticket"] == ticket
 
-    with Harness(tmp_path, default_design(), MODEL) as h:
+    with Harness(tmp_path, patient_design(), MODEL) as h:
         rows = [(r["role"], r["content"]) for r in h.transcripts.read(thread)]
         assert h.shop.query("SELECT status FROM handoffs WHERE thread_id = ?", (thread,))[0]["status"] == "answered"
         assert len(h.history(thread)) > 1
@@ -164,7 +160,7 @@ def test_twenty_concurrent_messages_on_one_thread_keep_submission_order(tmp_path
     results: list[dict | None] = [None] * len(messages)
     errors: list[BaseException] = []
 
-    with Harness(tmp_path, default_design(), MODEL) as h:
+    with Harness(tmp_path, patient_design(), MODEL) as h:
         def send(i: int) -> None:
             try:
                 results[i] = h.send(thread, messages[i], "U001")
@@ -214,14 +210,14 @@ def failing_backend(model: BaseChatModel, design, data_dir: Path) -> Harness:
 
 
 def test_dsl_rule_hands_off_after_two_tool_errors(tmp_path):
-    with Harness(tmp_path / "probe", default_design(), MODEL) as probe:
-        order = u001_order(probe.shop, "shipped")
-    with_rules = default_design().model_copy(update={"name": "two-errors-handoff", "rules": ACTION_RULES})
+    with Harness(tmp_path / "probe", patient_design(), MODEL) as probe:
+        order = u001_order("shipped", shop=probe.shop)
+    with_rules = patient_design().model_copy(update={"name": "two-errors-handoff", "rules": ACTION_RULES})
     graph = build_graph(with_rules, SimChatModel()).get_graph()
     assert any(e.source == "action" and e.target == "handoff" for e in graph.edges)
 
     runs = {}
-    for label, design in (("python", default_design()), ("dsl", with_rules)):
+    for label, design in (("python", patient_design()), ("dsl", with_rules)):
         with failing_backend(RepeatingModel(order_id=order), design, tmp_path / label) as h:
             runs[label] = (h.send("t", f"Where is my order {order}?", "U001"), h.last_values["tool_log"])
 

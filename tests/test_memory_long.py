@@ -12,9 +12,13 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphs.app import Harness
-from graphs.design import load_design
 from llm import nlu
 from memory.constraints import extract_constraints
+
+try:
+    from support import patient_design
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design
 
 FILLERS = {
     "en": ["Do you have bluetooth headphones?", "What coupons can I get?", "ok thanks", "Do you have running shoes?",
@@ -33,11 +37,6 @@ NO_HUMAN = {"en": "Please don't transfer me to a human.", "zh": "不要转人工
 AT_THE_START = {"en": "what order number did I give you at the start?", "zh": "我最开始给你的订单号是多少？"}
 
 
-def default_design():
-    """The default design with a long wall-clock model deadline (sim latency is virtual)."""
-    design = load_design("harness")
-    design.knobs.model_timeout_s = 120.0
-    return design
 
 
 def system_text(messages) -> str:
@@ -48,7 +47,7 @@ def system_text(messages) -> str:
 def test_thirty_turns_keep_the_first_order_the_pinned_constraint_and_a_bounded_checkpoint(
         tmp_path, recording_sim_cls, lang):
     model = recording_sim_cls()  # the fault-free sim (same as "sim:clean"), keeping every call's input
-    with Harness(tmp_path, default_design(), model=model) as h:
+    with Harness(tmp_path, patient_design(), model=model) as h:
         row = h.shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = 'delivered' ORDER BY id")
         order = row["id"]
         script = [OPENING[lang].format(order=order), NO_HUMAN[lang], *FILLERS[lang]]
@@ -101,7 +100,7 @@ def test_a_pinned_no_human_constraint_is_obeyed_when_the_bot_does_not_understand
     """Two messages the bot cannot place would normally hand the thread to a person; not after the customer
     said not to transfer them. The bot keeps asking instead of opening a handoff ticket."""
     unclear = {"en": ["blorp", "florp zzz"], "zh": ["嗯嗯嗯啊", "呃呃"]}[lang]
-    with Harness(tmp_path, default_design(), "sim:clean") as h:
+    with Harness(tmp_path, patient_design(), "sim:clean") as h:
         h.send("nohuman", NO_HUMAN[lang], "U001")
         for text in unclear:
             r = h.send("nohuman", text, "U001")

@@ -15,24 +15,18 @@ import sys
 from pathlib import Path
 
 from graphs.app import Harness
-from graphs.design import load_design
+
+try:
+    from support import patient_design, u001_order
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design, u001_order
 
 HARNESS = Path(sys.executable).with_name("harness")
 MODEL = "sim:clean"
 
 
-def default_design():
-    """The default design with a long wall-clock model deadline (sim latency is virtual; a loaded CI machine
-    must not turn a sim call into a 'busy' reply). Everything else is the ``harness`` preset."""
-    design = load_design("harness")
-    design.knobs.model_timeout_s = 120.0
-    return design
 
 
-def first_order(shop, status: str) -> str:
-    row = shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (status,))
-    assert row is not None, f"the seed no longer gives U001 a {status} order"
-    return row["id"]
 
 
 def stock_of(shop, order_id: str) -> dict[str, tuple[int, int]]:
@@ -67,8 +61,8 @@ def checkpoint_before_tool(h: Harness, thread: str, tool: str, turn: int) -> str
 
 
 def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
-    with Harness(tmp_path, default_design(), MODEL) as h:
-        order = first_order(h.shop, "pending")
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        order = u001_order("pending", shop=h.shop)
         before = stock_of(h.shop, order)
 
         first = h.send("cancel", f"please cancel {order}", "U001")
@@ -131,13 +125,13 @@ def resume_json(data_dir: Path, thread: str, checkpoint: str) -> dict:
 
 
 def returns_of(data_dir: Path, order: str) -> list[dict]:
-    with Harness(data_dir, default_design(), MODEL) as h:
+    with Harness(data_dir, patient_design(), MODEL) as h:
         return [dict(r) for r in h.shop.query("SELECT id, status FROM returns WHERE order_id = ?", (order,))]
 
 
 def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
-    with Harness(tmp_path, default_design(), MODEL) as h:
-        order = first_order(h.shop, "delivered")
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        order = u001_order("delivered", shop=h.shop)
     ask = "I want to return it, it is the wrong size"
 
     status = run_json(tmp_path, "ret", f"Where is my order {order}?")
@@ -146,7 +140,7 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     assert call["status"] == "ok" and call["args"]["order_id"] == order, first["tool_calls"]
     [rma] = returns_of(tmp_path, order)
     assert f"RMA-{rma['id']}" in first["reply"]
-    with Harness(tmp_path, default_design(), MODEL) as h:
+    with Harness(tmp_path, patient_design(), MODEL) as h:
         pre_action = checkpoint_before_tool(h, "ret", "request_return", turn=2)
 
     # 1) `harness run` needs a message, so the CLI's way to replay the step is: fork at the checkpoint just
@@ -162,6 +156,6 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     run_json(tmp_path, "ret", ask)
     assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
 
-    with Harness(tmp_path, default_design(), MODEL) as h:
+    with Harness(tmp_path, patient_design(), MODEL) as h:
         rows = h.shop.query("SELECT key FROM idempotency WHERE tool = 'request_return'")
     assert [r["key"] for r in rows] == [f"ret:{call['id']}"], "one stored change for the one return"

@@ -17,27 +17,21 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from graphs.app import Harness, shop_registry
-from graphs.design import load_design
 from obs.tracing import capture_spans
 from tools.executor import ToolExecutor
 from tools.faults import FaultPlan
+
+try:
+    from support import patient_design, u001_order
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design, u001_order
 
 HARNESS = Path(sys.executable).with_name("harness")
 MODEL = "sim:clean"
 
 
-def default_design():
-    """The default design with a long wall-clock model deadline (sim latency is virtual)."""
-    design = load_design("harness")
-    design.knobs.model_timeout_s = 120.0
-    return design
 
 
-def shipped_order(tmp_path: Path) -> str:
-    with Harness(tmp_path / "probe", default_design(), MODEL) as h:
-        row = h.shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = 'shipped' ORDER BY id")
-    assert row is not None, "the seed no longer gives U001 a shipped order"
-    return row["id"]
 
 
 def traced_message(data_dir: Path, order: str, script: list[str], model=MODEL):
@@ -46,7 +40,7 @@ def traced_message(data_dir: Path, order: str, script: list[str], model=MODEL):
     registry = plan.apply(shop_registry())
     waits: list[float] = []
     executor = ToolExecutor(registry, sleep=waits.append)  # a fake sleep: nothing really waits
-    with Harness(data_dir, default_design(), model, registry=registry, executor=executor) as h, \
+    with Harness(data_dir, patient_design(), model, registry=registry, executor=executor) as h, \
             capture_spans() as exporter:
         result = h.send("t", f"Where is my order {order}?", "U001")
     return result, list(exporter.get_finished_spans()), plan, waits
@@ -61,7 +55,7 @@ def children(spans, parent) -> list:
 
 
 def test_a_rate_limited_lookup_gives_a_span_tree_with_genai_attributes_and_the_retry(tmp_path):
-    order = shipped_order(tmp_path)
+    order = u001_order("shipped")
     result, spans, plan, waits = traced_message(tmp_path / "data", order, ["rate_limited", "ok"])
     assert [(c["name"], c["status"]) for c in result["tool_calls"]] == [("get_order_status", "ok")]
 
@@ -98,7 +92,7 @@ def test_a_rate_limited_lookup_gives_a_span_tree_with_genai_attributes_and_the_r
 
 
 def test_a_failing_tool_records_the_original_exception_class(tmp_path):
-    order = shipped_order(tmp_path)
+    order = u001_order("shipped")
     result, spans, _, waits = traced_message(tmp_path / "data", order, ["server_error"] * 4)
     assert [(c["name"], c["status"]) for c in result["tool_calls"]] == [("get_order_status", "error")]
     [tool] = [s for s in spans if s.name == "execute_tool get_order_status"]
@@ -133,7 +127,7 @@ class RepeatingModel(BaseChatModel):
 
 
 def test_a_guard_stop_is_an_event_in_the_trace(tmp_path):
-    order = shipped_order(tmp_path)
+    order = u001_order("shipped")
     result, spans, _, _ = traced_message(tmp_path / "data", order, [], model=RepeatingModel(order_id=order))
     assert any(c["error_type"] == "duplicate_call" for c in result["tool_calls"])
     stops = [(s.name, e) for s in spans for e in s.events if e.name == "guard.stop"]
@@ -154,7 +148,7 @@ def harness(*args: str, cwd: Path, timeout: float = 240) -> subprocess.Completed
 
 
 def test_cli_trace_and_stats_show_the_message(tmp_path):
-    order = shipped_order(tmp_path)
+    order = u001_order("shipped")
     data = tmp_path / "data"
     proc = harness("run", f"Where is my order {order}?", "--thread", "tr", "--model", MODEL, "--data-dir", str(data),
                    "--json", cwd=tmp_path)

@@ -8,7 +8,6 @@ results), and that native tool calls, streaming and usage counts come back throu
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -18,25 +17,16 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.standins.ollama_server import OllamaStandIn
 
+try:
+    from support import u001_order
+except ImportError:  # tests/ imported as a package
+    from tests.support import u001_order
+
 pytestmark = pytest.mark.real_model_wire
 
 MODEL = "qwen2.5:7b"
 
 
-def shop_ids(data_dir: Path) -> dict[str, str]:
-    """A shipped and a delivered order of U001, read from the seeded shop in ``data_dir``."""
-    from tools.shop import ShopDB
-
-    db = ShopDB.open(data_dir / "shop.sqlite")
-    try:
-        out = {}
-        for status in ("shipped", "delivered"):
-            row = db.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (status,))
-            assert row is not None, f"the seed no longer gives U001 a {status} order"
-            out[status] = row["id"]
-        return out
-    finally:
-        db.close()
 
 
 @pytest.fixture
@@ -129,7 +119,7 @@ def test_tool_result_goes_back_over_the_wire(model, server, order_tool):
 def test_harness_conversation_end_to_end(model, server, tmp_path):
     from graphs.app import Harness
 
-    order = shop_ids(tmp_path)["shipped"]
+    order = u001_order("shipped")
     with Harness(tmp_path, model=model) as h:
         result = h.send("wire-1", f"Where is my order {order}?", user_id="U001")
         status = h.shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"]

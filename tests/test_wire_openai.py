@@ -9,7 +9,6 @@ streaming with tool-call deltas, finish reasons and usage come back through the 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -19,23 +18,17 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.standins.openai_server import OpenAIStandIn
 
+try:
+    from support import u001_order
+except ImportError:  # tests/ imported as a package
+    from tests.support import u001_order
+
 pytestmark = pytest.mark.real_model_wire
 
 MODEL = "gpt-4o-mini"
 API_KEY = "sk-standin-not-a-secret"
 
 
-def shipped_order(data_dir: Path) -> str:
-    """A shipped order of U001, read from the seeded shop in ``data_dir``."""
-    from tools.shop import ShopDB
-
-    db = ShopDB.open(data_dir / "shop.sqlite")
-    try:
-        row = db.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = 'shipped' ORDER BY id")
-        assert row is not None, "the seed no longer gives U001 a shipped order"
-        return row["id"]
-    finally:
-        db.close()
 
 
 @pytest.fixture
@@ -137,7 +130,7 @@ def test_tool_result_goes_back_with_its_call_id(model, server, order_tool):
 def test_harness_conversation_end_to_end(model, server, tmp_path):
     from graphs.app import Harness
 
-    order = shipped_order(tmp_path)
+    order = u001_order("shipped")
     with Harness(tmp_path, model=model) as h:
         result = h.send("wire-1", f"Where is my order {order}?", user_id="U001")
         status = h.shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"]

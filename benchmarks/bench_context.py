@@ -7,6 +7,9 @@ U001 on ``Harness`` with a SQLite checkpointer in a temporary data dir, and the 
 1. Input tokens of the message (all its model calls, ``usage.input_tokens``) at turns 1, 10, 20, 30, 40 of
    the 40-turn script, and their ratio last/first. A measured turn with no model call (an acknowledgement
    answered without the model) is reported from the nearest turn that had one, and the table says so.
+   Each sampled message is also sent once as the first message of a new thread, without long-term
+   memory: its cost with no conversation behind it. The ratio says what the history adds to that message; the raw figures also
+   move with the message itself (turn 20 lists orders: more tool schemas and a longer result than turn 1).
 2. The size of the thread's latest checkpoint at turns 10, 50, 100, 200 of the same script repeated to
    200 turns: ``length(checkpoint) + length(metadata)`` of the thread's newest row in the ``checkpoints``
    table plus the ``writes`` rows of that checkpoint. This is what a resume loads, so it is the figure that
@@ -219,6 +222,16 @@ def run_thread(harness: Harness, messages: Sequence[str], byte_turns: Sequence[i
     return run
 
 
+def fresh_tokens(strategy: str, messages: Sequence[str], turns: Sequence[int], model: str = "sim:clean") -> dict[int, int]:
+    """Input tokens of each sampled message sent as the first message of its own thread, in a data dir
+    without long-term memory: the message's cost with nothing behind it, as turn 1 had."""
+    design = design_for(strategy, len(messages))
+    design = design.model_copy(update={"knobs": design.knobs.model_copy(update={"long_term_memory": False})})
+    with tempfile.TemporaryDirectory(prefix="bench-context-fresh-") as tmp, Harness(tmp, design, model) as harness:
+        return {t: int(harness.send(f"{THREAD}-fresh-{t}", messages[t - 1], USER)["usage"]["input_tokens"])
+                for t in turns}
+
+
 def token_samples(tokens: dict[int, int], turns: Sequence[int]) -> tuple[dict[int, int], dict[int, int]]:
     """Tokens at each wanted turn, and the stand-in turn used where that turn made no model call."""
     samples, stand_ins = {}, {}
@@ -241,10 +254,13 @@ def run_strategy(strategy: str, turns: int, long_turns: int, model: str) -> dict
         start = time.perf_counter()
         run = run_thread(harness, script_messages(facts, max(turns, long_turns)), byte_turns, recall)
         seconds = time.perf_counter() - start
+    fresh = fresh_tokens(strategy, script_messages(facts, max(token_turns)), token_turns, model)
     tokens, stand_ins = token_samples(run["tokens_by_turn"], token_turns)
     ckpt = run["checkpoint_bytes"]
     answer = run["replies"].get(RECALL_TURN)
     return {"tokens": tokens, "token_stand_ins": stand_ins, "token_ratio": _ratio(tokens, token_turns),
+            "fresh_tokens": fresh, "over_fresh": {t: tokens[t] / fresh[t] for t in token_turns
+                                                  if fresh[t] and t not in stand_ins},
             "checkpoint_bytes": ckpt, "checkpoint_ratio": _ratio(ckpt, byte_turns),
             "db_bytes": run["db_bytes"], "waiting_turns": run["waiting_turns"],
             "recall_reply": answer, "recall_ok": None if answer is None else facts[FIRST_ORDER] in answer,
@@ -272,7 +288,8 @@ def run_bench_context(turns: int = 40, long_turns: int = 200, model: str = "sim:
         ``turns``, ``long_turns``, ``model``, ``token_turns``, ``byte_turns``, ``checkpoint_measure`` (how
         checkpoint bytes are measured), and ``strategies``: per strategy ``tokens`` (turn -> input tokens of
         that message), ``token_stand_ins`` (turn -> the turn reported instead, when it made no model call),
-        ``token_ratio`` (last/first sampled turn), ``checkpoint_bytes`` (turn -> bytes of the latest
+        ``token_ratio`` (last/first sampled turn), ``fresh_tokens`` (turn -> the same message's tokens as the
+        first message of a new thread), ``over_fresh`` (turn -> tokens / fresh tokens), ``checkpoint_bytes`` (turn -> bytes of the latest
         checkpoint), ``checkpoint_ratio`` (last/first), ``db_bytes`` (turn -> whole checkpoint database),
         ``waiting_turns`` (messages answered while waiting for a human), ``recall_reply`` and ``recall_ok``
         (the answer to the "what did I give you at the start" question and whether it names the turn-1
@@ -323,6 +340,10 @@ def notes(f: dict[str, Any]) -> list[str]:
             out.append(f"* {name}: turn {turn} made no model call; tokens shown are turn {used}'s")
         if s["waiting_turns"]:
             out.append(f"! {name}: {s['waiting_turns']} messages were answered while waiting for a human")
+    out.append("tokens over the same message sent on a fresh thread (what the conversation adds):")
+    for name, s in f["strategies"].items():
+        ratios = ", ".join(f"t{t} x{r:.2f}" for t, r in s["over_fresh"].items())
+        out.append(f"  {name}: {ratios}; at most x{max(s['over_fresh'].values(), default=0):.2f}")
     out += recall_notes(f)
     db = {name: s["db_bytes"][f["byte_turns"][-1]] for name, s in f["strategies"].items()}
     out.append(f"whole checkpoint database at turn {f['byte_turns'][-1]}: "

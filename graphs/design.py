@@ -42,6 +42,8 @@ class Knobs(BaseModel):
     tool_calling: Literal["native", "text"] = Field(
         "native", description="native tool calls, or TOOL: lines parsed from text (models without tool calling)")
     clean_results: bool = Field(True, description="clean tool results before the model reads them")
+    clear_used_results: bool = Field(False, description="keep earlier turns' tool results as digests (ids and "
+                                     "key fields) once answered; the latest successful one stays whole")
     normalize_input: bool = Field(True, description="strip invisible characters from user messages")
     logger: Literal["full", "opaque"] = Field("full", description="tool-call logs: everything, or status + duration")
     long_term_memory: bool = Field(True, description="recall and remember across sessions (needs a memory store)")
@@ -123,7 +125,7 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "card, masked tools, canonical, validated and entity-aligned arguments, classified retries, cleaned "
             "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
             "guards and a grounded self-check.",
-            {"intent": "classifier"}, context_budget_tokens=2000),
+            {"intent": "classifier"}, context_budget_tokens=1300, clear_used_results=True),
 )}
 
 

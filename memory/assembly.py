@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from llm.embeddings import count_tokens
 from llm.nlu import extract_entities, is_low_information
+from memory.clearing import clear_used_results
 from memory.constraints import is_correction
 
 Count = Callable[[str], int]
@@ -84,6 +85,8 @@ class ContextPolicy(BaseModel):
         window_turns: User turns kept by the ``time_window`` strategy.
         compress_at: Fraction of the working budget at which the history should be compressed.
         drop_low_information: Leave acknowledgements ("ok", "谢谢") out of the working layer.
+        clear_used_results: Show earlier turns' tool results as digests (``memory.clearing``), except the
+            latest successful one while this turn has none of its own.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -94,6 +97,7 @@ class ContextPolicy(BaseModel):
     window_turns: int = Field(6, ge=1)
     compress_at: float = Field(0.7, gt=0, le=1)
     drop_low_information: bool = True
+    clear_used_results: bool = False
 
     @field_validator("working")
     @classmethod
@@ -253,6 +257,15 @@ def tool_groups(messages: Sequence[BaseMessage]) -> list[Group]:
             groups.append(Group(i, (message,), valid=not isinstance(message, ToolMessage)))
             i += 1
     return groups
+
+
+def results_to_keep(history: Sequence[BaseMessage], immediate: Sequence[BaseMessage] = ()) -> set[str]:
+    """Call ids whose results stay whole when used results are cleared: the latest successful tool call
+    of ``history``, unless ``immediate`` has a successful one (which the immediate layer shows whole)."""
+    if any(g.succeeded for g in tool_groups(immediate)):
+        return set()
+    latest = next((g for g in reversed(tool_groups(history)) if g.succeeded), None)
+    return {c["id"] for c in latest.first.tool_calls if c.get("id")} if latest else set()
 
 
 def is_well_formed(messages: Sequence[BaseMessage]) -> bool:
@@ -450,7 +463,7 @@ def _fit_items(items: list[str], room: int, count: Count) -> list[str]:
     return kept
 
 
-def _fit_summary(lines: list[str], room: int, count: Count) -> list[str]:
+def fit_summary(lines: list[str], room: int, count: Count) -> list[str]:
     """The summary's label, its first line (how the conversation began), then its newest lines that fit."""
     label = lines[:1] if lines[0].startswith("[") else []
     body = lines[len(label):]
@@ -481,7 +494,7 @@ def fill_memory(entries: list[tuple[str, list[str]]], budget: int | None,
         elif room <= 0:
             take = []
         elif name == "summary":
-            take = _fit_summary(items, room, count)
+            take = fit_summary(items, room, count)
         else:
             take = _fit_items(items, room, count)
         cut += len(items) - len(take)
@@ -556,6 +569,8 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
     entries = memory_entries(memory, strategy.memory)
     memory_lines, account["memory"], cut = fill_memory(entries, budgets["memory"] if strategy.trims else None, count)
 
+    if strategy.trims and policy.clear_used_results:
+        history = clear_used_results(history, results_to_keep(history, immediate_msgs))
     candidates = [g for g in tool_groups(history) if g.valid]
     if strategy.trims and policy.drop_low_information:
         candidates = informative(candidates, count)

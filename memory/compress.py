@@ -12,7 +12,6 @@ Turns are numbered by human messages: turn ``first_turn`` starts at the first Hu
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,17 @@ from langchain_core.messages import (
 
 from llm.embeddings import count_tokens
 from llm.nlu import extract_entities, is_low_information
-from memory.assembly import Assembly, ContextPolicy, Count, Group, message_text, message_tokens, tool_groups
+from memory.assembly import (
+    Assembly,
+    ContextPolicy,
+    Count,
+    Group,
+    fit_summary,
+    message_text,
+    message_tokens,
+    tool_groups,
+)
+from memory.clearing import result_digest, shorten
 from memory.constraints import extract_constraints
 
 SUMMARY_LABELS = {"en": "[Summary up to turn {n}]", "zh": "[历史摘要 截至第 {n} 轮]"}
@@ -37,7 +46,7 @@ LABEL_LINE = re.compile(r"^\[(?:Summary up to turn \d+|历史摘要 截至第 \d
 # Bounded so the summary (and the checkpoint holding it) does not grow with the conversation.
 MAX_SUMMARY_LINES = 24
 LINE_CHARS = 100
-RESULT_CHARS = 80
+RESULT_CHARS = 100
 MAX_DECISIONS = 10
 # The fact card keeps the latest identifiers of each kind, so it too stays bounded.
 MAX_IDS = 10
@@ -99,30 +108,13 @@ def first_turn_of(history: Sequence[BaseMessage], current_turn: int) -> int:
     return current_turn - sum(isinstance(m, HumanMessage) for m in history)
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _call_text(call: dict[str, Any]) -> str:
     args = ", ".join(f"{k}={v}" for k, v in sorted((call.get("args") or {}).items()))
     return f"{call['name']}({args})"
 
 
 def _result_text(message: ToolMessage, args: dict[str, Any] | None = None) -> str:
-    """A tool result in a few characters: a JSON object's top-level scalars ("status=shipped, ..."),
-    except those repeating the call's arguments; other JSON compacted; plain text as it is."""
-    text = message_text(message)
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
-        return _shorten(text, RESULT_CHARS)
-    if isinstance(data, dict):
-        scalars = [f"{k}={v}" for k, v in data.items()
-                   if isinstance(v, str | int | float | bool) and v != "" and (args or {}).get(k) != v]
-        if scalars:
-            return _shorten(", ".join(scalars), RESULT_CHARS)
-    return _shorten(json.dumps(data, ensure_ascii=False, separators=(",", ":")), RESULT_CHARS)
+    return result_digest(message_text(message), args, RESULT_CHARS)
 
 
 def _calls_with_results(group: Group) -> list[tuple[dict[str, Any], ToolMessage]]:
@@ -184,7 +176,7 @@ def _decisions_and_open_steps(groups: list[Group]) -> tuple[list[str], list[str]
     last = groups[-1].first if groups else None
     # The assistant's last word was a question nobody has answered inside the compressed span.
     if isinstance(last, AIMessage) and not last.tool_calls and message_text(last).rstrip().endswith(("?", "？")):
-        open_steps.append("asked: " + _shorten(message_text(last), LINE_CHARS))
+        open_steps.append("asked: " + shorten(message_text(last), LINE_CHARS))
     return decisions, open_steps
 
 
@@ -223,7 +215,7 @@ def summary_lines(groups: list[Group], turns: list[int], lang: str) -> list[str]
         if group.is_human:
             text = message_text(group.first)
             if not is_low_information(text):
-                lines.append(form["user"].format(n=n, text=_shorten(text, LINE_CHARS)))
+                lines.append(form["user"].format(n=n, text=shorten(text, LINE_CHARS)))
             continue
         for call, result in _calls_with_results(group):
             status = form["failed"] if result.status == "error" else form["ok"]
@@ -236,12 +228,16 @@ def _summary_body(summary: str) -> list[str]:
     return [line for line in summary.splitlines() if line.strip() and not LABEL_LINE.match(line.strip())]
 
 
-def merge_summary_lines(previous: list[str], new: list[str], max_lines: int = MAX_SUMMARY_LINES) -> list[str]:
-    """Previous then new lines without duplicates; over ``max_lines``, the first line and the newest ones."""
+def merge_summary_lines(previous: list[str], new: list[str], max_lines: int = MAX_SUMMARY_LINES,
+                        max_tokens: int | None = None, count: Count = count_tokens) -> list[str]:
+    """Previous then new lines without duplicates; over ``max_lines`` or ``max_tokens``, the first line and
+    the newest ones (the rule the memory layer shows a summary by, so nothing kept is never shown)."""
     lines = list(dict.fromkeys([*previous, *new]))
-    if len(lines) <= max_lines:
-        return lines
-    return [lines[0], *lines[len(lines) - max_lines + 1:]]
+    if len(lines) > max_lines:
+        lines = [lines[0], *lines[len(lines) - max_lines + 1:]]
+    if max_tokens is not None and lines and sum(count(line) for line in lines) > max_tokens:
+        lines = fit_summary(lines, max_tokens, count) or lines[:1]
+    return lines
 
 
 def summary_label(upto_turn: int, lang: str) -> str:
@@ -262,7 +258,8 @@ def compressible_groups(history: Sequence[BaseMessage], upto_turn: int, first_tu
 def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_card: dict[str, Any],
              summarize: Callable[[list[BaseMessage]], str] | None = None, previous_summary: str = "",
              first_turn: int = 1, keep_ids: Collection[str] = (),
-             max_lines: int = MAX_SUMMARY_LINES) -> Compression:
+             max_lines: int = MAX_SUMMARY_LINES, max_tokens: int | None = None,
+             count: Count = count_tokens) -> Compression:
     """Compress the turns of ``history`` up to ``upto_turn``: structure out first, then a summary.
 
     Args:
@@ -277,6 +274,9 @@ def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_
         keep_ids: Messages never compressed (e.g. the current task's original request); their whole
             group stays.
         max_lines: Longest extractive summary, in lines after the label.
+        max_tokens: Most tokens of the extractive summary's lines (None: no limit); pass the memory
+            layer's budget, since lines beyond it are never shown.
+        count: Token counter for ``max_tokens``.
 
     Returns:
         The compression; when nothing is compressible, the previous summary and no changes.
@@ -291,7 +291,8 @@ def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_
         body = [summarize([*context, *(m for g in groups if g.valid for m in g.messages)]).strip()]
     else:
         turns = turn_numbers(history, first_turn)
-        body = merge_summary_lines(previous, summary_lines([g for g in groups if g.valid], turns, lang), max_lines)
+        body = merge_summary_lines(previous, summary_lines([g for g in groups if g.valid], turns, lang), max_lines,
+                                   max_tokens, count)
     summary = "\n".join([summary_label(upto_turn, lang), *(line for line in body if line)])
     removed = [m.id for g in groups for m in g.messages if m.id is not None]
     return Compression(summary, fact_updates, constraints, removed, upto_turn)
@@ -339,7 +340,8 @@ def maybe_compress(history: Sequence[BaseMessage], *, assembly: Assembly, policy
     if upto is None:
         return None
     comp = compress(history, upto_turn=upto, lang=lang, fact_card=fact_card, summarize=summarize,
-                    previous_summary=previous_summary, first_turn=first_turn, keep_ids=keep_ids)
+                    previous_summary=previous_summary, first_turn=first_turn, keep_ids=keep_ids,
+                    max_tokens=policy.budgets()["memory"], count=count)
     return comp if comp.removed_ids else None
 
 

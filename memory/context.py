@@ -31,7 +31,9 @@ from memory.assembly import (
     MemoryLayer,
     assemble,
     describe_task,
+    results_to_keep,
 )
+from memory.clearing import clear_used_results
 from memory.compress import first_turn_of, maybe_compress, state_update
 from memory.constraints import extract_constraints
 from obs.tracing import span_event
@@ -55,7 +57,8 @@ def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list
 
 
 def policy_for(design: Design) -> ContextPolicy:
-    return ContextPolicy(budget_tokens=design.knobs.context_budget_tokens, working=design.variant("context"))
+    return ContextPolicy(budget_tokens=design.knobs.context_budget_tokens, working=design.variant("context"),
+                         clear_used_results=design.knobs.clear_used_results)
 
 
 def system_text(state: HarnessState) -> str:
@@ -104,12 +107,17 @@ def turn_upkeep(state: HarnessState, design: Design, text: str) -> dict[str, Any
         return update
     messages = list(state.get("messages") or [])
     history, _ = split_turn(messages)
-    asm = assemble_state({**state, "constraints": [*(state.get("constraints") or []), *constraints]}, design)
+    cleared = used_results_cleared(history, design)
+    if cleared:
+        messages = [cleared.get(m.id, m) for m in messages]
+        history, _ = split_turn(messages)
+    asm = assemble_state({**state, "messages": messages,
+                          "constraints": [*(state.get("constraints") or []), *constraints]}, design)
     anchor_id = state.get("task_anchor_id")
     comp = maybe_compress(history, assembly=asm, policy=policy_for(design),
                           lang=(state.get("fact_card") or {}).get("language", "en"),
                           fact_card=dict(state.get("fact_card") or {}), previous_summary=state.get("summary") or "",
-                          first_turn=first_turn_of(history, state.get("turn") or 1),
+                          first_turn=first_turn_of(history, (state.get("turn") or 0) + 1),
                           keep_ids={anchor_id} if anchor_id else set())
     removed: set[str] = set()
     if comp is not None:
@@ -120,9 +128,20 @@ def turn_upkeep(state: HarnessState, design: Design, text: str) -> dict[str, Any
         removed = set(comp.removed_ids)
     kept = [m for m in messages if m.id not in removed]
     removed |= {m.id for m in overflow(kept, design.knobs.window_messages, keep_id=anchor_id)}
-    if removed:
-        update["messages"] = [RemoveMessage(id=i) for i in removed]
+    # Cleared results replace their originals by id (the add_messages reducer); removal wins over both.
+    update_messages = [*(m for i, m in cleared.items() if i not in removed), *(RemoveMessage(id=i) for i in removed)]
+    if update_messages:
+        update["messages"] = update_messages
     return update
+
+
+def used_results_cleared(history: Sequence[BaseMessage], design: Design) -> dict[str, BaseMessage]:
+    """Tool results of ``history`` the design clears from the stored working set, by message id: the
+    same rule the assembly applies, so a checkpoint holds what the model is shown, not kilobytes of JSON."""
+    if not design.knobs.clear_used_results or design.variant("context") == "full":
+        return {}
+    after = clear_used_results(history, results_to_keep(history))
+    return {new.id: new for old, new in zip(history, after, strict=True) if new is not old and new.id}
 
 
 def overflow(messages: Sequence[BaseMessage], keep: int, keep_id: str | None = None) -> list[BaseMessage]:

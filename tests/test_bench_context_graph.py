@@ -15,7 +15,8 @@ from benchmarks.bench_context import BYTE_FRACTIONS, STRATEGIES, TOKEN_FRACTIONS
 from tools.shop import ShopDB
 
 STRATEGY_KEYS = {"tokens", "token_stand_ins", "token_ratio", "checkpoint_bytes", "checkpoint_ratio", "db_bytes",
-                 "waiting_turns", "recall_reply", "recall_ok", "tokens_by_turn", "seconds"}
+                 "waiting_turns", "recall_reply", "recall_ok", "tokens_by_turn", "seconds", "fresh_tokens",
+                 "over_fresh"}
 SIDE_KEYS = {"ms_first", "ms_last", "ratio", "db_bytes", "db_file_bytes", "checkpoint_rows",
              "latest_checkpoint_bytes", "ms_per_message"}
 TRACING_KEYS = {"messages", "off_ms", "on_ms", "ratio", "overhead_ms", "spans", "spans_per_message"}
@@ -86,6 +87,15 @@ def test_context_figures_have_the_documented_keys(context_figures: dict) -> None
 def test_full_history_costs_more_tokens_than_hybrid_at_the_last_turn(context_figures: dict) -> None:
     s, last = context_figures["strategies"], context_figures["token_turns"][-1]
     assert s["full"]["tokens"][last] > s["hybrid"]["tokens"][last]
+
+
+def test_fresh_thread_baseline_isolates_what_the_history_adds(context_figures: dict) -> None:
+    s, turns = context_figures["strategies"], context_figures["token_turns"]
+    for figures in s.values():
+        assert set(figures["fresh_tokens"]) == set(turns) and all(n > 0 for n in figures["fresh_tokens"].values())
+    # Turn 1 has no history either way; later, the full history adds more than the bounded context.
+    assert s["hybrid"]["over_fresh"][1] == pytest.approx(1.0, abs=0.15)
+    assert s["full"]["over_fresh"][turns[-1]] > s["hybrid"]["over_fresh"][turns[-1]]
 
 
 def test_hybrid_checkpoint_stays_flat_while_full_grows(context_figures: dict) -> None:

@@ -31,6 +31,7 @@ from memory.compress import (
     compress,
     first_turn_of,
     maybe_compress,
+    merge_summary_lines,
     plan_upto_turn,
     remaining,
     should_compress,
@@ -391,3 +392,21 @@ def test_every_bounded_strategy_stays_within_budget_over_forty_turns(strategy):
     totals, _, assemblies = run_conversation(40, policy, SYSTEM_PROMPT)
     assert max(totals) <= policy.budget_tokens
     assert all(a.account["working"] <= a.budgets["working"] for a in assemblies)
+
+
+def test_stored_summary_keeps_no_more_than_the_memory_layer_could_show():
+    lines = [f"- T{n} user: question number {n} about ORD-1000{n}" for n in range(1, 9)]
+    kept = merge_summary_lines(lines[:5], lines[5:], max_tokens=3 * words(lines[0]), count=words)
+    assert kept == [lines[0], lines[6], lines[7]]  # how it began, then the newest that fit
+    assert merge_summary_lines(lines[:5], lines[5:], count=words) == lines  # no token limit: the line cap only
+
+    history = [m for n in range(1, 9) for m in (HumanMessage(lines[n - 1][11:] + " " + "pad " * 30, id=f"q{n}"),
+                                               AIMessage(f"answer {n}", id=f"r{n}"))]
+    policy = ContextPolicy(budget_tokens=300, working="hybrid")
+    asm = assemble(system="s", task="", memory=MemoryLayer(), history=history, immediate=[HumanMessage("now")],
+                   policy=policy, count=words)
+    comp = maybe_compress(history, assembly=asm, policy=policy, lang="en", fact_card={}, count=words)
+    assert comp is not None
+    body = comp.summary.splitlines()[1:]
+    assert sum(words(line) for line in body) <= policy.budgets()["memory"]
+    assert body[0].startswith("- T1 user:") and len(body) < comp.upto_turn  # cut, keeping how it began

@@ -1,0 +1,95 @@
+"""Tool-result digests, and clearing of tool results the conversation has already used.
+
+A tool result earns its tokens once: the model reads it, answers, and from then on the answer carries what
+mattered. Keeping every old result whole makes each later call resend kilobytes of JSON. Clearing replaces
+an old successful result with a digest of its identifiers and key fields, inside the same data label and
+under the same message id, so the tool call keeps its answer (providers reject orphaned calls) and a later
+question about "the second one" can still find its id. Failed results are short already and stay whole.
+
+The rolling summary's tool lines use the same digest, so one function says what a result "was".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from tools.cleaning import DEFAULT_KEY_FIELDS, compact_json, label
+
+# Keys that name an item of a list result; the first one present stands for the item in a digest.
+ITEM_KEYS = ("order_id", "product_id", "code", "coupon_code", "id", "sku", "return_id", "ticket_id")
+DIGEST_CHARS = 160
+_LABELLED = re.compile(r'^<tool_result source="([^"]*)" type="(data|digest)">(.*)</tool_result>$', re.S)
+
+
+def shorten(text: str, limit: int) -> str:
+    """Whitespace collapsed, cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def unlabel(text: str) -> tuple[str | None, str, bool]:
+    """(tool name or None, body, whether it is already a digest) of a labelled result; plain text as is."""
+    match = _LABELLED.match(text.strip())
+    if match is None:
+        return None, text, False
+    return match.group(1), match.group(3), match.group(2) == "digest"
+
+
+def _item_id(item: Any) -> str | None:
+    if isinstance(item, dict):
+        return next((str(item[k]) for k in ITEM_KEYS if item.get(k) not in (None, "")), None)
+    return str(item) if isinstance(item, str | int | float) else None
+
+
+def _field(key: str, value: Any) -> str | None:
+    if isinstance(value, bool | int | float) or (isinstance(value, str) and value):
+        return f"{key}={value}"
+    if isinstance(value, list) and value:
+        ids = [i for i in map(_item_id, value) if i is not None]
+        return f"{key}=[{', '.join(ids)}]" if len(ids) == len(value) else f"{key}=[{len(value)} items]"
+    return None
+
+
+def result_digest(text: str, args: dict[str, Any] | None = None, limit: int = DIGEST_CHARS) -> str:
+    """A tool result in at most ``limit`` characters.
+
+    A JSON object gives its top-level scalars ("status=shipped") and, for lists, the ids of their items
+    ("results=[P1001, P1004]"), leaving out fields that only repeat the call's arguments; other JSON is
+    compacted; plain text is shortened. The ``<tool_result>`` label, if any, is looked through.
+    """
+    _, body, _ = unlabel(text)
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, TypeError):
+        return shorten(body, limit)
+    if isinstance(data, dict):
+        # Key fields (ids, status, totals, tracking) first, so a cut digest keeps what answers questions.
+        ordered = sorted(data.items(), key=lambda kv: kv[0] not in DEFAULT_KEY_FIELDS)
+        fields = [f for k, v in ordered if (args or {}).get(k) != v and (f := _field(k, v))]
+        if fields:
+            return shorten(", ".join(fields), limit)
+    return shorten(compact_json(data), limit)
+
+
+def cleared(message: ToolMessage, args: dict[str, Any] | None = None) -> ToolMessage:
+    """The message with its result replaced by a labelled digest (itself when that would not be shorter)."""
+    text = message.content if isinstance(message.content, str) else json.dumps(message.content)
+    tool, _, is_digest = unlabel(text)
+    if is_digest or message.status == "error":
+        return message
+    digest = label(result_digest(text, args), tool or message.name or "tool").replace(
+        'type="data">', 'type="digest">', 1)
+    return message.model_copy(update={"content": digest}) if len(digest) < len(text) else message
+
+
+def clear_used_results(messages: Sequence[BaseMessage], keep_ids: Collection[str] = ()) -> list[BaseMessage]:
+    """``messages`` with every successful tool result cleared except those whose call id is in ``keep_ids``."""
+    args = {c.get("id"): c.get("args") or {} for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    return [cleared(m, args.get(m.tool_call_id)) if isinstance(m, ToolMessage) and m.tool_call_id not in keep_ids
+            else m for m in messages]
+

@@ -1,0 +1,125 @@
+"""Clearing used tool results: digests keep ids and key fields, the latest successful result stays whole
+until this turn has its own, tool calls keep their answers, and the stored working set shrinks with them."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from graphs.design import load_design
+from memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed
+from memory.clearing import clear_used_results, cleared, result_digest, unlabel
+from memory.compress import compress
+from memory.context import turn_upkeep
+from tools.cleaning import clean_error, label
+
+ORDER = {"order_id": "ORD-10001", "created_at": "2026-10-26T14:32:00", "status": "shipped", "total": 288.49,
+         "carrier": "YTO", "items": [{"name": "Headphones", "sku": "P1001-BLK", "qty": 2},
+                                     {"name": "Slippers", "sku": "P1037-PNK", "qty": 1}]}
+SEARCH = {"query": "speaker", "results": [{"id": "P1010", "name": "Mini speaker", "price": 39.0,
+                                           "description": "x" * 400}, {"id": "P1011", "name": "Big", "price": 99.0}]}
+
+
+def tool_turn(n: int, name: str, args: dict, result: dict | None, answer: str) -> list[BaseMessage]:
+    """One user turn: the request, a tool call with its labelled result (or an error), the answer."""
+    content = label(json.dumps(result), name) if result is not None else clean_error("timeout", "slow", tool=name)
+    return [HumanMessage(f"question {n}", id=f"h{n}"),
+            AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"c{n}"}], id=f"a{n}"),
+            ToolMessage(content, tool_call_id=f"c{n}", name=name, id=f"t{n}",
+                        status="success" if result is not None else "error"),
+            AIMessage(answer, id=f"r{n}")]
+
+
+def tool_texts(messages: list[BaseMessage]) -> dict[str, str]:
+    return {m.tool_call_id: m.content for m in messages if isinstance(m, ToolMessage)}
+
+
+def test_digest_keeps_key_fields_first_item_ids_and_drops_repeated_arguments():
+    text = label(json.dumps(ORDER), "get_order_status")
+    digest = result_digest(text, {"order_id": "ORD-10001"})
+    assert digest.startswith("status=shipped, total=288.49")
+    assert "items=[P1001-BLK, P1037-PNK]" in digest and "ORD-10001" not in digest
+    assert result_digest(label(json.dumps(SEARCH), "search_products"), {"query": "speaker"}) == "results=[P1010, P1011]"
+    assert result_digest("plain   text\nresult " + "y" * 300, limit=20) == "plain text result y…"
+    assert result_digest(label(json.dumps({"rows": [{"a": 1}, {"b": 2}]}), "t")) == "rows=[2 items]"
+
+
+def test_cleared_result_keeps_its_label_ids_and_pairing_and_errors_stay_whole():
+    message = ToolMessage(label(json.dumps(ORDER), "get_order_status"), tool_call_id="c1", name="get_order_status",
+                          id="t1")
+    small = cleared(message, {"order_id": "ORD-10001"})
+    assert (small.id, small.tool_call_id, small.name) == ("t1", "c1", "get_order_status")
+    assert unlabel(small.content) == ("get_order_status", result_digest(message.content, {"order_id": "ORD-10001"}),
+                                      True)
+    assert len(small.content) < len(message.content)
+    assert cleared(small) is small  # a digest is not digested again
+    error = ToolMessage(clean_error("timeout", "the backend was slow", tool="x"), tool_call_id="c2", status="error")
+    assert cleared(error) is error
+    tiny = ToolMessage(label("{}", "x"), tool_call_id="c3")
+    assert cleared(tiny) is tiny  # nothing to gain
+
+
+def history() -> list[BaseMessage]:
+    return [*tool_turn(1, "get_order_status", {"order_id": "ORD-10001"}, ORDER, "ORD-10001 shipped with YTO."),
+            *tool_turn(2, "search_products", {"query": "speaker"}, SEARCH, "P1010 Mini speaker, 39.0; P1011 Big."),
+            *tool_turn(3, "get_order_status", {"order_id": "ORD-10002"}, None, "The order service is slow.")]
+
+
+def working(asm) -> list[BaseMessage]:
+    return asm.messages[1:]
+
+
+def test_assembly_keeps_the_latest_successful_result_whole_until_this_turn_has_one():
+    policy = ContextPolicy(budget_tokens=4000, working="hybrid", clear_used_results=True)
+    asks = [HumanMessage("and the first one?", id="h4")]
+    asm = assemble(system="s", task="", memory=MemoryLayer(), history=history(), immediate=asks, policy=policy)
+    texts = tool_texts(working(asm))
+    assert texts["c2"] == history()[6].content  # the latest successful result, whole (turn 3's failed)
+    assert 'type="digest"' in texts["c1"] and "status=shipped" in texts["c1"]
+    assert texts["c3"] == history()[10].content  # errors are short and stay
+    assert is_well_formed(working(asm))
+
+    answered = [*asks, *tool_turn(4, "get_product", {"product_id": "P1010"}, {"id": "P1010", "stock": 3}, "")[1:3]]
+    asm = assemble(system="s", task="", memory=MemoryLayer(), history=history(), immediate=answered, policy=policy)
+    texts = tool_texts(working(asm))
+    assert 'type="digest"' in texts["c2"] and "results=[P1010, P1011]" in texts["c2"]
+    assert texts["c4"] == answered[2].content  # this turn's own result is never cleared
+    assert is_well_formed(working(asm))
+
+
+def test_clearing_is_off_by_default_and_never_touches_full_history():
+    for policy in (ContextPolicy(budget_tokens=4000, working="hybrid"),
+                   ContextPolicy(budget_tokens=4000, working="full", clear_used_results=True)):
+        asm = assemble(system="s", task="", memory=MemoryLayer(), history=history(),
+                       immediate=[HumanMessage("next", id="h9")], policy=policy)
+        assert tool_texts(working(asm)) == tool_texts(history())
+
+
+def test_clear_used_results_keeps_the_given_calls():
+    out = clear_used_results(history(), {"c1"})
+    assert tool_texts(out)["c1"] == tool_texts(history())["c1"] and 'type="digest"' in tool_texts(out)["c2"]
+    assert [m.id for m in out] == [m.id for m in history()]
+
+
+def test_turn_upkeep_stores_digests_under_the_same_ids():
+    harness = load_design("harness")
+    # A budget the three turns fit in, so compression leaves them all in the stored working set.
+    design = harness.model_copy(update={"knobs": harness.knobs.model_copy(update={"context_budget_tokens": 8000})})
+    state = {"messages": [*history(), HumanMessage("next", id="h4")], "turn": 3, "fact_card": {}}
+    update = turn_upkeep(state, design, "next")
+    replaced = {m.id: m for m in update["messages"] if isinstance(m, ToolMessage)}
+    assert 'type="digest"' in replaced["t1"].content and replaced["t1"].tool_call_id == "c1"
+    assert "t2" not in replaced  # the latest successful result stays whole in the checkpoint too
+    assert "t3" not in replaced
+    off = design.model_copy(update={"knobs": design.knobs.model_copy(update={"clear_used_results": False})})
+    assert "messages" not in turn_upkeep(state, off, "next")
+
+
+def test_summary_tool_lines_read_through_the_result_label():
+    comp = compress(history(), upto_turn=3, lang="en", fact_card={})
+    lines = comp.summary.splitlines()
+    assert lines[2].startswith("- T1 tool get_order_status(order_id=ORD-10001) ok: status=shipped, total=288.49, "
+                               "created_at=2026-10-26T14:32:00, carrier=YTO, items=[P1001-BLK")
+    assert lines[4] == "- T2 tool search_products(query=speaker) ok: results=[P1010, P1011]"
+    assert "<tool_result" not in comp.summary

@@ -1,12 +1,16 @@
 """``harness compare``: run designs x scenarios x seeds in parallel processes, resumably.
 
 Each finished cell is appended to ``cells.jsonl`` in the output folder as soon as it is done, so an
-interrupted comparison continues where it stopped. Metrics, the report and the plots are computed from
-those records afterwards.
+interrupted comparison continues where it stopped. A cell is reused only when its fingerprint (the design
+as data, the scenario, the seed and the model) matches: editing a preset, a design file or a scenario
+reruns the cells it touches instead of mixing old and new results. Changes to the harness's code are not
+in the fingerprint; after one, use a new ``--out`` folder. Metrics, the report and the plots are computed
+from those records afterwards.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -32,6 +36,12 @@ class Task:
     def cell(self) -> str:
         return f"{self.design['name']}|{self.scenario['id']}|{self.seed}"
 
+    @property
+    def fingerprint(self) -> str:
+        """What the cell's result depends on, besides the code: a finished cell is reused only if it matches."""
+        inputs = {"design": self.design, "scenario": self.scenario, "seed": self.seed, "model": self.model}
+        return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
 
 def _work(task: Task) -> dict[str, Any]:
     # Runs in a worker process (or in-process with one worker): import here so the parent stays light.
@@ -41,11 +51,12 @@ def _work(task: Task) -> dict[str, Any]:
     design = Design.model_validate(task.design)
     scenario = Scenario.model_validate(task.scenario)
     try:
-        return run_cell(design, scenario, task.seed, task.model)
+        record = run_cell(design, scenario, task.seed, task.model)
     except Exception as err:  # noqa: BLE001 - one broken cell must not sink the comparison
-        return {"cell": task.cell, "design": design.name, "scenario": scenario.id, "seed": task.seed,
-                "tags": scenario.tags, "lang": scenario.lang, "turns": [], "fault_events": [],
-                "crash": f"{type(err).__name__}: {err}"}
+        record = {"cell": task.cell, "design": design.name, "scenario": scenario.id, "seed": task.seed,
+                  "tags": scenario.tags, "lang": scenario.lang, "turns": [], "fault_events": [],
+                  "crash": f"{type(err).__name__}: {err}"}
+    return {**record, "fingerprint": task.fingerprint}
 
 
 def _quiet_worker() -> None:
@@ -69,13 +80,10 @@ def read_cells(out_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
-def plan_tasks(designs: Iterable[Design], scenarios: list[Any], seeds: int, model: str,
-               done: set[str]) -> list[Task]:
-    """Every cell not yet done; long scenarios first so the last minutes are not one slow worker."""
+def plan_tasks(designs: Iterable[Design], scenarios: list[Any], seeds: int, model: str) -> list[Task]:
+    """Every cell; long scenarios first so the last minutes are not one slow worker."""
     ordered = sorted(scenarios, key=lambda s: -len(s.turns))
-    tasks = [Task(d.model_dump(), s.model_dump(), seed, model)
-             for s in ordered for d in designs for seed in range(seeds)]
-    return [t for t in tasks if t.cell not in done]
+    return [Task(d.model_dump(), s.model_dump(), seed, model) for s in ordered for d in designs for seed in range(seeds)]
 
 
 def run_compare(designs: list[str], scenarios: list[Any], *, seeds: int, model: str, out_dir: Path,
@@ -86,10 +94,13 @@ def run_compare(designs: list[str], scenarios: list[Any], *, seeds: int, model: 
     if len(set(names)) != len(names):
         raise HarnessError(f"designs named twice: {', '.join(names)}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    wanted = {f"{d.name}|{s.id}|{seed}" for d in resolved for s in scenarios for seed in range(seeds)}
-    previous = [r for r in read_cells(out_dir) if r.get("cell") in wanted]
-    tasks = plan_tasks(resolved, scenarios, seeds, model, {r["cell"] for r in previous})
-    total, finished = len(wanted), len(previous)
+    planned = plan_tasks(resolved, scenarios, seeds, model)
+    wanted = {t.fingerprint for t in planned}
+    # The newest record of each matching fingerprint (a cell may have been written twice by racing runs).
+    previous = list({r["fingerprint"]: r for r in read_cells(out_dir) if r.get("fingerprint") in wanted}.values())
+    done = {r["fingerprint"] for r in previous}
+    tasks = [t for t in planned if t.fingerprint not in done]
+    total, finished = len(planned), len(previous)
     if on_done:
         on_done(finished, total)
     records = list(previous)

@@ -172,6 +172,25 @@ def test_an_in_process_compare_leaves_the_callers_logging_alone(tmp_path, harnes
         "run_compare(workers=1) runs cells in the caller's process and must not change its log levels"
 
 
+def test_resume_reruns_a_cell_whose_design_changed_and_reuses_the_rest(tmp_path, harness_log_level):
+    scenario = Scenario(id="where", turns=[{"user": "Where is my order ORD-10134?"}])
+    design = tmp_path / "mine.yaml"
+    design.write_text(yaml.safe_dump({"name": "mine", "knobs": {"context_budget_tokens": 2000}}), encoding="utf-8")
+    out = tmp_path / "out"
+    first = run_compare(["harness", str(design)], [scenario], seeds=1, model="sim:clean", out_dir=out, workers=1)
+    assert len(first) == 2 and all(r["fingerprint"] for r in first)
+
+    design.write_text(yaml.safe_dump({"name": "mine", "knobs": {"context_budget_tokens": 900}}), encoding="utf-8")
+    second = run_compare(["harness", str(design)], [scenario], seeds=1, model="sim:clean", out_dir=out, workers=1)
+    by_design = {r["design"]: r for r in second}
+    assert len(second) == 2 and by_design["harness"] == next(r for r in first if r["design"] == "harness")
+    assert by_design["mine"]["fingerprint"] != next(r for r in first if r["design"] == "mine")["fingerprint"]
+    assert len(read_cells(out)) == 3, "only the edited design's cell ran again"
+
+    other_model = run_compare(["harness"], [scenario], seeds=1, model="sim", out_dir=out, workers=1)
+    assert len(read_cells(out)) == 4 and other_model[0]["fingerprint"] != by_design["harness"]["fingerprint"]
+
+
 # ------------------------------------------------------------------------------------------ (c) sim blindness
 
 COMPARED = ("intent", "reply", "path", "phase", "handoff", "tool_calls", "model_calls", "input_tokens",

@@ -244,8 +244,8 @@ class Harness:
             saved = self.graph.get_state(config)
             ckpt = (saved.config.get("configurable") or {}).get("checkpoint_id")
             raise HarnessError(f"the graph stopped with {type(err).__name__}: {err}; state is saved at "
-                               f"checkpoint {ckpt}: send the message again or inspect it with harness resume "
-                               f"--thread {thread_id}") from err
+                               f"checkpoint {ckpt}: finish it with harness resume --thread {thread_id} --finish, "
+                               f"or send the message again") from err
         snapshot = self.graph.get_state(config)
         self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
         self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
@@ -327,6 +327,23 @@ class Harness:
         snap = self.graph.get_state(self.config(thread_id, checkpoint_id))
         return {"thread_id": thread_id, "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
                 "next": list(snap.next), "values": snap.values}
+
+    def finish(self, thread_id: str) -> dict[str, Any]:
+        """Run the pending steps of a message that stopped part-way (a fork to a mid-message checkpoint, or
+        a crash) on the state it stopped with; the result is that message's, as ``send`` returns it."""
+        self.require_thread(thread_id)
+        with self.order.turn(thread_id):
+            snapshot = self.graph.get_state(self.config(thread_id))
+            if "human" in snapshot.next:
+                raise HarnessError(f"thread '{thread_id}' waits for a human; answer with: "
+                                   f"harness handoff reply --thread {thread_id} TEXT")
+            if not snapshot.next:
+                raise HarnessError(f"thread '{thread_id}' has no unfinished message; send a new one with: "
+                                   f"harness run --thread {thread_id} MESSAGE")
+            values = snapshot.values
+            # Before the intent node has run, the pending message has not been counted yet.
+            turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(snapshot.next))
+            return self._run(thread_id, None, turn, (values.get("user") or {}).get("id"))
 
     def fork(self, thread_id: str, checkpoint_id: str) -> str:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""

@@ -87,6 +87,11 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
     """Send one user message on a thread."""
     with open_harness(data_dir, design, model) as h:
         result = h.send(thread, message, user, role)
+    print_result(result, json_out)
+
+
+def print_result(result: dict[str, Any], json_out: bool) -> None:
+    """One message's result: the JSON document, or the reply on stdout and what happened on stderr."""
     if json_out:
         emit_json(result)
         return
@@ -152,10 +157,17 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: J
 @app.command()
 @cli_command
 def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(help="fork from this checkpoint")] = None,
-           data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """Show where a thread stands; with --checkpoint, fork it so the next run continues from there."""
-    with open_harness(data_dir, "harness", "sim") as h:
+           finish: Annotated[bool, typer.Option("--finish", help="run the steps a message stopped before "
+                                                "(after a mid-message fork or a crash) and print its reply")] = False,
+           data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
+           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Show where a thread stands; with --checkpoint, fork it so the next run continues from there; with
+    --finish, complete the message the thread stopped in (--design and --model as the thread ran with)."""
+    with open_harness(data_dir, design if finish else "harness", model if finish else "sim") as h:
         forked = h.fork(thread, checkpoint) if checkpoint else None
+        if finish:
+            print_result({**h.finish(thread), "forked_from": checkpoint}, json_out)
+            return
         state = h.state(thread)
     summary = {"thread_id": thread, "checkpoint_id": state["checkpoint_id"], "forked_from": checkpoint,
                "next": state["next"], **_public_state(state["values"])}
@@ -165,6 +177,10 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     if forked:
         out.print(f"thread {thread} now continues from checkpoint {checkpoint} (new head {forked})")
     out.print_json(json.dumps(summary, ensure_ascii=False, default=str))
+    pending = [n for n in state["next"] if n != "human"]
+    if pending:
+        err.print(f"the thread stopped mid-message before {', '.join(pending)}: `harness resume --thread {thread} "
+                  "--finish` completes it; `harness run` starts a new message instead")
 
 
 @app.command()

@@ -14,7 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from graphs.app import Harness
+from nodes.reply import ModelReply
+from tools.errors import HarnessError
 
 try:
     from support import patient_design, u001_order
@@ -23,10 +27,6 @@ except ImportError:  # tests/ imported as a package
 
 HARNESS = Path(sys.executable).with_name("harness")
 MODEL = "sim:clean"
-
-
-
-
 
 
 def stock_of(shop, order_id: str) -> dict[str, tuple[int, int]]:
@@ -98,6 +98,35 @@ def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
         assert json.loads(stored)["order_id"] == order
 
 
+def test_a_node_that_crashes_leaves_the_message_saved_and_finish_completes_it(tmp_path, monkeypatch):
+    crashes = []
+    reply = ModelReply.__call__
+
+    def crash_once(self, state, *args):
+        if not crashes:
+            crashes.append(state.get("turn"))
+            raise RuntimeError("disk full while writing the reply")
+        return reply(self, state, *args)
+
+    monkeypatch.setattr(ModelReply, "__call__", crash_once)
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        order = u001_order("shipped", shop=h.shop)
+        with pytest.raises(HarnessError) as caught:
+            h.send("crash", f"Where is my order {order}?", "U001")
+        text = str(caught.value)
+        assert "RuntimeError: disk full" in text and "harness resume --thread crash --finish" in text
+        stopped = h.state("crash")
+        assert stopped["next"] == ["reply"], "the state up to the failing node is saved"
+        assert [r["name"] for r in stopped["values"]["tool_log"]] == ["get_order_status"]
+
+        done = h.finish("crash")
+        assert done["phase"] == "done" and done["path"][0] == "reply" and order in done["reply"]
+        assert [c["name"] for c in done["tool_calls"]] == ["get_order_status"], "the tool did not run again"
+        assert [e["role"] for e in h.transcripts.read("crash")] == ["user", "assistant"]
+        with pytest.raises(HarnessError, match="no unfinished message"):
+            h.finish("crash")
+
+
 # ------------------------------------------------------------------------------------------ across processes
 
 
@@ -156,6 +185,20 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     run_json(tmp_path, "ret", ask)
     assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
 
+    # 3) Fork in the middle again and finish that message instead of sending a new one: the pending action
+    # step runs on the stopped state, makes the same call, and gets the stored result.
+    finish = harness("resume", "--thread", "ret", "--checkpoint", pre_action, "--finish", "--model", MODEL,
+                     "--data-dir", str(tmp_path), "--json", cwd=tmp_path)
+    assert finish.returncode == 0, finish.stderr
+    done = json.loads(finish.stdout)
+    assert done["forked_from"] == pre_action and done["phase"] == "done" and done["path"][0] == "action"
+    assert [c["id"] for c in done["tool_calls"] if c["name"] == "request_return"] == [call["id"]]
+    assert f"RMA-{rma['id']}" in done["reply"]
+    assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
+
     with Harness(tmp_path, patient_design(), MODEL) as h:
         rows = h.shop.query("SELECT key FROM idempotency WHERE tool = 'request_return'")
     assert [r["key"] for r in rows] == [f"ret:{call['id']}"], "one stored change for the one return"
+
+    again = harness("resume", "--thread", "ret", "--finish", "--model", MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
+    assert again.returncode != 0 and "has no unfinished message" in again.stderr and "Traceback" not in again.stderr

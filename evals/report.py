@@ -27,6 +27,7 @@ _MAIN_COLUMNS: list[tuple[str, str]] = [
     ("Model calls/msg", "model_calls_per_msg"),
     ("Input tokens/msg", "input_tokens_per_msg"),
     ("Input tokens/call", "input_tokens_per_call"),
+    ("Prompt-cache hits", "prompt_cache_hit_rate"),
     ("Latency p50", "latency_p50_s"),
     ("Latency p95", "latency_p95_s"),
     ("Early-reference answers", "early_reference"),
@@ -213,6 +214,20 @@ def _resend_row(summary: Summary, design: str) -> dict[str, str]:
                 "meets claim" if over else "below 15x")
 
 
+def _cache_row(summary: Summary, design: str) -> dict[str, str]:
+    claim = f"Stable prompt prefix: prompt-cache hit rate over 70% ({design})"
+    ran = set(summary.get("designs") or [])
+    base = f"naive: {fmt_value(metric_mean(summary, 'naive', 'prompt_cache_hit_rate'), 'rate')}" \
+        if "naive" in ran else "naive: not run"
+    rate = metric_mean(summary, design, "prompt_cache_hit_rate") if design in ran else None
+    if rate is None:
+        return _row(claim, base, f"{design}: {'not run' if design not in ran else NA}", NA,
+                    "n/a (design not run)" if design not in ran else "n/a (no cache data)", NA)
+    held = rate > 0.7
+    return _row(claim, base, f"{design}: {fmt_value(rate, 'rate')}", fmt_value(rate, "rate"),
+                "reproduced" if held else "not reproduced", "meets claim" if held else "at or below 70%")
+
+
 def claim_rows(summary: Summary) -> list[dict[str, str]]:
     """One row per claim: claim, baseline and target values, measured change, verdict and magnitude.
 
@@ -223,6 +238,7 @@ def claim_rows(summary: Summary) -> list[dict[str, str]]:
     rows.append(_under_8k_row(summary))
     rows += [_resend_row(summary, d) for d in ("naive", "framework-default")]
     rows += [_change_row(summary, c) for c in CHANGES[6:]]
+    rows += [_cache_row(summary, d) for d in ("layered", "harness")]
     return rows
 
 

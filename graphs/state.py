@@ -61,6 +61,7 @@ class TurnStats(TypedDict, total=False):
     rounds: int
     model_calls: int
     input_tokens: int
+    cached_input_tokens: int  # of input_tokens, what the provider's prompt cache served
     output_tokens: int
     tool_calls: int
     tool_errors: int

@@ -3,12 +3,15 @@
 It reads exactly what a real model reads (the messages and the tool schemas of the call) and nothing else:
 no design, no scenario, no harness state. Like Ollama, it keeps the system message and drops the oldest
 messages when the input is longer than its context window. Usage is reported in tokens counted by the
-bundled tokenizer.
+bundled tokenizer, with the part of the prompt a provider's prefix cache would have served reported as
+``input_token_details.cache_read`` (see ``PrefixCache``).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +22,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import PrivateAttr
 
 from llm.embeddings import count_tokens
 from llm.sim_brain import respond
@@ -59,6 +63,53 @@ def fit_window(messages: Sequence[BaseMessage], budget: int) -> list[BaseMessage
     return system + kept
 
 
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the longest common prefix (binary search over C-speed slice comparisons)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class PrefixCache:
+    """Provider-side prompt caching: a prompt's longest prefix already sent in a recent request is served
+    from cache, in whole blocks of ``block`` tokens (DeepSeek's context cache uses 64-token units; OpenAI
+    caches 128-token increments past 1,024). The prompt is laid out the way chat APIs render it: the
+    tool schemas first, then the messages in order, so a changed tool set or an edited early message
+    invalidates everything after it. Only what a real provider sees is used: the request itself.
+    """
+
+    def __init__(self, block: int = 64, recent: int = 8) -> None:
+        self.block = block
+        self._recent: deque[str] = deque(maxlen=recent)
+        self._lock = threading.Lock()
+
+    def cached_tokens(self, segments: Sequence[str], tokens: Sequence[int]) -> int:
+        """Tokens of this prompt (``segments`` with their token counts) served from cache; then remember it."""
+        prompt = "".join(segments)
+        with self._lock:
+            matched = max((common_prefix_length(prompt, p) for p in self._recent), default=0)
+            self._recent.append(prompt)
+        cached = 0
+        for segment, count in zip(segments, tokens, strict=True):
+            if matched >= len(segment):
+                cached, matched = cached + count, matched - len(segment)
+                continue
+            cached += min(count, count_tokens(segment[:matched]))
+            break
+        return cached // self.block * self.block
+
+
+def _rendered(message: BaseMessage) -> str:
+    calls = getattr(message, "tool_calls", None) or []
+    content = message.content if isinstance(message.content, str) else json.dumps(message.content)
+    return f"\n<|{message.type}|>{content}" + (json.dumps(calls, sort_keys=True, default=str) if calls else "")
+
+
 class SimChatModel(BaseChatModel):
     """Deterministic shop-domain chat model with native tool calling."""
 
@@ -66,6 +117,8 @@ class SimChatModel(BaseChatModel):
     seed: int = 0
     context_window: int = 4096
     faults: str = "realistic"
+    cache_block: int = 64
+    _cache: PrefixCache | None = PrivateAttr(default=None)
 
     @property
     def _llm_type(self) -> str:
@@ -106,9 +159,18 @@ class SimChatModel(BaseChatModel):
         processed = sum(tokens) + tool_tokens
         output_tokens = message_tokens(reply)
         reply.usage_metadata = {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                                "total_tokens": input_tokens + output_tokens}
+                                "total_tokens": input_tokens + output_tokens,
+                                "input_token_details": {"cache_read": self._cached(tools, visible, tool_tokens, tokens)}}
         reply.response_metadata = {"model_name": self.model_name,
                                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                                    "latency_s": round(latency_s(profile, processed, output_tokens), 4),
                                    "truncated_tokens": input_tokens - processed}
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _cached(self, tools: list[dict[str, Any]], visible: list[BaseMessage], tool_tokens: int,
+                tokens: list[int]) -> int:
+        if self._cache is None:
+            self._cache = PrefixCache(self.cache_block)
+        segments = [json.dumps(tools, ensure_ascii=False, sort_keys=True) if tools else "",
+                    *(_rendered(m) for m in visible)]
+        return self._cache.cached_tokens(segments, [tool_tokens, *tokens])

@@ -372,3 +372,19 @@ def test_run_cell_records_aggregate_and_harness_args_are_no_worse_than_naive() -
     harness = summary["metrics"]["harness"]["arg_validity"]["mean"]
     assert harness is not None and naive is not None and harness >= naive
     json.dumps(summary)
+
+
+def test_prompt_cache_hit_rate_pools_cached_over_input_tokens_and_the_claim_needs_over_70() -> None:
+    sc = scenario("s-cache", ("hi", {}), ("where is it", {}))
+    records = [record("naive", sc, 0, [turn(0, "ok", input_tokens=1000, cached_input_tokens=900),
+                                       turn(1, "ok", input_tokens=3000, cached_input_tokens=2700)]),
+               record("harness", sc, 0, [turn(0, "ok", input_tokens=400, cached_input_tokens=0),
+                                         turn(1, "ok", input_tokens=600, cached_input_tokens=300)]),
+               record("layered", sc, 0, [turn(0, "ok", input_tokens=500), turn(1, "ok", input_tokens=500)])]
+    summary = aggregate(records, [sc])
+    rate = {d: summary["metrics"][d]["prompt_cache_hit_rate"]["mean"] for d in ("naive", "harness", "layered")}
+    assert rate == {"naive": pytest.approx(0.9), "harness": pytest.approx(0.3), "layered": 0.0}
+    rows = {r["claim"]: r for r in claim_rows(summary)}
+    harness = rows["Stable prompt prefix: prompt-cache hit rate over 70% (harness)"]
+    assert harness["verdict"] == "not reproduced" and harness["baseline"] == "naive: 90.0%"
+    assert rows["Stable prompt prefix: prompt-cache hit rate over 70% (layered)"]["measured"] == "0.0%"

@@ -273,3 +273,41 @@ def test_real_model_clients_are_blocked_in_tests(_no_real_model_calls, monkeypat
         assert type(raised.value).__name__ == "RealModelCallBlocked"
     assert len(_no_real_model_calls) == 2
     _no_real_model_calls.clear()  # provoked on purpose: do not fail at teardown
+
+
+# ------------------------------------------------------------------------------------------ prompt cache
+
+
+def cache_read(reply: AIMessage) -> int:
+    return reply.usage_metadata["input_token_details"]["cache_read"]
+
+
+def test_prompt_cache_serves_a_repeated_prefix_in_whole_blocks():
+    model = SimChatModel(faults="clean")
+    system = SystemMessage(SYSTEM_PROMPT * 3)
+    first = model.invoke([system, HumanMessage("Where is my order ORD-10134?")])
+    assert cache_read(first) == 0, "a cold cache serves nothing"
+    again = model.invoke([system, HumanMessage("Where is my order ORD-10134?")])
+    total = again.usage_metadata["input_tokens"]
+    assert cache_read(again) % 64 == 0 and total - 64 < cache_read(again) <= total
+
+    # A longer conversation on the same prefix: the earlier prompt is served, the new turn is not.
+    longer = [system, HumanMessage("Where is my order ORD-10134?"), AIMessage("It has shipped."),
+              HumanMessage("And when does it arrive? " * 20)]
+    grown = model.invoke(longer)
+    assert total - 64 < cache_read(grown) <= total + 64 < grown.usage_metadata["input_tokens"]
+
+
+def test_prompt_cache_breaks_where_the_prompt_first_differs():
+    model = SimChatModel(faults="clean")
+    question = HumanMessage("Where is my order ORD-10134?")
+    model.invoke([SystemMessage(SYSTEM_PROMPT * 3), question])
+    edited = model.invoke([SystemMessage("Customer: U002. " + SYSTEM_PROMPT * 3), question])
+    assert cache_read(edited) == 0, "an edit at the start invalidates everything after it"
+
+    # Tool schemas come first in the rendered prompt: a different tool set is a different prefix.
+    schemas = [t.json_schema() for t in shop_registry().offer(None, "customer")]
+    with_tools = model.bind_tools(schemas[:3])
+    with_tools.invoke([SystemMessage(SYSTEM_PROMPT * 3), question])
+    assert cache_read(with_tools.invoke([SystemMessage(SYSTEM_PROMPT * 3), question])) > 0
+    assert cache_read(model.bind_tools(schemas[3:6]).invoke([SystemMessage(SYSTEM_PROMPT * 3), question])) == 0

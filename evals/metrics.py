@@ -407,7 +407,7 @@ def handled(turn: Mapping[str, Any]) -> bool:
 def _message(turn: Mapping[str, Any], pos: int) -> dict[str, Any]:
     return {"index": turn.get("index", pos), "model_calls": turn.get("model_calls") or 0,
             "input_tokens": turn.get("input_tokens") or 0, "latency_s": float(turn.get("latency_s") or 0.0),
-            "cached_input_tokens": turn.get("cached_input_tokens") or 0,
+            "cached_input_tokens": turn.get("cached_input_tokens"),
             "call_input_tokens": list(turn.get("call_input_tokens") or []),
             # The largest call carries the history; a message's total also counts small side calls
             # (an intent label call sees only the last message), which hides what a resend costs.
@@ -539,8 +539,9 @@ def seed_metrics(cells: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
         "model_calls_per_msg": _mean(m["model_calls"] for m in msgs),
         "input_tokens_per_msg": _mean(m["input_tokens"] for m in msgs),
         "input_tokens_per_call": _mean(x for m in msgs for x in m["call_input_tokens"]),
-        "prompt_cache_hit_rate": _ratio([(sum(m["cached_input_tokens"] for m in msgs),
-                                          sum(m["input_tokens"] for m in msgs))]),
+        # Over the messages whose model reported its cache; None when none did.
+        "prompt_cache_hit_rate": _ratio((m["cached_input_tokens"], m["input_tokens"]) for m in msgs
+                                        if m["cached_input_tokens"] is not None),
         "latency_mean_s": _mean(latency),
         "latency_p50_s": percentile(latency, 50),
         "latency_p95_s": percentile(latency, 95),

@@ -114,7 +114,7 @@ def _play(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
                        | {"result": _result(c)} for c in values.get("tool_log") or []],
         "model_calls": stats.get("model_calls", 0),
         "input_tokens": stats.get("input_tokens", 0),
-        "cached_input_tokens": stats.get("cached_input_tokens", 0),
+        "cached_input_tokens": stats.get("cached_input_tokens"),  # None: the model does not report it
         "output_tokens": stats.get("output_tokens", 0),
         "call_input_tokens": stats.get("call_input_tokens", []),
         "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),

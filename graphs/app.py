@@ -328,21 +328,24 @@ class Harness:
         return {"thread_id": thread_id, "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
                 "next": list(snap.next), "values": snap.values}
 
-    def finish(self, thread_id: str) -> dict[str, Any]:
-        """Run the pending steps of a message that stopped part-way (a fork to a mid-message checkpoint, or
-        a crash) on the state it stopped with; the result is that message's, as ``send`` returns it."""
-        self.require_thread(thread_id)
+    def finish(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """Run the pending steps of a message that stopped part-way (a crash, or ``checkpoint_id``: an earlier
+        mid-message checkpoint to fork from first) on the state it stopped with; the result is that
+        message's, as ``send`` returns it. Nothing is forked when there is nothing to finish."""
         with self.order.turn(thread_id):
-            snapshot = self.graph.get_state(self.config(thread_id))
-            if "human" in snapshot.next:
-                raise HarnessError(f"thread '{thread_id}' waits for a human; answer with: "
+            stopped = self.state(thread_id, checkpoint_id)
+            where = f"checkpoint {checkpoint_id}" if checkpoint_id else f"thread '{thread_id}'"
+            if "human" in stopped["next"]:
+                raise HarnessError(f"{where} waits for a human; answer with: "
                                    f"harness handoff reply --thread {thread_id} TEXT")
-            if not snapshot.next:
-                raise HarnessError(f"thread '{thread_id}' has no unfinished message; send a new one with: "
+            if not stopped["next"]:
+                raise HarnessError(f"{where} has no unfinished message; send a new one with: "
                                    f"harness run --thread {thread_id} MESSAGE")
-            values = snapshot.values
+            if checkpoint_id:
+                self.fork(thread_id, checkpoint_id)
+            values = stopped["values"]
             # Before the intent node has run, the pending message has not been counted yet.
-            turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(snapshot.next))
+            turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(stopped["next"]))
             return self._run(thread_id, None, turn, (values.get("user") or {}).get("id"))
 
     def fork(self, thread_id: str, checkpoint_id: str) -> str:

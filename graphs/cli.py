@@ -159,15 +159,17 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: J
 def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(help="fork from this checkpoint")] = None,
            finish: Annotated[bool, typer.Option("--finish", help="run the steps a message stopped before "
                                                 "(after a mid-message fork or a crash) and print its reply")] = False,
-           data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
+           data_dir: DataDir = DEFAULT_DATA_DIR,
+           design: Annotated[str, typer.Option(help="with --finish: the design the thread ran with")] = "harness",
+           model: Annotated[str, typer.Option(help="with --finish: the model the thread ran with")] = "sim",
            json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Show where a thread stands; with --checkpoint, fork it so the next run continues from there; with
     --finish, complete the message the thread stopped in (--design and --model as the thread ran with)."""
     with open_harness(data_dir, design if finish else "harness", model if finish else "sim") as h:
-        forked = h.fork(thread, checkpoint) if checkpoint else None
         if finish:
-            print_result({**h.finish(thread), "forked_from": checkpoint}, json_out)
+            print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
             return
+        forked = h.fork(thread, checkpoint) if checkpoint else None
         state = h.state(thread)
     summary = {"thread_id": thread, "checkpoint_id": state["checkpoint_id"], "forked_from": checkpoint,
                "next": state["next"], **_public_state(state["values"])}

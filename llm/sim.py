@@ -118,7 +118,11 @@ class SimChatModel(BaseChatModel):
     context_window: int = 4096
     faults: str = "realistic"
     cache_block: int = 64
-    _cache: PrefixCache | None = PrivateAttr(default=None)
+    _cache: PrefixCache = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        self._cache = PrefixCache(self.cache_block)  # made here, not on first use: calls may race
 
     @property
     def _llm_type(self) -> str:
@@ -169,8 +173,6 @@ class SimChatModel(BaseChatModel):
 
     def _cached(self, tools: list[dict[str, Any]], visible: list[BaseMessage], tool_tokens: int,
                 tokens: list[int]) -> int:
-        if self._cache is None:
-            self._cache = PrefixCache(self.cache_block)
         segments = [json.dumps(tools, ensure_ascii=False, sort_keys=True) if tools else "",
                     *(_rendered(m) for m in visible)]
         return self._cache.cached_tokens(segments, [tool_tokens, *tokens])

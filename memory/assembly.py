@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from llm.embeddings import count_tokens
 from llm.nlu import extract_entities, is_low_information
-from memory.clearing import clear_used_results
+from memory.clearing import clear_used_results, message_text
 from memory.constraints import is_correction
 
 Count = Callable[[str], int]
@@ -109,6 +109,10 @@ class ContextPolicy(BaseModel):
     def budgets(self) -> dict[str, int]:
         return self.shares.tokens(self.budget_tokens)
 
+    def clears_results(self) -> bool:
+        """Whether used tool results are cleared: asked for, and a strategy that trims (never the naive buffer)."""
+        return self.clear_used_results and WORKING_STRATEGIES[self.working].trims
+
 
 @dataclass
 class MemoryLayer:
@@ -168,20 +172,6 @@ class Assembly:
 
 
 # ------------------------------------------------------------------------------------ messages, groups
-
-
-def message_text(message: BaseMessage) -> str:
-    """The text of a message, from string content or text blocks."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)
 
 
 def message_tokens(message: BaseMessage, count: Count = count_tokens) -> int:
@@ -260,12 +250,16 @@ def tool_groups(messages: Sequence[BaseMessage]) -> list[Group]:
 
 
 def results_to_keep(history: Sequence[BaseMessage], immediate: Sequence[BaseMessage] = ()) -> set[str]:
-    """Call ids whose results stay whole when used results are cleared: the latest successful tool call
-    of ``history``, unless ``immediate`` has a successful one (which the immediate layer shows whole)."""
-    if any(g.succeeded for g in tool_groups(immediate)):
+    """Call ids whose results stay whole when used results are cleared: the successful results of the latest
+    tool call that had any (of parallel calls, the ones that worked), unless ``immediate`` already has a
+    successful result (which the immediate layer shows whole)."""
+    def succeeded(messages: Sequence[BaseMessage]) -> list[set[str]]:
+        return [{m.tool_call_id for m in g.messages[1:] if isinstance(m, ToolMessage) and m.status != "error"}
+                for g in tool_groups(messages) if g.valid and g.is_tool_call]
+
+    if any(succeeded(immediate)):
         return set()
-    latest = next((g for g in reversed(tool_groups(history)) if g.succeeded), None)
-    return {c["id"] for c in latest.first.tool_calls if c.get("id")} if latest else set()
+    return next((ids for ids in reversed(succeeded(history)) if ids), set())
 
 
 def is_well_formed(messages: Sequence[BaseMessage]) -> bool:
@@ -569,7 +563,7 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
     entries = memory_entries(memory, strategy.memory)
     memory_lines, account["memory"], cut = fill_memory(entries, budgets["memory"] if strategy.trims else None, count)
 
-    if strategy.trims and policy.clear_used_results:
+    if policy.clears_results():
         history = clear_used_results(history, results_to_keep(history, immediate_msgs))
     candidates = [g for g in tool_groups(history) if g.valid]
     if strategy.trims and policy.drop_low_information:

@@ -32,6 +32,14 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def message_text(message: BaseMessage) -> str:
+    """The text of a message, from string content or text blocks."""
+    if isinstance(message.content, str):
+        return message.content
+    return "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in message.content
+                   if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"))
+
+
 def unlabel(text: str) -> tuple[str | None, str, bool]:
     """(tool name or None, body, whether it is already a digest) of a labelled result; plain text as is."""
     match = _LABELLED.match(text.strip())
@@ -46,21 +54,31 @@ def _item_id(item: Any) -> str | None:
     return str(item) if isinstance(item, str | int | float) else None
 
 
-def _field(key: str, value: Any) -> str | None:
+def _scalar(key: str, value: Any) -> str | None:
     if isinstance(value, bool | int | float) or (isinstance(value, str) and value):
         return f"{key}={value}"
-    if isinstance(value, list) and value:
-        ids = [i for i in map(_item_id, value) if i is not None]
-        return f"{key}=[{', '.join(ids)}]" if len(ids) == len(value) else f"{key}=[{len(value)} items]"
     return None
 
 
-def result_digest(text: str, args: dict[str, Any] | None = None, limit: int = DIGEST_CHARS) -> str:
-    """A tool result in at most ``limit`` characters.
+def _ids(key: str, value: Any) -> str | None:
+    """A list as the ids of its items: every id, never cut, since a later turn may name any of them (and
+    identifier arguments must come from the conversation)."""
+    if not isinstance(value, list) or not value:
+        return None
+    ids = [i for i in map(_item_id, value) if i is not None]
+    more = len(value) - len(ids)
+    if not ids:
+        return f"{key}=[{more} items]"
+    return f"{key}=[{', '.join(ids)}{f', +{more} more' if more else ''}]"
 
-    A JSON object gives its top-level scalars ("status=shipped") and, for lists, the ids of their items
-    ("results=[P1001, P1004]"), leaving out fields that only repeat the call's arguments; other JSON is
-    compacted; plain text is shortened. The ``<tool_result>`` label, if any, is looked through.
+
+def result_digest(text: str, args: dict[str, Any] | None = None, limit: int = DIGEST_CHARS) -> str:
+    """A tool result in a few characters.
+
+    A JSON object gives its top-level scalars ("status=shipped", key fields first, cut to ``limit``
+    characters) and then, whole, the ids of its lists' items ("results=[P1001, P1004]"), leaving out fields
+    that only repeat the call's arguments; other JSON is compacted; plain text is shortened. The
+    ``<tool_result>`` label, if any, is looked through.
     """
     _, body, _ = unlabel(text)
     try:
@@ -69,21 +87,22 @@ def result_digest(text: str, args: dict[str, Any] | None = None, limit: int = DI
         return shorten(body, limit)
     if isinstance(data, dict):
         # Key fields (ids, status, totals, tracking) first, so a cut digest keeps what answers questions.
-        ordered = sorted(data.items(), key=lambda kv: kv[0] not in DEFAULT_KEY_FIELDS)
-        fields = [f for k, v in ordered if (args or {}).get(k) != v and (f := _field(k, v))]
-        if fields:
-            return shorten(", ".join(fields), limit)
+        fields = [(k, v) for k, v in sorted(data.items(), key=lambda kv: kv[0] not in DEFAULT_KEY_FIELDS)
+                  if (args or {}).get(k) != v]
+        scalars = ", ".join(f for k, v in fields if (f := _scalar(k, v)))
+        ids = [f for k, v in fields if (f := _ids(k, v))]
+        if scalars or ids:
+            return ", ".join([*([shorten(scalars, limit)] if scalars else []), *ids])
     return shorten(compact_json(data), limit)
 
 
 def cleared(message: ToolMessage, args: dict[str, Any] | None = None) -> ToolMessage:
     """The message with its result replaced by a labelled digest (itself when that would not be shorter)."""
-    text = message.content if isinstance(message.content, str) else json.dumps(message.content)
+    text = message_text(message)
     tool, _, is_digest = unlabel(text)
     if is_digest or message.status == "error":
         return message
-    digest = label(result_digest(text, args), tool or message.name or "tool").replace(
-        'type="data">', 'type="digest">', 1)
+    digest = label(result_digest(text, args), tool or message.name or "tool", kind="digest")
     return message.model_copy(update={"content": digest}) if len(digest) < len(text) else message
 
 

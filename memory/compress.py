@@ -231,7 +231,8 @@ def _summary_body(summary: str) -> list[str]:
 def merge_summary_lines(previous: list[str], new: list[str], max_lines: int = MAX_SUMMARY_LINES,
                         max_tokens: int | None = None, count: Count = count_tokens) -> list[str]:
     """Previous then new lines without duplicates; over ``max_lines`` or ``max_tokens``, the first line and
-    the newest ones (the rule the memory layer shows a summary by, so nothing kept is never shown)."""
+    the newest ones (the rule the memory layer shows a summary by). ``max_tokens`` is the memory layer's
+    whole budget: an upper bound on what it could show, since facts and constraints share that budget."""
     lines = list(dict.fromkeys([*previous, *new]))
     if len(lines) > max_lines:
         lines = [lines[0], *lines[len(lines) - max_lines + 1:]]

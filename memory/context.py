@@ -138,7 +138,7 @@ def turn_upkeep(state: HarnessState, design: Design, text: str) -> dict[str, Any
 def used_results_cleared(history: Sequence[BaseMessage], design: Design) -> dict[str, BaseMessage]:
     """Tool results of ``history`` the design clears from the stored working set, by message id: the
     same rule the assembly applies, so a checkpoint holds what the model is shown, not kilobytes of JSON."""
-    if not design.knobs.clear_used_results or design.variant("context") == "full":
+    if not policy_for(design).clears_results():
         return {}
     after = clear_used_results(history, results_to_keep(history))
     return {new.id: new for old, new in zip(history, after, strict=True) if new is not old and new.id}

@@ -121,9 +121,11 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     new = dict(stats)
     new["model_calls"] = new.get("model_calls", 0) + 1
     new["input_tokens"] = new.get("input_tokens", 0) + int(usage.get("input_tokens", 0))
-    # What the provider served from its prompt cache (reported by OpenAI-style APIs and the sim; 0 when absent).
-    cached = int((usage.get("input_token_details") or {}).get("cache_read") or 0)
-    new["cached_input_tokens"] = new.get("cached_input_tokens", 0) + cached
+    # What the provider served from its prompt cache, when it says (OpenAI-style APIs and the sim do; Ollama
+    # does not, and "unknown" must not read as "no hits").
+    details = usage.get("input_token_details") or {}
+    if "cache_read" in details:
+        new["cached_input_tokens"] = new.get("cached_input_tokens", 0) + int(details["cache_read"] or 0)
     new["output_tokens"] = new.get("output_tokens", 0) + int(usage.get("output_tokens", 0))
     # The simulated model reports modelled latency (virtual time); real models are timed on the wall.
     latency = (reply.response_metadata or {}).get("latency_s", time.perf_counter() - started)

@@ -8,7 +8,7 @@ import json
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from graphs.design import load_design
-from memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed
+from memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
 from memory.clearing import clear_used_results, cleared, result_digest, unlabel
 from memory.compress import compress
 from memory.context import turn_upkeep
@@ -123,3 +123,65 @@ def test_summary_tool_lines_read_through_the_result_label():
                                "created_at=2026-10-26T14:32:00, carrier=YTO, items=[P1001-BLK")
     assert lines[4] == "- T2 tool search_products(query=speaker) ok: results=[P1010, P1011]"
     assert "<tool_result" not in comp.summary
+
+
+def test_digest_keeps_every_id_of_a_long_list_and_text_block_content_is_read():
+    orders = {"orders": [{"order_id": f"ORD-{10000 + i}", "status": "pending"} for i in range(40)]
+                        + [{"note": "no id"}]}
+    digest = result_digest(label(json.dumps(orders), "list_my_orders"), limit=40)
+    assert all(f"ORD-{10000 + i}" in digest for i in range(40)) and digest.endswith("+1 more]")
+    blocks = ToolMessage([{"type": "text", "text": label(json.dumps(ORDER), "get_order_status")}],
+                         tool_call_id="c1", name="get_order_status", id="t1")
+    small = cleared(blocks, {"order_id": "ORD-10001"})
+    assert unlabel(small.content)[0] == "get_order_status" and "status=shipped" in small.content
+
+
+def test_of_parallel_calls_the_ones_that_worked_stay_whole():
+    ok = label(json.dumps(ORDER), "get_order_status")
+    parallel = [HumanMessage("both orders?", id="h1"),
+                AIMessage("", tool_calls=[{"name": "get_order_status", "args": {"order_id": "ORD-10001"}, "id": "p1"},
+                                          {"name": "get_order_status", "args": {"order_id": "ORD-10002"}, "id": "p2"}],
+                          id="a1"),
+                ToolMessage(ok, tool_call_id="p1", name="get_order_status", id="t1"),
+                ToolMessage(clean_error("timeout", "slow", tool="get_order_status"), tool_call_id="p2",
+                            name="get_order_status", status="error", id="t2"),
+                AIMessage("ORD-10001 shipped; ORD-10002 did not answer.", id="r1")]
+    older = tool_turn(0, "search_products", {"query": "speaker"}, SEARCH, "P1010, P1011.")
+    assert results_to_keep([*older, *parallel]) == {"p1"}
+    out = tool_texts(clear_used_results([*older, *parallel], results_to_keep([*older, *parallel])))
+    assert out["p1"] == ok and 'type="digest"' in out["c0"]
+
+
+def test_a_long_thread_stores_digests_for_used_results_and_numbers_summary_turns_from_one(tmp_path):
+    from graphs.app import Harness
+    from tests.support import u001_order
+
+    def run(design) -> tuple[list[BaseMessage], str, int]:
+        with Harness(tmp_path / design.name, design, "sim:clean") as h:
+            order = u001_order("shipped", shop=h.shop)
+            for text in (f"Where is my order {order}?", "Which coupons can I use?", "Do you sell gaming headsets?",
+                         "Show me my orders please", f"What was in my order {order}?"):
+                h.send("t", text, "U001")
+            values = h.state("t")["values"]
+            row = h.checkpointer.conn.execute(
+                "SELECT length(checkpoint) FROM checkpoints WHERE thread_id = 't' ORDER BY checkpoint_id DESC LIMIT 1"
+            ).fetchone()
+            return values["messages"], values.get("summary") or "", row[0]
+
+    harness = load_design("harness")
+    _, summary, _ = run(harness)  # the default budget compresses the first turns within five messages
+    assert summary.splitlines()[1].startswith("- T1 user: Where is my order"), summary
+
+    # A budget the five messages fit in, so what the stored working set holds is the clearing's doing.
+    roomy = harness.knobs.model_copy(update={"context_budget_tokens": 8000})
+    on = harness.model_copy(update={"name": "on", "knobs": roomy})
+    off = harness.model_copy(update={"name": "off", "knobs": roomy.model_copy(update={"clear_used_results": False})})
+    messages, _, size_on = run(on)
+    results = [m for m in messages if isinstance(m, ToolMessage)]
+    kinds = [unlabel(m.content)[2] for m in results]
+    # This message's result, and the one before it (kept whole until this message had its own; the next
+    # message's upkeep clears it), are whole; everything older is stored as a digest.
+    assert len(kinds) == 5 and kinds[-2:] == [False, False] and all(kinds[:-2]), kinds
+    off_messages, _, size_off = run(off)
+    assert not any(unlabel(m.content)[2] for m in off_messages if isinstance(m, ToolMessage))
+    assert size_on < size_off

@@ -172,6 +172,15 @@ def test_an_in_process_compare_leaves_the_callers_logging_alone(tmp_path, harnes
         "run_compare(workers=1) runs cells in the caller's process and must not change its log levels"
 
 
+def test_run_records_carry_what_the_prompt_cache_served():
+    scenario = Scenario(id="cache", turns=[{"user": "Where is my order ORD-10134?"},
+                                            {"user": "And what was in it?"}, {"user": "Any coupons for me?"}])
+    record = run_cell(load_design("harness"), scenario, 0, "sim:clean")
+    cached = [t["cached_input_tokens"] for t in record["turns"]]
+    assert all(isinstance(c, int) for c in cached) and sum(cached) > 0
+    assert all(c <= t["input_tokens"] for c, t in zip(cached, record["turns"], strict=True))
+
+
 def test_resume_reruns_a_cell_whose_design_changed_and_reuses_the_rest(tmp_path, harness_log_level):
     scenario = Scenario(id="where", turns=[{"user": "Where is my order ORD-10134?"}])
     design = tmp_path / "mine.yaml"

@@ -394,7 +394,7 @@ def test_every_bounded_strategy_stays_within_budget_over_forty_turns(strategy):
     assert all(a.account["working"] <= a.budgets["working"] for a in assemblies)
 
 
-def test_stored_summary_keeps_no_more_than_the_memory_layer_could_show():
+def test_stored_summary_stays_within_the_memory_layers_budget():
     lines = [f"- T{n} user: question number {n} about ORD-1000{n}" for n in range(1, 9)]
     kept = merge_summary_lines(lines[:5], lines[5:], max_tokens=3 * words(lines[0]), count=words)
     assert kept == [lines[0], lines[6], lines[7]]  # how it began, then the newest that fit

@@ -202,3 +202,11 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
 
     again = harness("resume", "--thread", "ret", "--finish", "--model", MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
     assert again.returncode != 0 and "has no unfinished message" in again.stderr and "Traceback" not in again.stderr
+    # Finishing from a checkpoint with nothing pending is refused before the thread is moved there.
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        head = h.state("ret")["checkpoint_id"]
+    refused = harness("resume", "--thread", "ret", "--checkpoint", status["checkpoint_id"], "--finish", "--model",
+                      MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
+    assert refused.returncode != 0 and "has no unfinished message" in refused.stderr
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        assert h.state("ret")["checkpoint_id"] == head, "a refused finish leaves the thread where it was"

@@ -318,17 +318,18 @@ def _neutralise_tags(body: str) -> str:
     return _OWN_TAG_RE.sub(r"&lt;\1\2", body)
 
 
-def label(body: str, tool: str) -> str:
+def label(body: str, tool: str, kind: str = "data") -> str:
     """Wrap cleaned text as data from ``tool``.
 
     Args:
         body: The cleaned result text.
         tool: The tool's name.
+        kind: ``data`` for a result, ``digest`` for a result cut down to its ids and key fields.
 
     Returns:
-        ``<tool_result source="{tool}" type="data">{body}</tool_result>``.
+        ``<tool_result source="{tool}" type="{kind}">{body}</tool_result>``.
     """
-    return f'<tool_result source="{_attr(tool)}" type="data">{_neutralise_tags(body)}</tool_result>'
+    return f'<tool_result source="{_attr(tool)}" type="{_attr(kind)}">{_neutralise_tags(body)}</tool_result>'
 
 
 def clean_error(error_type: str, message: str, *, tool: str) -> str:

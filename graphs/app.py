@@ -100,6 +100,9 @@ class Harness:
         self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.design = load_design(design) if isinstance(design, str) else design
         self.model = make_model(model) if isinstance(model, str) else model
+        # How to open this harness again: the preset name or design file, and the model spec if it had one.
+        self.setup = (design if isinstance(design, str) else self.design.name,
+                      model if isinstance(model, str) else None)
         self._owns_model = isinstance(model, str)
         self._owned: list[Any] = []
         self.last_values: dict[str, Any] = {}
@@ -204,6 +207,7 @@ class Harness:
             raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
         turn = (current.get("turn") or 0) + 1
         self.transcripts.append(thread_id, turn, "user", message)
+        self.transcripts.record_setup(thread_id, *self.setup)
         if "human" in snapshot.next:
             return self._while_waiting(thread_id, snapshot)
         return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
@@ -282,14 +286,14 @@ class Harness:
                              (thread_id,))
             return result
 
-    @staticmethod
-    def result(thread_id: str, snapshot: Any, path: list[str]) -> dict[str, Any]:
+    def result(self, thread_id: str, snapshot: Any, path: list[str]) -> dict[str, Any]:
         values = snapshot.values
         stats = values.get("turn_stats") or {}
         calls = [{"id": r.get("id"), "name": r.get("name"), "args": r.get("args"), "status": r.get("status"),
                   "error_type": r.get("error_type"), "error": r.get("error")} for r in values.get("tool_log") or []]
         return {
             "thread_id": thread_id,
+            "design": self.design.name,
             "reply": values.get("reply") or "",
             "phase": values.get("phase"),
             "path": path,

@@ -160,12 +160,16 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
            finish: Annotated[bool, typer.Option("--finish", help="run the steps a message stopped before "
                                                 "(after a mid-message fork or a crash) and print its reply")] = False,
            data_dir: DataDir = DEFAULT_DATA_DIR,
-           design: Annotated[str, typer.Option(help="with --finish: the design the thread ran with")] = "harness",
-           model: Annotated[str, typer.Option(help="with --finish: the model the thread ran with")] = "sim",
+           design: Annotated[str | None, typer.Option(help="with --finish: the design to finish with "
+                                                      "(default: the one the thread last ran with)")] = None,
+           model: Annotated[str | None, typer.Option(help="with --finish: the model to finish with "
+                                                     "(default: the one the thread last ran with)")] = None,
            json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Show where a thread stands; with --checkpoint, fork it so the next run continues from there; with
-    --finish, complete the message the thread stopped in (--design and --model as the thread ran with)."""
-    with open_harness(data_dir, design if finish else "harness", model if finish else "sim") as h:
+    --finish, complete the message the thread stopped in, with the design and model it ran with."""
+    if finish:
+        design, model = thread_setup(data_dir, thread, design, model)
+    with open_harness(data_dir, design or "harness", model or "sim") as h:
         if finish:
             print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
             return
@@ -183,6 +187,21 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     if pending:
         err.print(f"the thread stopped mid-message before {', '.join(pending)}: `harness resume --thread {thread} "
                   "--finish` completes it; `harness run` starts a new message instead")
+
+
+def thread_setup(data_dir: Path, thread: str, design: str | None, model: str | None) -> tuple[str, str]:
+    """The design and model to continue ``thread`` with: as given, else as it last ran, else the defaults."""
+    from memory.transcript import TranscriptStore
+
+    path = data_dir / "transcripts.sqlite"
+    recorded: tuple[str, str | None] | None = None
+    if path.exists():
+        store = TranscriptStore(path)
+        try:
+            recorded = store.setup(thread)
+        finally:
+            store.close()
+    return design or (recorded[0] if recorded else "harness"), model or (recorded and recorded[1]) or "sim"
 
 
 @app.command()

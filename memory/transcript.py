@@ -22,6 +22,22 @@ class TranscriptStore:
             "turn INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, created_at REAL NOT NULL, "
             "PRIMARY KEY (thread_id, seq))"
         )
+        # The design and model each thread last ran with, so finishing a stopped message needs no guessing.
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS threads (thread_id TEXT PRIMARY KEY, design TEXT NOT NULL, "
+            "model TEXT, updated_at REAL NOT NULL)"
+        )
+
+    def record_setup(self, thread_id: str, design: str, model: str | None) -> None:
+        """Note the design (preset name or file) and model spec a message on the thread runs with."""
+        with self.lock:
+            self.conn.execute("INSERT OR REPLACE INTO threads VALUES (?, ?, ?, ?)",
+                              (thread_id, design, model, time.time()))
+
+    def setup(self, thread_id: str) -> tuple[str, str | None] | None:
+        """(design, model spec or None when the model was passed as an object) the thread last ran with."""
+        row = self.conn.execute("SELECT design, model FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        return (row[0], row[1]) if row else None
 
     def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
         with self.lock:

@@ -210,3 +210,22 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     assert refused.returncode != 0 and "has no unfinished message" in refused.stderr
     with Harness(tmp_path, patient_design(), MODEL) as h:
         assert h.state("ret")["checkpoint_id"] == head, "a refused finish leaves the thread where it was"
+
+
+def test_finish_uses_the_design_and_model_the_thread_ran_with(tmp_path):
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        order = u001_order("shipped", shop=h.shop)
+    proc = harness("run", f"Where is my order {order}?", "--thread", "n", "--design", "naive", "--model", MODEL,
+                   "--data-dir", str(tmp_path), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["design"] == "naive"
+    with Harness(tmp_path, "naive", MODEL) as h:
+        assert h.transcripts.setup("n") == ("naive", MODEL)
+        middle = next(c.checkpoint_id for c in h.history("n") if c.next == ["action"])
+
+    # No --design or --model: the thread's own, not the defaults (harness on the faulty sim).
+    finish = harness("resume", "--thread", "n", "--checkpoint", middle, "--finish", "--data-dir", str(tmp_path),
+                     "--json", cwd=tmp_path)
+    assert finish.returncode == 0, finish.stderr
+    done = json.loads(finish.stdout)
+    assert done["design"] == "naive" and done["phase"] == "done" and order in done["reply"]

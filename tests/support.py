@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from graphs.design import Design, load_design
 from tools.shop import ShopDB
+
+HARNESS = Path(sys.executable).with_name("harness")
+
+
+def harness(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run the ``harness`` console script offline, without the caller's HARNESS_* settings."""
+    assert HARNESS.exists(), f"console script not installed next to {sys.executable}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env["HF_HUB_OFFLINE"] = "1"
+    return subprocess.run([str(HARNESS), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 def patient_design(name: str = "harness") -> Design:

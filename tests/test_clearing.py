@@ -7,12 +7,18 @@ import json
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from graphs.app import Harness
 from graphs.design import load_design
 from memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
 from memory.clearing import clear_used_results, cleared, result_digest, unlabel
 from memory.compress import compress
 from memory.context import turn_upkeep
 from tools.cleaning import clean_error, label
+
+try:
+    from support import u001_order
+except ImportError:  # tests/ imported as a package
+    from tests.support import u001_order
 
 ORDER = {"order_id": "ORD-10001", "created_at": "2026-10-26T14:32:00", "status": "shipped", "total": 288.49,
          "carrier": "YTO", "items": [{"name": "Headphones", "sku": "P1001-BLK", "qty": 2},
@@ -153,9 +159,6 @@ def test_of_parallel_calls_the_ones_that_worked_stay_whole():
 
 
 def test_a_long_thread_stores_digests_for_used_results_and_numbers_summary_turns_from_one(tmp_path):
-    from graphs.app import Harness
-    from tests.support import u001_order
-
     def run(design) -> tuple[list[BaseMessage], str, int]:
         with Harness(tmp_path / design.name, design, "sim:clean") as h:
             order = u001_order("shipped", shop=h.shop)

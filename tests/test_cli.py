@@ -7,10 +7,7 @@ than twenty processes. Expectations about shop data are read from the database i
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,19 +15,16 @@ import pytest
 from graphs.app import Harness
 from llm import nlu
 
-HARNESS = Path(sys.executable).with_name("harness")
+try:
+    from support import harness
+except ImportError:  # tests/ imported as a package
+    from tests.support import harness
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消"}
 RUN_KEYS = ("thread_id", "reply", "phase", "intent", "tool_calls", "usage", "checkpoint_id", "trace_id")
 CALL_KEYS = ("id", "name", "args", "status", "error_type")
 USAGE_KEYS = ("input_tokens", "output_tokens", "model_calls")
-
-
-def harness(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    assert HARNESS.exists(), f"console script not installed next to {sys.executable}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    env["HF_HUB_OFFLINE"] = "1"
-    return subprocess.run([str(HARNESS), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 def run_json(data_dir: Path, thread: str, message: str) -> dict:

@@ -7,9 +7,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -27,15 +24,12 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.standins.ollama_server import OllamaStandIn
 
-HARNESS = Path(sys.executable).with_name("harness")
+try:
+    from support import harness
+except ImportError:  # tests/ imported as a package
+    from tests.support import harness
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def harness(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    assert HARNESS.exists(), f"console script not installed next to {sys.executable}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    env["HF_HUB_OFFLINE"] = "1"
-    return subprocess.run([str(HARNESS), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 def u001_orders() -> dict[str, str]:
@@ -68,7 +62,7 @@ def test_compare_cli_writes_results_report_plots_and_resumes(tmp_path):
     out = tmp_path / "out"
     args = ["compare", "--designs", "naive,harness", "--limit", "4", "--seeds", "1", "--workers", "1",
             "--out", str(out), "--json"]
-    first = harness(*args, cwd=tmp_path)
+    first = harness(*args, cwd=tmp_path, timeout=300)
     assert first.returncode == 0, first.stderr
     doc = json.loads(first.stdout)
     assert doc["cells"] == 8, "4 scenarios x 2 designs x 1 seed"
@@ -89,7 +83,7 @@ def test_compare_cli_writes_results_report_plots_and_resumes(tmp_path):
     assert len(cells) == 8 and len(set(cells)) == 8
     assert all(not r.get("crash") for r in read_cells(out)), [r.get("crash") for r in read_cells(out)]
 
-    again = harness(*args, cwd=tmp_path)
+    again = harness(*args, cwd=tmp_path, timeout=300)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["cells"] == 8
     after = cells_file.read_text(encoding="utf-8").splitlines()

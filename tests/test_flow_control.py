@@ -6,9 +6,6 @@ fail to compile with one clear line).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -29,11 +26,10 @@ from tools.executor import ToolExecutor
 from tools.faults import FaultPlan
 
 try:
-    from support import patient_design, u001_order
+    from support import harness, patient_design, u001_order
 except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design, u001_order
+    from tests.support import harness, patient_design, u001_order
 
-HARNESS = Path(sys.executable).with_name("harness")
 MODEL = "sim:clean"
 
 
@@ -84,12 +80,6 @@ def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
 
 # ------------------------------------------------------------------------------------------ (b) handoff
 
-
-def harness(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    assert HARNESS.exists(), f"console script not installed next to {sys.executable}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    env["HF_HUB_OFFLINE"] = "1"
-    return subprocess.run([str(HARNESS), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 def cli_json(data_dir: Path, *args: str) -> Any:

@@ -9,9 +9,6 @@ result instead of changing the shop a second time. Expectations about shop data 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,11 +18,10 @@ from nodes.reply import ModelReply
 from tools.errors import HarnessError
 
 try:
-    from support import patient_design, u001_order
+    from support import harness, patient_design, u001_order
 except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design, u001_order
+    from tests.support import harness, patient_design, u001_order
 
-HARNESS = Path(sys.executable).with_name("harness")
 MODEL = "sim:clean"
 
 
@@ -129,12 +125,6 @@ def test_a_node_that_crashes_leaves_the_message_saved_and_finish_completes_it(tm
 
 # ------------------------------------------------------------------------------------------ across processes
 
-
-def harness(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    assert HARNESS.exists(), f"console script not installed next to {sys.executable}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    env["HF_HUB_OFFLINE"] = "1"
-    return subprocess.run([str(HARNESS), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 def run_json(data_dir: Path, thread: str, message: str) -> dict:

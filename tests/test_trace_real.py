@@ -6,9 +6,6 @@ file traces, ``harness trace`` and ``harness stats``.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
@@ -22,11 +19,10 @@ from tools.executor import ToolExecutor
 from tools.faults import FaultPlan
 
 try:
-    from support import patient_design, u001_order
+    from support import harness, patient_design, u001_order
 except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design, u001_order
+    from tests.support import harness, patient_design, u001_order
 
-HARNESS = Path(sys.executable).with_name("harness")
 MODEL = "sim:clean"
 
 
@@ -139,12 +135,6 @@ def test_a_guard_stop_is_an_event_in_the_trace(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the CLI
 
-
-def harness(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    assert HARNESS.exists(), f"console script not installed next to {sys.executable}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    env["HF_HUB_OFFLINE"] = "1"
-    return subprocess.run([str(HARNESS), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 def test_cli_trace_and_stats_show_the_message(tmp_path):

@@ -41,8 +41,12 @@ class SimTimeout(TimeoutError):
     """The simulated model did not answer in time (a fault of its profile)."""
 
 
+def _content(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else json.dumps(message.content)
+
+
 def message_tokens(message: BaseMessage) -> int:
-    text = message.content if isinstance(message.content, str) else json.dumps(message.content)
+    text = _content(message)
     calls = getattr(message, "tool_calls", None) or []
     extra = sum(count_tokens(c["name"] + json.dumps(c["args"], ensure_ascii=False)) for c in calls)
     return count_tokens(text) + extra + 4  # role and separators
@@ -106,8 +110,7 @@ class PrefixCache:
 
 def _rendered(message: BaseMessage) -> str:
     calls = getattr(message, "tool_calls", None) or []
-    content = message.content if isinstance(message.content, str) else json.dumps(message.content)
-    return f"\n<|{message.type}|>{content}" + (json.dumps(calls, sort_keys=True, default=str) if calls else "")
+    return f"\n<|{message.type}|>{_content(message)}" + (json.dumps(calls, sort_keys=True, default=str) if calls else "")
 
 
 class SimChatModel(BaseChatModel):

@@ -12,18 +12,16 @@ The rolling summary's tool lines use the same digest, so one function says what 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from tools.cleaning import DEFAULT_KEY_FIELDS, compact_json, label
+from tools.cleaning import DEFAULT_KEY_FIELDS, compact_json, label, unlabel
 
 # Keys that name an item of a list result; the first one present stands for the item in a digest.
 ITEM_KEYS = ("order_id", "product_id", "code", "coupon_code", "id", "sku", "return_id", "ticket_id")
 DIGEST_CHARS = 160
-_LABELLED = re.compile(r'^<tool_result source="([^"]*)" type="(data|digest)">(.*)</tool_result>$', re.S)
 
 
 def shorten(text: str, limit: int) -> str:
@@ -40,12 +38,9 @@ def message_text(message: BaseMessage) -> str:
                    if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text"))
 
 
-def unlabel(text: str) -> tuple[str | None, str, bool]:
-    """(tool name or None, body, whether it is already a digest) of a labelled result; plain text as is."""
-    match = _LABELLED.match(text.strip())
-    if match is None:
-        return None, text, False
-    return match.group(1), match.group(3), match.group(2) == "digest"
+def is_digest(text: str) -> bool:
+    """Whether ``text`` is a result already cleared to a digest."""
+    return unlabel(text)[2] == "digest"
 
 
 def _item_id(item: Any) -> str | None:
@@ -99,8 +94,8 @@ def result_digest(text: str, args: dict[str, Any] | None = None, limit: int = DI
 def cleared(message: ToolMessage, args: dict[str, Any] | None = None) -> ToolMessage:
     """The message with its result replaced by a labelled digest (itself when that would not be shorter)."""
     text = message_text(message)
-    tool, _, is_digest = unlabel(text)
-    if is_digest or message.status == "error":
+    tool, _, kind = unlabel(text)
+    if kind == "digest" or message.status == "error":
         return message
     digest = label(result_digest(text, args), tool or message.name or "tool", kind="digest")
     return message.model_copy(update={"content": digest}) if len(digest) < len(text) else message

@@ -10,10 +10,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from graphs.app import Harness
 from graphs.design import load_design
 from memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
-from memory.clearing import clear_used_results, cleared, result_digest, unlabel
+from memory.clearing import clear_used_results, cleared, is_digest, result_digest
 from memory.compress import compress
 from memory.context import turn_upkeep
-from tools.cleaning import clean_error, label
+from tools.cleaning import clean_error, label, unlabel
 
 try:
     from support import u001_order
@@ -57,7 +57,7 @@ def test_cleared_result_keeps_its_label_ids_and_pairing_and_errors_stay_whole():
     small = cleared(message, {"order_id": "ORD-10001"})
     assert (small.id, small.tool_call_id, small.name) == ("t1", "c1", "get_order_status")
     assert unlabel(small.content) == ("get_order_status", result_digest(message.content, {"order_id": "ORD-10001"}),
-                                      True)
+                                      "digest")
     assert len(small.content) < len(message.content)
     assert cleared(small) is small  # a digest is not digested again
     error = ToolMessage(clean_error("timeout", "the backend was slow", tool="x"), tool_call_id="c2", status="error")
@@ -181,10 +181,10 @@ def test_a_long_thread_stores_digests_for_used_results_and_numbers_summary_turns
     off = harness.model_copy(update={"name": "off", "knobs": roomy.model_copy(update={"clear_used_results": False})})
     messages, _, size_on = run(on)
     results = [m for m in messages if isinstance(m, ToolMessage)]
-    kinds = [unlabel(m.content)[2] for m in results]
+    kinds = [is_digest(m.content) for m in results]
     # This message's result, and the one before it (kept whole until this message had its own; the next
     # message's upkeep clears it), are whole; everything older is stored as a digest.
     assert len(kinds) == 5 and kinds[-2:] == [False, False] and all(kinds[:-2]), kinds
     off_messages, _, size_off = run(off)
-    assert not any(unlabel(m.content)[2] for m in off_messages if isinstance(m, ToolMessage))
+    assert not any(is_digest(m.content) for m in off_messages if isinstance(m, ToolMessage))
     assert size_on < size_off

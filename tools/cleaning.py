@@ -40,6 +40,7 @@ __all__ = [
     "compact_json",
     "drop_empty",
     "label",
+    "unlabel",
     "quote_instructions",
     "strip_html",
     "truncate_keep_ends",
@@ -72,6 +73,7 @@ _NEWLINES_RE = re.compile(r" ?\n[\s]*")
 # Unicode tag characters (U+E0000-E007F) smuggle invisible ASCII text past a reader.
 _TAG_CHARS_RE = re.compile("[\U000e0000-\U000e007f]")
 _OWN_TAG_RE = re.compile(r"<(/?\s*)(tool_result|tool_error)", re.I)
+_LABELLED_RE = re.compile(r'^<tool_result source="([^"]*)" type="([^"]*)">(.*)</tool_result>$', re.S)
 
 _SENTENCE_END = ".!?。！？\n"
 _LINE_START = r"(?:^|(?<=[\n.!?。！？>\]|]))\s*"
@@ -330,6 +332,17 @@ def label(body: str, tool: str, kind: str = "data") -> str:
         ``<tool_result source="{tool}" type="{kind}">{body}</tool_result>``.
     """
     return f'<tool_result source="{_attr(tool)}" type="{_attr(kind)}">{_neutralise_tags(body)}</tool_result>'
+
+
+def unlabel(text: str) -> tuple[str | None, str, str | None]:
+    """Read back what ``label`` wrote: (tool name, body, kind); plain text gives (None, text, None).
+
+    The tool name comes back as ``label`` escaped it; the body keeps its neutralised tags.
+    """
+    match = _LABELLED_RE.match(text.strip())
+    if match is None:
+        return None, text, None
+    return match.group(1), match.group(3), match.group(2)
 
 
 def clean_error(error_type: str, message: str, *, tool: str) -> str:

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.printing import print_report
+from domains.shop.backend import ShopDB
 from graphs.app import Harness
 from graphs.design import Design, load_design
-from tools.shop import ShopDB
 
 STRATEGIES = ("full", "time_window", "anchored", "summary_only", "structured_only", "hybrid")
 USER = "U001"
@@ -249,7 +249,7 @@ def run_strategy(strategy: str, turns: int, long_turns: int, model: str) -> dict
     byte_turns = sample_turns(long_turns, BYTE_FRACTIONS)
     with tempfile.TemporaryDirectory(prefix="bench-context-") as tmp, \
             Harness(tmp, design_for(strategy, max(turns, long_turns)), model) as harness:
-        facts = customer_facts(harness.shop)
+        facts = customer_facts(harness.resources["shop"])
         recall = [RECALL_TURN] if turns >= RECALL_TURN else []
         start = time.perf_counter()
         run = run_thread(harness, script_messages(facts, max(turns, long_turns)), byte_turns, recall)

@@ -45,14 +45,15 @@ from benchmarks.bench_context import (
     lift_quotas,
 )
 from benchmarks.printing import print_report
-from graphs.app import Harness, shop_registry
+from domains.shop.backend import ShopDB
+from graphs.app import Harness
+from domains.shop import DOMAIN as SHOP
 from graphs.design import load_design
-from memory.context import SYSTEM_PROMPT
+from domains.shop import SYSTEM_PROMPT
 from obs.tracing import setup_tracing, shutdown_tracing, trace_file
 from tools.context import ToolContext
 from tools.errors import ToolError
 from tools.registry import ToolSpec
-from tools.shop import ShopDB
 
 THREAD = "bench-graph"
 WARM_UP_THREAD = "bench-warm-up"
@@ -122,7 +123,7 @@ def as_langchain_tool(spec: ToolSpec, ctx: ToolContext, errors: list[str]) -> Ba
 
 
 def shop_tools(shop: ShopDB, user_id: str, thread_id: str, errors: list[str]) -> list[BaseTool]:
-    registry = shop_registry()
+    registry = SHOP.registry()
     ctx = ToolContext(user_id=user_id, thread_id=thread_id, extras={"shop": shop})
     return [as_langchain_tool(registry.get(name), ctx, errors) for name in registry.names()]
 
@@ -248,9 +249,9 @@ def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_message
     # Quotas would hand a 200-message thread to a human (200 tool calls per thread); lifted for the run.
     design = lift_quotas(load_design("harness"))
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp, Harness(Path(tmp) / "ours", design, model) as h:
-        other = CreateAgentRun(Path(tmp) / "create_agent.sqlite", h.model, h.shop)
+        other = CreateAgentRun(Path(tmp) / "create_agent.sqlite", h.model, h.resources["shop"])
         try:
-            facts = customer_facts(h.shop)
+            facts = customer_facts(h.resources["shop"])
             figures.update(run_side_by_side(h, other, script_messages(facts, messages)))
         finally:
             other.close()

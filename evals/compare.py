@@ -31,6 +31,7 @@ class Task:
     scenario: dict[str, Any]
     seed: int
     model: str
+    domain: str = "shop"
 
     @property
     def cell(self) -> str:
@@ -40,6 +41,8 @@ class Task:
     def fingerprint(self) -> str:
         """What the cell's result depends on, besides the code: a finished cell is reused only if it matches."""
         inputs = {"design": self.design, "scenario": self.scenario, "seed": self.seed, "model": self.model}
+        if self.domain != "shop":  # so the shop's cells of earlier runs keep their fingerprints
+            inputs["domain"] = self.domain
         return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -51,7 +54,7 @@ def _work(task: Task) -> dict[str, Any]:
     design = Design.model_validate(task.design)
     scenario = Scenario.model_validate(task.scenario)
     try:
-        record = run_cell(design, scenario, task.seed, task.model)
+        record = run_cell(design, scenario, task.seed, task.model, task.domain)
     except Exception as err:  # noqa: BLE001 - one broken cell must not sink the comparison
         record = {"cell": task.cell, "design": design.name, "scenario": scenario.id, "seed": task.seed,
                   "tags": scenario.tags, "lang": scenario.lang, "turns": [], "fault_events": [],
@@ -80,21 +83,28 @@ def read_cells(out_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
-def plan_tasks(designs: Iterable[Design], scenarios: list[Any], seeds: int, model: str) -> list[Task]:
+def plan_tasks(designs: Iterable[Design], scenarios: list[Any], seeds: int, model: str,
+               domain: str = "shop") -> list[Task]:
     """Every cell; long scenarios first so the last minutes are not one slow worker."""
     ordered = sorted(scenarios, key=lambda s: -len(s.turns))
-    return [Task(d.model_dump(), s.model_dump(), seed, model) for s in ordered for d in designs for seed in range(seeds)]
+    return [Task(d.model_dump(), s.model_dump(), seed, model, domain)
+            for s in ordered for d in designs for seed in range(seeds)]
 
 
 def run_compare(designs: list[str], scenarios: list[Any], *, seeds: int, model: str, out_dir: Path,
-                workers: int | None = None, on_done: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """Run the missing cells and return all records of this comparison (old and new)."""
+                workers: int | None = None, on_done: Callable[[int, int], None] | None = None,
+                domain: str = "shop") -> list[dict[str, Any]]:
+    """Run the missing cells and return all records of this comparison (old and new).
+
+    ``domain`` is a spec ``load_domain`` reads (a pack name, ``module:attr`` or a file), so worker
+    processes can load it too.
+    """
     resolved = [load_design(d) for d in designs]
     names = [d.name for d in resolved]
     if len(set(names)) != len(names):
         raise HarnessError(f"designs named twice: {', '.join(names)}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    planned = plan_tasks(resolved, scenarios, seeds, model)
+    planned = plan_tasks(resolved, scenarios, seeds, model, domain)
     wanted = {t.fingerprint for t in planned}
     # The newest record of each matching fingerprint (a cell may have been written twice by racing runs).
     previous = list({r["fingerprint"]: r for r in read_cells(out_dir) if r.get("fingerprint") in wanted}.values())

@@ -28,44 +28,63 @@ from typing import Any
 from pydantic import ValidationError as SchemaError
 
 from evals.scenario import Scenario, TurnExpect
+from graphs.domain import Domain, load_domain
 
 RETRY_AFTER_S = 2.0
 """The Retry-After the fault plan sends with every 429 (tools.faults.FaultPlan.retry_after_s)."""
 
 BASELINE_DESIGN = "harness"
 
-# Designs without an intent step label every message "open"; the first tool they reach for is the best
-# observable guess of what they understood, so it is scored as their intent.
-TOOL_INTENT: dict[str, str] = {
-    "search_products": "product",
-    "get_product": "product",
-    "get_order_status": "order_status",
-    "list_my_orders": "my_orders",
-    "cancel_order": "cancel_order",
-    "request_return": "return_order",
-    "list_coupons": "coupons",
-    "claim_coupon": "coupons",
-    "file_complaint": "complaint",
-    "transfer_to_human": "human",
-}
+# Everything domain-specific (which tool serves which intent, which arguments are identifiers, how a
+# reply asks for a slot) is read from the run's domain: the record names it, tests may pass one.
+DomainRef = Domain | str | None
 
-# Arguments that name an entity: a value the conversation never showed was invented by the model.
-IDENTIFIER_ARGS = ("order_id", "product_id", "code", "coupon_code")
 
-# Words that name a slot in a question to the user (English and Chinese).
-SLOT_PATTERNS: dict[str, tuple[str, ...]] = {
-    "order_id": ("order number", "order id", "order no", "which order", "order_id", "订单号", "订单编号",
-                 "哪个订单", "哪一个订单"),
-    "code": ("coupon code", "promo code", "discount code", "voucher code", "which coupon", "优惠码", "券码",
-             "哪个优惠券", "哪张优惠券"),
-    "query": ("product", "looking for", "what item", "商品", "什么产品", "找什么", "想买什么"),
-}
+@lru_cache(maxsize=16)
+def _loaded(spec: str | None) -> Domain:
+    return load_domain(spec)
+
+
+def domain_of(domain: DomainRef) -> Domain:
+    return domain if isinstance(domain, Domain) else _loaded(domain)
+
+
+@lru_cache(maxsize=16)
+def _tool_intents(domain: Domain) -> dict[str, str]:
+    """Tool -> the first intent whose route offers it (the handoff tool -> the first to-human intent).
+
+    Designs without an intent step label every message "open"; the first tool they reach for is the best
+    observable guess of what they understood, so it is scored as their intent.
+    """
+    out: dict[str, str] = {}
+    human = next((i.name for i in domain.intents if i.kind == "to-human"), None)
+    if domain.handoff.tool and human:
+        out[domain.handoff.tool] = human
+    for intent in domain.intents:
+        for tool in intent.route.tools:
+            out.setdefault(tool, intent.name)
+    return out
+
+
+@lru_cache(maxsize=16)
+def _registry(domain: Domain) -> Any:
+    return domain.registry()
+
+
+@lru_cache(maxsize=16)
+def _slot_words(domain: Domain) -> dict[str, tuple[str, ...]]:
+    """Words that name a slot in a question to the user: the domain's, else its ``ask_<slot>`` phrases."""
+    if domain.slot_words:
+        return {k: tuple(w.casefold() for w in v) for k, v in domain.slot_words.items()}
+    return {key[4:]: tuple(t.casefold() for t in texts.values())
+            for key, texts in domain.phrases.items() if key.startswith("ask_")}
+
+
 # A sentence that names a slot only asks for it when it is a question or a request; "the order number you
 # gave me was ORD-1" names the slot without asking.
 _REQUEST_CUES = ("please give", "please tell", "please provide", "please share", "please send", "could you",
                  "can you", "would you", "let me know", "请提供", "请告诉", "请问", "请给", "麻烦")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])")
-_ORDER_ID = re.compile(r"\bORD[-_ ]?\d{5}\b", re.IGNORECASE)
 
 # Fault outcomes after which the backend answered: a chain of retries ends there.
 _GOT_THROUGH = frozenset({"ok", "malformed"})
@@ -125,14 +144,15 @@ def has_invisible(text: str) -> bool:
     return any(unicodedata.category(ch) == "Cf" for ch in text)
 
 
-def asked_slots(reply: str) -> set[str]:
+def asked_slots(reply: str, domain: DomainRef = None) -> set[str]:
     """Slots the reply asks the user for: a question or request sentence that names the slot."""
+    patterns = _slot_words(domain_of(domain))
     asked: set[str] = set()
     for sentence in _SENTENCE_END.split(visible(reply).casefold()):
         sentence = sentence.strip()
         if not sentence.endswith(("?", "？")) and not any(cue in sentence for cue in _REQUEST_CUES):
             continue
-        asked.update(slot for slot, words in SLOT_PATTERNS.items() if any(w in sentence for w in words))
+        asked.update(slot for slot, words in patterns.items() if any(w in sentence for w in words))
     return asked
 
 
@@ -156,13 +176,13 @@ def user_messages(scenario: Any) -> list[str]:
 # ----------------------------------------------------------------------------------------------- turns
 
 
-def effective_intent(turn_record: Mapping[str, Any]) -> str | None:
+def effective_intent(turn_record: Mapping[str, Any], domain: DomainRef = None) -> str | None:
     """The recorded intent; for "open" (no intent step) the intent of the first tool called, else "unknown"."""
     intent = turn_record.get("intent")
     if intent != "open":
         return intent
     calls = turn_record.get("tool_calls") or []
-    return TOOL_INTENT.get(calls[0].get("name"), "unknown") if calls else "unknown"
+    return _tool_intents(domain_of(domain)).get(calls[0].get("name"), "unknown") if calls else "unknown"
 
 
 def _expect(turn_expect: Any) -> TurnExpect:
@@ -208,7 +228,8 @@ def _reply_checks(expect: TurnExpect, reply: str, asked: set[str]) -> dict[str, 
     return checks
 
 
-def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterable[Any] = ()) -> dict[str, Any]:
+def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterable[Any] = (),
+               domain: DomainRef = None) -> dict[str, Any]:
     """Which expectations of one turn held.
 
     Args:
@@ -225,8 +246,9 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
     expect = _expect(turn_expect)
     calls = list(turn_record.get("tool_calls") or [])
     reply = str(turn_record.get("reply") or "")
-    intent = effective_intent(turn_record)
-    asked = asked_slots(reply)
+    dom = domain_of(domain)
+    intent = effective_intent(turn_record, dom)
+    asked = asked_slots(reply, dom)
     checks: dict[str, bool] = {}
     if expect.intent is not None:
         checks["intent"] = intent == expect.intent
@@ -238,7 +260,8 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
         # an early-reference question is judged on the answer: a design without an intent step labels it
         # "unknown" yet may answer it perfectly well (the intent check still counts for the turn)
         checks["recall"] = all(held for name, held in checks.items() if name != "intent")
-    gave_order = any(_ORDER_ID.search(visible(_user_text(h))) for h in history)
+    # a question for a slot whose identifier the user already gave
+    given = {t.slot for h in history for t in dom.entity_types if t.slot and t.find(visible(_user_text(h)))}
     return {
         "index": turn_record.get("index"),
         # The intent label is internal: it is scored as intent accuracy, not as part of what the user got.
@@ -247,21 +270,13 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
         "intent": intent,
         "expected_intent": expect.intent,
         "asked": sorted(asked),
-        "repeated_question": "order_id" in asked and gave_order and expect.asks_for is None,
+        "repeated_question": bool(asked & given) and expect.asks_for is None,
         "recall": expect.recall,
         "completes_task": expect.completes_task,
     }
 
 
 # -------------------------------------------------------------------------------------- tool arguments
-
-
-@lru_cache(maxsize=1)
-def _registry() -> Any:
-    # imported late: the graph package is heavy and only argument validation needs the tool schemas
-    from graphs.app import shop_registry
-
-    return shop_registry()
 
 
 def _parse_args(args: Any) -> dict[str, Any] | None:
@@ -273,28 +288,30 @@ def _parse_args(args: Any) -> dict[str, Any] | None:
     return dict(args) if isinstance(args, Mapping) else None
 
 
-def identifier_problems(args: Mapping[str, Any], seen: str) -> list[str]:
+def identifier_problems(args: Mapping[str, Any], seen: str, entity_args: Iterable[str]) -> list[str]:
     """Identifier arguments not taken verbatim from ``seen`` (casefolded text the conversation showed).
 
     The argument is compared as sent: one invisible character makes it a different string, whatever a
     reader would see. Case is folded, because the id schemas fix the case the user may not have typed.
     """
     problems = []
-    for key in IDENTIFIER_ARGS:
-        value = args.get(key)
-        if not isinstance(value, str) or not value:
-            continue
-        if has_invisible(value):
-            problems.append(f"{key} has invisible characters")
-        elif value.casefold() not in seen:
-            problems.append(f"{key} {value!r} not given by the user or any earlier result")
+    for key in entity_args:
+        raw = args.get(key)
+        for value in raw if isinstance(raw, list) else [raw]:
+            if not isinstance(value, str) or not value:
+                continue
+            if has_invisible(value):
+                problems.append(f"{key} has invisible characters")
+            elif value.casefold() not in seen:
+                problems.append(f"{key} {value!r} not given by the user or any earlier result")
     return problems
 
 
-def call_problems(call: Mapping[str, Any], seen: str) -> list[str]:
+def call_problems(call: Mapping[str, Any], seen: str, domain: DomainRef = None) -> list[str]:
     """Why one attempted call's arguments are invalid (empty list: valid)."""
+    dom = domain_of(domain)
     name = call.get("name")
-    spec = _registry().get(name) if isinstance(name, str) else None
+    spec = _registry(dom).get(name) if isinstance(name, str) else None
     if spec is None:
         return [f"unknown tool {name!r}"]
     args = _parse_args(call.get("args"))
@@ -305,10 +322,10 @@ def call_problems(call: Mapping[str, Any], seen: str) -> list[str]:
         spec.args_model.model_validate(args)
     except SchemaError as err:
         problems.append("schema: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()))
-    return problems + identifier_problems(args, seen)
+    return problems + identifier_problems(args, seen, dom.tool_entities(spec))
 
 
-def arg_validity(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
+def arg_validity(record: Mapping[str, Any], scenario: Any, domain: DomainRef = None) -> dict[str, Any]:
     """Validity of every attempted tool call of a run (blocked, failed and successful alike).
 
     A call is valid when its tool exists, its arguments validate against the tool's ``args_model`` and
@@ -319,11 +336,13 @@ def arg_validity(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         record: A run record.
         scenario: The record's scenario (``Scenario``, its dict form, or the list of user messages);
             records do not carry the user's words.
+        domain: The run's domain (default: the one the record names).
 
     Returns:
         ``valid``, ``total``, ``rate`` (None without calls) and ``calls`` (per call: turn, name, args,
         valid, reasons).
     """
+    dom = domain_of(domain if domain is not None else record.get("domain"))
     users = user_messages(scenario)
     results = ""
     checked = []
@@ -331,7 +350,7 @@ def arg_validity(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         index = turn.get("index", pos)
         said = visible("\n".join(users[: index + 1])).casefold()
         for call in turn.get("tool_calls") or []:
-            reasons = call_problems(call, said + "\n" + results)
+            reasons = call_problems(call, said + "\n" + results, dom)
             checked.append({"turn": index, "name": call.get("name"), "args": call.get("args"),
                             "valid": not reasons, "reasons": reasons})
             if call.get("status") == "ok" and call.get("result") is not None:
@@ -420,7 +439,7 @@ def _judge_all(record: Mapping[str, Any], scenario: Scenario) -> list[dict[str, 
     for i, turn in enumerate(scenario.turns):
         # a turn the record lacks (the run broke off) fails every expectation it has
         rec = by_index.get(i, {"index": i, "reply": "", "tool_calls": [], "missing": True})
-        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]])
+        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record.get("domain"))
         if rec.get("missing"):
             verdict["passed"] = False
         judged.append(verdict)

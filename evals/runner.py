@@ -10,13 +10,13 @@ import hashlib
 import json
 from typing import Any
 
-from graphs.app import Harness, executor_for, shop_registry
+from graphs.app import Harness, executor_for
 from graphs.design import Design
+from graphs.domain import Domain, load_domain
 from graphs.guards import stop_reason
 from llm.factory import close_model, make_model
 from tools.errors import HarnessError
 from tools.faults import FaultPlan
-from tools.shop import ShopDB
 
 # Background faults every backend shows a little of, on top of what a scenario scripts.
 BACKGROUND_RATES = {"timeout": 0.02, "rate_limited": 0.02, "server_error": 0.02, "malformed": 0.01}
@@ -58,8 +58,10 @@ def model_spec_for(model: str, seed: int) -> str:
     return f"{model}:{seed}" if model.startswith("sim") else model
 
 
-def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim") -> dict[str, Any]:
-    """Play every user turn of ``scenario`` and return the run record."""
+def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
+             domain: Domain | str | None = None) -> dict[str, Any]:
+    """Play every user turn of ``scenario`` on fresh copies of the domain's backends; return the run record."""
+    domain = load_domain(domain)
     cid = cell_id(design.name, scenario.id, seed)
     digest = hashlib.sha1(cid.encode()).hexdigest()[:12]
     clock = VirtualClock()
@@ -67,15 +69,15 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim") -> di
     fault_seed = int(hashlib.sha1(f"{scenario.id}|{seed}".encode()).hexdigest()[:12], 16) % 2**31
     plan = FaultPlan(scripted=scenario.tool_faults, rates=BACKGROUND_RATES, seed=fault_seed,
                      clock=clock.time)
-    registry = plan.apply(shop_registry())
+    registry = plan.apply(domain.registry())
     memory = None
     if design.knobs.long_term_memory:
         from memory.longterm import LongTermMemory
 
         memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}")
-    shop = ShopDB.fresh_copy()
-    chat_model = make_model(model_spec_for(model, seed))
-    harness = Harness(None, design, chat_model, shop=shop, memory=memory,
+    backends = domain.fresh_resources() if domain.fresh_resources else {}
+    chat_model = make_model(model_spec_for(model, seed), domain=domain)
+    harness = Harness(None, design, chat_model, domain=domain, resources=backends, memory=memory,
                       registry=registry, executor=executor_for(design, registry, sleep=clock.sleep))
     turns = []
     try:
@@ -85,11 +87,14 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim") -> di
     finally:
         harness.close()
         close_model(chat_model)
-        shop.close()
+        for backend in backends.values():
+            if callable(getattr(backend, "close", None)):
+                backend.close()
         if memory is not None:
             _chroma_client().delete_collection(f"c{digest}")
             memory.close()
-    return {"cell": cid, "design": design.name, "scenario": scenario.id, "seed": seed, "tags": scenario.tags,
+    return {"cell": cid, "design": design.name, "domain": domain.name, "scenario": scenario.id, "seed": seed,
+            "tags": scenario.tags,
             "lang": scenario.lang, "turns": turns, "fault_events": plan.events}
 
 

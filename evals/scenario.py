@@ -38,7 +38,7 @@ class TurnExpect(BaseModel):
     reply_contains: list[str] = Field(default_factory=list, description="all must appear (case-insensitive)")
     reply_contains_any: list[str] = Field(default_factory=list, description="at least one must appear")
     reply_excludes: list[str] = Field(default_factory=list)
-    asks_for: str | None = Field(None, description="the reply must ask for this slot (order_id, query, code)")
+    asks_for: str | None = Field(None, description="the reply must ask for this slot (a route's slot name)")
     handoff: bool | None = None
     recall: bool = Field(False, description="this turn asks about something said earlier in the conversation")
     completes_task: bool = Field(False, description="the turn finishes the scenario's task")
@@ -55,7 +55,7 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    user_id: str = "U001"
+    user_id: str | None = Field(None, description="the user; default: the domain's demo user")
     role: str | None = None
     lang: Literal["en", "zh"] = "en"
     tags: list[str] = Field(default_factory=list)
@@ -95,9 +95,6 @@ def _load_file(f: Path) -> list[Scenario]:
         return [Scenario.model_validate(r) for r in rows]
     except (OSError, ValueError, yaml.YAMLError) as err:
         raise HarnessError(f"cannot read scenarios from {f}: {err}") from err
-
-
-BUILTIN_DIR = Path(__file__).parent / "scenarios"
 
 
 # A scenario's kind for sampling: its rarest, most telling tag first.

@@ -6,7 +6,6 @@ messages are written once.
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +20,8 @@ from langgraph.types import Command
 
 from graphs.builder import build_graph
 from graphs.design import Design, load_design
+from graphs.domain import Domain, load_domain
 from graphs.ordering import ThreadOrder
-from llm import nlu
 from llm.factory import close_model, make_model
 from memory.longterm import LongTermMemory
 from memory.transcript import TranscriptStore
@@ -31,22 +30,7 @@ from obs.tracing import current_trace_id, message_span
 from tools.errors import HarnessError
 from tools.executor import RetryPolicy, ToolExecutor
 from tools.registry import ToolRegistry
-from tools.shop import SHOP_TOOLS, ShopDB
-
-DEFAULT_USER = "U001"
-
-
-def shop_registry() -> ToolRegistry:
-    """A new registry of the shop's tools (specs are built once per process; registries stay separate)."""
-    return ToolRegistry(_shop_specs())
-
-
-@functools.lru_cache(maxsize=1)
-def _shop_specs() -> tuple[Any, ...]:
-    registry = ToolRegistry()
-    for fn in SHOP_TOOLS:
-        registry.register(fn)
-    return tuple(registry.get(name) for name in registry.names())
+from tools.text import clean_text
 
 
 def executor_for(design: Design, registry: ToolRegistry, **clock: Any) -> ToolExecutor:
@@ -89,24 +73,27 @@ class Harness:
     """One data dir, one design, one model; ``send`` runs one user message on a thread."""
 
     def __init__(self, data_dir: str | Path | None = ".harness", design: Design | str = "harness",
-                 model: BaseChatModel | str = "sim", *, shop: ShopDB | None = None,
-                 checkpointer: BaseCheckpointSaver | None = None, memory: LongTermMemory | None = None,
-                 registry: ToolRegistry | None = None, executor: ToolExecutor | None = None) -> None:
+                 model: BaseChatModel | str = "sim", *, domain: Domain | str | None = None,
+                 resources: dict[str, Any] | None = None, checkpointer: BaseCheckpointSaver | None = None,
+                 memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
+                 executor: ToolExecutor | None = None) -> None:
         """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
 
-        The keyword arguments replace single parts (the evaluation runner injects a fault-wrapped registry,
-        an executor on a virtual clock and an in-memory checkpointer).
+        ``domain`` is a ``Domain``, an installed pack's name, ``module:attr`` or a file (default ``shop``).
+        The keyword arguments replace single parts (the evaluation runner injects the domain's fresh
+        backends, a fault-wrapped registry, an executor on a virtual clock and an in-memory checkpointer).
         """
         self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
+        self.domain = load_domain(domain)
         self.design = load_design(design) if isinstance(design, str) else design
-        self.model = make_model(model) if isinstance(model, str) else model
+        self.model = make_model(model, domain=self.domain) if isinstance(model, str) else model
         # How to open this harness again: the preset name or design file, and the model spec if it had one.
         self.setup = (design if isinstance(design, str) else self.design.name,
                       model if isinstance(model, str) else None)
         self._owns_model = isinstance(model, str)
         self._owned: list[Any] = []
         self.last_values: dict[str, Any] = {}
-        self.shop = shop or self._own(ShopDB.open(self._path("shop.sqlite")))
+        self.resources: dict[str, Any] = dict(resources) if resources is not None else self._open_backends()
         self.checkpointer = checkpointer or self._open_checkpointer()
         self.transcripts = self._own(TranscriptStore(self._path("transcripts.sqlite")))
         self.memory = memory
@@ -114,15 +101,23 @@ class Harness:
             self.memory = self._own(LongTermMemory(self.data_dir))
         self.audit = self._own(AuditLog.in_dir(self.data_dir)) if self.data_dir is not None else None
         self.order = ThreadOrder(self.data_dir / "locks" if self.data_dir else None)
-        self.registry = registry or shop_registry()
-        resources: dict[str, Any] = {"shop": self.shop}
+        self.registry = registry or self.domain.registry()
+        graph_resources = dict(self.resources)
         if self.memory is not None:
-            resources["memory"] = self.memory
+            graph_resources["memory"] = self.memory
         if self.audit is not None:
-            resources["audit"] = self.audit
-        self.graph = build_graph(self.design, self.model, self.checkpointer, registry=self.registry,
-                                 executor=executor or executor_for(self.design, self.registry),
-                                 resources=resources)
+            graph_resources["audit"] = self.audit
+        self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
+                                 registry=self.registry, executor=executor or executor_for(self.design, self.registry),
+                                 resources=graph_resources)
+
+    def _open_backends(self) -> dict[str, Any]:
+        """The domain's backends in the data dir (in memory without one); closed with the harness."""
+        opened = self.domain.open_resources(self._path) if self.domain.open_resources else {}
+        for backend in opened.values():
+            if callable(getattr(backend, "close", None)):
+                self._own(backend)
+        return dict(opened)
 
     def _path(self, name: str) -> str:
         return str(self.data_dir / name) if self.data_dir is not None else ":memory:"
@@ -159,11 +154,12 @@ class Harness:
     # -- users and threads
 
     def user(self, user_id: str | None, role: str | None = None) -> dict[str, str]:
-        uid = user_id or DEFAULT_USER
-        row = self.shop.query_one("SELECT id, role FROM users WHERE id = ?", (uid,))
-        if row is None:
-            raise HarnessError(f"unknown user '{uid}'; the demo shop has users U001..U030")
-        return {"id": row["id"], "role": role or row["role"]}
+        uid = user_id or self.domain.default_user
+        found = self.domain.user(uid, self.resources)
+        if found is None:
+            raise HarnessError(f"unknown user '{uid}' in domain '{self.domain.name}'; "
+                               f"try --user {self.domain.default_user}")
+        return {"id": str(found["id"]), "role": role or str(found.get("role") or self.domain.default_role)}
 
     @staticmethod
     def config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -180,9 +176,9 @@ class Harness:
             raise HarnessError(f"unknown thread '{thread_id}'; start it with: harness run \"...\" --thread {thread_id}")
 
     def check_message(self, text: str) -> str:
-        cleaned = (nlu.clean_text(text) if self.design.knobs.normalize_input else text).strip()
+        cleaned = (clean_text(text) if self.design.knobs.normalize_input else text).strip()
         if not cleaned:
-            raise HarnessError("empty message: type what you need, e.g. harness run \"where is ORD-10001?\"")
+            raise HarnessError("empty message: type what you need, e.g. harness run \"hello, I need help\"")
         limit = self.design.knobs.max_message_chars
         if len(cleaned) > limit:
             raise HarnessError(f"message is {len(cleaned):,} characters; the limit is {limit:,} "
@@ -220,7 +216,7 @@ class Harness:
         lang = (snapshot.values.get("fact_card") or {}).get("language", "en")
         result = self.result(thread_id, snapshot, [])
         self.last_values = {**snapshot.values, "turn_stats": {}, "tool_log": []}  # the bot did nothing this turn
-        result.update(reply=say("waiting_human", lang, ticket=str(ticket)), tool_calls=[], phase="handoff",
+        result.update(reply=say("waiting_human", lang, self.domain, ticket=str(ticket)), tool_calls=[], phase="handoff",
                       usage={"input_tokens": 0, "output_tokens": 0, "model_calls": 0}, path=[])
         self.transcripts.append(thread_id, snapshot.values.get("turn") or 0, "assistant", result["reply"])
         return result
@@ -253,20 +249,22 @@ class Harness:
         snapshot = self.graph.get_state(config)
         self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
         self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
+        if "human" in snapshot.next:
+            ticket = str((snapshot.values.get("handoff") or {}).get("ticket", "pending"))
+            self.transcripts.open_handoff(thread_id, ticket)
         return self.result(thread_id, snapshot, path)
 
     # -- human handoff
 
     def waiting_threads(self) -> list[dict[str, Any]]:
         """Threads paused for a human, with the handoff payload (reason, summary, fact card)."""
-        rows = self.shop.query("SELECT DISTINCT thread_id FROM handoffs WHERE status = 'waiting' ORDER BY id")
         waiting = []
-        for row in rows:
-            snap = self.graph.get_state(self.config(row["thread_id"]))
+        for thread_id in self.transcripts.waiting_handoffs():
+            snap = self.graph.get_state(self.config(thread_id))
             if "human" in snap.next:
-                waiting.append({"thread_id": row["thread_id"], "user": snap.values.get("user"),
+                waiting.append({"thread_id": thread_id, "user": snap.values.get("user"),
                                 "handoff": snap.values.get("handoff"),
-                                "last_message": self._last_user_message(row["thread_id"])})
+                                "last_message": self._last_user_message(thread_id)})
         return waiting
 
     def _last_user_message(self, thread_id: str) -> str:
@@ -281,9 +279,7 @@ class Harness:
             if "human" not in snapshot.next:
                 raise HarnessError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
             result = self._run(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
-            with self.shop.transaction() as conn:
-                conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = ? AND status = 'waiting'",
-                             (thread_id,))
+            self.transcripts.answer_handoff(thread_id)
             return result
 
     def result(self, thread_id: str, snapshot: Any, path: list[str]) -> dict[str, Any]:
@@ -294,6 +290,7 @@ class Harness:
         return {
             "thread_id": thread_id,
             "design": self.design.name,
+            "domain": self.domain.name,
             "reply": values.get("reply") or "",
             "phase": values.get("phase"),
             "path": path,

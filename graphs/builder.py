@@ -13,6 +13,7 @@ from langgraph.graph.state import CompiledStateGraph
 import nodes  # noqa: F401 - registers the built-in variants
 from graphs import guards
 from graphs.design import BUILTIN_RULES, ROLES, Design
+from graphs.domain import Domain
 from graphs.dsl import PYTHON_EQUIVALENT_RULES, compile_rules
 from graphs.state import HarnessState
 from memory.context import STRATEGIES
@@ -41,13 +42,18 @@ def check_design(design: Design) -> None:
 
 
 def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver | None = None, *,
-                registry: ToolRegistry | None = None, executor: ToolExecutor | None = None,
-                resources: dict[str, Any] | None = None) -> CompiledStateGraph:
-    """Compile the harness graph for ``design``; collaborators are passed in, never looked up globally."""
+                domain: Domain | None = None, registry: ToolRegistry | None = None,
+                executor: ToolExecutor | None = None, resources: dict[str, Any] | None = None) -> CompiledStateGraph:
+    """Compile the harness graph for ``design``; collaborators are passed in, never looked up globally.
+
+    Without a ``domain`` the graph knows only its tools: every message is one open task over ``registry``.
+    The registry defaults to the domain's tools.
+    """
     check_design(design)
-    registry = registry or ToolRegistry()
+    domain = domain or Domain(name="tools")
+    registry = registry or domain.registry()
     deps = NodeDeps(model=model, registry=registry, executor=executor or ToolExecutor(registry),
-                    design=design, resources=resources or {})
+                    design=design, domain=domain, resources=resources or {})
     graph = StateGraph(HarnessState)
     for role in NODE_ROLES:
         graph.add_node(role, traced_node(role, variants(role)[design.variant(role)](deps)))

@@ -26,11 +26,13 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 DataDir = Annotated[Path, typer.Option("--data-dir", envvar="HARNESS_DATA_DIR",
-                                       help="checkpoints, shop database, memory and traces")]
+                                       help="checkpoints, the domain's databases, memory and traces")]
+DomainOpt = Annotated[str, typer.Option("--domain", envvar="HARNESS_DOMAIN",
+                                        help="an installed domain pack (harness domains), module:attr, file.py[:attr]")]
 DesignOpt = Annotated[str, typer.Option("--design", help="a preset name or a .yaml/.toml design file")]
 ModelOpt = Annotated[str, typer.Option("--model", help="sim | ollama:<model> | openai:<model>")]
-UserOpt = Annotated[str, typer.Option("--user", help="the customer's user id")]
-RoleOpt = Annotated[str | None, typer.Option("--role", help="override the user's role (customer, vip)")]
+UserOpt = Annotated[str | None, typer.Option("--user", help="the user's id (default: the domain's demo user)")]
+RoleOpt = Annotated[str | None, typer.Option("--role", help="override the user's role (the domain's roles)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="show tracebacks")]
 ThreadOpt = Annotated[str, typer.Option("--thread", "-t", help="conversation thread id")]
@@ -73,19 +75,20 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
-def open_harness(data_dir: Path, design: str, model: str):
+def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop"):
     from graphs.app import Harness
 
-    return Harness(data_dir, design, model)
+    return Harness(data_dir, design, model, domain=domain)
 
 
 @app.command()
 @cli_command
 def run(message: Annotated[str, typer.Argument(help="the user's message")], thread: ThreadOpt = "default",
         data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
-        user: UserOpt = "U001", role: RoleOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+        domain: DomainOpt = "shop", user: UserOpt = None, role: RoleOpt = None, json_out: JsonOpt = False,
+        debug: DebugOpt = False) -> None:
     """Send one user message on a thread."""
-    with open_harness(data_dir, design, model) as h:
+    with open_harness(data_dir, design, model, domain) as h:
         result = h.send(thread, message, user, role)
     print_result(result, json_out)
 
@@ -105,10 +108,12 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
 @app.command()
 @cli_command
 def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness",
-         model: ModelOpt = "sim", user: UserOpt = "U001", role: RoleOpt = None, debug: DebugOpt = False) -> None:
+         model: ModelOpt = "sim", domain: DomainOpt = "shop", user: UserOpt = None, role: RoleOpt = None,
+         debug: DebugOpt = False) -> None:
     """An interactive conversation (/quit, /state, /history)."""
-    with open_harness(data_dir, design, model) as h:
-        err.print(f"[bold]thread {thread}[/bold] as {user}; /quit to leave, /state, /history")
+    with open_harness(data_dir, design, model, domain) as h:
+        user = user or h.domain.default_user
+        err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /quit to leave, /state, /history")
         while True:
             try:
                 line = input("you> ")
@@ -139,10 +144,10 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 
 @app.command()
 @cli_command
-def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False,
-            debug: DebugOpt = False) -> None:
+def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
+            json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The thread's checkpoints, newest first: id, step, phase, time."""
-    with open_harness(data_dir, "harness", "sim") as h:
+    with open_harness(data_dir, "harness", "sim", domain) as h:
         rows = h.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
@@ -164,12 +169,12 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
                                                       "(default: the one the thread last ran with)")] = None,
            model: Annotated[str | None, typer.Option(help="with --finish: the model to finish with "
                                                      "(default: the one the thread last ran with)")] = None,
-           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+           domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Show where a thread stands; with --checkpoint, fork it so the next run continues from there; with
     --finish, complete the message the thread stopped in, with the design and model it ran with."""
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
-    with open_harness(data_dir, design or "harness", model or "sim") as h:
+    with open_harness(data_dir, design or "harness", model or "sim", domain) as h:
         if finish:
             print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
             return
@@ -208,17 +213,18 @@ def thread_setup(data_dir: Path, thread: str, design: str | None, model: str | N
 @cli_command
 def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--format", help="mermaid | ascii | png")]
           = "mermaid", output: Annotated[Path | None, typer.Option("-o", "--output", help="write to this file")] = None,
-          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+          domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Draw a design's topology offline."""
     from graphs.builder import build_graph
     from graphs.design import load_design
+    from graphs.domain import load_domain
     from graphs.draw import draw_ascii, draw_png
     from llm.sim import SimChatModel
 
     spec = load_design(design)
     # Drawing needs no stores, but the graph's shape depends on which ones a design uses.
     resources = {"memory": None} if spec.knobs.long_term_memory else {}
-    topology = build_graph(spec, SimChatModel(), resources=resources).get_graph()
+    topology = build_graph(spec, SimChatModel(), domain=load_domain(domain), resources=resources).get_graph()
     if fmt == "png":
         if output is None:
             raise HarnessError("--format png needs -o FILE")
@@ -262,14 +268,31 @@ def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 
 @app.command()
 @cli_command
+def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """The installed domain packs: intents, entity types, tools, roles and scenario sets."""
+    from graphs.domain import installed_domains, load_domain
+
+    data = [load_domain(name).describe() for name in sorted(installed_domains())]
+    if json_out:
+        emit_json({"domains": data})
+        return
+    table = Table("domain", "description", "intents", "tools", "entities", show_lines=True)
+    for d in data:
+        table.add_row(d["name"], d["description"], ", ".join(i["name"] for i in d["intents"]),
+                      ", ".join(d["tools"]), ", ".join(d["entity_types"]))
+    out.print(table)
+
+
+@app.command()
+@cli_command
 def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness",
          model: Annotated[str, typer.Option("--model", help="the tour runs on the fault-free sim by default")]
-         = "sim:clean",
+         = "sim:clean", domain: DomainOpt = "shop",
          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
     from graphs.demo import run_demo
 
-    report = run_demo(data_dir, design, model, console=None if json_out else out)
+    report = run_demo(data_dir, design, model, console=None if json_out else out, domain=domain)
     if json_out:
         emit_json(report)
 
@@ -325,8 +348,8 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets o
             = QUICK_LIMIT,
             full: Annotated[bool, typer.Option("--full", help="every scenario, 3 seeds")] = False,
             model: ModelOpt = "sim", out_dir: Annotated[Path, typer.Option("--out", help="output folder")] =
-            Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, json_out: JsonOpt = False,
-            debug: DebugOpt = False) -> None:
+            Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
+            json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A/B the designs on the same scenarios: results.json, report.md and plots in --out (resumable)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -334,17 +357,20 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets o
     from evals.metrics import aggregate
     from evals.plots import write_plots
     from evals.report import write_json, write_report
-    from evals.scenario import BUILTIN_DIR, load_scenarios, spread
+    from evals.scenario import load_scenarios, spread
+    from graphs.domain import load_domain
 
     if full:
         seeds, limit = max(seeds, 3), None
-    suite = load_scenarios(BUILTIN_DIR if scenarios == "builtin" else Path(scenarios))
+    pack = load_domain(domain)
+    suite = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
     suite = spread(suite, limit) if limit else suite
     names = [d.strip() for d in designs.split(",") if d.strip()]
     with Progress(TextColumn("compare"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, disable=json_out) as progress:
         bar = progress.add_task("cells", total=None)
         records = run_compare(names, suite, seeds=seeds, model=model, out_dir=out_dir, workers=workers,
+                              domain=domain,
                               on_done=lambda done, total: progress.update(bar, completed=done, total=total))
     summary = aggregate(records, suite)
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["compare"] else "harness compare"
@@ -404,9 +430,10 @@ app.add_typer(handoff_app, name="handoff")
 
 @handoff_app.command("list")
 @cli_command
-def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
+                 debug: DebugOpt = False) -> None:
     """Threads paused for a human: reason, ticket, the customer's last message."""
-    with open_harness(data_dir, "harness", "sim") as h:
+    with open_harness(data_dir, "harness", "sim", domain) as h:
         rows = h.waiting_threads()
     if json_out:
         emit_json({"waiting": rows})
@@ -422,9 +449,10 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False
 @handoff_app.command("reply")
 @cli_command
 def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's answer")], thread: ThreadOpt,
-                  data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+                  data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
+                  debug: DebugOpt = False) -> None:
     """Answer a waiting thread as the human agent; the thread resumes."""
-    with open_harness(data_dir, "harness", "sim") as h:
+    with open_harness(data_dir, "harness", "sim", domain) as h:
         result = h.human_reply(thread, message)
     if json_out:
         emit_json(result)

@@ -10,24 +10,17 @@ from rich.console import Console
 from rich.table import Table
 
 from graphs.app import Harness
+from graphs.domain import Domain, load_domain
+from tools.errors import HarnessError
 
-SCRIPT = [
-    "Hi there",
-    "Where is my order?",
-    "ORD-10144",
-    "I want to return it, the shoes are the wrong size",
-    "有没有蓝牙耳机？",
-    "I'd like to talk to a human please",
-]
 THREAD = "demo"
-USER = "U001"
+FORK_AFTER = 3  # the demo forks the thread after this message and sends the next one again
 
 
 def _fresh(data_dir: Path) -> Path:
-    """The demo owns its data dir: start from the seeded shop each time so the story is the same."""
-    for name in ("shop.sqlite", "checkpoints.sqlite", "transcripts.sqlite"):
-        for suffix in ("", "-wal", "-shm"):
-            (data_dir / (name + suffix)).unlink(missing_ok=True)
+    """The demo owns its data dir: start from the seeded backends each time so the story is the same."""
+    for db in data_dir.glob("*.sqlite*") if data_dir.is_dir() else ():
+        db.unlink(missing_ok=True)
     shutil.rmtree(data_dir / "memory", ignore_errors=True)
     return data_dir
 
@@ -50,26 +43,35 @@ def _show_turn(console: Console | None, i: int, message: str, r: dict[str, Any])
 
 
 def run_demo(data_dir: str | Path, design: str = "harness", model: str = "sim",
-             console: Console | None = None) -> dict[str, Any]:
+             console: Console | None = None, domain: str | Domain | None = None) -> dict[str, Any]:
+    """The domain's demo script (``Domain.demo``), then a fork after message 3 and message 4 sent again."""
     data_dir = _fresh(Path(data_dir))
+    pack = load_domain(domain)
+    script = list(pack.demo)
+    if len(script) <= FORK_AFTER:
+        raise HarnessError(f"domain '{pack.name}' has no demo script of at least {FORK_AFTER + 1} messages")
     turns = []
-    with Harness(data_dir, design, model) as h:
-        for i, message in enumerate(SCRIPT, 1):
-            r = h.send(THREAD, message, USER)
+    with Harness(data_dir, design, model, domain=pack) as h:
+        for i, message in enumerate(script, 1):
+            r = h.send(THREAD, message)
             turns.append({"message": message, **r})
             _show_turn(console, i, message, r)
     # A new Harness is what a new process sees: everything comes back from the checkpoint database.
-    with Harness(data_dir, design, model) as h:
+    with Harness(data_dir, design, model, domain=pack) as h:
         checkpoints = h.history(THREAD)
-        after_lookup = next(c for c in checkpoints if c.checkpoint_id == turns[2]["checkpoint_id"])
-        h.fork(THREAD, after_lookup.checkpoint_id)
-        replay = h.send(THREAD, SCRIPT[3], USER)
-        returns = h.shop.query_one("SELECT COUNT(*) FROM returns WHERE order_id = 'ORD-10144'")[0]
+        forked = next(c for c in checkpoints if c.checkpoint_id == turns[FORK_AFTER - 1]["checkpoint_id"])
+        h.fork(THREAD, forked.checkpoint_id)
+        replay = h.send(THREAD, script[FORK_AFTER])
+        check = pack.demo_check(h.resources) if pack.demo_check else None
     if console is not None:
-        console.rule("resume in a new process, fork from message 3, send message 4 again")
-        console.print(f"{len(checkpoints)} checkpoints on thread '{THREAD}'; forked from {after_lookup.checkpoint_id}")
-        _show_turn(console, 4, SCRIPT[3], replay)
-        console.print(f"returns recorded for ORD-10144: {returns} (the replayed call reused its idempotency key)")
+        console.rule(f"resume in a new process, fork from message {FORK_AFTER}, send message {FORK_AFTER + 1} again")
+        console.print(f"{len(checkpoints)} checkpoints on thread '{THREAD}'; forked from {forked.checkpoint_id}")
+        _show_turn(console, FORK_AFTER + 1, script[FORK_AFTER], replay)
+        if check is not None:
+            console.print(f"{check[0]}: {check[1]} (the replayed call reused its idempotency key)")
         console.print(f"data dir: {data_dir.resolve()}")
-    return {"thread_id": THREAD, "turns": turns, "checkpoints": len(checkpoints),
-            "forked_from": after_lookup.checkpoint_id, "replay": replay, "returns_for_order": returns}
+    report = {"thread_id": THREAD, "domain": pack.name, "turns": turns, "checkpoints": len(checkpoints),
+              "forked_from": forked.checkpoint_id, "replay": replay}
+    if check is not None:
+        report["check"] = {"what": check[0], "value": check[1]}
+    return report

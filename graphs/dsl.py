@@ -48,7 +48,6 @@ from pydantic import BaseModel
 
 from graphs import guards
 from graphs.design import Knobs
-from graphs.routing import CONVERSATIONAL, HANDOFF_INTENTS
 from tools.errors import HarnessError
 
 END = "END"
@@ -59,7 +58,7 @@ _COUNTERS = ("rounds", "tool_calls", "tool_errors", "model_calls", "input_tokens
              "regenerations")
 # Facts a rule may name, besides the knobs. Keep in step with facts_from_state (a test checks it).
 STATE_FIELDS: frozenset[str] = frozenset({
-    "intent", "intent_confidence", "phase", "turn", "missing_slots", "slots", "user", "turn_stats", "totals",
+    "intent", "intent_kind", "intent_confidence", "phase", "turn", "missing_slots", "slots", "user", "turn_stats", "totals",
     *_COUNTERS, "unknown_streak", "check_ok", "busy", "last_ai_has_no_tool_calls",
     "quota_exceeded", "repeated_invalid_call", "invalid_calls", "invented_argument", "duplicate_blocked",
     "no_progress", "stop_reason", "handoff_allowed",
@@ -970,6 +969,7 @@ def _plain_facts(state: Mapping[str, Any]) -> dict[str, Any]:
     user = dict(state.get("user") or {})
     return {
         "intent": state.get("intent"),
+        "intent_kind": state.get("intent_kind"),
         "intent_confidence": state.get("intent_confidence"),
         "phase": state.get("phase"),
         "turn": state.get("turn") or 0,
@@ -1009,16 +1009,12 @@ def facts_from_state(state: Mapping[str, Any], knobs: Knobs | Mapping[str, Any] 
 # ------------------------------------------------------------------------------------------ the guards as rules
 
 
-def _dsl_list(values: Collection[str]) -> str:
-    return "[" + ", ".join(_quote(value) for value in sorted(values)) + "]"
-
-
-# The Python guards of graphs.guards written as rules; the intent sets come from the same constants.
-PYTHON_EQUIVALENT_RULES: str = f"""\
+# The Python guards of graphs.guards written as rules; intents are read by their domain kind.
+PYTHON_EQUIVALENT_RULES: str = """\
 # after_intent
-intent -> handoff when intent in {_dsl_list(HANDOFF_INTENTS)}
+intent -> handoff when intent_kind == "to-human"
 intent -> handoff when unknown_streak >= unknown_intent_handoff and handoff_allowed
-intent -> reply when intent in {_dsl_list(CONVERSATIONAL)}
+intent -> reply when intent_kind == "conversational"
 intent -> collect
 
 # after_collect: ask for what is missing and end the turn
@@ -1036,6 +1032,6 @@ action -> action
 
 # after_self_check
 self_check -> reply when not check_ok and regenerations < max_regenerations
-self_check -> handoff when (not check_ok or intent in {_dsl_list(guards.FRUSTRATION_INTENTS)} or quota_exceeded != null) and handoff_allowed
+self_check -> handoff when (not check_ok or intent_kind == "escalate" or quota_exceeded != null) and handoff_allowed
 self_check -> END
 """

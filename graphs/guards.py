@@ -12,11 +12,7 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END
 
 from graphs.design import Knobs
-from graphs.routing import CONVERSATIONAL, HANDOFF_INTENTS
 from graphs.state import HarnessState
-from memory.constraints import forbidden_tools
-
-FRUSTRATION_INTENTS = frozenset({"complaint"})
 
 
 def _stats(state: HarnessState) -> dict[str, Any]:
@@ -90,19 +86,20 @@ def stop_reason(state: HarnessState, knobs: Knobs) -> str | None:
 
 
 def handoff_allowed(state: HarnessState) -> bool:
-    """False once the customer pinned "don't transfer me to a human" (asking for one now overrides it)."""
-    if state.get("intent") in HANDOFF_INTENTS:
-        return True
-    return "transfer_to_human" not in forbidden_tools(state.get("constraints") or [])
+    """False once the user pinned "don't transfer me to a human" (asking for one now overrides it).
+
+    The intent node reads the pinned constraints against the domain's words and sets ``handoff_blocked``.
+    """
+    return state.get("intent_kind") == "to-human" or not state.get("handoff_blocked")
 
 
 def after_intent(state: HarnessState, knobs: Knobs) -> Literal["collect", "reply", "handoff"]:
-    intent = state.get("intent")
-    if intent in HANDOFF_INTENTS:
+    kind = state.get("intent_kind")
+    if kind == "to-human":
         return "handoff"
     if (state.get("unknown_streak") or 0) >= knobs.unknown_intent_handoff and handoff_allowed(state):
         return "handoff"
-    if intent in CONVERSATIONAL:
+    if kind == "conversational":
         return "reply"
     return "collect"
 
@@ -131,6 +128,6 @@ def after_self_check(state: HarnessState, knobs: Knobs) -> Literal["reply", "han
     check = state.get("check") or {}
     if not check.get("ok", True) and _stats(state).get("regenerations", 0) < knobs.max_regenerations:
         return "reply"
-    wants_person = not check.get("ok", True) or state.get("intent") in FRUSTRATION_INTENTS or quota_exceeded(state, knobs)
-    # A complaint, a failed check or a used-up quota go to a person, unless the customer asked not to be.
+    wants_person = not check.get("ok", True) or state.get("intent_kind") == "escalate" or quota_exceeded(state, knobs)
+    # An escalating intent (a complaint), a failed check or a used-up quota go to a person, unless the customer asked not to be.
     return "handoff" if wants_person and handoff_allowed(state) else END

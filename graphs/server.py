@@ -1,8 +1,8 @@
 """The harness graph for the LangGraph server (``langgraph dev`` / ``langgraph up``; see ``langgraph.json``).
 
 The server brings its own checkpointer and store, so the graph is compiled without one. Settings come
-from the environment, as for the CLI: ``HARNESS_DATA_DIR`` (default ``./.harness``; the shop database
-lives there), ``HARNESS_DESIGN`` (default ``harness``), ``HARNESS_MODEL`` (default ``sim``; also
+from the environment, as for the CLI: ``HARNESS_DATA_DIR`` (default ``./.harness``; the domain's databases
+live there), ``HARNESS_DOMAIN`` (default ``shop``), ``HARNESS_DESIGN`` (default ``harness``), ``HARNESS_MODEL`` (default ``sim``; also
 ``ollama:<model>``, ``openai:<model>``). An assistant or a run may pick another preset design with
 ``config={"configurable": {"design": "<preset>"}}`` (presets only: a client never names a file on the
 server), which makes A/B runs through the server possible. Each (design, model, data dir) is compiled
@@ -13,7 +13,7 @@ Input of a run: ``{"messages": [{"role": "user", "content": "..."}], "user": {"i
 ``Command(resume={"text": "<the human's answer>"})``.
 
 What the ``Harness`` service adds around the graph is not here: message cleaning and length checks, thread
-ownership, per-thread ordering, the transcript store, and marking a handoff answered in the shop database.
+ownership, per-thread ordering, the transcript store, and marking a handoff answered in the harness's handoff queue.
 """
 
 from __future__ import annotations
@@ -27,42 +27,45 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs.app import prepare_data_dir, shop_registry
+from graphs.app import prepare_data_dir
 from graphs.builder import build_graph
 from graphs.design import PRESETS, load_design
+from graphs.domain import Domain, load_domain
 from llm.factory import make_model
 from tools.errors import HarnessError
-from tools.shop import ShopDB
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-_shops: dict[Path, ShopDB] = {}
-_shops_lock = threading.Lock()
+_backends: dict[tuple[str, Path], dict[str, Any]] = {}
+_backends_lock = threading.Lock()
 
 
 def data_dir() -> Path:
     return prepare_data_dir(os.environ.get("HARNESS_DATA_DIR") or ".harness").resolve()
 
 
-def shop_for(path: Path) -> ShopDB:
-    """One open shop database per data dir for the server's lifetime (ShopDB serialises its own access)."""
-    with _shops_lock:
-        if path not in _shops:
-            _shops[path] = ShopDB.open(path / "shop.sqlite")
-        return _shops[path]
+def backends_for(domain: Domain, path: Path) -> dict[str, Any]:
+    """The domain's backends in one data dir, opened once for the server's lifetime."""
+    with _backends_lock:
+        key = (domain.name, path)
+        if key not in _backends:
+            opener = domain.open_resources
+            _backends[key] = dict(opener(lambda name: str(path / name))) if opener else {}
+        return _backends[key]
 
 
-_graphs: dict[tuple[str, str, str], CompiledStateGraph] = {}
+_graphs: dict[tuple[str, str, str, str], CompiledStateGraph] = {}
 _graphs_lock = threading.Lock()
 
 
-def compiled(design: str, model: str, directory: str) -> CompiledStateGraph:
-    """The graph for one (design, model, data dir), compiled once, without a checkpointer."""
-    key = (design, model, directory)
+def compiled(design: str, model: str, directory: str, domain: str = "shop") -> CompiledStateGraph:
+    """The graph for one (design, model, data dir, domain), compiled once, without a checkpointer."""
+    key = (design, model, directory, domain)
     with _graphs_lock:  # the server asks from several threads at once; build each graph only once
         if key not in _graphs:
-            _graphs[key] = build_graph(load_design(design), make_model(model), checkpointer=None,
-                                       registry=shop_registry(), resources={"shop": shop_for(Path(directory))})
+            pack = load_domain(domain)
+            _graphs[key] = build_graph(load_design(design), make_model(model, domain=pack), checkpointer=None,
+                                       domain=pack, resources=backends_for(pack, Path(directory)))
         return _graphs[key]
 
 
@@ -75,7 +78,7 @@ def graph_for(config: RunnableConfig | None = None) -> CompiledStateGraph:
             raise HarnessError(f"unknown design '{asked}'; presets: {', '.join(PRESETS)}")
         design = str(asked)
     model = os.environ.get("HARNESS_MODEL") or "sim"
-    return compiled(design, model, str(data_dir()))
+    return compiled(design, model, str(data_dir()), os.environ.get("HARNESS_DOMAIN") or "shop")
 
 
 async def make_graph(config: RunnableConfig) -> CompiledStateGraph:
@@ -91,7 +94,9 @@ def reset() -> None:
     """Forget the compiled graphs and close the shop databases (for tests and embedding in other servers)."""
     with _graphs_lock:
         _graphs.clear()
-    with _shops_lock:
-        for shop in _shops.values():
-            shop.close()
-        _shops.clear()
+    with _backends_lock:
+        for opened in _backends.values():
+            for backend in opened.values():
+                if callable(getattr(backend, "close", None)):
+                    backend.close()
+        _backends.clear()

@@ -78,6 +78,8 @@ class HarnessState(TypedDict, total=False):
     turn: int
     phase: str  # intent | collect | action | reply | self_check | handoff | done
     intent: str | None
+    intent_kind: str  # the domain's kind of the intent: task | conversational | to-human | escalate
+    handoff_blocked: str | None  # the pinned constraint that forbids handing off, if any
     intent_confidence: float
     slots: Annotated[dict[str, Any], merge_dict]
     missing_slots: list[str]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -13,11 +14,15 @@ SPEC_HELP = ("use 'sim' (faults on), 'sim:clean', 'sim:<profile>:<seed>', 'ollam
              "(e.g. ollama:qwen2.5:7b) or 'openai:<model>'")
 
 
-def make_model(spec: str, *, timeout: float = 15.0) -> BaseChatModel:
-    """A chat model from a spec string. Real models read their endpoint and key from the usual env vars."""
+def make_model(spec: str, *, timeout: float = 15.0, domain: Any = None) -> BaseChatModel:
+    """A chat model from a spec string. Real models read their endpoint and key from the usual env vars.
+
+    ``domain``: only read for ``sim``, which uses the domain's own simulated brain when it has one
+    (``Domain.sim_brain``) and the domain-general brain otherwise; ``sim:general`` always takes the latter.
+    """
     kind, _, name = spec.partition(":")
     if kind == "sim":
-        return _sim(name)
+        return _sim(name, getattr(domain, "sim_brain", None))
     if kind == "ollama" and name:
         from langchain_ollama import ChatOllama
 
@@ -46,8 +51,9 @@ def close_model(model: BaseChatModel) -> None:
                 close()
 
 
-def _sim(rest: str) -> BaseChatModel:
-    """``sim``, ``sim:clean``, ``sim:realistic:7``, ``sim:7``: a fault profile and a seed, both optional."""
+def _sim(rest: str, brain: Any = None) -> BaseChatModel:
+    """``sim``, ``sim:clean``, ``sim:realistic:7``, ``sim:7``, ``sim:general:clean``: a fault profile and a
+    seed, both optional, and ``general`` for the domain-general brain whatever the domain brings."""
     from llm.sim import SimChatModel
     from llm.sim_faults import PROFILES
 
@@ -57,6 +63,9 @@ def _sim(rest: str) -> BaseChatModel:
             seed = int(part)
         elif part in PROFILES:
             profile = part
+        elif part == "general":
+            brain = None
         else:
-            raise HarnessError(f"unknown sim option '{part}': profiles {', '.join(PROFILES)}, or a seed number")
-    return SimChatModel(seed=seed, faults=profile)
+            raise HarnessError(f"unknown sim option '{part}': profiles {', '.join(PROFILES)}, 'general', "
+                               "or a seed number")
+    return SimChatModel(seed=seed, faults=profile, brain=brain)

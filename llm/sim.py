@@ -5,6 +5,10 @@ no design, no scenario, no harness state. Like Ollama, it keeps the system messa
 messages when the input is longer than its context window. Usage is reported in tokens counted by the
 bundled tokenizer, with the part of the prompt a provider's prefix cache would have served reported as
 ``input_token_details.cache_read`` (see ``PrefixCache``).
+
+What it says is its ``brain``'s: ``respond(messages, tools, profile=, dice=, tokens=) -> AIMessage``. The
+default brain (``llm.sim_general``) understands any domain from the request alone; a domain may bring a
+brain of its own (the shop's legacy one, ``Domain.sim_brain``).
 """
 
 from __future__ import annotations
@@ -22,10 +26,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from llm.embeddings import count_tokens
-from llm.sim_brain import respond
 from llm.sim_faults import PROFILES, Dice, FaultProfile, latency_s
 from llm.text_tools import tools_from_instructions
 
@@ -114,13 +117,14 @@ def _rendered(message: BaseMessage) -> str:
 
 
 class SimChatModel(BaseChatModel):
-    """Deterministic shop-domain chat model with native tool calling."""
+    """Deterministic chat model with native tool calling; what it says comes from its ``brain``."""
 
     model_name: str = "sim"
     seed: int = 0
     context_window: int = 4096
     faults: str = "realistic"
     cache_block: int = 64
+    brain: Callable[..., AIMessage] | None = Field(default=None, exclude=True)
     _cache: PrefixCache = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
@@ -134,7 +138,17 @@ class SimChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, "seed": self.seed, "context_window": self.context_window,
-                "faults": self.faults}
+                "faults": self.faults, "brain": self._brain_name()}
+
+    def _brain_name(self) -> str:
+        return getattr(self.brain, "__module__", "llm.sim_general") if self.brain is not None else "llm.sim_general"
+
+    def _respond(self) -> Callable[..., AIMessage]:
+        if self.brain is not None:
+            return self.brain
+        from llm.sim_general import respond
+
+        return respond
 
     @property
     def fault_profile(self) -> FaultProfile:
@@ -158,7 +172,7 @@ class SimChatModel(BaseChatModel):
             raise SimTimeout(f"sim did not answer (simulated timeout after {self.context_window} token context)")
         text_tools = [] if tools else tools_from_instructions(
             " ".join(str(m.content) for m in visible if isinstance(m, SystemMessage)))
-        reply = respond(visible, tools or text_tools, profile=profile, dice=dice, tokens=tokens)
+        reply = self._respond()(visible, tools or text_tools, profile=profile, dice=dice, tokens=tokens)
         if text_tools and reply.tool_calls:  # no native tool calling here: write the calls as text
             reply = AIMessage(as_text_calls(reply.tool_calls, "\u200b" if dice.roll(profile.invisible_prefix) else ""))
         # Usage counts the whole prompt as sent, as a provider bills it; latency only what fits the window.

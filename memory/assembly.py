@@ -28,9 +28,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llm.embeddings import count_tokens
-from llm.nlu import extract_entities, is_low_information
 from memory.clearing import clear_used_results, message_text
 from memory.constraints import is_correction
+from tools.entities import EntityType, find_mentions, user_facing
+from tools.text import is_low_information
 
 Count = Callable[[str], int]
 
@@ -373,17 +374,17 @@ WORKING_STRATEGIES: dict[str, WorkingStrategy] = {
 }
 
 
-def _carries_nothing(group: Group, count: Count) -> bool:
+def _carries_nothing(group: Group, count: Count, entity_types: Sequence[EntityType]) -> bool:
     if not isinstance(group.first, AIMessage) or group.is_tool_call:
         return False
     text = message_text(group.first)
-    ents = extract_entities(text)
-    if ents.order_ids or ents.product_ids or ents.coupon_codes or ents.emails or ents.phones:
+    if find_mentions(user_facing(entity_types), text):
         return False
     return is_low_information(text) or count(text) <= EMPTY_REPLY_TOKENS
 
 
-def informative(groups: Sequence[Group], count: Count = count_tokens) -> list[Group]:
+def informative(groups: Sequence[Group], count: Count = count_tokens,
+                entity_types: Sequence[EntityType] = ()) -> list[Group]:
     """Groups without low-information user turns ("ok", "谢谢") and the empty AI reply right after one."""
     kept: list[Group] = []
     after_ack = False
@@ -391,7 +392,7 @@ def informative(groups: Sequence[Group], count: Count = count_tokens) -> list[Gr
         if g.is_human and is_low_information(message_text(g.first)):
             after_ack = True
             continue
-        if after_ack and _carries_nothing(g, count):
+        if after_ack and _carries_nothing(g, count, entity_types):
             after_ack = False
             continue
         after_ack = False
@@ -537,7 +538,7 @@ def _uncuttable_account(system: str, task: str, immediate: Sequence[BaseMessage]
 
 def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[BaseMessage],
              immediate: Sequence[BaseMessage], policy: ContextPolicy, anchors: Anchors | None = None,
-             count: Count = count_tokens) -> Assembly:
+             count: Count = count_tokens, entity_types: Sequence[EntityType] = ()) -> Assembly:
     """Build one model call's messages from the five layers within the policy's budget.
 
     Args:
@@ -549,6 +550,7 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
         policy: Budget, shares and the working-layer strategy.
         anchors: Where the current task started (anchored strategies); default: the first human message.
         count: Token counter for one text.
+        entity_types: The domain's entity types: a reply that names one is never dropped as empty.
 
     Returns:
         The messages (one SystemMessage, then working, then immediate) with their token account.
@@ -567,7 +569,7 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
         history = clear_used_results(history, results_to_keep(history, immediate_msgs))
     candidates = [g for g in tool_groups(history) if g.valid]
     if strategy.trims and policy.drop_low_information:
-        candidates = informative(candidates, count)
+        candidates = informative(candidates, count, entity_types)
     candidates, original = _with_original(candidates, history, immediate_msgs, anchors or Anchors())
     overflow = sum(max(0, account[name] - budgets[name]) for name in ("system", "task", "memory", "immediate"))
     budgets["working"] = max(0, budgets["working"] - overflow)
@@ -591,9 +593,9 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
 
 
 def describe_task(intent: str | None, slots: dict[str, Any] | None = None,
-                  missing: Sequence[str] = ()) -> str:
+                  missing: Sequence[str] = (), *, is_task: bool = True) -> str:
     """A task layer text from the state's intent and slots ("" when there is no task)."""
-    if not intent or intent in ("unknown", "greeting", "thanks"):
+    if not intent or not is_task:
         return ""
     known = ", ".join(f"{k}={v}" for k, v in sorted((slots or {}).items()))
     text = f"Intent: {intent}." + (f" Known: {known}." if known else "")

@@ -19,8 +19,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from tools.cleaning import DEFAULT_KEY_FIELDS, compact_json, label, unlabel
 
-# Keys that name an item of a list result; the first one present stands for the item in a digest.
-ITEM_KEYS = ("order_id", "product_id", "code", "coupon_code", "id", "sku", "return_id", "ticket_id")
+# An item of a list result is named by its first id-like key ("order_id", "id", "code", ...).
+_ID_SUFFIXES = ("_id", "_code")
+_ID_NAMES = ("id", "code", "sku")
 DIGEST_CHARS = 160
 
 
@@ -45,7 +46,8 @@ def is_digest(text: str) -> bool:
 
 def _item_id(item: Any) -> str | None:
     if isinstance(item, dict):
-        return next((str(item[k]) for k in ITEM_KEYS if item.get(k) not in (None, "")), None)
+        return next((str(v) for k, v in item.items()
+                     if (k in _ID_NAMES or k.endswith(_ID_SUFFIXES)) and v not in (None, "")), None)
     return str(item) if isinstance(item, str | int | float) else None
 
 

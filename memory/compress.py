@@ -27,7 +27,6 @@ from langchain_core.messages import (
 )
 
 from llm.embeddings import count_tokens
-from llm.nlu import extract_entities, is_low_information
 from memory.assembly import (
     Assembly,
     ContextPolicy,
@@ -40,6 +39,8 @@ from memory.assembly import (
 )
 from memory.clearing import result_digest, shorten
 from memory.constraints import extract_constraints
+from tools.entities import EntityType, card_updates
+from tools.text import is_low_information
 
 SUMMARY_LABELS = {"en": "[Summary up to turn {n}]", "zh": "[历史摘要 截至第 {n} 轮]"}
 LABEL_LINE = re.compile(r"^\[(?:Summary up to turn \d+|历史摘要 截至第 \d+ 轮)\]$")
@@ -133,35 +134,6 @@ def _as_list(value: Any) -> list[Any]:
 # --------------------------------------------------------------------------------------- structure
 
 
-def _latest(known: Any, new: list[str]) -> list[str]:
-    """Known then new identifiers, each once (a repeated one moves to the end), the latest ``MAX_IDS``."""
-    sequence = [*_as_list(known), *new]
-    # Deduplicate keeping each identifier's last mention, so the order says which was mentioned last.
-    merged = list(dict.fromkeys(reversed(sequence)))[::-1]
-    return merged[-MAX_IDS:]
-
-
-def _entity_updates(texts: list[str], card: dict[str, Any]) -> dict[str, Any]:
-    found: dict[str, list[str]] = {"order_ids": [], "product_ids": [], "coupon_codes": [], "emails": [],
-                                   "phones": []}
-    for text in texts:
-        ents = extract_entities(text)
-        for key in found:
-            found[key] += getattr(ents, key)
-    updates: dict[str, Any] = {}
-    for key, last in (("order_ids", "last_order_id"), ("product_ids", "last_product_id")):
-        if found[key]:
-            updates[key] = _latest(card.get(key), found[key])
-            updates[last] = found[key][-1]
-    if found["coupon_codes"]:
-        updates["coupon_codes"] = _latest(card.get("coupon_codes"), found["coupon_codes"])
-    if found["emails"]:
-        updates["email"] = found["emails"][-1]
-    if found["phones"]:
-        updates["phone"] = found["phones"][-1]
-    return updates
-
-
 def _decisions_and_open_steps(groups: list[Group]) -> tuple[list[str], list[str]]:
     decisions, failed = [], {}
     for group in groups:
@@ -180,18 +152,20 @@ def _decisions_and_open_steps(groups: list[Group]) -> tuple[list[str], list[str]
     return decisions, open_steps
 
 
-def extract_structure(groups: list[Group], fact_card: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def extract_structure(groups: list[Group], fact_card: dict[str, Any],
+                      entity_types: Sequence[EntityType] = ()) -> tuple[dict[str, Any], list[str]]:
     """Fact-card updates and constraints from the groups about to be compressed.
 
     Args:
         groups: The compressed groups, in order.
         fact_card: The current fact card (lists are extended, not replaced).
+        entity_types: The domain's entity types, whose mentions go on the card.
 
     Returns:
         The fact updates (only keys whose value changes) and the constraints, in order.
     """
     human_texts = [message_text(g.first) for g in groups if g.is_human]
-    updates = _entity_updates(human_texts, fact_card)
+    updates = card_updates(entity_types, human_texts, fact_card, MAX_IDS)
     decisions, open_steps = _decisions_and_open_steps(groups)
     if decisions:
         updates["decisions"] = list(dict.fromkeys([*_as_list(fact_card.get("decisions")), *decisions]))[-MAX_DECISIONS:]
@@ -260,7 +234,7 @@ def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_
              summarize: Callable[[list[BaseMessage]], str] | None = None, previous_summary: str = "",
              first_turn: int = 1, keep_ids: Collection[str] = (),
              max_lines: int = MAX_SUMMARY_LINES, max_tokens: int | None = None,
-             count: Count = count_tokens) -> Compression:
+             count: Count = count_tokens, entity_types: Sequence[EntityType] = ()) -> Compression:
     """Compress the turns of ``history`` up to ``upto_turn``: structure out first, then a summary.
 
     Args:
@@ -278,6 +252,7 @@ def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_
         max_tokens: Most tokens of the extractive summary's lines (None: no limit); pass the memory
             layer's budget, since lines beyond it are never shown.
         count: Token counter for ``max_tokens``.
+        entity_types: The domain's entity types, whose mentions move to the fact card.
 
     Returns:
         The compression; when nothing is compressible, the previous summary and no changes.
@@ -285,7 +260,7 @@ def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_
     groups = compressible_groups(history, upto_turn, first_turn, keep_ids)
     if not groups:
         return Compression(previous_summary, upto_turn=upto_turn)
-    fact_updates, constraints = extract_structure([g for g in groups if g.valid], fact_card)
+    fact_updates, constraints = extract_structure([g for g in groups if g.valid], fact_card, entity_types)
     previous = _summary_body(previous_summary)
     if summarize is not None:
         context: list[BaseMessage] = [SystemMessage("\n".join(previous))] if previous else []
@@ -325,7 +300,7 @@ def maybe_compress(history: Sequence[BaseMessage], *, assembly: Assembly, policy
                    fact_card: dict[str, Any], previous_summary: str = "", first_turn: int = 1,
                    keep_ids: Collection[str] = (), keep_ratio: float = 0.5,
                    summarize: Callable[[list[BaseMessage]], str] | None = None,
-                   count: Count = count_tokens) -> Compression | None:
+                   count: Count = count_tokens, entity_types: Sequence[EntityType] = ()) -> Compression | None:
     """Compress when ``assembly``'s history reached ``policy.compress_at`` of the working budget.
 
     The oldest turns are compressed until the rest fits in ``keep_ratio`` of the working budget, so the
@@ -342,7 +317,7 @@ def maybe_compress(history: Sequence[BaseMessage], *, assembly: Assembly, policy
         return None
     comp = compress(history, upto_turn=upto, lang=lang, fact_card=fact_card, summarize=summarize,
                     previous_summary=previous_summary, first_turn=first_turn, keep_ids=keep_ids,
-                    max_tokens=policy.budgets()["memory"], count=count)
+                    max_tokens=policy.budgets()["memory"], count=count, entity_types=entity_types)
     return comp if comp.removed_ids else None
 
 

@@ -10,8 +10,9 @@ still be seen in the working messages, while a false one would be repeated to th
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from llm.nlu import CJK, clean_text, is_correction  # noqa: F401 - re-exported
+from tools.text import CJK, clean_text, is_correction  # noqa: F401 - re-exported
 
 # Sentences end at terminal punctuation (English only when followed by space, so "1.5kg" stays whole).
 # NFKC turns full-width "？！；，" into ASCII, so ASCII marks right before Chinese text end a sentence too.
@@ -142,24 +143,23 @@ def extract_constraints(text: str) -> list[str]:
 
 
 
-# What a negative constraint forbids, by the words it uses (English and Chinese).
-_FORBIDS = {
-    "cancel_order": ("cancel", "取消"),
-    "request_return": ("return", "refund", "退货", "退款"),
-    "transfer_to_human": ("human", "agent", "person", "transfer", "人工", "转接"),
-    "claim_coupon": ("coupon", "优惠券"),
-}
 _NEGATIVE = re.compile(r"\b(?:do not|don't|never|no)\b|不要|别|不用|禁止", re.I)
 
 
-def forbidden_tools(constraints: list[str]) -> dict[str, str]:
-    """Tool name -> the pinned constraint that forbids it ("Do not cancel anything." forbids cancel_order)."""
+def forbidden_tools(constraints: list[str], words: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """Tool name (or ``handoff``) -> the pinned constraint that forbids it.
+
+    Args:
+        constraints: The pinned constraints.
+        words: The domain's constraint words: ``{"cancel_order": ("cancel", "取消"), "handoff": (...)}``;
+            "Do not cancel anything." then forbids ``cancel_order``.
+    """
     out: dict[str, str] = {}
     for c in constraints:
         if not _NEGATIVE.search(c):
             continue
         low = c.lower()
-        for tool, words in _FORBIDS.items():
-            if any(w in low for w in words):
+        for tool, tool_words in words.items():
+            if any(w in low for w in tool_words):
                 out.setdefault(tool, c)
     return out

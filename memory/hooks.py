@@ -7,12 +7,12 @@ self-check, and the language the user writes in. Every read and write is scoped 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from graphs.state import HarnessState
 from memory.longterm import LongTermMemory
-
-KEY_FIELDS = ("order_id", "status", "return_id", "complaint_id", "ticket_id", "code", "product_id", "name")
+from tools.cleaning import DEFAULT_KEY_FIELDS
 
 
 def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3) -> dict[str, Any]:
@@ -25,12 +25,17 @@ def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3) -> dict[
 def outcome_sentence(record: dict[str, Any], result: dict[str, Any]) -> str:
     """One self-contained sentence for a successful tool call, e.g. for the next session's context."""
     args = ", ".join(f"{k}={v}" for k, v in sorted((record.get("args") or {}).items()) if k != "reason")
-    found = ", ".join(f"{k}={result[k]}" for k in KEY_FIELDS if isinstance(result, dict) and result.get(k))
+    found = ", ".join(f"{k}={v}" for k, v in (result.items() if isinstance(result, dict) else ())
+                      if (k in DEFAULT_KEY_FIELDS or k == "name") and v not in (None, "", [], {})
+                      and not isinstance(v, dict | list))
     return f"{record['name']}({args}) succeeded: {found or 'ok'}"
 
 
-def remember(memory: LongTermMemory, state: HarnessState) -> list[str]:
-    """Write the outcomes of this message's successful calls; count hits on what recall brought back."""
+def remember(memory: LongTermMemory, state: HarnessState, remembered: Collection[str] = ()) -> list[str]:
+    """Write the outcomes of this message's successful calls; count hits on what recall brought back.
+
+    ``remembered``: the slots whose identifiers are kept as long-term facts (the domain's remembered types).
+    """
     user_id = (state.get("user") or {}).get("id", "")
     written = []
     for record in state.get("tool_log") or []:
@@ -39,9 +44,9 @@ def remember(memory: LongTermMemory, state: HarnessState) -> list[str]:
         result = json.loads(record.get("result_digest") or "{}")
         written.append(memory.experiences.add(user_id, outcome_sentence(record, result), kind="outcome",
                                               confidence=0.9))
-        order_id = (record.get("args") or {}).get("order_id")
-        if order_id:
-            memory.facts.put(user_id, "last_order_id", order_id, confirmed=True, source="tool")
+        for key, value in (record.get("args") or {}).items():
+            if key in remembered and isinstance(value, str):  # the identifier a confirmed call acted on
+                memory.facts.put(user_id, f"last_{key}", value, confirmed=True, source="tool")
     lang = (state.get("fact_card") or {}).get("language")
     if lang:
         memory.facts.put(user_id, "language", lang, confirmed=True, source="user")

@@ -27,6 +27,11 @@ class TranscriptStore:
             "CREATE TABLE IF NOT EXISTS threads (thread_id TEXT PRIMARY KEY, design TEXT NOT NULL, "
             "model TEXT, updated_at REAL NOT NULL)"
         )
+        # Threads waiting for a human, whatever the domain's own ticket system (if it has one) recorded.
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS handoffs (thread_id TEXT NOT NULL, ticket TEXT NOT NULL, "
+            "status TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (thread_id, ticket))"
+        )
 
     def record_setup(self, thread_id: str, design: str, model: str | None) -> None:
         """Note the design (preset name or file) and model spec a message on the thread runs with."""
@@ -53,6 +58,23 @@ class TranscriptStore:
             (thread_id,),
         ).fetchall()
         return [dict(zip(("seq", "turn", "role", "content", "created_at"), r, strict=True)) for r in rows]
+
+    def open_handoff(self, thread_id: str, ticket: str) -> None:
+        """Queue the thread for a human (once per ticket)."""
+        with self.lock:
+            self.conn.execute("INSERT OR IGNORE INTO handoffs VALUES (?, ?, 'waiting', ?)",
+                              (thread_id, ticket, time.time()))
+
+    def answer_handoff(self, thread_id: str) -> None:
+        with self.lock:
+            self.conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = ? AND status = 'waiting'",
+                              (thread_id,))
+
+    def waiting_handoffs(self) -> list[str]:
+        """Threads queued for a human, oldest first."""
+        rows = self.conn.execute("SELECT thread_id FROM handoffs WHERE status = 'waiting' "
+                                 "GROUP BY thread_id ORDER BY MIN(created_at)").fetchall()
+        return [r[0] for r in rows]
 
     def close(self) -> None:
         self.conn.close()

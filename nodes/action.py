@@ -1,7 +1,8 @@
 """Action: one model call with the tools of the routed intent, then the tool calls it asked for.
 
 Variant ``tool_loop``: tools masked by intent and role (at most ``max_tools_offered``), every call
-validated before it runs, identifier arguments checked against what the conversation actually contains,
+validated before it runs, entity arguments (typed in the tool schema) checked against what the
+conversation actually contains,
 identical repeats intercepted, changing tools keyed for idempotency by thread and call id.
 """
 
@@ -15,9 +16,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from graphs.routing import route_for
+from graphs.domain import Domain
 from graphs.state import HarnessState, ToolCallRecord
-from llm import nlu
 from llm.text_tools import PARSE_ERROR_TOOL
 from memory.constraints import forbidden_tools
 from memory.context import build_context
@@ -30,10 +30,6 @@ from tools.errors import ToolError
 from tools.executor import ToolOutcome
 
 tool_log = logging.getLogger("harness.tools")
-
-# Arguments that name an entity: their value must have been seen, or the model invented it.
-IDENTIFIER_ARGS = frozenset({"order_id", "product_id", "code", "coupon_code", "email", "sku"})
-
 
 def call_signature(name: str, args: dict[str, Any]) -> str:
     """Canonical form of a call: same tool and same arguments give the same signature."""
@@ -54,10 +50,16 @@ def seen_text(state: HarnessState) -> str:
     return "\n".join(parts).upper()
 
 
-def invented_args(call: dict[str, Any], seen: str) -> list[str]:
+def _values(value: Any) -> list[str]:
+    """The strings an argument holds: itself, or the items of a list."""
+    items = value if isinstance(value, list | tuple) else [value]
+    return [v.strip() for v in items if isinstance(v, str) and v.strip()]
+
+
+def invented_args(call: dict[str, Any], seen: str, entity_args: dict[str, str]) -> list[str]:
+    """Entity arguments (string or list) holding a value the conversation never showed."""
     args = call.get("args") or {}
-    return [k for k, v in args.items() if k in IDENTIFIER_ARGS and isinstance(v, str) and v.strip()
-            and v.strip().upper() not in seen]
+    return [k for k, v in args.items() if k in entity_args and any(x.upper() not in seen for x in _values(v))]
 
 
 # Failures that say nothing about the arguments: the same call may work later (timeouts, 429, 5xx).
@@ -72,29 +74,28 @@ def earlier_outcome(record: dict[str, Any]) -> ToolOutcome:
                        error=record.get("error"), exception=record.get("exception"))
 
 
-def canonical_args(args: dict[str, Any]) -> dict[str, Any]:
-    """Identifier arguments in the shop's canonical form: "ord10134" -> "ORD-10134", "p1006" -> "P1006".
+def canonical_args(args: dict[str, Any], entity_args: dict[str, str], domain: Domain) -> dict[str, Any]:
+    """Entity arguments in their type's canonical form ("ord10134" -> "ORD-10134"), lists item by item.
 
     Only a value that is unambiguously one identifier is rewritten; anything else is left for validation.
     """
     out = dict(args)
     for key, value in args.items():
-        if key not in IDENTIFIER_ARGS or not isinstance(value, str):
+        entity = domain.entity_type(entity_args.get(key, ""))
+        if entity is None:
             continue
-        ents = nlu.extract_entities(value)
-        found = {"order_id": ents.order_ids, "product_id": ents.product_ids}.get(key)
-        if found is None:
-            found = [nlu.clean_text(value).strip().upper()] if key in ("code", "coupon_code") else []
-        if len(found) == 1:
-            out[key] = found[0]
+        if isinstance(value, str):
+            out[key] = entity.canonicalize(value) or value
+        elif isinstance(value, list):
+            out[key] = [(entity.canonicalize(v) or v) if isinstance(v, str) else v for v in value]
     return out
 
 
-def is_empty(result: Any) -> bool:
+def is_empty(result: Any, empty_keys: tuple[str, ...]) -> bool:
     if result in (None, "", [], {}):
         return True
     if isinstance(result, dict):
-        lists = [v for k, v in result.items() if k in ("results", "orders", "available")]
+        lists = [v for k, v in result.items() if k in empty_keys]
         return bool(lists) and all(not v for v in lists)
     return False
 
@@ -109,23 +110,25 @@ class ToolLoopAction:
         role = (state.get("user") or {}).get("role", "customer")
         if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
             return self.deps.registry.offer(None, role)
-        names = route_for(state.get("intent")).tools
+        # a domain without intents has one open task: all its tools, masked by role and the offer cap
+        names = self.deps.domain.route(state.get("intent")).tools if self.deps.domain.intents else None
         return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         stats = dict(state.get("turn_stats") or {})
         stats["rounds"] = stats.get("rounds", 0) + 1
-        messages, account = build_context(state, self.deps.design)
+        messages, account = build_context(state, self.deps.design, self.deps.domain)
         try:
             ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
         except ModelCallFailed:
-            busy = say("busy", (state.get("fact_card") or {}).get("language", "en"))
+            busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
             stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
                     "check": {"ok": True, "retryable": True}}
         if self.knobs.normalize_args and ai.tool_calls:
-            ai = ai.model_copy(update={"tool_calls": [{**c, "args": canonical_args(c.get("args") or {})}
-                                                      for c in ai.tool_calls]})
+            ai = ai.model_copy(update={"tool_calls": [
+                {**c, "args": canonical_args(c.get("args") or {}, self.entity_args(c["name"]), self.deps.domain)}
+                for c in ai.tool_calls]})
         outcomes = self.run_calls(state, ai, config)
         self.log_calls(outcomes)
         log = list(state.get("tool_log") or [])
@@ -135,7 +138,8 @@ class ToolLoopAction:
             record["id"] = record.pop("call_id")
             digest = o.content() if o.status == "ok" else None
             log.append(ToolCallRecord(**record, signature=call_signature(o.name, o.args), round=stats["rounds"],
-                                      empty=o.status == "ok" and (is_empty(o.result) or json.dumps(digest) in earlier),
+                                      empty=o.status == "ok" and (is_empty(o.result, self.deps.domain.empty_keys)
+                                                                    or json.dumps(digest) in earlier),
                                       result_digest=digest))
         stats["tool_calls"] = stats.get("tool_calls", 0) + len(outcomes)
         stats["tool_errors"] = stats.get("tool_errors", 0) + sum(o.status != "ok" for o in outcomes)
@@ -164,7 +168,8 @@ class ToolLoopAction:
 
     def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome]) -> ToolOutcome | None:
         """An outcome that replaces running the call (duplicate or invented argument), or None to run it."""
-        if self.knobs.enforce_constraints and (rule := forbidden_tools(state.get("constraints") or []).get(call["name"])):
+        words = self.deps.domain.constraint_words
+        if self.knobs.enforce_constraints and (rule := forbidden_tools(state.get("constraints") or [], words).get(call["name"])):
             return _failed(call, "constraint", "ConstraintViolation", f"the customer said: {rule} Do not call it.")
         if call["name"] == PARSE_ERROR_TOOL:  # a text call the harness could not read: one repair try
             return _failed(call, "validation", "TextCallParseError", (call.get("args") or {}).get("error", ""))
@@ -175,10 +180,16 @@ class ToolLoopAction:
         if sig in done and self.knobs.identical_calls == "reuse":
             earlier = done[sig]
             return dataclasses.replace(earlier, call_id=call.get("id") or "", attempts=0, timings_ms={"reused": 1.0})
-        if self.knobs.align_entities and self.well_formed(call) and (bad := invented_args(call, seen_text(state))):
+        if (self.knobs.align_entities and self.well_formed(call)
+                and (bad := invented_args(call, seen_text(state), self.entity_args(call["name"])))):
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
         return None
+
+    def entity_args(self, name: str) -> dict[str, str]:
+        """Argument -> entity type of a tool, read from its schema (nothing for an unknown tool)."""
+        spec = self.deps.registry.get(name)
+        return self.deps.domain.tool_entities(spec) if spec is not None else {}
 
     def well_formed(self, call: dict[str, Any]) -> bool:
         """Schema-valid? A malformed call is left to the executor: validation errors get a repair try."""

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from graphs.design import Design
+from graphs.domain import Domain
 from graphs.state import HarnessState, TurnStats
 from llm.text_tools import from_text, to_text_mode
 from obs.tracing import bind_context, model_identity, model_span, record_model_response
@@ -38,7 +39,8 @@ class NodeDeps:
     registry: ToolRegistry
     executor: ToolExecutor
     design: Design
-    resources: dict[str, Any] = field(default_factory=dict)  # e.g. {"shop": ShopDB}
+    domain: Domain
+    resources: dict[str, Any] = field(default_factory=dict)  # the domain's backends, memory, audit
     clock: Callable[[], float] = time.time
 
 

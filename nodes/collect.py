@@ -5,42 +5,55 @@ Variant ``slots``: pattern extraction plus the fact card, so nothing the user al
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from graphs.routing import missing_slots, route_for
+from graphs.domain import Domain
 from graphs.state import HarnessState
-from llm import nlu
 from memory.context import last_human_text
 from nodes.base import NodeDeps, register_variant
-from nodes.phrases import say
+from nodes.phrases import has_phrase, say
+from tools.text import language
 
-_QUESTIONS = {"order_id": "ask_order_id", "query": "ask_query", "product_id": "ask_query", "code": "ask_coupon",
-              "coupon_code": "ask_coupon"}
+# "the first one", "第一个": an ordinal that picks one of the mentions remembered in order.
+_ORDINALS = {
+    0: re.compile(r"\b(?:the\s+)?(?:first|1st|earliest|original)\s+(?:one|order|ticket|item|id|number)?|第一个|第一张|第一笔|最早那?个",
+                  re.I),
+    1: re.compile(r"\b(?:the\s+)?(?:second|2nd)\s+(?:one|order|ticket|item|id|number)?|第二个|第二张|第二笔", re.I),
+    -1: re.compile(r"\b(?:the\s+)?(?:last|latest|most recent)\s+(?:one|order|ticket|item|id|number)|最后那?一?个|最近那?个",
+                   re.I),
+}
 
 
-def slots_from_message(intent: str | None, text: str) -> dict[str, Any]:
-    ents = nlu.extract_entities(text)
-    found: dict[str, Any] = {}
-    if ents.order_ids:
-        found["order_id"] = ents.order_ids[-1]
-    if ents.product_ids:
-        found["product_id"] = ents.product_ids[-1]
-    if ents.coupon_codes:
-        found["coupon_code"] = ents.coupon_codes[-1]
-    if intent == "product" and (query := nlu.product_query(text)):
-        found["query"] = query
+def ordinal_mention(text: str, mentions: list[str]) -> str | None:
+    """The remembered mention an ordinal in ``text`` points at ("cancel the first one" -> the first id)."""
+    for index, pattern in _ORDINALS.items():
+        if pattern.search(text) and mentions and (index < len(mentions)):
+            return mentions[index]
+    return None
+
+
+def slots_from_message(domain: Domain, intent: str | None, text: str) -> dict[str, Any]:
+    """The latest mention of each slot's entity type, then the domain's free-text extractors."""
+    mentioned = domain.entities_in(text)
+    found: dict[str, Any] = {slot: mentioned[t.name][-1] for slot, t in domain.slot_entities().items()
+                             if t.name in mentioned}
+    for slot, extract in domain.slot_extractors.items():
+        if (value := extract(intent, text)) is not None and value != "":
+            found[slot] = value
     return found
 
 
-def slots_from_facts(card: dict[str, Any]) -> dict[str, Any]:
+def slots_from_facts(domain: Domain, card: dict[str, Any], text: str = "") -> dict[str, Any]:
+    """Slots the fact card already answers: an ordinal reference first, else the latest mention."""
     found = {}
-    if card.get("last_order_id"):
-        found["order_id"] = card["last_order_id"]
-    if card.get("last_product_id"):
-        found["product_id"] = card["last_product_id"]
+    for slot, t in domain.slot_entities().items():
+        picked = ordinal_mention(text, card.get(f"{slot}s") or []) if t.remember else None
+        if picked or (t.card and card.get(t.latest_key)):
+            found[slot] = picked or card[t.latest_key]
     return found
 
 
@@ -59,22 +72,24 @@ class SlotCollect:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        domain = self.deps.domain
         intent = state.get("intent")
         text = last_human_text(state.get("messages") or [])
         # The fact card fills in first, then earlier slots of this task, then this message (most specific).
-        needed = {name for group in route_for(intent).required for name in group}
-        facts = {k: v for k, v in slots_from_facts(state.get("fact_card") or {}).items() if k in needed}
-        slots = {**facts, **(state.get("slots") or {}),
-                 **slots_from_message(intent, text)}
-        missing = missing_slots(intent, slots)
+        needed = {name for group in domain.route(intent).required for name in group}
+        card = state.get("fact_card") or {}
+        facts = {k: v for k, v in slots_from_facts(domain, card, text).items() if k in needed}
+        slots = {**facts, **(state.get("slots") or {}), **slots_from_message(domain, intent, text)}
+        missing = domain.missing_slots(intent, slots)
         if any(r.get("error_type") in ("validation", "invented_argument") for r in state.get("tool_log") or []):
             # Back from action: the model could not form a valid call, so ask the user instead of guessing.
             missing = rejected_args(state) or ["details"]
             slots.update({name: None for name in missing})
         update: dict[str, Any] = {"slots": slots, "missing_slots": missing, "phase": "collect"}
         if missing:
-            lang = (state.get("fact_card") or {}).get("language") or nlu.language(text)
-            question = say(_QUESTIONS.get(missing[0], "ask_generic"), lang)
+            lang = card.get("language") or language(text)
+            key = f"ask_{missing[0]}"
+            question = say(key if has_phrase(key, domain) else "ask_generic", lang, domain)
             update.update(reply=question, messages=[AIMessage(question)])
         return update
 

@@ -1,7 +1,8 @@
 """Handoff: pass the conversation to a human with a ticket, a reason and what is known.
 
-Variant ``ticket``: opens a ticket through the ``transfer_to_human`` tool (validated, idempotent per
-thread and turn) and tells the user.
+Variant ``ticket``: opens a ticket through the domain's handoff tool (``Domain.handoff``; validated,
+idempotent per thread and turn) and tells the user. A domain without one gets a ticket from the harness's
+own handoff queue (the thread id and turn), which ``harness handoff list`` shows either way.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from tools.context import ToolContext
 
 
 def handoff_reason(state: HarnessState, knobs: Knobs) -> str:
-    if state.get("intent") == "human":
+    if state.get("intent_kind") == "to-human":
         return "customer asked for a human"
-    if state.get("intent") == "complaint":
-        return "complaint"
+    if state.get("intent_kind") == "escalate":
+        return str(state.get("intent") or "escalation")
     if repeated_invalid_call(state):
         return "the same invalid tool call was made twice"
     if (quota := quota_exceeded(state, knobs)) is not None:
@@ -47,18 +48,28 @@ class TicketHandoff:
         thread = thread_id(config)
         reason = handoff_reason(state, self.deps.design.knobs)
         span_event("handoff", reason=reason)
-        ctx = ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
-                          idempotency_key=f"{thread}:handoff:{state.get('turn', 0)}", extras=self.deps.resources)
-        outcome = self.deps.executor.run({"id": f"handoff-{state.get('turn', 0)}", "name": "transfer_to_human",
-                                          "args": {"reason": reason[:500]}}, ctx)
-        ticket = (outcome.result or {}).get("ticket_id", "pending") if outcome.status == "ok" else "pending"
-        text = say("handoff", (state.get("fact_card") or {}).get("language") or "en", ticket=str(ticket))
+        ticket = self.open_ticket(state, user, thread, reason)
+        text = say("handoff", (state.get("fact_card") or {}).get("language") or "en", self.deps.domain,
+                   ticket=str(ticket))
         answered = (state.get("check") or {}).get("ok") and state.get("phase") == "done" and state.get("reply")
         if answered:  # e.g. a complaint was recorded first: keep that answer and add the handoff notice
             text = f"{state['reply']}\n{text}"
         payload = {"reason": reason, "ticket": ticket, "fact_card": state.get("fact_card") or {},
                    "summary": state.get("summary") or ""}
         return {"reply": text, "messages": [AIMessage(text)], "phase": "handoff", "handoff": payload}
+
+
+    def open_ticket(self, state: HarnessState, user: dict[str, Any], thread: str, reason: str) -> str:
+        """The ticket id from the domain's handoff tool, or the harness's own when the domain has none."""
+        spec = self.deps.domain.handoff
+        turn = state.get("turn", 0)
+        if spec.tool is None:
+            return f"{thread}#{turn}"
+        ctx = ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
+                          idempotency_key=f"{thread}:handoff:{turn}", extras=self.deps.resources)
+        outcome = self.deps.executor.run({"id": f"handoff-{turn}", "name": spec.tool,
+                                          "args": {spec.reason_arg: reason[:500]}}, ctx)
+        return str((outcome.result or {}).get(spec.ticket_key, "pending")) if outcome.status == "ok" else "pending"
 
 
 def wait_for_human(state: HarnessState, config: RunnableConfig) -> dict[str, Any]:

@@ -13,39 +13,30 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from graphs.routing import CONVERSATIONAL, missing_slots
+from graphs.domain import Domain
 from graphs.state import HarnessState
-from llm import nlu
+from memory.constraints import forbidden_tools
 from memory.context import last_human_text, turn_upkeep
 from memory.hooks import recall
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
-
-CLASSIFY_PROMPT = (
-    "Classify the customer's last message into one intent of: " + ", ".join(nlu.INTENTS) + ". "
-    'Respond with JSON only: {"intent": "<intent>", "confidence": <0..1>}.'
-)
+from nodes.classify import OPEN, UNKNOWN, classify
+from tools.entities import card_updates
+from tools.text import clean_text, language
 
 
-def facts_from(text: str) -> dict[str, Any]:
-    """What the user stated in this message, as fact-card updates."""
-    ents = nlu.extract_entities(text)
-    card: dict[str, Any] = {}
-    if ents.order_ids:
-        card["last_order_id"] = ents.order_ids[-1]
-    if ents.product_ids:
-        card["last_product_id"] = ents.product_ids[-1]
-    if ents.emails:
-        card["email"] = ents.emails[-1]
-    if ents.phones:
-        card["phone"] = ents.phones[-1]
-    return card
+def classify_prompt(domain: Domain) -> str:
+    labels = [*domain.intent_names(), *([] if domain.intent(UNKNOWN) else [UNKNOWN])]
+    return ("Classify the customer's last message into one intent of: " + ", ".join(labels) + ". "
+            'Respond with JSON only: {"intent": "<intent>", "confidence": <0..1>}.')
 
 
-def message_language(text: str) -> str | None:
+def message_language(domain: Domain, text: str) -> str | None:
     """The message's language, or None when it is only identifiers ("ORD-10001") and says nothing."""
-    if nlu.language(text) == "zh":
+    if language(text) == "zh":
         return "zh"
-    bare = nlu.ORDER_ID.sub(" ", nlu.PRODUCT_ID.sub(" ", nlu.clean_text(text)))
+    bare = clean_text(text)
+    for t in domain.entity_types:
+        bare = t.regex.sub(" ", bare)
     return "en" if re.search(r"[A-Za-z]{2,}", bare) else None
 
 
@@ -53,14 +44,8 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     """Per-message bookkeeping shared by every intent variant."""
     messages = state.get("messages") or []
     text = last_human_text(messages)
-    card = facts_from(text)
-    known_orders = (state.get("fact_card") or {}).get("order_ids", [])
-    new_orders = nlu.extract_entities(text).order_ids
-    if new_orders:
-        card["order_ids"] = list(dict.fromkeys([*known_orders, *new_orders]))
-        if not (state.get("fact_card") or {}).get("first_order_id"):
-            card["first_order_id"] = new_orders[0]  # "what did I give you at the start?" outlives any window
-    if lang := message_language(text):
+    card = card_updates(deps.domain.entity_types, [text], dict(state.get("fact_card") or {}))
+    if lang := message_language(deps.domain, text):
         card["language"] = lang
     memory = deps.resources.get("memory")
     recalled = {}
@@ -69,7 +54,9 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     previous = state.get("turn_stats") or {}
     totals = state.get("totals") or {}
     counted = ("model_calls", "input_tokens", "output_tokens", "tool_calls", "tool_errors")
-    upkeep = turn_upkeep(state, deps.design, text)
+    upkeep = turn_upkeep(state, deps.design, text, deps.domain)
+    pinned = [*(state.get("constraints") or []), *upkeep.get("constraints", [])]
+    blocked = forbidden_tools(pinned, deps.domain.constraint_words).get("handoff")
     if "fact_card" in upkeep:  # compression's extracted entities, then this message's on top
         card = {**upkeep.pop("fact_card"), **card}
     return {
@@ -83,36 +70,53 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
         "reply": "",
         "check": {},
         "handoff": None,
+        "handoff_blocked": blocked,
         "turn_stats": {"rounds": 0, "model_calls": 0, "input_tokens": 0, "output_tokens": 0,
                        "tool_calls": 0, "tool_errors": 0, "regenerations": 0, "started_at": deps.clock()},
     }
 
 
-def continue_or_switch(state: HarnessState, intent: str, confidence: float, text: str) -> str:
+def answered_slots(domain: Domain, intent: str | None, text: str, waiting: list[str]) -> list[str]:
+    """The waiting slots this message fills: by an entity mention, or by the domain's free-text extractor."""
+    mentioned = domain.entities_in(text)
+    by_slot = domain.slot_entities()
+    found = [s for s in waiting if s in by_slot and by_slot[s].name in mentioned]
+    found += [s for s in waiting if s in domain.slot_extractors and domain.slot_extractors[s](intent, text)]
+    return found
+
+
+def continue_or_switch(domain: Domain, state: HarnessState, intent: str, confidence: float, text: str) -> str:
     """Keep the open task when the message only answers its question ("ORD-10001" after "which order?")."""
     previous = state.get("intent")
     waiting = state.get("missing_slots") or []
-    # Generic order talk ("订单号是 ORD-10144") answering the question is not a new request.
-    if not previous or not waiting or (confidence >= 1.0 and intent != "order_status"):
+    if not previous or not waiting:
         return intent
-    ents = nlu.extract_entities(text)
-    answers = ("order_id" in waiting and ents.order_ids) or ("query" in waiting and nlu.product_query(text))
-    return previous if answers else intent
+    # Talk about the entity being asked for ("订单号是 ORD-10144") answers the question; another rule hit
+    # is a new request.
+    declared = domain.intent(intent)
+    hint = declared.entity_hint if declared is not None else ""
+    about_waiting = bool(hint) and any(t.name == hint for s, t in domain.slot_entities().items() if s in waiting)
+    if confidence >= 1.0 and not about_waiting:
+        return intent
+    return previous if answered_slots(domain, previous, text, waiting) else intent
 
 
-def finish(state: HarnessState, update: dict[str, Any], intent: str, confidence: float) -> dict[str, Any]:
+def finish(deps: NodeDeps, state: HarnessState, update: dict[str, Any], intent: str,
+           confidence: float) -> dict[str, Any]:
+    domain = deps.domain
     text = last_human_text(state.get("messages") or [])
-    intent = continue_or_switch(state, intent, confidence, text)
+    intent = continue_or_switch(domain, state, intent, confidence, text)
     same_task = intent == state.get("intent") and bool(state.get("missing_slots"))
-    update.update(intent=intent, intent_confidence=confidence)
+    kind = domain.kind(intent)
+    update.update(intent=intent, intent_confidence=confidence, intent_kind=kind)
     if not same_task:
         update["slots"] = {"__reset__": True}
-        if intent not in CONVERSATIONAL:
+        if kind != "conversational":
             human = next((m for m in reversed(state.get("messages") or []) if isinstance(m, HumanMessage)), None)
             update["task_anchor_id"] = human.id if human is not None else None
-    streak = (state.get("unknown_streak") or 0) + 1 if intent == "unknown" else 0
+    streak = (state.get("unknown_streak") or 0) + 1 if intent == UNKNOWN else 0
     update["unknown_streak"] = streak
-    update["missing_slots"] = missing_slots(intent, {} if not same_task else state.get("slots") or {})
+    update["missing_slots"] = domain.missing_slots(intent, {} if not same_task else state.get("slots") or {})
     return update
 
 
@@ -123,17 +127,17 @@ class ClassifierIntent:
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         update = start_turn(self.deps, state)
-        intent, confidence = nlu.classify_intent(last_human_text(state.get("messages") or []))
-        return finish(state, update, intent, confidence)
+        intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []))
+        return finish(self.deps, state, update, intent, confidence)
 
 
-def parse_intent_json(text: str) -> tuple[str, float]:
+def parse_intent_json(text: str, labels: list[str]) -> tuple[str, float]:
     match = re.search(r"\{.*\}", text or "", re.S)
     try:
         data = json.loads(match.group(0)) if match else {}
     except json.JSONDecodeError:
         data = {}
-    intent = data.get("intent") if data.get("intent") in nlu.INTENTS else "unknown"
+    intent = data.get("intent") if data.get("intent") in labels else UNKNOWN
     try:
         confidence = float(data.get("confidence", 0.5))
     except (TypeError, ValueError):
@@ -150,25 +154,26 @@ class LLMIntent:
         text = last_human_text(state.get("messages") or [])
         try:
             reply, update["turn_stats"] = call_model(
-                self.deps, [SystemMessage(CLASSIFY_PROMPT), HumanMessage(text)], update["turn_stats"])
+                self.deps, [SystemMessage(classify_prompt(self.deps.domain)), HumanMessage(text)],
+                update["turn_stats"])
         except ModelCallFailed:
-            return "unknown", 0.0
-        return parse_intent_json(reply.text)
+            return UNKNOWN, 0.0
+        return parse_intent_json(reply.text, self.deps.domain.intent_names())
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         update = start_turn(self.deps, state)
         intent, confidence = self.classify(state, update)
-        return finish(state, update, intent, confidence)
+        return finish(self.deps, state, update, intent, confidence)
 
 
 @register_variant("intent", "hybrid")
 class HybridIntent(LLMIntent):
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         update = start_turn(self.deps, state)
-        intent, confidence = nlu.classify_intent(last_human_text(state.get("messages") or []))
-        if intent == "unknown":
+        intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []))
+        if intent == UNKNOWN:
             intent, confidence = self.classify(state, update)
-        return finish(state, update, intent, confidence)
+        return finish(self.deps, state, update, intent, confidence)
 
 
 @register_variant("intent", "passthrough")
@@ -180,6 +185,6 @@ class PassthroughIntent:
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         update = start_turn(self.deps, state)
-        update.update(intent="open", intent_confidence=0.0, unknown_streak=0, missing_slots=[],
+        update.update(intent=OPEN, intent_kind="task", intent_confidence=0.0, unknown_streak=0, missing_slots=[],
                       slots={"__reset__": True})
         return update

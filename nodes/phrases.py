@@ -1,20 +1,14 @@
-"""The harness's own words to the user, in English and Chinese."""
+"""The harness's own words to the user, in English and Chinese; a domain's phrases come first.
+
+A domain adds what only it can say (its greeting, how to ask for each slot: ``ask_<slot>``) and may
+reword any generic phrase here.
+"""
 
 from __future__ import annotations
 
+from graphs.domain import Domain
+
 _PHRASES: dict[str, dict[str, str]] = {
-    "ask_order_id": {
-        "en": "Could you tell me the order number? It looks like ORD-12345.",
-        "zh": "请提供一下订单号（格式如 ORD-12345）。",
-    },
-    "ask_query": {
-        "en": "What product are you looking for?",
-        "zh": "请问您想找什么商品？",
-    },
-    "ask_coupon": {
-        "en": "Which coupon code would you like to use?",
-        "zh": "请问您要使用哪个优惠码？",
-    },
     "waiting_human": {
         "en": "A human colleague has your conversation (ticket {ticket}) and will answer here.",
         "zh": "人工客服已接手您的会话（工单 {ticket}），会在这里回复您。",
@@ -23,10 +17,7 @@ _PHRASES: dict[str, dict[str, str]] = {
         "en": "Could you tell me a bit more so I can help?",
         "zh": "能再具体说一下您的需求吗？",
     },
-    "greeting": {
-        "en": "Hello! I can help with products, orders, returns, coupons and complaints. What can I do for you?",
-        "zh": "您好！我可以帮您查询商品、订单、退货、优惠券和处理投诉，请问有什么可以帮您？",
-    },
+    "greeting": {"en": "Hello! What can I do for you?", "zh": "您好！请问有什么可以帮您？"},
     "thanks": {"en": "You're welcome! Anything else I can help with?", "zh": "不客气！还有什么可以帮您的吗？"},
     "handoff": {
         "en": "I've passed this conversation to a human colleague (ticket {ticket}). They will reply here soon.",
@@ -43,6 +34,14 @@ _PHRASES: dict[str, dict[str, str]] = {
 }
 
 
-def say(key: str, lang: str, **values: str) -> str:
-    texts = _PHRASES[key]
-    return texts.get(lang, texts["en"]).format(**values)
+def has_phrase(key: str, domain: Domain | None = None) -> bool:
+    return key in _PHRASES or (domain is not None and key in domain.phrases)
+
+
+def say(key: str, lang: str, domain: Domain | None = None, **values: str) -> str:
+    """The phrase ``key`` in ``lang`` (English when missing): the domain's wording first, then the core's."""
+    text = domain.phrase(key, lang) if domain is not None else None
+    if text is None:
+        texts = _PHRASES[key]
+        text = texts.get(lang, texts["en"])
+    return text.format(**values)

@@ -14,7 +14,8 @@ from nodes.base import NodeDeps
 class Remember:
     def __init__(self, deps: NodeDeps) -> None:
         self.memory = deps.resources["memory"]
+        self.slots = [t.slot for t in deps.domain.entity_types if t.remember and t.slot]
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
-        remember(self.memory, state)
+        remember(self.memory, state, self.slots)
         return {}

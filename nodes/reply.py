@@ -16,7 +16,7 @@ from graphs.guards import stop_reason
 from graphs.state import HarnessState
 from memory.context import build_context, last_ai, last_human_text
 from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
-from nodes.phrases import say
+from nodes.phrases import has_phrase, say
 from obs.tracing import span_event
 
 FINAL_NOTE = "Answer the customer now using only the tool results above. Do not call tools."
@@ -36,9 +36,10 @@ class ModelReply:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
-        intent = state.get("intent")
-        if intent in ("greeting", "thanks"):
-            text = say(intent, lang_of(state))
+        intent = state.get("intent") or ""
+        # A conversational intent the domain (or the core) has a phrase for is answered without the model.
+        if state.get("intent_kind") == "conversational" and has_phrase(intent, self.deps.domain):
+            text = say(intent, lang_of(state), self.deps.domain)
             return {"reply": text, "messages": [AIMessage(text)], "phase": "reply"}
         messages = state.get("messages") or []
         check = state.get("check") or {}
@@ -62,12 +63,12 @@ class ModelReply:
             if rejected is not None and not rejected.tool_calls:
                 removals.append(RemoveMessage(id=rejected.id))
                 state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
-        context, _ = build_context(state, self.deps.design, notes=[note])
+        context, _ = build_context(state, self.deps.design, self.deps.domain, notes=[note])
         try:
             ai, stats = call_model(self.deps, context, stats)  # type: ignore[arg-type]
-            text = ai.text or say("ask_generic", lang_of(state))
+            text = ai.text or say("ask_generic", lang_of(state), self.deps.domain)
         except ModelCallFailed:
-            text = say("busy", lang_of(state))
+            text = say("busy", lang_of(state), self.deps.domain)
         if not last_human_text(messages):
-            text = text or say("greeting", lang_of(state))
+            text = text or say("greeting", lang_of(state), self.deps.domain)
         return {"reply": text, "messages": [*removals, AIMessage(text)], "turn_stats": stats, "phase": "reply"}

@@ -1,7 +1,7 @@
 """Self-check: before the reply leaves, every identifier and amount it states must be grounded.
 
-Variant ``grounded``: order/product/ticket ids, tracking numbers and prices in the reply must appear in
-this turn's tool results, the fact card or the user's own words. ``off`` passes everything (for designs
+Variant ``grounded``: identifiers of the domain's grounded entity types (``EntityType.ground``) and amounts
+in the reply must appear in this turn's tool results, the fact card or the user's own words. ``off`` passes everything (for designs
 that rebuild harnesses without a check).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
@@ -17,8 +18,9 @@ from langchain_core.runnables import RunnableConfig
 from graphs.state import HarnessState
 from memory.context import turn_messages
 from nodes.base import NodeDeps, register_variant
+from tools.entities import EntityType
 
-_CLAIMS = re.compile(r"\b(?:ORD-\d{5}|P\d{4}|RMA-\d+|CMP-\d+|HO-\d+|[A-Z]{2}\d{8,14})\b|\d+\.\d{2}")
+_AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
 
 
 def grounding_text(state: HarnessState) -> str:
@@ -30,8 +32,16 @@ def grounding_text(state: HarnessState) -> str:
     return "\n".join(parts)
 
 
-def ungrounded_claims(reply: str, evidence: str) -> list[str]:
-    return [c for c in dict.fromkeys(_CLAIMS.findall(reply or "")) if c not in evidence]
+def ungrounded_claims(reply: str, evidence: str, entity_types: Sequence[EntityType] = ()) -> list[str]:
+    """Identifiers and amounts the reply states that the evidence does not hold (as written or canonically)."""
+    grounded = [t for t in entity_types if t.ground]
+    claims: list[str] = []
+    for t in grounded:
+        stated = t.find(reply or "")
+        known = set(t.find(evidence)) if stated else set()
+        claims += [c for c in stated if c not in evidence and c not in known]
+    claims += [a for a in _AMOUNT.findall(reply or "") if a not in evidence]
+    return list(dict.fromkeys(claims))
 
 
 @register_variant("self_check", "grounded")
@@ -40,7 +50,7 @@ class GroundedCheck:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
-        missing = ungrounded_claims(state.get("reply") or "", grounding_text(state))
+        missing = ungrounded_claims(state.get("reply") or "", grounding_text(state), self.deps.domain.entity_types)
         problems = [f"'{c}' does not come from a tool result or the customer" for c in missing]
         return {"check": {"ok": not problems, "problems": problems}, "phase": "self_check" if problems else "done"}
 
@@ -55,8 +65,8 @@ class NoCheck:
 
 
 VERIFY_PROMPT = (
-    "You check an assistant's answer before it is sent. Every order number, product id, ticket id, tracking "
-    "number and amount in the ANSWER must appear in the EVIDENCE (tool results, the customer's words, known "
+    "You check an assistant's answer before it is sent. Every identifier (reference numbers, ids, codes) "
+    "and amount in the ANSWER must appear in the EVIDENCE (tool results, the customer's words, known "
     'facts). Respond with JSON only: {"ok": true|false, "problems": ["..."]}.'
 )
 

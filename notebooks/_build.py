@@ -40,7 +40,7 @@ print("data dir:", sorted(p.name for p in h.data_dir.iterdir() if not p.name.end
 
 # %%
 # The shop is a real SQLite database in the data dir: take one of U001's delivered orders from it.
-order = h.shop.query_one(
+order = h.resources["shop"].query_one(
     "SELECT id, status FROM orders WHERE user_id = 'U001' AND status = 'delivered' ORDER BY id")
 order_id, db_status = order["id"], order["status"]
 print(f"shop database: {order_id} is {db_status}")
@@ -182,7 +182,7 @@ from graphs.app import Harness
 
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb03-")
 h = Harness(workdir.name, design="harness", model="sim:clean")
-first, second = [r["id"] for r in h.shop.query(
+first, second = [r["id"] for r in h.resources["shop"].query(
     "SELECT id FROM orders WHERE user_id = 'U001' AND status = 'pending' ORDER BY id LIMIT 2")]
 for text in (f"Where is my order {first}?", f"And where is {second}?"):
     r = h.send("t1", text, user_id="U001")
@@ -237,7 +237,7 @@ tools carry an idempotency key (thread + tool call id), so re-running a step aft
 change once.
 
 # %%
-print({r["id"]: r["status"] for r in h.shop.query(
+print({r["id"]: r["status"] for r in h.resources["shop"].query(
     "SELECT id, status FROM orders WHERE id IN (?, ?) ORDER BY id", (first, second))})
 h.close()
 workdir.cleanup()
@@ -266,12 +266,13 @@ from evals.compare import run_compare
 from evals.metrics import METRICS, aggregate
 from evals.plots import write_plots
 from evals.report import fmt_value, render_report
-from evals.scenario import BUILTIN_DIR, load_scenarios, spread
+from domains.shop import DOMAIN as SHOP
+from evals.scenario import load_scenarios, spread
 
 DESIGNS = ["naive", "state-machine", "harness"]
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb04-")
 out = Path(workdir.name)
-suite = load_scenarios(BUILTIN_DIR)
+suite = load_scenarios(SHOP.scenario_path())
 subset = spread(suite, 8)
 print(f"{len(subset)} of {len(suite)} scenarios:")
 for s in subset:
@@ -343,11 +344,12 @@ from pathlib import Path
 import yaml
 from IPython.display import Markdown, display
 
-from graphs.app import Harness, shop_registry
+from graphs.app import Harness
+from domains.shop import DOMAIN as SHOP
 from tools.context import ToolContext
 from tools.errors import NotFoundError
-from tools.shop import shop_db, shop_now
-from tools.shop.tools import OrderId
+from domains.shop.backend import shop_db, shop_now
+from domains.shop.tools import OrderId
 
 TRANSIT_DAYS = {"SF Express": 2, "YTO Express": 3, "ZTO Express": 4}
 
@@ -371,7 +373,7 @@ def track_order_status(ctx: ToolContext, order_id: OrderId) -> dict:
     return {"order": row["id"], "status": row["status"], "estimated_delivery": eta}
 
 
-registry = shop_registry()          # a fresh registry of the shop's tools ...
+registry = SHOP.registry()          # a fresh registry of the shop's tools ...
 spec = registry.register(track_order_status)   # ... plus ours: schema from the type hints and docstring
 print(spec.json_schema())
 
@@ -418,7 +420,7 @@ print({r: design.variant(r) for r in design.variants if design.variant(r) != bas
 # %%
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb05-")
 h = Harness(Path(workdir.name) / "chat", design=design, model="sim:clean", registry=registry)
-shipped, pending = (h.shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (s,))["id"]
+shipped, pending = (h.resources["shop"].query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (s,))["id"]
                     for s in ("shipped", "pending"))
 replies = []
 for text in (f"When will my order {shipped} arrive?", f"我的订单 {pending} 什么时候到？", "Thanks!"):
@@ -442,11 +444,12 @@ the variant; the new tool serves no scenario of the suite.
 from evals.compare import run_compare
 from evals.metrics import METRICS, aggregate
 from evals.report import fmt_value
-from evals.scenario import BUILTIN_DIR, load_scenarios, spread
+from domains.shop import DOMAIN as SHOP
+from evals.scenario import load_scenarios, spread
 
 design_file = Path(workdir.name) / "harness-survey.yaml"
 design_file.write_text(yaml.safe_dump(design.model_dump(), allow_unicode=True, sort_keys=False), encoding="utf-8")
-subset = spread(load_scenarios(BUILTIN_DIR), 4)
+subset = spread(load_scenarios(SHOP.scenario_path()), 4)
 records = run_compare(["harness", str(design_file)], subset, seeds=1, model="sim",
                       out_dir=Path(workdir.name) / "ab", workers=1)
 summary = aggregate(records, subset)

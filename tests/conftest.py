@@ -83,7 +83,7 @@ def _no_real_model_calls(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
 @pytest.fixture
 def shop(tmp_path):
     """The seeded demo shop in this test's tmp_path (the same file a Harness on tmp_path uses)."""
-    from tools.shop import ShopDB
+    from domains.shop.backend import ShopDB
 
     db = ShopDB.open(tmp_path / "shop.sqlite")
     yield db

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from llm.embeddings import count_tokens
+from domains.shop import DOMAIN as SHOP
 from memory.assembly import (
     LAYERS,
     WORKING_STRATEGIES,
@@ -305,7 +306,7 @@ def test_low_information_turns_are_dropped():
         AIMessage("You're welcome. ORD-10001 should arrive on Friday.", id="useful"),
     ]
     asm = assemble(system="", task="", memory=MemoryLayer(), history=history, immediate=[],
-                   policy=ContextPolicy(), count=words)
+                   policy=ContextPolicy(), count=words, entity_types=SHOP.entity_types)
     assert [m.id for m in asm.messages] == ["q", "a-c1", "t-c1", "ans", "useful"]
     assert asm.dropped == 5
 

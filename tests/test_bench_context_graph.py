@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks import bench_context, bench_graph
 from benchmarks.bench_context import BYTE_FRACTIONS, STRATEGIES, TOKEN_FRACTIONS, sample_turns
-from tools.shop import ShopDB
+from domains.shop.backend import ShopDB
 
 STRATEGY_KEYS = {"tokens", "token_stand_ins", "token_ratio", "checkpoint_bytes", "checkpoint_ratio", "db_bytes",
                  "waiting_turns", "recall_reply", "recall_ok", "tokens_by_turn", "seconds", "fresh_tokens",

@@ -261,10 +261,19 @@ def test_key_fields_survive_even_the_tightest_budget():
 
 
 def test_custom_key_fields():
-    result = {"sku_code": "ZX-9", **{f"field{i}": "value " * 20 for i in range(100)}}
-    out = clean_result(result, tool="t", max_chars=600, key_fields={"sku_code"})
-    assert '"sku_code":"ZX-9"' in out
-    assert "sku_code" not in DEFAULT_KEY_FIELDS
+    result = {"shelf": "ZX-9", **{f"field{i}": "value " * 20 for i in range(100)}}
+    out = clean_result(result, tool="t", max_chars=600, key_fields={"shelf"})
+    assert '"shelf":"ZX-9"' in out
+    assert "shelf" not in DEFAULT_KEY_FIELDS
+
+
+def test_default_key_fields_know_ids_by_their_shape_in_any_domain():
+    for name in ("id", "order_id", "ticket_id", "asset_id", "tracking_no", "coupon_code", "status", "error"):
+        assert name in DEFAULT_KEY_FIELDS, name
+    for name in ("description", "body", "comment", "identity"):
+        assert name not in DEFAULT_KEY_FIELDS, name
+    result = {"asset_id": "LT-04211", **{f"field{i}": "value " * 20 for i in range(100)}}
+    assert '"asset_id":"LT-04211"' in clean_result(result, tool="t", max_chars=400)
 
 
 def test_cleaning_is_deterministic():

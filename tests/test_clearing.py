@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from graphs.app import Harness
 from graphs.design import load_design
+from domains.shop import DOMAIN as SHOP
 from memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
 from memory.clearing import clear_used_results, cleared, is_digest, result_digest
 from memory.compress import compress
@@ -113,13 +114,13 @@ def test_turn_upkeep_stores_digests_under_the_same_ids():
     # A budget the three turns fit in, so compression leaves them all in the stored working set.
     design = harness.model_copy(update={"knobs": harness.knobs.model_copy(update={"context_budget_tokens": 8000})})
     state = {"messages": [*history(), HumanMessage("next", id="h4")], "turn": 3, "fact_card": {}}
-    update = turn_upkeep(state, design, "next")
+    update = turn_upkeep(state, design, "next", SHOP)
     replaced = {m.id: m for m in update["messages"] if isinstance(m, ToolMessage)}
     assert 'type="digest"' in replaced["t1"].content and replaced["t1"].tool_call_id == "c1"
     assert "t2" not in replaced  # the latest successful result stays whole in the checkpoint too
     assert "t3" not in replaced
     off = design.model_copy(update={"knobs": design.knobs.model_copy(update={"clear_used_results": False})})
-    assert "messages" not in turn_upkeep(state, off, "next")
+    assert "messages" not in turn_upkeep(state, off, "next", SHOP)
 
 
 def test_summary_tool_lines_read_through_the_result_label():
@@ -161,7 +162,7 @@ def test_of_parallel_calls_the_ones_that_worked_stay_whole():
 def test_a_long_thread_stores_digests_for_used_results_and_numbers_summary_turns_from_one(tmp_path):
     def run(design) -> tuple[list[BaseMessage], str, int]:
         with Harness(tmp_path / design.name, design, "sim:clean") as h:
-            order = u001_order("shipped", shop=h.shop)
+            order = u001_order("shipped", shop=h.resources["shop"])
             for text in (f"Where is my order {order}?", "Which coupons can I use?", "Do you sell gaming headsets?",
                          "Show me my orders please", f"What was in my order {order}?"):
                 h.send("t", text, "U001")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from domains.shop import nlu
 from graphs.app import Harness
-from llm import nlu
 
 try:
     from support import harness

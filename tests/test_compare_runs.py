@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from domains.shop.backend import ShopDB
 from evals.compare import CELLS, read_cells, run_compare
 from evals.runner import run_cell
 from evals.scenario import Scenario, load_scenarios
 from graphs.design import load_design
-from tools.shop import ShopDB
 
 try:
     from standins.ollama_server import OllamaStandIn

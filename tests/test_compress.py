@@ -26,6 +26,7 @@ from memory.assembly import (
     message_tokens,
     tool_groups,
 )
+from domains.shop import DOMAIN as SHOP
 from memory.compress import (
     Compression,
     compress,
@@ -129,11 +130,14 @@ def test_compress_removes_only_whole_tool_groups_with_turn_offset():
 
 
 def test_structure_is_extracted_before_the_summary():
-    comp = compress(shop_history(), upto_turn=4, lang="en", fact_card={"order_ids": ["ORD-09999"], "open_steps": ["x"]})
+    comp = compress(shop_history(), upto_turn=4, lang="en", fact_card={"order_ids": ["ORD-09999"], "open_steps": ["x"]},
+                    entity_types=SHOP.entity_types)
     facts = comp.fact_updates
-    assert facts["order_ids"] == ["ORD-09999", "ORD-10002", "ORD-10001"]  # re-mentioned ids move to the end
+    # mentions stay in the order they were first given ("the first one"); the latest has its own key
+    assert facts["order_ids"] == ["ORD-09999", "ORD-10001", "ORD-10002"]
     assert facts["last_order_id"] == "ORD-10001"
     assert facts["last_product_id"] == "P1234" and facts["coupon_codes"] == ["SAVE10X"]
+    assert "first_order_id" not in facts  # the card already had a first order
     assert facts["email"] == "ann@example.com"
     assert facts["decisions"] == ["cancel_order(order_id=ORD-10002)"]  # lookups are not decisions
     assert facts["open_steps"][0].startswith("request_return(order_id=ORD-10001, product_id=P1234) failed")
@@ -342,7 +346,7 @@ def run_conversation(turns: int, policy: ContextPolicy, system: str, special: di
         if policy.working != "full":
             comp = maybe_compress(thread.messages, assembly=asm, policy=policy, lang="en",
                                   fact_card=thread.fact_card, previous_summary=thread.summary,
-                                  first_turn=first_turn_of(thread.messages, t))
+                                  first_turn=first_turn_of(thread.messages, t), entity_types=SHOP.entity_types)
             if comp is not None:
                 thread.messages = remaining(thread.messages, comp)
                 thread.summary = comp.summary

@@ -20,6 +20,7 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 import graphs.dsl as dsl
+from domains.shop import DOMAIN as SHOP
 from graphs import guards
 from graphs.design import Knobs
 from graphs.dsl import (
@@ -528,6 +529,9 @@ def synthetic_state(rng: random.Random) -> dict:
              "elapsed_s": _pick(rng, [..., 0.5, 6.0, 61.0])}
     state: dict = {}
     _put(state, "intent", _pick(rng, [..., *INTENTS]))
+    if "intent" in state:  # as the intent node leaves it: the domain's kind beside the name
+        state["intent_kind"] = SHOP.kind(state["intent"])
+    _put(state, "handoff_blocked", _pick(rng, [..., None, None, "Do not transfer me to a human."]))
     _put(state, "unknown_streak", _pick(rng, [..., None, 0, 1, 2, 3, 4]))
     _put(state, "missing_slots", _pick(rng, [..., None, [], ["order_id"], ["order_id", "query"]]))
     _put(state, "messages", _pick(rng, [..., *MESSAGES]))
@@ -571,7 +575,8 @@ def test_dsl_routers_equal_python_guards_on_every_combination_of_the_simple_inpu
     # Exhaustive over what after_intent, after_collect and after_self_check read; the action guard's
     # tool-log inputs are covered by the sampled table above.
     states = [
-        {"intent": intent, "unknown_streak": streak, "missing_slots": missing, "check": check,
+        {"intent": intent, "intent_kind": SHOP.kind(intent), "unknown_streak": streak, "missing_slots": missing,
+         "check": check,
          "turn_stats": {"regenerations": regenerations, "tool_calls": calls}}
         for intent, streak, missing, check, regenerations, calls in itertools.product(
             INTENTS, [None, 0, 1, 2, 4], [None, [], ["order_id"]], CHECKS, [0, 1, 3], [0, 13])
@@ -582,7 +587,8 @@ def test_dsl_routers_equal_python_guards_on_every_combination_of_the_simple_inpu
 
 @pytest.mark.parametrize(("old", "new"), [
     ("unknown_streak >= unknown_intent_handoff", "unknown_streak > unknown_intent_handoff"),
-    ('"thanks", "unknown"', '"thanks"'),
+    ('intent_kind == "conversational"', 'intent_kind == "task"'),
+    ('intent_kind == "escalate"', 'intent_kind == "to-human"'),
     ("missing_slots > 0", "missing_slots > 1"),
     ("invalid_calls > validation_repairs", "invalid_calls >= validation_repairs"),
     ("action -> END when busy", "action -> reply when busy"),

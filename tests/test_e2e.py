@@ -11,9 +11,9 @@ import re
 
 import pytest
 
+from domains.shop import nlu
 from graphs.app import Harness
 from graphs.design import Design, Knobs
-from llm import nlu
 from tools.errors import HarnessError
 
 STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消"}
@@ -155,7 +155,7 @@ def test_shipped_order_cannot_be_returned_and_nothing_changes(harness_app, shop,
 
 
 def claimable(shop, user_id: str = "U001") -> list[str]:
-    from tools.shop import shop_now
+    from domains.shop.backend import shop_now
 
     now = shop_now().isoformat(timespec="seconds")
     return [r["code"] for r in shop.query(

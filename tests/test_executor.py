@@ -15,6 +15,7 @@ from typing import Annotated
 import pytest
 from pydantic import Field
 
+from domains.shop.backend import ShopDB, cancel_order
 from tools.context import ToolContext
 from tools.errors import (
     BusinessError,
@@ -30,7 +31,6 @@ from tools.errors import (
 from tools.executor import LOG_ERROR_CHARS, DeadlineWorkers, RetryPolicy, ToolExecutor, ToolOutcome
 from tools.framework_executor import FrameworkExecutor
 from tools.registry import ToolRegistry, tool_meta
-from tools.shop import ShopDB, cancel_order
 
 CTX = ToolContext(user_id="U001", thread_id="t1")
 

@@ -17,7 +17,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from graphs.app import Harness, shop_registry
+from domains.shop import DOMAIN as SHOP
+from graphs.app import Harness
 from graphs.builder import build_graph
 from graphs.design import load_design
 from llm.sim import SimChatModel
@@ -62,7 +63,7 @@ class RepeatingModel(BaseChatModel):
 
 def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
     with Harness(tmp_path, patient_design(), MODEL) as probe:
-        order = u001_order("shipped", shop=probe.shop)
+        order = u001_order("shipped", shop=probe.resources["shop"])
     model = RepeatingModel(order_id=order)
     with Harness(tmp_path, patient_design(), model=model) as h:
         r = h.send("loop", f"Where is my order {order}?", "U001")
@@ -91,7 +92,7 @@ def cli_json(data_dir: Path, *args: str) -> Any:
 
 def test_handoff_across_processes_waits_for_the_human_then_resumes(tmp_path):
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        order = u001_order("shipped", shop=h.shop)
+        order = u001_order("shipped", shop=h.resources["shop"])
     thread = "ho"
 
     first = cli_json(tmp_path, "run", f"I want to talk to a human about my order {order}", "-t", thread,
@@ -125,7 +126,7 @@ def test_handoff_across_processes_waits_for_the_human_then_resumes(tmp_path):
 
     with Harness(tmp_path, patient_design(), MODEL) as h:
         rows = [(r["role"], r["content"]) for r in h.transcripts.read(thread)]
-        assert h.shop.query("SELECT status FROM handoffs WHERE thread_id = ?", (thread,))[0]["status"] == "answered"
+        assert h.resources["shop"].query("SELECT status FROM handoffs WHERE thread_id = ?", (thread,))[0]["status"] == "answered"
         assert len(h.history(thread)) > 1
     assert rows == [("user", f"I want to talk to a human about my order {order}"), ("assistant", first["reply"]),
                     ("user", "hello?"), ("assistant", meanwhile["reply"]), ("assistant", "Hi, Sam here")]
@@ -194,14 +195,14 @@ action -> action
 
 
 def failing_backend(model: BaseChatModel, design, data_dir: Path) -> Harness:
-    registry = FaultPlan(scripted={"get_order_status": ["server_error"] * 40}).apply(shop_registry())
+    registry = FaultPlan(scripted={"get_order_status": ["server_error"] * 40}).apply(SHOP.registry())
     return Harness(data_dir, design, model=model, registry=registry,
                    executor=ToolExecutor(registry, sleep=lambda seconds: None))
 
 
 def test_dsl_rule_hands_off_after_two_tool_errors(tmp_path):
     with Harness(tmp_path / "probe", patient_design(), MODEL) as probe:
-        order = u001_order("shipped", shop=probe.shop)
+        order = u001_order("shipped", shop=probe.resources["shop"])
     with_rules = patient_design().model_copy(update={"name": "two-errors-handoff", "rules": ACTION_RULES})
     graph = build_graph(with_rules, SimChatModel()).get_graph()
     assert any(e.source == "action" and e.target == "handoff" for e in graph.edges)

@@ -100,7 +100,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from tools.shop import ShopDB
+    from domains.shop.backend import ShopDB
 
     # find_spec, not import: importing langgraph_runtime_inmem creates .langgraph_api/ in the working directory
     missing = [p for p in ("langgraph_cli", "langgraph_api", "langgraph_runtime_inmem") if find_spec(p) is None]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from domains.shop import nlu
 from graphs.app import Harness
-from llm import nlu
 from memory.constraints import extract_constraints
 
 try:
@@ -48,7 +48,7 @@ def test_thirty_turns_keep_the_first_order_the_pinned_constraint_and_a_bounded_c
         tmp_path, recording_sim_cls, lang):
     model = recording_sim_cls()  # the fault-free sim (same as "sim:clean"), keeping every call's input
     with Harness(tmp_path, patient_design(), model=model) as h:
-        row = h.shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = 'delivered' ORDER BY id")
+        row = h.resources["shop"].query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = 'delivered' ORDER BY id")
         order = row["id"]
         script = [OPENING[lang].format(order=order), NO_HUMAN[lang], *FILLERS[lang]]
         assert len(script) == 29
@@ -108,4 +108,4 @@ def test_a_pinned_no_human_constraint_is_obeyed_when_the_bot_does_not_understand
             assert not r["waiting_for_human"] and not r["handoff"], \
                 f"handed off after the customer said {extract_constraints(NO_HUMAN[lang])}: {r['reply']}"
             assert r["reply"] and nlu.language(r["reply"]) == lang
-        assert h.shop.query_one("SELECT COUNT(*) FROM handoffs WHERE thread_id = 'nohuman'")[0] == 0
+        assert h.resources["shop"].query_one("SELECT COUNT(*) FROM handoffs WHERE thread_id = 'nohuman'")[0] == 0

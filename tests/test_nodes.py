@@ -18,16 +18,15 @@ from langgraph.graph.message import add_messages
 from pydantic import Field
 
 import nodes  # noqa: F401 - registers the built-in variants
+from domains.shop import DOMAIN as SHOP
+from domains.shop import nlu
+from domains.shop.backend import claim_coupon
 from graphs import guards
-from graphs.app import shop_registry
 from graphs.design import load_design
-from graphs.routing import ROUTES, route_for
-from llm import nlu
 from llm.sim import SimChatModel
 from nodes.base import NodeDeps, variants
 from nodes.phrases import say
 from tools.executor import ToolExecutor
-from tools.shop import claim_coupon
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 U001 = {"id": "U001", "role": "customer"}
@@ -42,8 +41,9 @@ def make_deps(shop):
         for key, value in knobs.items():
             assert hasattr(design.knobs, key), key
             setattr(design.knobs, key, value)
-        registry = registry or shop_registry()
-        return NodeDeps(model=model or SimChatModel(faults="clean"), registry=registry, executor=ToolExecutor(registry),
+        registry = registry or SHOP.registry()
+        return NodeDeps(model=model or SimChatModel(faults="clean", brain=SHOP.sim_brain), registry=registry,
+                        executor=ToolExecutor(registry), domain=SHOP,
                         design=design, resources={"shop": shop})
 
     return build
@@ -131,13 +131,13 @@ def test_hybrid_asks_the_model_only_when_the_classifier_is_unsure(make_deps, rec
     hybrid = node("intent", "hybrid", deps)({"messages": [human(text)], "user": U001}, CONFIG)
     assert hybrid["turn_stats"]["model_calls"] == 1
     assert len(model.calls) == 1 and model.calls[0]["tools"] == []
-    assert hybrid["intent"] in nlu.INTENTS
+    assert hybrid["intent"] in SHOP.intent_names()
 
 
 @pytest.mark.parametrize("variant", INTENT_VARIANTS)
 def test_intent_continues_the_open_task_when_the_message_only_answers_the_slot(make_deps, u001_orders, variant):
     order = u001_orders["delivered"][0]
-    asked = say("ask_order_id", "en")
+    asked = say("ask_order_id", "en", SHOP)
     state = {"messages": [human("I want to return my order", "h1"), AIMessage(asked, id="a1"), human(order, "h2")],
              "user": U001, "turn": 1, "intent": "return_order", "missing_slots": ["order_id"], "slots": {},
              "fact_card": {"language": "en"}}
@@ -154,7 +154,7 @@ def test_intent_continues_the_open_task_for_a_chinese_slot_answer(make_deps, u00
     ('订单' is also an order-status keyword, but the message only answers the question that was asked.)
     """
     order = u001_orders["delivered"][0]
-    state = {"messages": [human("我想退货", "h1"), AIMessage(say("ask_order_id", "zh"), id="a1"),
+    state = {"messages": [human("我想退货", "h1"), AIMessage(say("ask_order_id", "zh", SHOP), id="a1"),
                           human(f"订单号是 {order}", "h2")],
              "user": U001, "turn": 1, "intent": "return_order", "missing_slots": ["order_id"], "slots": {},
              "fact_card": {"language": "zh"}}
@@ -223,7 +223,7 @@ def test_collect_asks_exactly_for_the_missing_slot_in_the_users_language(make_de
     state = {"messages": [human(text)], "user": U001, "intent": intent, "slots": {}, "fact_card": {}}
     update = node("collect", "slots", make_deps())(state, CONFIG)
     assert update["missing_slots"] == [slot]
-    assert update["reply"] == say(phrase, lang)
+    assert update["reply"] == say(phrase, lang, SHOP)
     assert nlu.language(update["reply"]) == lang
     [question] = update["messages"]
     assert isinstance(question, AIMessage) and question.content == update["reply"]
@@ -275,22 +275,23 @@ def test_action_offers_only_the_routed_intents_tools(make_deps, recording_sim_cl
     deps = make_deps(model=model)
     node("action", "tool_loop", deps)(action_state(text, intent), CONFIG)
     offered = model.calls[0]["tools"]
-    expected = [n for n in route_for(intent).tools][: deps.design.knobs.max_tools_offered]
+    expected = [n for n in SHOP.route(intent).tools][: deps.design.knobs.max_tools_offered]
     assert offered == expected
     assert len(offered) <= deps.design.knobs.max_tools_offered
 
 
 def test_action_offers_at_most_max_tools_offered(make_deps, recording_sim_cls):
     model = recording_sim_cls()
-    widest = max(ROUTES, key=lambda i: len(ROUTES[i].tools))
-    assert len(ROUTES[widest].tools) >= 2
+    routes = {i.name: i.route for i in SHOP.intents}
+    widest = max(routes, key=lambda i: len(routes[i].tools))
+    assert len(routes[widest].tools) >= 2
     node("action", "tool_loop", make_deps(model=model, max_tools_offered=1))(
         action_state("hello", widest), CONFIG)
-    assert model.calls[0]["tools"] == [ROUTES[widest].tools[0]]
+    assert model.calls[0]["tools"] == [routes[widest].tools[0]]
 
 
 def test_action_filters_tools_by_the_users_role(make_deps, recording_sim_cls):
-    registry = shop_registry()
+    registry = SHOP.registry()
     registry.register(claim_coupon, roles={"vip"})
     offered = {}
     for role in ("customer", "vip"):
@@ -406,8 +407,8 @@ def test_action_flags_an_id_nobody_gave_as_invented(make_deps, shop, u001_orders
 
 
 def looked_up(shop, order: str, text: str) -> list:
+    from domains.shop.backend import get_order_status
     from tools.context import ToolContext
-    from tools.shop import get_order_status
 
     data = get_order_status(ToolContext(user_id="U001", extras={"shop": shop}), order)
     return [human(text, "h1"), AIMessage("", tool_calls=[tool_call("get_order_status", {"order_id": order})], id="a1"),
@@ -450,6 +451,7 @@ def test_reply_greets_in_the_users_language_without_the_model(make_deps, recordi
     model = recording_sim_cls()
     for lang in ("en", "zh"):
         state = {"messages": [human("你好" if lang == "zh" else "hello")], "user": U001, "intent": "greeting",
+                 "intent_kind": "conversational",
                  "fact_card": {"language": lang}}
         update = node("reply", "model", make_deps(model=model))(state, CONFIG)
         assert update["reply"] and nlu.language(update["reply"]) == lang

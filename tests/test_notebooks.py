@@ -69,7 +69,7 @@ def tables(nb: nbformat.NotebookNode) -> list[str]:
 
 def user_orders(status: str) -> list[str]:
     """U001's order ids with ``status`` in the seeded shop every fresh data dir gets."""
-    from tools.shop import ShopDB
+    from domains.shop.backend import ShopDB
 
     with ShopDB.open() as db:
         return [r["id"] for r in db.query(

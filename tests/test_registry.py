@@ -11,10 +11,10 @@ import pytest
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
+from domains.shop.backend import SHOP_TOOLS, list_my_orders
 from tools.context import ToolContext
 from tools.executor import ToolExecutor
 from tools.registry import ToolRegistry, build_spec, self_contained_schema, tool_meta
-from tools.shop import SHOP_TOOLS, list_my_orders
 
 CTX = ToolContext(user_id="U001", thread_id="t1")
 

@@ -58,14 +58,14 @@ def checkpoint_before_tool(h: Harness, thread: str, tool: str, turn: int) -> str
 
 def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        order = u001_order("pending", shop=h.shop)
-        before = stock_of(h.shop, order)
+        order = u001_order("pending", shop=h.resources["shop"])
+        before = stock_of(h.resources["shop"], order)
 
         first = h.send("cancel", f"please cancel {order}", "U001")
         [call] = [c for c in first["tool_calls"] if c["name"] == "cancel_order"]
         assert call["status"] == "ok" and call["args"]["order_id"] == order, first["tool_calls"]
-        after_first = stock_of(h.shop, order)
-        assert h.shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
+        after_first = stock_of(h.resources["shop"], order)
+        assert h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
         assert after_first == {sku: (qty, stock + qty) for sku, (qty, stock) in before.items()}, \
             "cancel_order puts the reserved stock back"
 
@@ -85,12 +85,12 @@ def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
         assert again["status"] == "ok", f"the replay must get the stored result, not a refusal: {again}"
         assert order in replayed["reply"]
 
-        assert h.shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
-        assert stock_of(h.shop, order) == after_first, "the stock was put back exactly once"
+        assert h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
+        assert stock_of(h.resources["shop"], order) == after_first, "the stock was put back exactly once"
         key = f"cancel:{call['id']}"
-        assert h.shop.query_one("SELECT COUNT(*) FROM idempotency WHERE key = ?", (key,))[0] == 1
-        assert h.shop.query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 1
-        stored = h.shop.query_one("SELECT result_json FROM idempotency WHERE key = ?", (key,))["result_json"]
+        assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency WHERE key = ?", (key,))[0] == 1
+        assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 1
+        stored = h.resources["shop"].query_one("SELECT result_json FROM idempotency WHERE key = ?", (key,))["result_json"]
         assert json.loads(stored)["order_id"] == order
 
 
@@ -106,7 +106,7 @@ def test_a_node_that_crashes_leaves_the_message_saved_and_finish_completes_it(tm
 
     monkeypatch.setattr(ModelReply, "__call__", crash_once)
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        order = u001_order("shipped", shop=h.shop)
+        order = u001_order("shipped", shop=h.resources["shop"])
         with pytest.raises(HarnessError) as caught:
             h.send("crash", f"Where is my order {order}?", "U001")
         text = str(caught.value)
@@ -145,12 +145,12 @@ def resume_json(data_dir: Path, thread: str, checkpoint: str) -> dict:
 
 def returns_of(data_dir: Path, order: str) -> list[dict]:
     with Harness(data_dir, patient_design(), MODEL) as h:
-        return [dict(r) for r in h.shop.query("SELECT id, status FROM returns WHERE order_id = ?", (order,))]
+        return [dict(r) for r in h.resources["shop"].query("SELECT id, status FROM returns WHERE order_id = ?", (order,))]
 
 
 def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        order = u001_order("delivered", shop=h.shop)
+        order = u001_order("delivered", shop=h.resources["shop"])
     ask = "I want to return it, it is the wrong size"
 
     status = run_json(tmp_path, "ret", f"Where is my order {order}?")
@@ -187,7 +187,7 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
 
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        rows = h.shop.query("SELECT key FROM idempotency WHERE tool = 'request_return'")
+        rows = h.resources["shop"].query("SELECT key FROM idempotency WHERE tool = 'request_return'")
     assert [r["key"] for r in rows] == [f"ret:{call['id']}"], "one stored change for the one return"
 
     again = harness("resume", "--thread", "ret", "--finish", "--model", MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
@@ -204,7 +204,7 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
 
 def test_finish_uses_the_design_and_model_the_thread_ran_with(tmp_path):
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        order = u001_order("shipped", shop=h.shop)
+        order = u001_order("shipped", shop=h.resources["shop"])
     proc = harness("run", f"Where is my order {order}?", "--thread", "n", "--design", "naive", "--model", MODEL,
                    "--data-dir", str(tmp_path), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -12,21 +12,22 @@ from typing import get_args
 
 import pytest
 
-from evals import generate
-from evals.scenario import BUILTIN_DIR, Scenario, Tag, load_scenarios
-from llm.nlu import INTENTS
+from domains.shop import DOMAIN as SHOP
+from domains.shop import generate
+from domains.shop.backend import SHOP_TOOLS, ShopDB
+from domains.shop.nlu import INTENTS
+from evals.scenario import Scenario, Tag, load_scenarios
 from tools.context import ToolContext
-from tools.shop import SHOP_TOOLS, ShopDB
 
 ORDER_ID = re.compile(r"ORD-\d{5}")
 INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-GENERATED = BUILTIN_DIR / "generated.jsonl"
+GENERATED = SHOP.scenario_path() / "generated.jsonl"
 TOOLS = {fn.__name__: fn for fn in SHOP_TOOLS}
 
 
 @pytest.fixture(scope="module")
 def scenarios() -> list[Scenario]:
-    return load_scenarios(BUILTIN_DIR)
+    return load_scenarios(SHOP.scenario_path())
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +182,6 @@ def test_committed_file_matches_a_fresh_generation(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.jsonl"
     generate.main(["--seed", str(generate.DEFAULT_SEED), "--out", str(fresh)])
     assert GENERATED.read_bytes() == fresh.read_bytes(), (
-        "evals/scenarios/generated.jsonl is stale: run python -m evals.generate --seed 11 "
-        "--out evals/scenarios/generated.jsonl"
+        "domains/shop/scenarios/generated.jsonl is stale: run python -m domains.shop.generate --seed 11 "
+        "--out domains/shop/scenarios/generated.jsonl"
     )

@@ -23,7 +23,7 @@ def test_model_check_passes_a_grounded_answer_with_one_extra_call(tmp_path) -> N
 
 
 def test_the_simulated_verifier_flags_an_invented_identifier() -> None:
-    from llm.sim_brain import verification_reply
+    from domains.shop.sim_brain import verification_reply
 
     verdict = parse_verdict(verification_reply("ANSWER:\nOrder ORD-10999 is shipped.\n\nEVIDENCE:\nORD-10144").text)
     assert verdict["ok"] is False and "ORD-10999" in verdict["problems"][0]

@@ -9,9 +9,7 @@ import typing
 import pydantic
 import pytest
 
-from tools.context import ToolContext
-from tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
-from tools.shop import (
+from domains.shop.backend import (
     CHANGING_TOOLS,
     SHOP_TOOLS,
     ShopDB,
@@ -27,6 +25,8 @@ from tools.shop import (
     shop_now,
     transfer_to_human,
 )
+from tools.context import ToolContext
+from tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
 
 STATUSES = ("pending", "shipped", "delivered", "cancelled")
 

@@ -12,25 +12,24 @@ import re
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from graphs.app import shop_registry
-from llm import nlu
+from domains.shop import DOMAIN as SHOP
+from domains.shop import SYSTEM_PROMPT, nlu
+from domains.shop.backend import get_order_status
 from llm.sim import SimChatModel, fit_window, message_tokens
-from memory.context import SYSTEM_PROMPT
-from nodes.intent import CLASSIFY_PROMPT
+from nodes.intent import classify_prompt
 from tools.context import ToolContext
-from tools.shop import get_order_status
 
 ORDER_ID_RE = re.compile(r"ORD-\d{5}")
 
 
 def clean(**kwargs) -> SimChatModel:
     """The sim without its fault profile: the behaviour a well-behaved model shows."""
-    return SimChatModel(faults="clean", **kwargs)
+    return SimChatModel(faults="clean", brain=SHOP.sim_brain, **kwargs)
 
 
 @pytest.fixture(scope="module")
 def registry():
-    return shop_registry()
+    return SHOP.registry()
 
 
 def schemas(registry, *names: str) -> list[dict]:
@@ -63,8 +62,8 @@ def test_same_input_gives_same_output_including_tool_call_ids(registry, u001_ord
     conversations += [[HumanMessage("Where is my order?")], [HumanMessage("有没有蓝牙耳机？")]]
     outputs = []
     for messages in conversations:
-        first = SimChatModel(faults=faults).bind_tools(tools).invoke(messages)
-        second = SimChatModel(faults=faults).bind_tools(tools).invoke(list(messages))
+        first = SimChatModel(faults=faults, brain=SHOP.sim_brain).bind_tools(tools).invoke(messages)
+        second = SimChatModel(faults=faults, brain=SHOP.sim_brain).bind_tools(tools).invoke(list(messages))
         assert snapshot(first) == snapshot(second)
         outputs.append(first)
     ids = [c["id"] for ai in outputs for c in ai.tool_calls]
@@ -196,7 +195,7 @@ def test_fit_window_keeps_system_and_the_newest_messages(u001_orders):
 def test_system_instructions_survive_truncation():
     """With a long history the classification instruction (system) still rules the answer."""
     noise = [HumanMessage("blah " * 120) for _ in range(8)]
-    messages = [SystemMessage(CLASSIFY_PROMPT), *noise, HumanMessage("I want to cancel my order")]
+    messages = [SystemMessage(classify_prompt(SHOP)), *noise, HumanMessage("I want to cancel my order")]
     budget = sum(message_tokens(m) for m in messages) // 3
     ai = clean(context_window=budget).invoke(messages)
     data = json.loads(ai.content)
@@ -250,11 +249,11 @@ def test_model_output_does_not_depend_on_the_design(tmp_path, recording_sim_cls,
 
     # The same message list straight to fresh models, with and without the extra process state.
     messages = [SystemMessage(SYSTEM_PROMPT), HumanMessage(f"Where is {order}?")]
-    tools = [t.json_schema() for t in shop_registry().offer(None, "customer")]
-    with_env = snapshot(SimChatModel().bind_tools(tools).invoke(messages))
+    tools = [t.json_schema() for t in SHOP.registry().offer(None, "customer")]
+    with_env = snapshot(SimChatModel(brain=SHOP.sim_brain).bind_tools(tools).invoke(messages))
     monkeypatch.delenv("HARNESS_DESIGN")
     monkeypatch.delenv("HARNESS_MODEL")
-    without_env = snapshot(SimChatModel().bind_tools(tools).invoke(messages))
+    without_env = snapshot(SimChatModel(brain=SHOP.sim_brain).bind_tools(tools).invoke(messages))
     assert with_env == without_env
 
 
@@ -283,7 +282,7 @@ def cache_read(reply: AIMessage) -> int:
 
 
 def test_prompt_cache_serves_a_repeated_prefix_in_whole_blocks():
-    model = SimChatModel(faults="clean")
+    model = SimChatModel(faults="clean", brain=SHOP.sim_brain)
     system = SystemMessage(SYSTEM_PROMPT * 3)
     first = model.invoke([system, HumanMessage("Where is my order ORD-10134?")])
     assert cache_read(first) == 0, "a cold cache serves nothing"
@@ -299,14 +298,14 @@ def test_prompt_cache_serves_a_repeated_prefix_in_whole_blocks():
 
 
 def test_prompt_cache_breaks_where_the_prompt_first_differs():
-    model = SimChatModel(faults="clean")
+    model = SimChatModel(faults="clean", brain=SHOP.sim_brain)
     question = HumanMessage("Where is my order ORD-10134?")
     model.invoke([SystemMessage(SYSTEM_PROMPT * 3), question])
     edited = model.invoke([SystemMessage("Customer: U002. " + SYSTEM_PROMPT * 3), question])
     assert cache_read(edited) == 0, "an edit at the start invalidates everything after it"
 
     # Tool schemas come first in the rendered prompt: a different tool set is a different prefix.
-    schemas = [t.json_schema() for t in shop_registry().offer(None, "customer")]
+    schemas = [t.json_schema() for t in SHOP.registry().offer(None, "customer")]
     with_tools = model.bind_tools(schemas[:3])
     with_tools.invoke([SystemMessage(SYSTEM_PROMPT * 3), question])
     assert cache_read(with_tools.invoke([SystemMessage(SYSTEM_PROMPT * 3), question])) > 0

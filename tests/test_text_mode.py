@@ -2,7 +2,8 @@
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from graphs.app import Harness, shop_registry
+from domains.shop import DOMAIN as SHOP
+from graphs.app import Harness
 from graphs.design import load_design
 from llm.sim import SimChatModel, as_text_calls
 from llm.text_tools import PARSE_ERROR_TOOL, from_text, to_text_mode, tools_from_instructions
@@ -15,7 +16,7 @@ def text_design():
 
 
 def test_instructions_round_trip_to_the_schemas_a_model_needs() -> None:
-    registry = shop_registry()
+    registry = SHOP.registry()
     schemas = [registry.get(n).json_schema() for n in registry.names()]
     msgs = to_text_mode([SystemMessage("You help."), HumanMessage("hi")], schemas)
     assert isinstance(msgs[0], SystemMessage) and "TOOL:" in msgs[0].content and msgs[0].content.startswith("You help.")
@@ -37,7 +38,7 @@ def test_an_unreadable_call_becomes_a_rejected_call_not_a_reply() -> None:
 
 
 def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
-    model = SimChatModel(faults="clean")
+    model = SimChatModel(faults="clean", brain=SHOP.sim_brain)
     with Harness(tmp_path, text_design(), model) as h:
         r = h.send("t", "where is my order ORD-10144?", "U001")
         assert [(c["name"], c["args"], c["status"]) for c in r["tool_calls"]] == [

@@ -13,7 +13,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from graphs.app import Harness, shop_registry
+from domains.shop import DOMAIN as SHOP
+from graphs.app import Harness
 from obs.tracing import capture_spans
 from tools.executor import ToolExecutor
 from tools.faults import FaultPlan
@@ -33,7 +34,7 @@ MODEL = "sim:clean"
 def traced_message(data_dir: Path, order: str, script: list[str], model=MODEL):
     """One message with get_order_status failing as scripted; returns (result, spans, plan, waits)."""
     plan = FaultPlan(scripted={"get_order_status": script})
-    registry = plan.apply(shop_registry())
+    registry = plan.apply(SHOP.registry())
     waits: list[float] = []
     executor = ToolExecutor(registry, sleep=waits.append)  # a fake sleep: nothing really waits
     with Harness(data_dir, patient_design(), model, registry=registry, executor=executor) as h, \

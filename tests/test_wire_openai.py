@@ -51,9 +51,9 @@ def model(server, monkeypatch):
 
 @pytest.fixture
 def order_tool():
-    from graphs.app import shop_registry
+    from domains.shop import DOMAIN as SHOP
 
-    return shop_registry().get("get_order_status").json_schema()
+    return SHOP.registry().get("get_order_status").json_schema()
 
 
 def completion_bodies(server: OpenAIStandIn) -> list[dict]:
@@ -133,7 +133,7 @@ def test_harness_conversation_end_to_end(model, server, tmp_path):
     order = u001_order("shipped")
     with Harness(tmp_path, model=model) as h:
         result = h.send("wire-1", f"Where is my order {order}?", user_id="U001")
-        status = h.shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"]
+        status = h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"]
     calls = [(c["name"], c["args"], c["status"]) for c in result["tool_calls"]]
     assert calls == [("get_order_status", {"order_id": order}, "ok")]
     assert order in result["reply"] and status in result["reply"]

@@ -23,7 +23,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Container, Mapping
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -46,10 +46,21 @@ __all__ = [
     "truncate_keep_ends",
 ]
 
-DEFAULT_KEY_FIELDS: frozenset[str] = frozenset({
-    "id", "order_id", "product_id", "user_id", "sku", "status", "price", "total", "tracking_no",
-    "error", "code", "return_id", "ticket_id", "complaint_id", "coupon_code",
-})
+class KeyFields(Container[str]):
+    """Field names that answer questions about a result in any domain: ids and codes by their name's shape
+    (``id``, ``*_id``, ``*_no``, ``*_code``), plus status, amounts and errors; ``extra`` adds exact names."""
+
+    _NAMES = frozenset({"id", "sku", "status", "price", "total", "error", "code"})
+    _SUFFIXES = ("_id", "_no", "_code")
+
+    def __init__(self, extra: Collection[str] = ()) -> None:
+        self.extra = frozenset(extra)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self._NAMES or name in self.extra or name.endswith(self._SUFFIXES))
+
+
+DEFAULT_KEY_FIELDS = KeyFields()
 QUOTE_MARKER = "[quoted text from tool result]"
 QUOTE_END = "[end of quote]"
 EMPTY_RESULT = "(empty result)"
@@ -413,7 +424,7 @@ def _ends(count: int, keep: int) -> tuple[int, int]:
     return (keep + 1) // 2, keep // 2
 
 
-def _shrink(value: Any, lim: _Limits, keys: frozenset[str], depth: int) -> Any:
+def _shrink(value: Any, lim: _Limits, keys: Container[str], depth: int) -> Any:
     if isinstance(value, str):
         return truncate_keep_ends(value, lim.chars)
     if isinstance(value, list):
@@ -423,7 +434,7 @@ def _shrink(value: Any, lim: _Limits, keys: frozenset[str], depth: int) -> Any:
     return value
 
 
-def _shrink_list(value: list[Any], lim: _Limits, keys: frozenset[str], depth: int) -> list[Any]:
+def _shrink_list(value: list[Any], lim: _Limits, keys: Container[str], depth: int) -> list[Any]:
     if lim.depth is not None and depth >= lim.depth:
         return [{"...": f"{len(value)} items omitted"}]
     head, tail = _ends(len(value), lim.items)
@@ -435,7 +446,7 @@ def _shrink_list(value: list[Any], lim: _Limits, keys: frozenset[str], depth: in
     return kept
 
 
-def _shrink_dict(value: dict[str, Any], lim: _Limits, keys: frozenset[str], depth: int) -> dict[str, Any]:
+def _shrink_dict(value: dict[str, Any], lim: _Limits, keys: Container[str], depth: int) -> dict[str, Any]:
     """Keep every key field, and the first and last of the other fields; count what was dropped."""
     others = [k for k in value if k not in keys]
     if lim.depth is not None and depth >= lim.depth:
@@ -452,7 +463,7 @@ def _shrink_dict(value: dict[str, Any], lim: _Limits, keys: frozenset[str], dept
     return out
 
 
-def _last_resort(value: Any, text: str, budget: int, keys: frozenset[str]) -> str:
+def _last_resort(value: Any, text: str, budget: int, keys: Container[str]) -> str:
     """Even the tightest shape is too long: keep the top-level key fields, then head and tail of the JSON."""
     kept = {}
     if isinstance(value, dict):
@@ -461,7 +472,7 @@ def _last_resort(value: Any, text: str, budget: int, keys: frozenset[str]) -> st
     return prefix + truncate_keep_ends(text, max(budget - len(prefix), 0))
 
 
-def _fit(value: Any, budget: int, keys: frozenset[str]) -> str:
+def _fit(value: Any, budget: int, keys: Container[str]) -> str:
     """Compact JSON of ``value`` within ``budget`` characters, shrinking step by step if needed."""
     text = compact_json(value)
     if len(text) <= budget:
@@ -489,7 +500,7 @@ def clean_result(
     *,
     tool: str,
     max_chars: int = 2000,
-    key_fields: Collection[str] = DEFAULT_KEY_FIELDS,
+    key_fields: Container[str] = DEFAULT_KEY_FIELDS,
 ) -> str:
     """Turn a tool's return value into the compact, labelled text the model reads.
 
@@ -511,5 +522,5 @@ def clean_result(
     elif data is None:
         body = ""
     else:
-        body = _fit(drop_empty(_clean_strings(data)), budget, frozenset(key_fields))
+        body = _fit(drop_empty(_clean_strings(data)), budget, key_fields)
     return label(body or EMPTY_RESULT, tool)

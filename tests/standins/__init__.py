@@ -3,7 +3,7 @@
 Each stand-in is a real HTTP server on 127.0.0.1 (an ephemeral port, stdlib ``http.server`` in a daemon
 thread) that speaks a provider's wire protocol, so the real client libraries (``ollama`` /
 ``langchain-ollama``, ``openai`` / ``langchain-openai``) are exercised end to end without a network.
-The answers come from ``llm.sim_brain.respond``: the wire messages and tool schemas are converted to
+The answers come from ``domains.shop.sim_brain.respond``: the wire messages and tool schemas are converted to
 LangChain messages, the brain answers, and the answer is converted back to the wire format.
 
 Every request is recorded (``server.requests``: method, path, JSON body, headers with lower-case names) so tests can assert what the client really sent.
@@ -26,9 +26,9 @@ def brain_reply(messages: Sequence[BaseMessage], tools: list[dict[str, Any]],
 
     Like a real server, the input is cut to the context window (system kept, oldest turns dropped) first.
     """
+    from domains.shop.sim_brain import respond
     from llm.embeddings import count_tokens
     from llm.sim import fit_window, message_tokens
-    from llm.sim_brain import respond
 
     tool_tokens = count_tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0
     visible = fit_window(list(messages), context_window - tool_tokens)

@@ -1,8 +1,8 @@
 """A deterministic e-commerce shop in SQLite and the tools that read and change it."""
 
-from tools.shop.db import ShopDB
-from tools.shop.seed import seed_shop
-from tools.shop.tools import (
+from domains.shop.db import ShopDB
+from domains.shop.seed import seed_shop
+from domains.shop.tools import (
     CHANGING_TOOLS,
     SHOP_TOOLS,
     cancel_order,

@@ -16,8 +16,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from llm import nlu
-from llm.sim_answers import compose_answer, recall_answer
+from domains.shop import nlu
+from domains.shop.sim_answers import compose_answer, recall_answer
 from llm.sim_faults import Dice, FaultProfile
 
 # Words in a tool's name that fit each intent, best first.

@@ -16,16 +16,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from domains.shop.db import ShopDB
 from tools.context import ToolContext
+from tools.entities import Entity
 from tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
-from tools.shop.db import ShopDB
 
 CURRENCY = "USD"
 FIXED_NOW = datetime(2026, 11, 1, 12, 0, 0)
 
-OrderId = Annotated[str, Field(pattern=r"^ORD-\d{5}$", description="Order number, e.g. ORD-10042.")]
-ProductId = Annotated[str, Field(pattern=r"^P\d{4}$", description="Product id, e.g. P1001.")]
-CouponCode = Annotated[str, Field(pattern=r"^[A-Z0-9]{4,16}$", description="Coupon code, e.g. WELCOME10.")]
+OrderId = Annotated[str, Entity("order"), Field(pattern=r"^ORD-\d{5}$", description="Order number, e.g. ORD-10042.")]
+ProductId = Annotated[str, Entity("product"), Field(pattern=r"^P\d{4}$", description="Product id, e.g. P1001.")]
+CouponCode = Annotated[str, Entity("coupon"), Field(pattern=r"^[A-Z0-9]{4,16}$",
+                                                     description="Coupon code, e.g. WELCOME10.")]
 OrderStatus = Literal["pending", "shipped", "delivered", "cancelled"]
 
 

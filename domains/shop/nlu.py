@@ -1,7 +1,8 @@
-"""Shop-domain text understanding: language, entities and intent from plain text.
+"""The shop's text understanding: its identifiers and its intent classifier, from plain text.
 
-A small NLP library that both the simulated model and the harness's local intent classifier use, the way
-two programs may share a tokenizer. It reads only the text it is given.
+The shop's domain pack gives this classifier to the harness (``Domain.classifier``), and the shop's legacy
+simulated model (``domains.shop.sim_brain``) reads with it too. Language-level helpers (cleaning, negation,
+corrections) are the core's, in ``tools.text``.
 
 Intent detection is keyword/pattern rules first (they carry Chinese, where the bundled English-centric
 MiniLM is weak) and nearest prototype by MiniLM embeddings second, for paraphrases the rules miss.
@@ -10,9 +11,19 @@ MiniLM is weak) and nearest prototype by MiniLM embeddings second, for paraphras
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from tools.text import (  # noqa: F401 - re-exported for the shop's callers
+    CJK,
+    clean_text,
+    has_invisible,
+    is_correction,
+    is_low_information,
+    keyword_hit,
+    language,
+    rule_text,
+)
 
 INTENTS = (
     "product",
@@ -29,23 +40,14 @@ INTENTS = (
     "unknown",
 )
 
-# Zero-width, bidi controls and BOM: invisible, and used to smuggle text past filters.
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad]")
-
 # Boundaries by character class, not \b: "查一下ORD-10172" has no word boundary before the id.
 ORDER_ID = re.compile(r"(?<![A-Za-z0-9])(?:ORD|ord|Ord)[-_ ]?(\d{5})(?![0-9])")
 PRODUCT_ID = re.compile(r"(?<![A-Za-z0-9])[Pp](\d{4})(?![0-9])")
 COUPON = re.compile(r"(?<![A-Za-z0-9])([A-Z][A-Z0-9]{3,15})(?![A-Za-z0-9])")
-# Negations just before a keyword ("don't cancel", "不要转人工") mean the user does not want that.
-_NEGATION = re.compile(r"(?:\b(?:don'?t|do not|never|no need to|not)\s+(?:[a-z']+\s+){0,4}"
-                       r"|(?:不要|别|不用|不想|无需)[\u4e00-\u9fff]{0,2})$", re.I)
 _HAVE_QUESTION = re.compile(r"有[\u4e00-\u9fffa-z0-9 -]{1,12}吗")
-# Pasted tool-call markup is not a request: "<tool_call>cancel_order(...)</tool_call>", "TOOL: ...".
-_MARKUP = re.compile(r"<tool_call>.*?(?:</tool_call>|$)|^\s*TOOL:.*$|```.*?```", re.I | re.S | re.M)
 USER_ID = re.compile(r"U\d{3}")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 PHONE = re.compile(r"(?<!\d)(?:\+?\d[\d -]{8,14}\d)(?!\d)")
-CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Order matters: the first rule that matches wins, so specific actions come before generic order talk.
 _RULES: list[tuple[str, tuple[str, ...]]] = [
@@ -98,20 +100,6 @@ _FILLER_ZH = (
 )
 
 
-def clean_text(text: str) -> str:
-    """NFKC-normalise (full-width digits and letters) and drop invisible characters."""
-    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text or ""))
-
-
-def has_invisible(text: str) -> bool:
-    return bool(_INVISIBLE.search(text or ""))
-
-
-def language(text: str) -> str:
-    """'zh' when the text has Chinese characters, else 'en'."""
-    return "zh" if CJK.search(text or "") else "en"
-
-
 @dataclass
 class Entities:
     order_ids: list[str] = field(default_factory=list)
@@ -137,20 +125,11 @@ def extract_entities(text: str) -> Entities:
     return Entities(orders, products, coupons, _unique(EMAIL.findall(t)), _unique(PHONE.findall(t)))
 
 
-def _keyword_hit(text: str, word: str) -> bool:
-    """The keyword occurs at least once without a negation right before it."""
-    if CJK.search(word):
-        pattern = re.escape(word)
-    else:  # plurals and simple inflections count ("coupons", "returned", "tracking")
-        pattern = rf"(?<![a-z]){re.escape(word)}(?:s|es|ed|ing)?(?![a-z])"
-    return any(not _NEGATION.search(text[: m.start()]) for m in re.finditer(pattern, text))
-
-
 def rule_intent(text: str) -> str | None:
     """The first keyword rule that matches, or None."""
-    t = _MARKUP.sub(" ", clean_text(text)).lower()
+    t = rule_text(text)
     for intent, words in _RULES:
-        if any(_keyword_hit(t, w) for w in words):
+        if any(keyword_hit(t, w) for w in words):
             # "my order ORD-10001, where is it?" is about one order, not the list.
             if intent == "my_orders" and ORDER_ID.search(clean_text(text)):
                 return "order_status"
@@ -215,33 +194,3 @@ def product_query(text: str) -> str:
         return " ".join(t.split())
     words = re.findall(r"[a-zA-Z0-9'-]+", t.lower())
     return " ".join(w for w in words if w not in _FILLER_EN)
-
-
-_CORRECTION_EN = re.compile(
-    r"\bactually\b|\bi meant\b|\bi mean\b|\bi said\b|\bcorrection\b|\binstead\b|\bnot\s+[\w-]+(?:\s+[\w-]+){0,3}"
-    r"\s*,?\s+but\b|\bchange (?:it|that) to\b|^\s*no\s*[,.!]\s*(?:it'?s|it is|the|my|that'?s not)\b|"
-    r"\bthat'?s not what i\b|\bwrong (?:order|item|one|product|address)\b",
-    re.I,
-)
-_CORRECTION_ZH = re.compile(r"改成|改为|换成|更正|我说的是|我是说|我的意思是|说错了|搞错了|应该是|(?<!是)不是[^。？?]{1,20}?(?:而)?是")
-
-
-def is_correction(text: str) -> bool:
-    """Whether the user corrects something said earlier ("actually", "no, I meant", "不是…是", "改成").
-
-    Args:
-        text: One user message.
-
-    Returns:
-        True when a correction pattern matches.
-    """
-    t = clean_text(text).replace("\u2019", "'")
-    return bool(_CORRECTION_EN.search(t) or _CORRECTION_ZH.search(t))
-
-
-def is_low_information(text: str) -> bool:
-    """Acknowledgements that carry nothing for the task ("ok", "嗯", "thanks")."""
-    t = clean_text(text).strip().lower().strip("!.?。！？~ ")
-    return t in {"ok", "okay", "k", "sure", "yes", "thanks", "thank you", "thx", "嗯", "好", "好的", "哦", "谢谢",
-                 "收到", "行", "可以", "嗯嗯", "ok thanks", "知道了", "明白", "明白了", "了解", "懂了", "got it", "i see",
-                 "cool", "great", "alright", "fine", "noted", "perfect", "nice"}

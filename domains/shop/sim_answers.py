@@ -12,7 +12,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from llm.nlu import ORDER_ID, clean_text
+from domains.shop.nlu import ORDER_ID, clean_text
 
 _CARD_FIRST = re.compile(r"first_order_id\W+(ORD-\d{5})")
 _CARD_ORDERS = re.compile(r"order_ids\W+(ORD-\d{5})")

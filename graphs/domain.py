@@ -1,0 +1,313 @@
+"""A domain: everything that varies between one assistant's job and another's, as one value passed in.
+
+The harness core (graphs, nodes, memory, tools, llm, evals) knows no shop, ticket or order. A ``Domain``
+carries the system prompt, intents with their rules and routes, entity types, phrases, the words that pin
+constraints against tools, how a handoff is made, the users, the backends and the scenario sets. It is
+passed to ``build_graph(..., domain=...)`` and ``Harness(..., domain=...)`` like the model and the registry,
+never looked up globally. See ``load_domain`` for where a domain can come from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tools.entities import EntityType, entity_args, find_mentions
+from tools.registry import ToolRegistry, ToolSpec
+
+IntentKind = Literal["task", "conversational", "to-human", "escalate"]
+Lang = str  # "en", "zh", ...
+
+
+@dataclass(frozen=True)
+class Route:
+    """What a task intent needs: slot groups (a group is met when any slot in it is known), tools, roles.
+
+    ``roles`` None lets every role start the task; tools are filtered again by each tool's own roles.
+    """
+
+    required: tuple[tuple[str, ...], ...] = ()
+    tools: tuple[str, ...] = ()
+    roles: frozenset[str] | None = None
+
+
+NO_ROUTE = Route()
+
+
+@dataclass(frozen=True)
+class Intent:
+    """One thing users come for.
+
+    Attributes:
+        name: The label the classifier gives and routes key on.
+        description: One line, for model-based classification and the docs.
+        kind: ``task`` runs collect/action; ``conversational`` is answered without tools; ``to-human``
+            goes straight to a human; ``escalate`` runs its task and then hands off (a complaint).
+        rules: Keywords per language; the first intent (in declaration order) whose keyword occurs without
+            a negation right before it wins.
+        examples: Example messages per language, for the embedding fallback.
+        route: Slots, tools and roles of a task.
+        entity_hint: An entity type whose bare mention means this intent ("ORD-10001" alone asks for status).
+    """
+
+    name: str
+    description: str = ""
+    kind: IntentKind = "task"
+    rules: Mapping[Lang, tuple[str, ...]] = field(default_factory=dict)
+    examples: Mapping[Lang, tuple[str, ...]] = field(default_factory=dict)
+    route: Route = NO_ROUTE
+    entity_hint: str = ""
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """How a human takes over: a domain tool that opens the ticket (its reason argument, the result key
+    holding the ticket id), or None to queue the thread in the harness's own handoff queue only."""
+
+    tool: str | None = None
+    reason_arg: str = "reason"
+    ticket_key: str = "ticket_id"
+
+
+# A classifier: message text -> (intent, confidence 0..1).
+Classifier = Callable[[str], tuple[str, float]]
+# A slot extractor: (intent, message text) -> value or None.
+SlotExtractor = Callable[[str | None, str], Any]
+
+
+@dataclass(eq=False)  # compared and hashed by identity: one value per loaded pack
+class Domain:
+    """Everything domain-specific, in one value. Only ``name`` is required; the rest has generic defaults.
+
+    Attributes:
+        name: Short name (``shop``, ``helpdesk``), shown by ``harness domains``.
+        description: One line about the domain.
+        system_prompt: The system layer of every model call.
+        intents: In rule order (specific before generic). A domain with no intents sends every message to
+            the tool loop as one open task.
+        entity_types: Identifiers users and tools exchange (see ``tools.entities``).
+        tools: Tool functions or LangChain tools; ``registry()`` builds a fresh registry of them.
+        phrases: ``key -> {lang: text}`` over the core's generic phrases (``ask_<slot>`` asks for a slot).
+        constraint_words: ``tool name or "tag:<tag>" -> words`` a pinned negative constraint uses to forbid it.
+        slot_extractors: Free-text slots (``query``) from a message.
+        slot_words: ``slot -> words`` a reply uses when it asks for that slot (the evaluation counts a
+            question for a slot the user already answered); without them, the ``ask_<slot>`` phrases count.
+        classifier: Replaces the rule + embedding classifier built from ``intents`` (keep behaviour of an
+            existing classifier); None uses the generic one.
+        handoff: How a human takes over.
+        users: ``user id -> {"id", "role", ...}`` or None for unknown users; None accepts any non-empty id.
+        default_user: The user the CLI acts as when none is given.
+        default_role: The role of a user the directory does not describe.
+        roles: The roles the domain knows.
+        open_resources: ``(path_for) -> {name: backend}``; ``path_for("x.sqlite")`` is a file in the data dir
+            (``":memory:"`` without one). Backends with ``close()`` are closed with the harness.
+        fresh_resources: Backends for one evaluation cell (a fresh copy of the seeded data).
+        scenarios: ``set name -> file or folder`` of scenario files; ``builtin`` is the default set.
+        sim_brain: The legacy simulated model's brain for this domain, when it has one of its own.
+        demo: The user messages ``harness demo`` plays (at least four: it forks after the third).
+        demo_check: ``resources -> (what, value)`` the demo prints after replaying the fourth message, to
+            show that the replay changed nothing twice.
+        empty_keys: Result keys whose lists being empty means "found nothing".
+        languages: Languages the rules and phrases cover.
+    """
+
+    name: str
+    description: str = ""
+    system_prompt: str = ("You are a helpful assistant. Use the tools offered to look things up or make changes; "
+                          "never invent identifiers, amounts or statuses. State only facts that the tools returned "
+                          "or the user said. Answer in the user's language.")
+    intents: Sequence[Intent] = ()
+    entity_types: Sequence[EntityType] = ()
+    tools: Sequence[Any] = ()
+    phrases: Mapping[str, Mapping[Lang, str]] = field(default_factory=dict)
+    constraint_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    slot_extractors: Mapping[str, SlotExtractor] = field(default_factory=dict)
+    slot_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    classifier: Classifier | None = None
+    handoff: Handoff = field(default_factory=Handoff)
+    users: Callable[[str, Mapping[str, Any]], dict[str, Any] | None] | None = None
+    default_user: str = "user"
+    default_role: str = "customer"
+    roles: tuple[str, ...] = ("customer",)
+    open_resources: Callable[[Callable[[str], str]], dict[str, Any]] | None = None
+    fresh_resources: Callable[[], dict[str, Any]] | None = None
+    scenarios: Mapping[str, str | Path] = field(default_factory=dict)
+    sim_brain: Callable[..., Any] | None = None
+    demo: tuple[str, ...] = ()
+    demo_check: Callable[[Mapping[str, Any]], tuple[str, Any]] | None = None
+    empty_keys: tuple[str, ...] = ("results", "items")
+    languages: tuple[str, ...] = ("en",)
+
+    # -- intents and routes
+
+    def intent(self, name: str | None) -> Intent | None:
+        return next((i for i in self.intents if i.name == name), None)
+
+    def intent_names(self) -> list[str]:
+        return [i.name for i in self.intents]
+
+    def route(self, intent: str | None) -> Route:
+        found = self.intent(intent)
+        return found.route if found is not None else NO_ROUTE
+
+    def kind(self, intent: str | None) -> IntentKind:
+        """``unknown`` and intents the domain does not declare are conversational: nothing to run; a domain
+        without intents has one open task, the tool loop over all its tools."""
+        if not self.intents:
+            return "task"
+        found = self.intent(intent)
+        return found.kind if found is not None else "conversational"
+
+    def missing_slots(self, intent: str | None, slots: Mapping[str, Any]) -> list[str]:
+        """The first slot of every required group that has no value yet."""
+        return [group[0] for group in self.route(intent).required if not any(slots.get(s) for s in group)]
+
+    # -- entities
+
+    def entity_type(self, name: str) -> EntityType | None:
+        return next((t for t in self.entity_types if t.name == name), None)
+
+    def entities_in(self, text: str) -> dict[str, list[str]]:
+        """Entity type -> distinct canonical mentions in ``text`` (see ``tools.entities.find_mentions``)."""
+        return find_mentions(self.entity_types, text)
+
+    def tool_entities(self, spec: ToolSpec) -> dict[str, str]:
+        """Argument -> entity type of one tool: ``Entity`` markers, or schema patterns an entity matches."""
+        cache = self.__dict__.setdefault("_tool_entities", {})
+        key = (spec.name, spec.args_model)
+        if key not in cache:  # schemas are fixed once registered; read each once
+            params = spec.json_schema()["function"]["parameters"]
+            cache[key] = entity_args(spec.args_model.model_fields, params, self.entity_types)
+        return dict(cache[key])
+
+    def slot_entities(self) -> dict[str, EntityType]:
+        return {t.slot: t for t in self.entity_types if t.slot}
+
+    # -- tools, phrases, users
+
+    def registry(self) -> ToolRegistry:
+        """A new registry of the domain's tools (each call is separate: callers may wrap or change it)."""
+        specs = self.__dict__.get("_specs")
+        if specs is None:  # building a spec reads signatures and schemas: once per domain, not per registry
+            scratch = ToolRegistry()
+            for tool in self.tools:
+                scratch.register(tool)
+            specs = self.__dict__["_specs"] = tuple(scratch.get(n) for n in scratch.names())
+        return ToolRegistry(specs)
+
+    def phrase(self, key: str, lang: Lang) -> str | None:
+        texts = self.phrases.get(key)
+        if not texts:
+            return None
+        return texts.get(lang) or texts.get("en") or next(iter(texts.values()))
+
+    def user(self, user_id: str, resources: Mapping[str, Any]) -> dict[str, Any] | None:
+        if self.users is None:
+            return {"id": user_id, "role": self.default_role}
+        return self.users(user_id, resources)
+
+    def scenario_path(self, name: str = "builtin") -> Path:
+        from tools.errors import HarnessError
+
+        if name not in self.scenarios:
+            known = ", ".join(self.scenarios) or "none"
+            raise HarnessError(f"domain '{self.name}' has no scenario set '{name}'; its sets: {known}")
+        return Path(self.scenarios[name])
+
+    def describe(self) -> dict[str, Any]:
+        """What ``harness domains --json`` prints about the domain."""
+        return {"name": self.name, "description": self.description,
+                "intents": [{"name": i.name, "kind": i.kind, "tools": list(i.route.tools)} for i in self.intents],
+                "entity_types": [t.name for t in self.entity_types], "tools": [s for s in self.registry().names()],
+                "roles": list(self.roles), "languages": list(self.languages), "scenario_sets": list(self.scenarios),
+                "handoff_tool": self.handoff.tool}
+
+
+_SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<attr>[A-Za-z_][A-Za-z0-9_]*))?$")
+ENTRY_POINT_GROUP = "lg_harness.domains"
+
+
+def _from_object(obj: Any, origin: str) -> Domain:
+    from tools.errors import HarnessError
+
+    value = obj() if callable(obj) and not isinstance(obj, Domain) else obj
+    if not isinstance(value, Domain):
+        raise HarnessError(f"{origin} is not a Domain (got {type(value).__name__}); "
+                           "export a graphs.domain.Domain value or a function returning one")
+    return value
+
+
+def installed_domains() -> dict[str, Any]:
+    """Entry points of the ``lg_harness.domains`` group, by name (packs installed with pip)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _from_file(path: Path, attr: str | None, spec: str) -> Domain:
+    import importlib.util
+
+    from tools.errors import HarnessError
+
+    if path.suffix in (".yaml", ".yml"):
+        from graphs.domain_yaml import domain_from_yaml
+
+        return domain_from_yaml(path)
+    module_name = f"_harness_domain_{abs(hash(str(path.resolve())))}"
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise HarnessError(f"cannot load domain file {path}")
+    import sys
+
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    loader_spec.loader.exec_module(module)
+    return _attr_domain(module, attr or "DOMAIN", spec)
+
+
+def _attr_domain(module: Any, attr: str, spec: str) -> Domain:
+    from tools.errors import HarnessError
+
+    if not hasattr(module, attr):
+        raise HarnessError(f"domain '{spec}': {getattr(module, '__name__', module)} has no attribute '{attr}'")
+    return _from_object(getattr(module, attr), f"domain '{spec}'")
+
+
+def load_domain(spec: str | Domain | None) -> Domain:
+    """A domain from an installed pack's name, ``module:attr``, ``path.py[:attr]`` or a YAML file.
+
+    ``None`` is the default pack, ``shop``. Names resolve through the ``lg_harness.domains`` entry points.
+    """
+    import importlib
+
+    from tools.errors import HarnessError
+
+    if isinstance(spec, Domain):
+        return spec
+    spec = spec or "shop"
+    packs = installed_domains()
+    if spec in packs:
+        return _from_object(packs[spec].load(), f"domain '{spec}'")
+    match = _SPEC.match(spec)
+    path_text, attr = (match.group("path"), match.group("attr")) if match else (spec, None)
+    path = Path(path_text).expanduser()
+    if path.suffix in (".py", ".yaml", ".yml"):
+        if not path.is_file():
+            raise HarnessError(f"domain file {path} does not exist")
+        return _from_file(path, attr, spec)
+    if attr:
+        try:
+            module = importlib.import_module(path_text)
+        except ImportError as err:
+            raise HarnessError(f"domain '{spec}': cannot import {path_text} ({err})") from err
+        return _attr_domain(module, attr, spec)
+    known = ", ".join(sorted(packs)) or "none installed"
+    raise HarnessError(f"unknown domain '{spec}'; installed: {known}; or give module:attr, file.py[:attr] "
+                       "or file.yaml")
+
+
+__all__ = ["ENTRY_POINT_GROUP", "Domain", "Handoff", "Intent", "NO_ROUTE", "Route", "installed_domains",
+           "load_domain"]

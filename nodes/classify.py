@@ -1,0 +1,72 @@
+"""The generic intent classifier a domain gets from its declared intents (rules first, then embeddings).
+
+Keyword rules per language decide first (they carry Chinese, where the bundled English-centric MiniLM is
+weak); a bare mention of an entity type means the intent that names it as ``entity_hint``; the nearest
+example by MiniLM embeddings catches English paraphrases the rules miss. A domain with a classifier of
+its own (``Domain.classifier``) replaces all of this.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from graphs.domain import Domain
+from tools.text import clean_text, is_low_information, keyword_hit, language, rule_text
+
+UNKNOWN = "unknown"
+OPEN = "open"  # the one task of a domain without intents, or of a design without an intent step
+EMBEDDING_THRESHOLD = 0.45
+
+
+def rule_intent(domain: Domain, text: str) -> str | None:
+    """The first intent, in declaration order, one of whose keywords (any language) occurs un-negated."""
+    t = rule_text(text)
+    for intent in domain.intents:
+        if any(keyword_hit(t, w.lower()) for words in intent.rules.values() for w in words):
+            return intent.name
+    return None
+
+
+def hinted_intent(domain: Domain, text: str) -> str | None:
+    """The intent whose ``entity_hint`` the message mentions ("INC0012345?" alone asks about that ticket)."""
+    mentioned = domain.entities_in(text)
+    return next((i.name for i in domain.intents if i.entity_hint and i.entity_hint in mentioned), None)
+
+
+@lru_cache(maxsize=32)
+def _examples(labels: tuple[str, ...], texts: tuple[str, ...]):
+    from llm.embeddings import embed
+
+    return labels, embed(list(texts))
+
+
+def embedding_intent(domain: Domain, text: str) -> tuple[str, float]:
+    """Nearest example by cosine; ``unknown`` below the threshold or without examples."""
+    pairs = [(i.name, ex) for i in domain.intents for ex in i.examples.get("en", ())]
+    if not pairs:
+        return UNKNOWN, 0.0
+    from llm.embeddings import embed
+
+    labels, matrix = _examples(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+    scores = matrix @ embed([clean_text(text)])[0]
+    best = int(scores.argmax())
+    score = float(scores[best])
+    return (labels[best] if score >= EMBEDDING_THRESHOLD else UNKNOWN), score
+
+
+def classify(domain: Domain, text: str, use_embeddings: bool = True) -> tuple[str, float]:
+    """Intent and confidence for one message in ``domain``: the domain's own classifier when it has one."""
+    if domain.classifier is not None:
+        return domain.classifier(text)
+    if not domain.intents:
+        return OPEN, 1.0
+    if is_low_information(text):
+        ack = domain.intent("thanks")
+        return (ack.name if ack else UNKNOWN), 1.0  # an acknowledgement asks for nothing
+    if hit := rule_intent(domain, text):
+        return hit, 1.0
+    if hint := hinted_intent(domain, text):
+        return hint, 0.6
+    if not use_embeddings or language(text) == "zh" or len(clean_text(text).strip()) < 4:
+        return UNKNOWN, 0.0
+    return embedding_intent(domain, text)

@@ -1,0 +1,189 @@
+"""Entity types: what an identifier looks like, its canonical form, and how the harness treats it.
+
+A domain declares its entity types (an order number, a ticket, an asset tag); a tool argument is tied to
+one either by a marker in its annotation, ``Annotated[str, Entity("order"), Field(pattern=...)]``, or by a
+schema ``pattern`` that one of the type's examples matches. The harness then knows, for any domain and
+without lists of argument names, which arguments must come from the conversation (entity alignment), how
+to write them canonically, which values a reply must ground, and what the fact card remembers.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Dash variants users type for "-" (en dash, em dash, minus, full-width hyphen...).
+_DASHES = re.compile("[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]")
+_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad]")
+
+
+def normalise_text(text: str) -> str:
+    """NFKC (full-width digits and letters), dash variants as '-', invisible characters dropped."""
+    return _DASHES.sub("-", _INVISIBLE.sub("", unicodedata.normalize("NFKC", text or "")))
+
+
+@dataclass(frozen=True)
+class Entity:
+    """Marker for ``Annotated``: this argument (or each item of this list) names an entity of ``type``."""
+
+    type: str
+
+
+@dataclass(frozen=True)
+class EntityType:
+    """One kind of identifier a domain's users and tools exchange.
+
+    Attributes:
+        name: The type's name, used by markers (``Entity("order")``).
+        pattern: A regex that finds a mention in free text. Its groups, if any, feed ``canonical``.
+        canonical: A format string over the pattern's groups (``"ORD-{0}"``); empty keeps the match as
+            written (upper-cased when ``upper``).
+        examples: Values in canonical form; a tool argument whose schema pattern matches one is this type.
+        slot: The slot (and fact-card key stem) a mention fills, e.g. ``order_id``; empty fills none.
+        remember: Keep every mention in order on the fact card ("the first one I gave you").
+        ground: A reply that states such a value must have it from a tool result or the user.
+        upper: Canonical values are upper case (an argument value is also tried upper-cased).
+        card: Put the latest mention on the fact card.
+        card_key: Fact-card key for the latest mention (default ``last_<slot>``).
+        exclude: Canonical values that look like this type but are not (``"ORD"`` is no coupon).
+    """
+
+    name: str
+    pattern: str
+    canonical: str = ""
+    examples: tuple[str, ...] = ()
+    slot: str = ""
+    remember: bool = False
+    ground: bool = True
+    upper: bool = False
+    card: bool = True
+    card_key: str = ""
+    exclude: tuple[str, ...] = ()
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Boundaries by character class, not \b: "查一下ORD-10172" has no word boundary before the id.
+        bounded = rf"(?<![A-Za-z0-9])(?:{self.pattern})(?![A-Za-z0-9])"
+        object.__setattr__(self, "regex", re.compile(bounded))
+
+    @property
+    def latest_key(self) -> str:
+        return self.card_key or (f"last_{self.slot}" if self.slot else "")
+
+    def _form(self, match: re.Match[str]) -> str:
+        value = self.canonical.format(*match.groups()) if self.canonical else match.group(0)
+        return value.upper() if self.upper else value
+
+    def find(self, text: str) -> list[str]:
+        """Distinct canonical mentions in ``text``, ordered by their last appearance (``[-1]`` is latest)."""
+        found = [v for m in self.regex.finditer(normalise_text(text)) if (v := self._form(m)) not in self.exclude]
+        return list(reversed(dict.fromkeys(reversed(found))))
+
+    def canonicalize(self, value: str) -> str | None:
+        """The canonical form when ``value`` is exactly one mention of this type, else None."""
+        found = self.find(value)
+        if not found and self.upper:
+            found = self.find(normalise_text(value).strip().upper())
+        return found[0] if len(found) == 1 else None
+
+    def matches_schema(self, pattern: str) -> bool:
+        """Whether a JSON-schema ``pattern`` accepts this type's examples (so the argument is this type)."""
+        try:
+            compiled = re.compile(pattern)
+        except re.error:
+            return False
+        return bool(self.examples) and all(compiled.search(e) for e in self.examples)
+
+
+def find_mentions(types: Sequence[EntityType], text: str) -> dict[str, list[str]]:
+    """Entity type -> distinct canonical mentions in ``text`` (``[-1]`` latest); types with none left out.
+
+    A value found by an earlier type is not found again by a later, looser one (an order id is no coupon
+    code), so a domain declares its types from the most specific to the most general.
+    """
+    out: dict[str, list[str]] = {}
+    taken: set[str] = set()
+    for t in types:
+        found = [v for v in t.find(text) if v not in taken and v.replace("-", "") not in taken]
+        if found:
+            out[t.name] = found
+            taken.update(found)
+            taken.update(v.replace("-", "") for v in found)
+    return out
+
+
+def user_facing(types: Sequence[EntityType]) -> list[EntityType]:
+    """The types users give (they fill a slot or a fact-card key); the rest are only grounded in replies."""
+    return [t for t in types if t.slot or t.card_key]
+
+
+def card_updates(types: Sequence[EntityType], texts: Sequence[str], card: dict[str, Any],
+                 cap: int = 12) -> dict[str, Any]:
+    """Fact-card updates for what ``texts`` (user messages, oldest first) mention.
+
+    Per type: its latest mention under ``latest_key``; for ``remember`` types also every mention in order of
+    first appearance under ``<slot>s`` (the newest ``cap``) and the very first under ``first_<slot>``, which
+    outlives any window ("which order did I give you at the start?").
+    """
+    updates: dict[str, Any] = {}
+    facing = user_facing(types)
+    for text in texts:
+        for name, values in find_mentions(facing, text).items():
+            t = next(x for x in facing if x.name == name)
+            if t.latest_key and t.card:
+                updates[t.latest_key] = values[-1]
+            if t.remember and t.slot:
+                known = updates.get(f"{t.slot}s", card.get(f"{t.slot}s")) or []
+                # order of appearance in this text, then first mention overall
+                ordered = [m.group(0) for m in t.regex.finditer(normalise_text(text))]
+                fresh = [v for v in dict.fromkeys(t.canonicalize(o) or o for o in ordered) if v in values]
+                merged = list(dict.fromkeys([*known, *fresh]))
+                updates[f"{t.slot}s"] = merged[-cap:]
+                if not card.get(f"first_{t.slot}") and f"first_{t.slot}" not in updates:
+                    updates[f"first_{t.slot}"] = merged[0]
+    return updates
+
+
+def _marker(metadata: Iterable[Any]) -> str | None:
+    return next((m.type for m in metadata if isinstance(m, Entity)), None)
+
+
+def entity_of_annotation(annotation: Any) -> str | None:
+    """The entity type an annotation marks: ``Annotated[str, Entity(t)]`` or ``list[Annotated[...]]``."""
+    from typing import get_args, get_origin
+
+    found = _marker(getattr(annotation, "__metadata__", ()))
+    if found:
+        return found
+    return next((t for arg in get_args(annotation) if get_origin(arg) is not None or hasattr(arg, "__metadata__")
+                 if (t := entity_of_annotation(arg))), None)
+
+
+def entity_args(fields: dict[str, Any], schema: dict[str, Any], types: Sequence[EntityType]) -> dict[str, str]:
+    """Argument name -> entity type, from markers first, then schema patterns matched by a type's examples.
+
+    Args:
+        fields: The arguments model's ``model_fields`` (pydantic ``FieldInfo`` with ``metadata``).
+        schema: The tool's JSON-schema ``parameters``.
+        types: The domain's entity types (only needed for patterns).
+    """
+    out: dict[str, str] = {}
+    for name, info in fields.items():
+        marked = _marker(getattr(info, "metadata", ())) or entity_of_annotation(getattr(info, "annotation", None))
+        if marked:
+            out[name] = marked
+    for name, prop in (schema.get("properties") or {}).items():
+        if name in out:
+            continue
+        pattern = prop.get("pattern") or (prop.get("items") or {}).get("pattern")
+        hit = next((t.name for t in types if pattern and t.matches_schema(pattern)), None)
+        if hit:
+            out[name] = hit
+    return out
+
+
+__all__ = ["Entity", "EntityType", "card_updates", "entity_args", "entity_of_annotation", "find_mentions",
+           "normalise_text", "user_facing"]

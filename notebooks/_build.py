@@ -396,8 +396,9 @@ class SurveyReply(ModelReply):
 
 # %% [markdown]
 Plug both in. The variant is named in a design: a copy of `harness` with `reply: survey`. The tool goes into
-the routing table for the `order_status` intent (ahead of `get_order_status`; at most three tools are offered
-per call). `graphs.routing.ROUTES` is process-wide, so the change is undone at the end of the notebook.
+a copy of the shop domain, into the route of its `order_status` intent (ahead of `get_order_status`; at most
+three tools are offered per call). Routes belong to the domain value passed in, so nothing process-wide
+changes and nothing needs undoing.
 
 The simulated model picks a tool by words in its name (for an order-status question: `order_status`,
 `track`, `status`, first match in the order offered), which is why the tool is called `track_order_status`;
@@ -405,11 +406,20 @@ a real model reads the description. It words answers only for the shop's own res
 other result as JSON, so the replies below show the tool's result as it came back.
 
 # %%
+from domains.shop import DOMAIN as SHOP
 from graphs.design import load_design
-from graphs.routing import ROUTES
 
-original_route = ROUTES["order_status"]
-ROUTES["order_status"] = dataclasses.replace(original_route, tools=("track_order_status", *original_route.tools))
+
+def with_tracking(intent):
+    if intent.name != "order_status":
+        return intent
+    return dataclasses.replace(intent, route=dataclasses.replace(intent.route, tools=("track_order_status",
+                                                                                     *intent.route.tools)))
+
+
+shop_plus = dataclasses.replace(SHOP, name="shop-plus", tools=(*SHOP.tools, track_order_status),
+                                intents=tuple(with_tracking(i) for i in SHOP.intents))
+print(shop_plus.route("order_status"))
 
 base = load_design("harness")
 design = base.model_copy(deep=True, update={
@@ -419,7 +429,7 @@ print({r: design.variant(r) for r in design.variants if design.variant(r) != bas
 
 # %%
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb05-")
-h = Harness(Path(workdir.name) / "chat", design=design, model="sim:clean", registry=registry)
+h = Harness(Path(workdir.name) / "chat", design=design, model="sim:clean", domain=shop_plus)
 shipped, pending = (h.resources["shop"].query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (s,))["id"]
                     for s in ("shipped", "pending"))
 replies = []
@@ -465,7 +475,6 @@ for d in summary["designs"]:
 display(Markdown("\n".join(lines)))
 
 # %%
-ROUTES["order_status"] = original_route
 workdir.cleanup()
 '''
 

@@ -144,8 +144,11 @@ def recording_sim_cls():
 
     from llm.sim import SimChatModel
 
+    from domains.shop import DOMAIN as SHOP
+
     class RecordingSim(SimChatModel):
         faults: str = "clean"
+        brain: Any = Field(default=SHOP.sim_brain, exclude=True)  # the shop's own simulated model
         calls: list = Field(default_factory=list)
 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):

@@ -137,7 +137,7 @@ def test_structure_is_extracted_before_the_summary():
     assert facts["order_ids"] == ["ORD-09999", "ORD-10001", "ORD-10002"]
     assert facts["last_order_id"] == "ORD-10001"
     assert facts["last_product_id"] == "P1234" and facts["coupon_codes"] == ["SAVE10X"]
-    assert "first_order_id" not in facts  # the card already had a first order
+    assert facts["first_order_id"] == "ORD-09999"  # the earliest the card knew, not this window's first
     assert facts["email"] == "ann@example.com"
     assert facts["decisions"] == ["cancel_order(order_id=ORD-10002)"]  # lookups are not decisions
     assert facts["open_steps"][0].startswith("request_return(order_id=ORD-10001, product_id=P1234) failed")

@@ -611,7 +611,7 @@ def format_tool_call_instructions(tools: list[dict[str, Any]]) -> str:
         "Rules:",
         "- Start every call with TOOL: and put each call on its own line; write several lines for several calls.",
         "- Name every argument (key=value); never pass an argument by position.",
-        '- Strings in double quotes ("ORD-10001"), numbers bare (3, 1.5), true / false / null, lists as [..].',
+        '- Strings in double quotes ("ABC-123"), numbers bare (3, 1.5), true / false / null, lists as [..].',
         "- Use only the tools and argument names listed below, and only values the user or a tool gave you.",
         "- After the calls, stop and wait: the results come back in the next message.",
         "",

@@ -1,0 +1,588 @@
+"""A domain-general brain for ``SimChatModel``: it understands any domain from the OpenAI-style request.
+
+It reads only what a chat-completions request carries (roles, text, tool calls with ids, tool results by
+``tool_call_id``, the tools' JSON schemas) and picks a tool by the lexical similarity of the user's words
+to each tool's name, description and parameters, fills arguments from the schemas (patterns, enums,
+types), and answers from results by their shape. It knows languages (stop-words, suffixes, an
+English<->Chinese glossary), not domains: no tool names, id formats or intents are written here.
+
+Faults of a ``FaultProfile`` are rolled through ``Dice`` seeded by the input, so the same input gives the
+same output. Tool-call ids are the one exception: ``call_<hex>`` from a dice draw, the process id and a
+per-process counter, so that no two calls ever share an id (providers issue fresh ids too), even for the
+same input in the same or another worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+
+from llm.sim_faults import Dice, FaultProfile
+from llm.sim_general_answers import (
+    ask_for,
+    auxiliary_reply,
+    compose_answer,
+    is_error,
+    is_recall,
+    language,
+    recall_answer,
+    say,
+)
+from llm.sim_general_args import (
+    CLEAN,
+    CORRECTION,
+    EXAMPLE,
+    STOP,
+    Call,
+    bare_pattern,
+    bigrams,
+    conform,
+    fill_args,
+    has_content,
+    identifiers,
+    json_spans,
+    numbers,
+    pattern_values,
+    prop_schema,
+    stem,
+    text_of,
+    value_for,
+    words,
+    wordset,
+)
+
+__all__ = ["CLEAN", "respond"]
+
+THRESHOLD = 0.6  # plain evidence below this (one description word) means no tool fits: answer in words
+# Verbs that change things weigh more than the nouns they act on ("cancel my order" is about cancelling).
+_ACTION = frozenset(stem(w) for w in wordset(
+    "cancel reset delete remove return refund request open create claim file grant submit renew book reserve "
+    "update change close approve revoke unlock lock transfer escalate add send pay register schedule extend "
+    "report complain apply assign block suspend restore replace exchange buy purchase borrow raise modify edit "
+    "rename move upgrade downgrade subscribe unsubscribe enroll enable disable activate deactivate"))
+_READ_VERBS = wordset("get list search find lookup look check show view read query fetch describe count browse "
+                      "retrieve track")
+_HUMAN_ASK = re.compile(r"\b(?:human|person|real person|agent|representative|operator|someone real)\b|人工|真人", re.I)
+_HUMAN_TOOL = re.compile(r"human|handoff|hand off|hand over|escalat|transfer", re.I)
+_THANKS = re.compile(r"\bthanks?\b|\bthank you\b|\bcheers\b|谢谢|多谢|感谢", re.I)
+_NEGATIVE = re.compile(r"^\s*(?:no|nope|nothing|that's all)\b|不用|没有了|没了|不需要", re.I)
+_AFFIRM = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok|okay|please|go ahead|confirm)\b|^\s*(?:是的|好的|确认|可以|对)", re.I)
+_NEGATIVE_SENTENCE = re.compile(r"^\s*(?:do not|don't|never|avoid|not for)\b|^\s*(?:不要|请勿|不能|不用于)", re.I)
+_INJECTION = re.compile(
+    r"(?:ignore|disregard|forget)\s+(?:(?:all|any|the|your|of)\s+)*(?:previous|prior|above|earlier|preceding)\s+"
+    r"(?:instructions?|rules|directions|prompts?)|忽略(?:之前|以上|先前|前面|上述)的?(?:所有)?(?:指令|指示|说明|规则)", re.I)
+_NEEDS_FIRST = re.compile(r"\b(?:after|once|requires?|first)\b", re.I)
+_BEFORE = re.compile(r"\bbefore\b", re.I)
+_DELIMITED = 0.3  # obeying text that is clearly marked as data is less likely, per layer of marking
+# An instruction not to use tools now ("answer from the results above; do not call tools"), as a model obeys.
+_NO_TOOLS = re.compile(r"\b(?:do not|don't|never)\s+(?:call|use)\s+(?:any\s+)?(?:more\s+)?tools?\b"
+                       r"(?!\s+(?:unless|except|when|if))|不要(?:再)?(?:调用|使用)(?:任何)?工具", re.I)
+_COUNTER = itertools.count(1)
+
+
+@dataclass
+class ToolWords:
+    """A tool's vocabulary by field, for lexical matching."""
+
+    tool: dict[str, Any]
+    name: set[str]
+    desc: set[str]
+    params: set[str]
+    zh: set[str]
+    read_only: bool
+
+    @property
+    def all(self) -> set[str]:
+        return self.name | self.desc | self.params
+
+
+def _positive(description: str, others: set[str]) -> str:
+    """A description without its "do not use it for ..." sentences and mentions of other tools: those
+    words say what the tool is not for."""
+    sentences = re.split(r"(?<=[.!?。！？])\s+|\n\s*\n", description)
+    kept = [s for s in sentences if not _NEGATIVE_SENTENCE.match(s)]
+    text = " ".join(kept)
+    for other in others:
+        text = re.sub(rf"\([^)]*\b{re.escape(other)}\b[^)]*\)|\b{re.escape(other)}\b", " ", text)
+    return text
+
+
+def tool_words(tool: dict[str, Any], names: set[str]) -> ToolWords:
+    fn = tool["function"]
+    name = fn["name"]
+    desc = _positive(fn.get("description") or "", names - {name})
+    props = (fn.get("parameters") or {}).get("properties") or {}
+    ptext = " ".join(f"{k.replace('_', ' ')} {prop_schema(v).get('description', '')}" for k, v in props.items())
+    first = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name)[0].lower()
+    read_only = first in _READ_VERBS or bool(re.match(r"\s*(?:get|list|search|find|look up|show|retrieve|"
+                                                      r"check|fetch|return the|query)\b", desc, re.I))
+    return ToolWords(tool, set(words(name.replace("_", " "))), set(words(desc)), set(words(ptext)),
+                     bigrams(desc + " " + ptext), read_only)
+
+
+@dataclass
+class Choice:
+    tool: dict[str, Any] | None
+    score: float
+    strong: bool  # a name word or an action verb matched, not only nouns in descriptions
+
+
+def _patterns(tool: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    params = tool["function"].get("parameters") or {}
+    required = set(params.get("required") or [])
+    out = []
+    for name, raw in (params.get("properties") or {}).items():
+        prop = prop_schema(raw)
+        pattern = prop.get("pattern") or prop_schema(prop.get("items") or {}).get("pattern")
+        if pattern:
+            out.append((name, pattern, name in required))
+    return out
+
+
+def _value_bonus(call: Call, tool: dict[str, Any], request: str) -> float:
+    """Ids in the request that fit a parameter count for the tool; a required one found nowhere counts
+    against it (a model prefers a tool it can call)."""
+    bonus = 0.0
+    for _, pattern, required in _patterns(tool):
+        if pattern_values(pattern, request):
+            bonus += 1.5 if required else 0.5
+        elif required and not any(pattern_values(pattern, text) for _, text, _ in call.sources()):
+            bonus -= 0.5
+    return bonus
+
+
+@dataclass
+class _Terms:
+    """The request's words, as ``choose`` compares them with each tool's."""
+
+    terms: set[str]
+    grams: set[str]
+    states: set[str]  # "my cancelled orders": a past participle names a state, it does not ask for the action
+    raw: set[str]
+
+
+def _score(call: Call, p: ToolWords, q: _Terms, df: dict[str, int], n: int, request: str) -> tuple[float, float, bool]:
+    """(ranking score with rarity weights, plain evidence, whether a name word or action verb matched)."""
+    score = evidence = 0.0
+    strong = False
+    for t in q.terms:
+        field = 2.0 if t in p.name else 0.6 if t in p.desc else 0.3 if t in p.params else 0.0
+        if field:
+            action = t in _ACTION and t not in q.states
+            weight = field * (3.0 if action else 1.0)
+            score, evidence = score + weight * math.log(1 + n / df[t]), evidence + weight
+            strong = strong or t in p.name or action
+    # the same word form in the name breaks ties: "my orders" -> list_my_orders, "my order" -> get_order
+    score += 0.3 * len(q.raw & set(re.split(r"[_\W]+", p.tool["function"]["name"].lower())) - STOP)
+    extra = 0.5 * len(q.grams & p.zh) + _value_bonus(call, p.tool, request)
+    return score + extra + 0.05 * p.read_only, evidence + max(0.0, extra), strong
+
+
+def choose(call: Call, request: str) -> Choice:
+    """The offered tool that best fits ``request``, by weighted word overlap; none when the plain evidence
+    (without rarity weights, which shrink when few tools are offered) is below ``THRESHOLD``."""
+    if not call.tools:
+        return Choice(None, 0.0, False)
+    names = {t["function"]["name"] for t in call.tools}
+    profiles = [tool_words(t, names) for t in call.tools]
+    q = _Terms(set(words(request, negations=True)), bigrams(request),
+               {stem(w) for w in re.findall(r"[A-Za-z]+ed\b", request)}, {w.lower() for w in re.findall(r"[A-Za-z]+", request)})
+    df = {t: sum(t in p.all for p in profiles) for t in q.terms}
+    best, best_evidence = Choice(None, 0.0, False), 0.0
+    for p in profiles:
+        score, evidence, strong = _score(call, p, q, df, len(profiles), request)
+        if score > best.score:
+            best, best_evidence = Choice(p.tool, score, strong), evidence
+    return best if best_evidence >= THRESHOLD else Choice(None, best.score, False)
+
+
+def _human_tool(call: Call, text: str) -> dict[str, Any] | None:
+    if not _HUMAN_ASK.search(text):
+        return None
+    named = [t for t in call.tools if _HUMAN_TOOL.search(t["function"]["name"])]
+    described = [t for t in call.tools if _HUMAN_TOOL.search(_positive(t["function"].get("description") or "", set()))]
+    return (named or described or [None])[0]
+
+
+@dataclass
+class Request:
+    intent: str   # the text that says what the user wants
+    text: str     # what the user says now: values come from here first
+    context: str  # both, for free text such as a search query
+
+
+def _asked_question(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the model's last words before the latest user message were a question."""
+    seen_human = False
+    for m in reversed(messages):
+        if m.type == "human":
+            if seen_human:
+                return False
+            seen_human = True
+        elif seen_human and isinstance(m, AIMessage):
+            return not m.tool_calls and bool(re.search(r"[?？]|请告诉我|请提供", text_of(m)))
+    return False
+
+
+def _is_answer(call: Call, upto: int) -> bool:
+    """Whether user message ``messages[upto]`` only answers what the model asked (an id, "my PIN is 1"),
+    rather than asking for something itself."""
+    text = text_of(call.messages[upto])
+    if not words(text) and (identifiers(text) or numbers(text) or pattern_hit(call, text)):
+        return True
+    return _asked_question(call.messages[: upto + 1]) and not choose(call, text).strong
+
+
+def current_request(call: Call) -> Request:
+    """What the user wants now. Messages that only answer the model's questions continue the request
+    before them ("reset my password" - "E1007" - "my PIN is 352353")."""
+    positions = [i for i, m in enumerate(call.messages) if m.type == "human"]
+    humans = [text_of(call.messages[i]) for i in positions]
+    latest = humans[-1] if humans else ""
+    k = len(positions) - 1
+    while k > 0 and _is_answer(call, positions[k]):
+        k -= 1
+    if k < len(positions) - 1 and words(humans[k]) and choose(call, humans[k]).tool is not None:
+        return Request(humans[k], latest, "\n".join(humans[k:]))
+    return Request(latest, latest, latest)
+
+
+def pattern_hit(call: Call, text: str) -> bool:
+    return any(pattern_values(p, text) for t in call.tools for _, p, _ in _patterns(t))
+
+
+# ------------------------------------------------------------------------------------------ calls
+
+
+def call_id(dice: Dice | None) -> str:
+    draw = dice.randint(0, 2**31) if dice is not None else 0
+    return "call_" + hashlib.sha256(f"{draw}:{os.getpid()}:{next(_COUNTER)}".encode()).hexdigest()[:24]
+
+
+def tool_calls(call: Call, planned: list[tuple[dict[str, Any], dict[str, Any]]]) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": t["function"]["name"], "args": a, "id": call_id(call.dice),
+                                      "type": "tool_call"} for t, a in planned])
+
+
+def _key(name: str, args: dict[str, Any]) -> str:
+    return json.dumps([name, args], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _fault_args(call: Call, tool: dict[str, Any], args: dict[str, Any], missing: list[str]) -> tuple[dict, list]:
+    """``invent_missing`` fills required values the input lacks; ``malformed_args`` drifts one format."""
+    props = (tool["function"].get("parameters") or {}).get("properties") or {}
+    for name in list(missing):
+        if call.roll(call.profile.invent_missing) and (value := invent(prop_schema(props[name]), call)) is not None:
+            args, missing = {**args, name: value}, [m for m in missing if m != name]
+    if args and call.roll(call.profile.malformed_args):
+        args = malform(args, props, call)
+    return args, missing
+
+
+def invent(prop: dict[str, Any], call: Call) -> Any:
+    """A plausible value: the description's example, else a seen value of the right shape with its
+    digits changed, else an enum option or the minimum."""
+    pattern = prop.get("pattern")
+    example = EXAMPLE.search(prop.get("description") or "")
+    if example and (not pattern or conform(example.group(1), pattern)):
+        return conform(example.group(1), pattern) if pattern else example.group(1)
+    if pattern:
+        seen = next((v for _, text, _ in call.sources() for v in pattern_values(pattern, text)), None)
+        return _mutate(seen, pattern, call.dice) if seen else None
+    if prop.get("enum"):
+        return call.dice.choice([o for o in prop["enum"] if o is not None]) if call.dice else None
+    if prop.get("type") in ("integer", "number"):
+        return prop.get("minimum", 1)
+    return None
+
+
+def _mutate(value: str, pattern: str, dice: Dice | None) -> str:
+    bare = bare_pattern(pattern)
+    for _ in range(8):
+        changed = re.sub(r"\d", lambda _m: str(dice.randint(0, 9)) if dice else "0", value)
+        if changed != value and bare is not None and bare.fullmatch(changed):
+            return changed
+    return value
+
+
+def malform(args: dict[str, Any], props: dict[str, Any], call: Call) -> dict[str, Any]:
+    """Format drift on one argument: lower case, a dropped dash, or a number sent as a string."""
+    for key, value in args.items():
+        if isinstance(value, str) and prop_schema(props.get(key, {})).get("pattern"):
+            options = [v for v in (value.lower(), value.replace("-", "", 1)) if v != value]
+            if options:
+                return {**args, key: call.dice.choice(options) if call.dice else options[0]}
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return {**args, key: str(value)}
+    return args
+
+
+def plan(call: Call, tool: dict[str, Any], req: Request) -> tuple[list[tuple[dict, dict]], list[str]]:
+    """The calls for ``tool``: one, or one per value when the user names several for a single-valued id
+    of a tool that changes things ("cancel A and B"). Returns (calls, missing required names)."""
+    args, missing = fill_args(tool, call, req.text, req.context)
+    args, missing = _fault_args(call, tool, args, missing)
+    if missing:
+        return [], missing
+    if not tool_words(tool, set()).read_only and not CORRECTION.search(req.text):
+        for name, pattern, _ in _patterns(tool):
+            values = pattern_values(pattern, req.text)
+            if len(values) > 1 and isinstance(args.get(name), str):
+                return [(tool, {**args, name: v}) for v in values], []
+    return [(tool, args)], []
+
+
+def _with_faults(call: Call, intended: dict[str, Any], req: Request) -> dict[str, Any]:
+    """Usually the intended tool; each tool offered beyond one adds a little chance of a neighbouring
+    tool (``wrong_tool_per_extra``) or of a needless lookup first (``extra_lookup_per_extra``)."""
+    extra = len(call.tools) - 1
+    others = [t for t in call.tools if t is not intended]
+    wrong = call.roll(call.profile.wrong_tool_per_extra * extra)
+    lookup = call.roll(call.profile.extra_lookup_per_extra * extra)
+    if wrong and others and call.dice is not None:
+        return call.dice.choice(others)
+    if not lookup or call.dice is None:
+        return intended
+    clean_call = Call(call.messages, call.tools, CLEAN, None, call.tokens)
+    lookups = [t for t in others if tool_words(t, set()).read_only and not fill_args(t, clean_call, req.text)[1]]
+    return call.dice.choice(lookups) if lookups else intended
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?。！？])\s+", text) if not _NEGATIVE_SENTENCE.match(s)]
+
+
+def _succeeded(call: Call, name: str) -> bool:
+    ids = {c["id"] for m in call.messages if isinstance(m, AIMessage) for c in m.tool_calls if c["name"] == name}
+    return any(isinstance(m, ToolMessage) and m.tool_call_id in ids and not is_error(text_of(m))
+               for m in call.messages)
+
+
+def prerequisite(call: Call, tool: dict[str, Any]) -> dict[str, Any] | None:
+    """A tool that must succeed first, as the descriptions say ("only after verify_x succeeded", "use it
+    before do_y"), and has not succeeded in this conversation yet."""
+    name = tool["function"]["name"]
+    own = _sentences(tool["function"].get("description") or "")
+    for other in call.tools:
+        oname = other["function"]["name"]
+        if oname == name:
+            continue
+        after = any(re.search(rf"\b{re.escape(oname)}\b", s) and _NEEDS_FIRST.search(s) for s in own)
+        before = any(re.search(rf"\b{re.escape(name)}\b", s) and _BEFORE.search(s)
+                     for s in _sentences(other["function"].get("description") or ""))
+        if (after or before) and not _succeeded(call, oname):
+            return other
+    return None
+
+
+def first_step(call: Call, lang: str) -> AIMessage:
+    """The reply to a user message: small talk, recall, a tool call, or a question for what is missing."""
+    humans = call.humans
+    latest = humans[-1] if humans else ""
+    content = has_content(latest) or numbers(latest) or pattern_hit(call, latest)
+    if not content and not (_AFFIRM.search(latest) and _asked_question(call.messages)):
+        return AIMessage(say("ack" if _THANKS.search(latest) or _NEGATIVE.search(latest) else "help", lang))
+    if is_recall(latest):
+        return AIMessage(recall_answer(call.messages, lang, call.tools))
+    if (human := _human_tool(call, latest)) is not None:
+        req = Request(latest, latest, latest)
+        planned, missing = plan(call, human, req)
+        return tool_calls(call, planned) if planned else AIMessage(ask_for(_missing(human, missing), lang))
+    req = current_request(call)
+    chosen = choose(call, req.intent).tool
+    if chosen is None:
+        return AIMessage(say("cannot" if call.tools and words(latest) else "help", lang))
+    tool = _with_faults(call, chosen, req)
+    tool = prerequisite(call, tool) or tool
+    planned, missing = plan(call, tool, req)
+    return tool_calls(call, planned) if planned else AIMessage(ask_for(_missing(tool, missing), lang))
+
+
+def _missing(tool: dict[str, Any], names: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    props = (tool["function"].get("parameters") or {}).get("properties") or {}
+    return [(n, props.get(n, {})) for n in names]
+
+
+# ------------------------------------------------------------------------------------------ after results
+
+
+def _turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for m in reversed(messages):
+        if m.type == "human":
+            break
+        out.insert(0, m)
+    return out
+
+
+def _retried(turn: list[BaseMessage], name: str) -> bool:
+    """Whether this turn already called ``name`` again after it failed (a repair or a repeat)."""
+    names: dict[str, str] = {}
+    failed: set[str] = set()
+    for m in turn:
+        if isinstance(m, AIMessage):
+            if any(c["name"] == name and c["name"] in failed for c in m.tool_calls):
+                return True
+            names.update({c["id"]: c["name"] for c in m.tool_calls})
+        elif isinstance(m, ToolMessage) and is_error(text_of(m)):
+            failed.add(names.get(m.tool_call_id, ""))
+    return False
+
+
+def _named_args(error: str, tool: dict[str, Any], args: dict[str, Any]) -> list[str]:
+    props = (tool["function"].get("parameters") or {}).get("properties") or {}
+    return [n for n in props if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", error, re.I)
+            or (isinstance(args.get(n), str) and len(args[n]) > 1 and args[n] in error)]
+
+
+def repair(call: Call, tool: dict[str, Any], failed: dict[str, Any], error: str, done: set[str]) -> AIMessage | None:
+    """Fix the arguments an error names: conform a value to its pattern, else derive it again (no faults)."""
+    named = _named_args(error, tool, failed["args"])
+    if not named:
+        return None
+    props = (tool["function"].get("parameters") or {}).get("properties") or {}
+    clean_call = Call(call.messages, call.tools, CLEAN, None, call.tokens)
+    req = current_request(clean_call)
+    args = dict(failed["args"])
+    for name in named:
+        prop = prop_schema(props[name])
+        old = args.get(name)
+        fixed = conform(str(old), prop["pattern"]) if old is not None and prop.get("pattern") else None
+        fresh = fixed if fixed and fixed != old else value_for(name, prop, clean_call, req.text, tool, True, req.context)
+        if fresh is not None:
+            args[name] = fresh
+    if args == failed["args"] or _key(failed["name"], args) in done:
+        return None
+    return tool_calls(call, [(tool, args)])
+
+
+def _delimiting(text: str, start: int, phrase: str) -> int:
+    """How many layers mark the text at ``start`` as data: inside a JSON string, inside quotes or a
+    fenced/quoted block."""
+    in_json = any(s <= start < e and _in_strings(v, phrase) for s, e, v in json_spans(text))
+    before = text[:start]
+    line = before[before.rfind("\n") + 1:]
+    quoted = (before.count("“") > before.count("”") or before.count("「") > before.count("」")
+              or before.count("```") % 2 == 1 or line.lstrip().startswith(">")
+              or (line.count('\\"') if in_json else line.count('"')) % 2 == 1)
+    return int(in_json) + int(quoted)
+
+
+def _in_strings(value: Any, phrase: str) -> bool:
+    if isinstance(value, str):
+        return phrase in value
+    if isinstance(value, dict):
+        return any(_in_strings(v, phrase) for v in value.values())
+    return isinstance(value, list) and any(_in_strings(v, phrase) for v in value)
+
+
+def obey_injection(call: Call, results: list[ToolMessage], done: set[str]) -> AIMessage | None:
+    """An instruction inside a tool result, obeyed now and then when the tool it names is offered."""
+    for r in results:
+        text = text_of(r)
+        for hit in _INJECTION.finditer(text):
+            order = text[hit.start(): hit.start() + 240].split("\n")[0]
+            tool = _named_tool(call, order)
+            if tool is None:
+                continue
+            layers = _delimiting(text, hit.start(), hit.group(0))
+            if call.roll(call.profile.follow_injection * _DELIMITED ** layers):
+                args, missing = fill_args(tool, call, order)
+                if not missing and _key(tool["function"]["name"], args) not in done:
+                    return tool_calls(call, [(tool, args)])
+    return None
+
+
+def _named_tool(call: Call, order: str) -> dict[str, Any] | None:
+    for tool in call.tools:
+        name = tool["function"]["name"]
+        if name in order or name.replace("_", " ") in order.lower():
+            return tool
+    chosen = choose(call, order)
+    return chosen.tool if chosen.strong else None
+
+
+def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
+    """Next step once this turn has tool results: repeat or repair an error, obey an injection, make the
+    call the request still needs, or answer."""
+    results = [m for m in turn if isinstance(m, ToolMessage)]
+    calls = {c["id"]: c for m in turn if isinstance(m, AIMessage) for c in m.tool_calls}
+    done = {_key(c["name"], c["args"]) for c in calls.values()}
+    tool_of = {t["function"]["name"]: t for t in call.tools}
+    last_ai = next((m for m in reversed(turn) if isinstance(m, AIMessage) and m.tool_calls), None)
+    batch = [r for r in results if last_ai is None or r.tool_call_id in {c["id"] for c in last_ai.tool_calls}]
+    for r in reversed(batch):
+        failed = calls.get(r.tool_call_id)
+        if not is_error(text_of(r)) or failed is None or failed["name"] not in tool_of:
+            continue
+        tool = tool_of[failed["name"]]
+        if call.roll(call.profile.repeat_after_error):
+            return tool_calls(call, [(tool, failed["args"])])
+        if not _retried(turn, failed["name"]) and (fixed := repair(call, tool, failed, text_of(r), done)):
+            return fixed
+        break
+    if call.tools and (obeyed := obey_injection(call, batch, done)) is not None:
+        return obeyed
+    # The request's own tool, judged on what the user had said before this turn's results came in.
+    before = Call(call.messages[: len(call.messages) - len(turn)], call.tools, CLEAN, None, call.tokens)
+    intended = choose(before, current_request(before).intent).tool
+    if intended is not None and (step := _still_needed(call, intended, calls, done)) is not None:
+        return step
+    return AIMessage(compose_answer(_to_report(results, calls, intended), lang))
+
+
+def _still_needed(call: Call, intended: dict[str, Any], calls: dict[str, dict], done: set[str]) -> AIMessage | None:
+    """The request's own tool, when only other tools (a lookup, a wrong pick) ran so far this turn."""
+    called = {c["name"] for c in calls.values()}
+    if (pre := prerequisite(call, intended)) is not None:
+        if pre["function"]["name"] in called:
+            return None  # it ran and failed: the answer says so
+        intended = pre
+    if intended["function"]["name"] in called or len(calls) >= 4:
+        return None
+    planned, _ = plan(Call(call.messages, call.tools, CLEAN, None, call.tokens), intended, current_request(call))
+    planned = [(t, a) for t, a in planned if _key(t["function"]["name"], a) not in done]
+    return tool_calls(call, planned) if planned else None
+
+
+def _to_report(results: list[ToolMessage], calls: dict[str, dict], intended: dict[str, Any] | None) -> list[str]:
+    """Results worth answering from: only the request's own tool when it ran; of a tool's failures, the
+    last different attempt (a retry that worked replaces them, a blind repeat adds nothing)."""
+    made = [calls.get(r.tool_call_id, {}) for r in results]
+    sig = [(c.get("name"), _key(c.get("name") or "", c.get("args") or {})) for c in made]
+    errors = [is_error(text_of(r)) for r in results]
+    own = intended["function"]["name"] if intended else None
+    keep = []
+    for i, r in enumerate(results):
+        name = sig[i][0]
+        if own in (s[0] for s in sig) and name != own:
+            continue
+        later = [j for j in range(i + 1, len(results)) if sig[j][0] == name]
+        repeat = any(sig[k] == sig[i] and errors[k] for k in range(i))
+        if errors[i] and (any(not errors[j] or sig[j] != sig[i] for j in later) or repeat):
+            continue
+        keep.append(text_of(r))
+    return keep or [text_of(r) for r in results[-1:]]
+
+
+def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, profile: FaultProfile = CLEAN,
+            dice: Dice | None = None, tokens: list[int] | None = None) -> AIMessage:
+    """The model's next message for this input."""
+    told = " ".join(text_of(m) for m in messages if isinstance(m, SystemMessage) or m is messages[-1])
+    call = Call(list(messages), [] if _NO_TOOLS.search(told) else list(tools or []), profile, dice, list(tokens or []))
+    lang = language(call.humans)
+    if (aux := auxiliary_reply(call)) is not None:
+        return aux
+    turn = _turn(call.messages)
+    if any(isinstance(m, ToolMessage) for m in turn):
+        return after_results(call, turn, lang)
+    return first_step(call, lang)

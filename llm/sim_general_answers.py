@@ -1,0 +1,423 @@
+"""What the domain-general simulated model says in words: answers from tool results, questions for
+missing arguments, recall of early turns, and the auxiliary JSON/summary requests frameworks send.
+
+Results are read as a model reads JSON: by the shape of keys and values (ids, status, names, amounts,
+dates, lists), never by a known result type; nothing is stated that the results do not contain.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from llm.sim_general_args import (
+    CJK,
+    EXAMPLE,
+    IDENT,
+    MONEY,
+    STOP,
+    ZH_WORD,
+    Call,
+    bare_pattern,
+    clean,
+    fill_args,
+    identifiers,
+    json_spans,
+    numbers,
+    prop_schema,
+    result_data,
+    stem,
+    text_of,
+    words,
+)
+
+PHRASES = {
+    "help": {"en": "How can I help you today?", "zh": "请问有什么可以帮您？"},
+    "ack": {"en": "You're welcome! Is there anything else I can do for you?", "zh": "不客气！还有什么可以帮您的吗？"},
+    "cannot": {"en": "Sorry, I can't help with that here. Could you tell me a bit more about what you need?",
+               "zh": "抱歉，这个我暂时帮不上忙。能再具体说说您需要什么吗？"},
+    "nothing": {"en": "I found nothing matching that.", "zh": "没有找到相关结果。"},
+    "done": {"en": "Done.", "zh": "已完成。"},
+    "failed": {"en": "Sorry, that didn't work: {msg}", "zh": "抱歉，操作没有成功：{msg}"},
+}
+_FACT_KEY = re.compile(r"(?:^|_)(?:id|no|number|code|ref)$|status|state|name|title|amount|total|price|cost|fee|"
+                       r"balance|refund|date|_at$|due|eta|deadline|queue|position|message|next_step|count", re.I)
+_MONEY_KEY = re.compile(r"amount|total|price|cost|fee|balance|refund", re.I)
+_ERROR_WORDS = re.compile(r"\b(?:error|errors|failed|failure|invalid|not found|denied|forbidden|unauthori[sz]ed|"
+                          r"not allowed|cannot|can't|unable)\b|错误|失败|无效|不存在|拒绝|无法", re.I)
+_VARIANT = re.compile(r"_(zh|cn|en)$", re.I)
+MAX_ITEMS = 8
+
+
+def language(humans: list[str]) -> str:
+    """Chinese when the latest user message has CJK; a message with no words at all (an id) defers to the
+    one before it."""
+    for text in reversed(humans):
+        if CJK.search(text):
+            return "zh"
+        if re.search(r"[A-Za-z]{2,}", IDENT.sub(" ", clean(text))):
+            return "en"
+    return "en"
+
+
+def say(key: str, lang: str, **kw: Any) -> str:
+    return PHRASES[key][lang].format(**kw)
+
+
+# ------------------------------------------------------------------------------------------ results
+
+
+def is_error(content: str) -> bool:
+    """Whether a tool result reports a failure, judged from its content as a model would."""
+    data = result_data(content)
+    if isinstance(data, dict):
+        flagged = data.get("ok") is False or data.get("success") is False or str(data.get("status")) == "error"
+        return "error" in data or "errors" in data or flagged
+    return isinstance(data, str) and bool(_ERROR_WORDS.search(data))
+
+
+def error_message(content: str) -> str:
+    data = result_data(content)
+    if isinstance(data, dict):
+        err = data.get("error") or data.get("errors") or data.get("message") or data
+        if isinstance(err, dict):
+            err = err.get("message") or err.get("detail") or err.get("description") or err.get("type") or err
+        return str(err if isinstance(err, str) else json.dumps(err, ensure_ascii=False))[:300]
+    return re.sub(r"<[^>]+>", " ", str(data)).strip()[:300]
+
+
+def label(key: str, zh: bool) -> str:
+    parts = [p for p in re.split(r"[_\W]+", key) if p]
+    if zh and parts and all(p.lower() in ZH_WORD for p in parts):
+        return "".join(ZH_WORD[p.lower()] for p in parts)
+    text = " ".join(parts)
+    return text[:1].upper() + text[1:]
+
+
+def localized(data: dict[str, Any], zh: bool) -> dict[str, Any]:
+    """Language variants (``name_zh``, ``title_en``) folded into their base key for the reply's language."""
+    want = ("zh", "cn") if zh else ("en",)
+    out = {k: v for k, v in data.items() if not _VARIANT.search(k)}
+    for key, value in data.items():
+        if (m := _VARIANT.search(key)) and m.group(1).lower() in want and value not in ("", None):
+            out[key[: m.start()]] = value
+    return out
+
+
+def _facts(data: dict[str, Any], zh: bool) -> list[str]:
+    data = localized(data, zh)
+    currency = data.get("currency") if isinstance(data.get("currency"), str) else ""
+    facts = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            facts += _facts(value, zh)[:4]  # one level down: "refund": {"amount": ...}
+        elif _scalar(value) and _FACT_KEY.search(key) and value not in ("", None):
+            money = f" {currency}" if currency and _MONEY_KEY.search(key) else ""
+            facts.append(f"{label(key, zh)}{'：' if zh else ': '}{value}{money}")
+    if not facts:  # nothing looks like a key fact: the first few plain fields
+        facts = [f"{label(k, zh)}{'：' if zh else ': '}{v}" for k, v in data.items() if _scalar(v) and k != "currency"][:6]
+    return facts
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
+
+
+def _row(item: Any, zh: bool) -> str:
+    if not isinstance(item, dict):
+        return str(item)[:120]
+    item = localized(item, zh)
+    keyed = [v for k, v in item.items() if _scalar(v) and _FACT_KEY.search(k) and k != "message"]
+    rest = [v for k, v in item.items() if _scalar(v) and v not in keyed]
+    return " · ".join(str(v)[:60] for v in (keyed + rest)[:4])
+
+
+def _bullets(rows: list[Any], zh: bool) -> list[str]:
+    lines = [f"- {_row(r, zh)}" for r in rows[:MAX_ITEMS]]
+    if len(rows) > MAX_ITEMS:
+        lines.append(f"- …另有 {len(rows) - MAX_ITEMS} 项" if zh else f"- … and {len(rows) - MAX_ITEMS} more")
+    return lines
+
+
+def render(content: str, zh: bool) -> str:
+    """One tool result in a few lines: key facts, lists as bullets, errors explained plainly."""
+    lang = "zh" if zh else "en"
+    if is_error(content):
+        return say("failed", lang, msg=error_message(content))
+    data = result_data(content)
+    if isinstance(data, list):
+        return "\n".join(_bullets(data, zh)) if data else say("nothing", lang)
+    if not isinstance(data, dict):
+        return re.sub(r"<[^>]+>", " ", str(data)).strip()[:300] or say("done", lang)
+    lines = []
+    facts = _facts(data, zh)
+    if facts:
+        lines.append(("；" if zh else "; ").join(facts) + ("。" if zh else "."))
+    for key, value in data.items():
+        if isinstance(value, list) and value:
+            lines += [f"{label(key, zh)}{'：' if zh else ':'}", *_bullets(value, zh)]
+        elif isinstance(value, list) and not lines:  # an empty list is the whole answer
+            lines.append(say("nothing", lang))
+    return "\n".join(lines) or say("done", lang)
+
+
+def compose_answer(contents: Sequence[str], lang: str) -> str:
+    return "\n".join(render(c, lang == "zh") for c in contents)
+
+
+# ------------------------------------------------------------------------------------------ questions
+
+
+def need(name: str, prop: dict[str, Any], lang: str) -> str:
+    """What to ask for, in the user's language, from the property's description (else its name)."""
+    desc = prop_schema(prop).get("description") or ""
+    example = EXAMPLE.search(desc)
+    head = re.split(r"[.,;:(（。，；]|\be\.g\b", EXAMPLE.sub("", desc), maxsplit=1)[0].strip()
+    head = re.sub(r"^(?:the|a|an)\s+", "", re.sub(r"\b(?:the )?user'?s\b", "your", head, flags=re.I), flags=re.I)
+    head = re.split(r"\s+(?:exactly|as|for|that|which|when|if|from|in|on|of the user)\b", head, maxsplit=1)[0]
+    what = " ".join(head.split()[:8]) or name.replace("_", " ")
+    if lang == "zh":
+        parts = [w for w in re.findall(r"[A-Za-z]+", what.lower()) if w not in STOP]
+        if parts and all(p in ZH_WORD or stem(p) in ZH_WORD for p in parts) and not CJK.search(what):
+            what = "".join(ZH_WORD.get(p) or ZH_WORD[stem(p)] for p in parts)
+        return (what if CJK.search(what) else f" {what} ") + (f"（例如 {example.group(1)}）" if example else "")
+    return f"the {what}" + (f" (e.g. {example.group(1)})" if example else "")
+
+
+def ask_for(missing: list[tuple[str, dict[str, Any]]], lang: str) -> str:
+    needs = [need(name, prop, lang) for name, prop in missing]
+    if lang == "zh":
+        return ("请告诉我" + "和".join(needs) + "。").replace(" 。", "。").replace("  ", " ")
+    return "Could you tell me " + " and ".join(needs) + "?"
+
+
+# ------------------------------------------------------------------------------------------ recall
+
+_RECALL = re.compile(
+    r"\b(?:at|from) the (?:start|beginning)\b|\bwhat did i (?:say|tell|ask|write|give|mention)|"
+    r"\b(?:first|originally|earlier|initially)\b.{0,40}\b(?:gave|give|given|told|tell|said|say|mention\w*|"
+    r"ask\w*|provid\w*|sent)\b|\b(?:gave|give|given|told|said|mention\w*|provid\w*|sent)\b.{0,40}"
+    r"\b(?:first|earlier|initially|originally)\b|一开始|最开始|刚开始|开始时|最早|最初|我(?:之前|刚才)(?:说|提|给)", re.I)
+_QUESTION = re.compile(r"[?？]|^\s*(?:what|which|who|remind|do you remember)\b|什么|哪|多少|吗", re.I)
+_EARLY = re.compile(r"\b(?:first|start|earliest|initial|original)\b|一开始|最初|最早", re.I)
+
+
+def is_recall(text: str) -> bool:
+    return bool(_RECALL.search(text) and _QUESTION.search(text))
+
+
+def _kind_patterns(question: str, tools: Sequence[dict[str, Any]]) -> list[re.Pattern[str]]:
+    """Patterns of the parameters the question names ("which ticket number..."), best word overlap first."""
+    asked = set(words(question)) - _RECALL_WORDS
+    scored = []
+    for tool in tools:
+        for name, raw in ((tool["function"].get("parameters") or {}).get("properties") or {}).items():
+            prop = prop_schema(raw)
+            overlap = len(asked & set(words(f"{name.replace('_', ' ')} {prop.get('description', '')}")))
+            if overlap and prop.get("pattern") and (bare := bare_pattern(prop["pattern"])) is not None:
+                scored.append((overlap, bare))
+    top = max((o for o, _ in scored), default=0)
+    return [b for o, b in scored if o == top]
+
+
+_RECALL_WORDS = set(words("first start beginning earlier initially originally give gave tell told say said "
+                          "mention mentioned provide provided remember 一开始 最开始"))
+
+
+def _stated_first(messages: Sequence[BaseMessage], nouns: set[str]) -> list[str]:
+    """Ids the instructions state as the first/initial one of the kind asked about ("first ticket: X")."""
+    for m in messages:
+        for line in text_of(m).splitlines() if isinstance(m, SystemMessage) else []:
+            key, _, value = line.partition(":")
+            if not value or not _EARLY.search(re.sub(r"[_\W]+", " ", key)):
+                continue
+            if (not nouns or nouns & set(words(key.replace("_", " ")))) and (ids := identifiers(EXAMPLE.sub(" ", value))):
+                return ids
+    return []
+
+
+def _earliest(earlier: list[str], kinds: list[re.Pattern[str]], nouns: set[str]) -> tuple[list[str], str]:
+    """The ids of the earliest user message that has the kind asked for: by a parameter's pattern, else by
+    the question's nouns in the same message, else any id."""
+    tests = ([lambda t: [m.group(0) for k in kinds for m in k.finditer(t)]] if kinds else []) + [
+        lambda t: identifiers(t) if nouns & set(words(t)) else [], identifiers]
+    for test in tests:
+        for text in earlier:
+            if ids := list(dict.fromkeys(test(clean(text)))):
+                return ids, clean(text).strip()[:120]
+    return [], ""
+
+
+def recall_answer(messages: Sequence[BaseMessage], lang: str, tools: Sequence[dict[str, Any]] = ()) -> str:
+    """Answer "what did I say at the start": what the instructions state came first, else the earliest
+    user messages still visible, preferring the kind of id the question names."""
+    humans = [text_of(m) for m in messages if isinstance(m, HumanMessage)]
+    question, earlier = (humans[-1] if humans else ""), humans[:-1]
+    nouns = set(words(question)) - _RECALL_WORDS
+    zh = lang == "zh"
+    if ids := _stated_first(messages, nouns):
+        return f"您一开始提供的是 {'、'.join(ids)}。" if zh else f"At the start you gave me {', '.join(ids)}."
+    ids, quote = _earliest(earlier, _kind_patterns(question, tools), nouns)
+    if ids:
+        return (f"您一开始提供的是 {'、'.join(ids)}（您当时说：“{quote}”）。" if zh
+                else f"At the start you gave me {', '.join(ids)} (you said: \"{quote}\").")
+    if earlier:
+        quote = clean(earlier[0]).strip()[:150]
+        return f"您一开始说的是：“{quote}”。" if zh else f"At the start you said: \"{quote}\"."
+    return ("抱歉，我在现有的对话里看不到更早的内容。" if zh
+            else "Sorry, I can't see anything earlier in our conversation.")
+
+
+# ------------------------------------------------------------------------------------------ auxiliary
+
+_CLASSIFY = re.compile(r"\bclassif|\bcategori[sz]|\blabel|分类|归类", re.I)
+_LABELS = re.compile(r"(?:one (?:[\w-]+ ){0,2}of(?: the following)?|among|labels?|categories|classes|options|"
+                     r"intents?)\s*[:：]?\s*([\w-]+(?:\s*(?:,|\||/|、|\bor\b)\s*[\w-]+)+)", re.I)
+_JSON_KEY = re.compile(r'\{\s*"(\w+)"')
+_FALLBACK_LABELS = ("unknown", "other", "none", "general", "misc")
+# General associations a model has for common label words.
+_LABEL_SENSE: dict[str, tuple[str, ...]] = {
+    "status": ("where", "track", "arrive", "shipping", "到哪", "哪"), "greeting": ("hi", "hello", "hey", "你好", "您好", "在吗"),
+    "thank": ("thanks", "thank", "谢谢", "多谢", "感谢"), "human": ("person", "agent", "human", "人工", "真人"),
+    "recall": ("remember", "start", "earlier", "first", "一开始", "最开始"), "product": ("buy", "sell", "stock", "available", "price"),
+    "complaint": ("complain", "unhappy", "terrible", "awful", "投诉"), "coupon": ("discount", "promo", "voucher", "优惠"),
+}
+_VERIFY = re.compile(r"\bverif|\bcheck|\bvalidat|\bground|核对|验证|检查", re.I)
+_SUMMARY = re.compile(r"\bsummari[sz]|\bsummary\b|总结|概括|摘要", re.I)
+
+
+def _terms(text: str) -> set[str]:
+    raw = {stem(w) for w in re.findall(r"[a-z]+", clean(text).lower())}
+    return raw | set(words(text, negations=True))
+
+
+def classify(message: str, labels: list[str]) -> tuple[str, float]:
+    """The label whose words (and their common senses) best match the message."""
+    terms, best, best_score = _terms(message), None, 0.0
+    for name in labels:
+        score = 0.0
+        for part in re.split(r"[_\W]+", name.lower()):
+            own = stem(part)
+            senses = _LABEL_SENSE.get(part, ()) or _LABEL_SENSE.get(own, ())
+            sense = {stem(s) for s in senses if not CJK.search(s)}
+            zh_sense = [s for s in senses if CJK.search(s)]
+            hit = own in terms or bool(sense & terms) or any(s in message for s in zh_sense)
+            score += (0.25 if part in STOP else 1.0) * hit
+        if score > best_score:
+            best, best_score = name, score
+    if best is None:
+        return next((n for n in labels if n.lower() in _FALLBACK_LABELS), labels[-1]), 0.3
+    return best, round(min(0.95, 0.55 + 0.15 * best_score), 2)
+
+
+def _classification(instr: str, message: str) -> AIMessage | None:
+    m = _LABELS.search(instr)
+    if not (_CLASSIFY.search(instr) and m):
+        return None
+    labels = [x.strip() for x in re.split(r",|\||/|、|\bor\b", m.group(1)) if x.strip()]
+    keys = _JSON_KEY.findall(instr) or ["label"]
+    template = re.search(r"\{[^{}]*\}", instr[instr.lower().rfind("json"):] or "")
+    extra = re.findall(r'"(\w+)"\s*:', template.group(0)) if template else []
+    chosen, confidence = classify(message, labels)
+    out: dict[str, Any] = {keys[0]: chosen}
+    for key in extra:
+        if key != keys[0] and re.search(r"conf|score|prob", key):
+            out[key] = confidence
+    return AIMessage(json.dumps(out, ensure_ascii=False))
+
+
+def _verification(text: str, context: str) -> AIMessage:
+    """ok unless the ANSWER states an id or an amount the EVIDENCE lacks."""
+    m = re.search(r"(?is)answer\s*[:：](.*?)evidence\s*[:：](.*)", text)
+    answer, evidence = (m.group(1), m.group(2)) if m else (text, context)
+    have = {n for n in numbers(evidence)} | {float(x) for x in re.findall(r"\d+(?:\.\d+)?", evidence)}
+    problems = [f"'{i}' is not in the evidence" for i in dict.fromkeys(identifiers(answer))
+                if i.lower() not in evidence.lower()]
+    for amount in dict.fromkeys(MONEY.findall(answer)):
+        value = float(re.sub(r"[^\d.]", "", amount.replace(",", "")) or 0)
+        if value not in have:
+            problems.append(f"'{amount.strip()}' is not in the evidence")
+    return AIMessage(json.dumps({"ok": not problems, "problems": problems}, ensure_ascii=False))
+
+
+def summary_of(text: str, limit: int = 300) -> str:
+    """The first sentences (at most three), then any identifier they left out."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?。！？])\s*|\n+", clean(text)) if s.strip()][:3]
+    out = ""
+    for s in sentences:
+        if len(out) + len(s) > limit and out:
+            break
+        out += (" " if out and not CJK.search(s[:1]) else "") + s
+    left = [i for i in dict.fromkeys(identifiers(text)) if i not in out]
+    return out + (f" (ids: {', '.join(left[:8])})" if left else "")
+
+
+def _conversation(messages: Sequence[BaseMessage]) -> str:
+    roles = {"human": "User", "ai": "Assistant", "tool": "Tool"}
+    lines = [f"{roles.get(m.type, m.type)}: {summary_of(text_of(m), 120)}" for m in messages
+             if not isinstance(m, SystemMessage) and text_of(m).strip()]
+    return "\n".join(lines[-8:])
+
+
+def _summary(call: Call, system: str, last: str) -> AIMessage | None:
+    in_last = _SUMMARY.search(last)
+    if not (in_last or _SUMMARY.search(system)):
+        return None
+    body = re.split(r"[:：\n]", last[in_last.end():], maxsplit=1)[-1] if in_last else last
+    if in_last and len(body) < 200 and call.tools:
+        return None  # "summarise my orders" with tools at hand is a request, not a text to condense
+    if not in_last and call.tools:
+        return None
+    if len(body.strip()) >= 40:
+        return AIMessage(summary_of(body))
+    return AIMessage(_conversation(call.messages[:-1] if in_last else call.messages))
+
+
+def _schema_json(call: Call, instr: str, last: str) -> AIMessage | None:
+    schema = next((v for _, _, v in json_spans(instr) if isinstance(v, dict) and isinstance(v.get("properties"), dict)),
+                  None)
+    if schema is None:
+        return None
+    request = last
+    for start, end, _ in reversed(json_spans(last)):
+        request = request[:start] + request[end:]
+    args, missing = fill_args({"function": {"name": "", "parameters": schema}}, call, request)
+    for name in missing:  # a structured answer must have every required key
+        prop = prop_schema(schema["properties"].get(name, {}))
+        kind = prop.get("type")
+        args[name] = (prop["enum"][0] if prop.get("enum") else 0 if kind in ("integer", "number") else
+                      False if kind == "boolean" else [] if kind == "array" else {} if kind == "object" else
+                      clean(request).strip()[:100])
+    return AIMessage(json.dumps(args, ensure_ascii=False))
+
+
+def auxiliary_reply(call: Call) -> AIMessage | None:
+    """Classification, verification, summary and schema-JSON requests, recognised from their wording."""
+    system = " ".join(text_of(m) for m in call.messages if isinstance(m, SystemMessage))
+    humans = call.humans
+    last = humans[-1] if humans else ""
+    instr = f"{system}\n{last}"
+    if re.search(r"json", instr, re.I):
+        message = last if _CLASSIFY.search(system) else _strip_instruction(last)
+        if (reply := _classification(instr, message)) is not None:
+            return reply
+        if re.search(r'"ok"', instr) and _VERIFY.search(instr):
+            context = " ".join(text_of(m) for m in call.messages if not isinstance(m, SystemMessage))
+            return _verification(last, context)
+        if (reply := _schema_json(call, instr, last)) is not None:
+            return reply
+    return _summary(call, system, last)
+
+
+def _strip_instruction(text: str) -> str:
+    """The part of a user message to classify: quoted text, or what follows the instruction."""
+    quoted = re.findall(r"[\"“「]([^\"”」]{3,})[\"”」]", text)
+    if quoted:
+        return quoted[-1]
+    kept = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if not (_CLASSIFY.search(s) or "json" in s.lower())]
+    return " ".join(kept) or text
+

@@ -1,0 +1,104 @@
+"""A domain from outside the repository runs through Python and the CLI with no core edits.
+
+The test writes a small pack into a temporary folder (a library: two task intents, one entity type
+``BOOK-\\d{4}``, a reading tool and a changing one with an idempotent backend) and loads it the three ways
+a user can: as a ``Domain`` value, as ``module:attr`` on the path, and as ``file.py:ATTR``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from graphs.app import Harness
+from graphs.domain import load_domain
+from tools.errors import HarnessError
+
+try:
+    from support import harness
+except ImportError:  # tests/ imported as a package
+    from tests.support import harness
+
+SOURCE = Path(__file__).parent / "fixtures" / "library_domain.py"
+
+
+@pytest.fixture
+def pack(tmp_path: Path) -> Path:
+    """The pack as a package in a folder of its own, outside the repository."""
+    folder = tmp_path / "outside" / "library_pack"
+    folder.mkdir(parents=True)
+    shutil.copy(SOURCE, folder / "__init__.py")
+    return folder
+
+
+def calls(result: dict) -> list[tuple]:
+    return [(c["name"], c["args"], c["status"]) for c in result["tool_calls"]]
+
+
+def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
+    domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
+    assert domain.name == "library" and domain.tool_entities(domain.registry().get("renew_loan")) == {"book_id": "book"}
+    with Harness(None, model="sim:clean", domain=domain) as h:
+        renewed = h.send("t1", "Can you renew BOOK-0042 please?")
+        assert renewed["intent"] == "renew" and calls(renewed) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+        looked = h.send("t1", "Tell me about BOOK-0007")
+        assert calls(looked) == [("get_book", {"book_id": "BOOK-0007"}, "ok")] and "Dune" in looked["reply"]
+        assert h.resources["library"].data["renewals"] == {"BOOK-0042": 1}
+        asked = load_domain(domain).phrase("ask_book_id", "en")
+        fresh = h.send("t2", "I want to renew a loan")
+        assert fresh["tool_calls"] == [] and fresh["reply"] == asked and fresh["missing_slots"] == ["book_id"]
+
+
+def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack: Path):
+    domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
+    with Harness(None, model="sim:clean", domain=domain) as h:
+        h.send("t1", "Tell me about BOOK-0042")
+        h.send("t1", "Tell me about BOOK-0007")
+        assert h.last_values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
+        first = h.send("t1", "Renew the first one I asked about")
+        assert first["slots"]["book_id"] == "BOOK-0042", first["slots"]
+        last = h.send("t2", "Tell me about BOOK-0042")
+        last = h.send("t2", "Tell me about BOOK-0007")
+        again = h.send("t2", "Renew it")
+        assert again["slots"]["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
+
+
+def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: Path, monkeypatch):
+    data = tmp_path / "data"
+    monkeypatch.setenv("PYTHONPATH", f"{pack.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    as_module = harness("run", "--domain", "library_pack:DOMAIN", "Please renew BOOK-0042", "--json",
+                        "--model", "sim:clean", "--data-dir", str(data), cwd=tmp_path)
+    assert as_module.returncode == 0, as_module.stderr
+    first = json.loads(as_module.stdout)
+    assert first["domain"] == "library" and calls(first) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+    as_file = harness("run", "--domain", f"{pack / '__init__.py'}:DOMAIN", "Renew BOOK-0042 again", "--json",
+                      "--model", "sim:clean", "--data-dir", str(data), "--thread", "t2", cwd=tmp_path)
+    assert as_file.returncode == 0, as_file.stderr
+    assert json.loads(as_file.stdout)["tool_calls"][0]["status"] == "ok"
+    # the backend lives in the data dir: two processes, two renewals, each applied once
+    assert json.loads((data / "library.json").read_text())["renewals"] == {"BOOK-0042": 2}
+
+
+def test_a_bad_domain_spec_says_what_to_do(tmp_path: Path):
+    with pytest.raises(HarnessError, match="unknown domain 'nope'.*installed: .*shop"):
+        load_domain("nope")
+    with pytest.raises(HarnessError, match="does not exist"):
+        load_domain(str(tmp_path / "missing.py"))
+    broken = tmp_path / "broken.py"
+    broken.write_text("DOMAIN = 42\n", encoding="utf-8")
+    with pytest.raises(HarnessError, match="is not a Domain"):
+        load_domain(str(broken))
+    failed = harness("run", "--domain", "nope", "hi", cwd=tmp_path)
+    assert failed.returncode != 0 and "unknown domain 'nope'" in failed.stderr and "Traceback" not in failed.stderr
+
+
+def test_installed_packs_are_listed():
+    listed = harness("domains", "--json", cwd=Path.cwd())
+    assert listed.returncode == 0, listed.stderr
+    names = {d["name"]: d for d in json.loads(listed.stdout)["domains"]}
+    assert {"shop", "helpdesk"} <= set(names)
+    assert "get_order_status" in names["shop"]["tools"] and "get_ticket" in names["helpdesk"]["tools"]

@@ -83,6 +83,33 @@ def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: 
     assert json.loads((data / "library.json").read_text())["renewals"] == {"BOOK-0042": 2}
 
 
+YAML = """
+name: library-yaml
+system_prompt: You are a library assistant. Use the tools offered; never invent book ids.
+tools: [library_pack:get_book, library_pack:renew_loan]
+resources: library_pack:open_backends
+entity_types:
+  - {name: book, pattern: 'BOOK-(\\d{4})', canonical: 'BOOK-{0}', examples: [BOOK-0042], slot: book_id, remember: true}
+intents:
+  - {name: renew, rules: {en: [renew, extend]}, route: {required: [[book_id]], tools: [renew_loan, get_book]}}
+  - {name: book_info, rules: {en: [book, about]}, entity_hint: book, route: {required: [[book_id]], tools: [get_book]}}
+phrases: {ask_book_id: {en: "Which book? Its id looks like BOOK-1234."}}
+default_user: reader-1
+"""
+
+
+def test_the_declarative_parts_can_be_yaml(pack: Path):
+    spec = pack.parent / "library.yaml"
+    spec.write_text(YAML, encoding="utf-8")
+    domain = load_domain(str(spec))
+    assert domain.name == "library-yaml" and domain.route("renew").tools == ("renew_loan", "get_book")
+    with Harness(None, model="sim:clean", domain=domain) as h:
+        assert calls(h.send("t1", "Please renew BOOK-0042")) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+    spec.write_text(YAML.replace("entity_hint: book", "entity_hnt: book"), encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"library.yaml: intents.1.entity_hnt: Extra inputs"):
+        load_domain(str(spec))
+
+
 def test_a_bad_domain_spec_says_what_to_do(tmp_path: Path):
     with pytest.raises(HarnessError, match="unknown domain 'nope'.*installed: .*shop"):
         load_domain("nope")

@@ -165,3 +165,15 @@ def test_05_custom_node_and_tool_are_used_and_compared():
     assert survey and plain, table
     assert 0 < int(survey.group(1)) <= int(survey.group(2))
 
+
+
+def test_06_bring_your_own_domain_runs_a_page_of_code_and_the_helpdesk():
+    nb = execute("06_bring_your_own_domain")
+    text = stdout(nb)
+    assert "{'get_book': {'book_id': 'book'}, 'renew_loan': {'book_id': 'book'}}" in text
+    assert "tool get_book({'book_id': 'BOOK-0042'}) -> ok" in text and "Dune" in text
+    assert "tool get_book({'book_id': 'BOOK-0007'}) -> ok" in text  # "book-0007" read in canonical form
+    assert "tool renew_loan({'book_id': 'BOOK-0042'}) -> ok" in text  # "the first one" is the first book
+    assert "renewals: {'BOOK-0042': 1}" in text
+    assert "['helpdesk', 'shop']" in text
+    assert re.search(r"tool get_ticket\(\{'ticket_id': 'INC\d{7}'\}\) -> ok", text)

@@ -45,11 +45,11 @@ from benchmarks.bench_context import (
     lift_quotas,
 )
 from benchmarks.printing import print_report
+from domains.shop import DOMAIN as SHOP
+from domains.shop import SYSTEM_PROMPT
 from domains.shop.backend import ShopDB
 from graphs.app import Harness
-from domains.shop import DOMAIN as SHOP
 from graphs.design import load_design
-from domains.shop import SYSTEM_PROMPT
 from obs.tracing import setup_tracing, shutdown_tracing, trace_file
 from tools.context import ToolContext
 from tools.errors import ToolError

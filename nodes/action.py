@@ -3,7 +3,7 @@
 Variant ``tool_loop``: tools masked by intent and role (at most ``max_tools_offered``), every call
 validated before it runs, entity arguments (typed in the tool schema) checked against what the
 conversation actually contains,
-identical repeats intercepted, changing tools keyed for idempotency by thread and call id.
+identical repeats intercepted, changing tools keyed for idempotency by thread, message and call signature.
 """
 
 from __future__ import annotations
@@ -206,9 +206,15 @@ class ToolLoopAction:
         user = state.get("user") or {"id": "", "role": "customer"}
         thread = thread_id(config)
 
+        turn = state.get("turn") or 0
+
         def ctx_for(call: dict[str, Any]) -> ToolContext:
+            # Keyed by what the call is (thread, the message it serves, tool, arguments), not by the provider's
+            # call id: a message finished or replayed after a fork applies its change once even when the model
+            # issues fresh ids (or repeats one id for different changes).
+            key = f"{thread}:{turn}:{call_signature(call['name'], call.get('args') or {})}"
             return ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
-                               idempotency_key=f"{thread}:{call.get('id')}", extras=self.deps.resources)
+                               idempotency_key=key, extras=self.deps.resources)
 
         fresh, results = [], {}
         for call in ai.tool_calls:

@@ -142,9 +142,8 @@ def recording_sim_cls():
     """
     from pydantic import Field
 
-    from llm.sim import SimChatModel
-
     from domains.shop import DOMAIN as SHOP
+    from llm.sim import SimChatModel
 
     class RecordingSim(SimChatModel):
         faults: str = "clean"

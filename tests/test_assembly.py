@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from llm.embeddings import count_tokens
 from domains.shop import DOMAIN as SHOP
+from llm.embeddings import count_tokens
 from memory.assembly import (
     LAYERS,
     WORKING_STRATEGIES,

@@ -7,9 +7,9 @@ import json
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from domains.shop import DOMAIN as SHOP
 from graphs.app import Harness
 from graphs.design import load_design
-from domains.shop import DOMAIN as SHOP
 from memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
 from memory.clearing import clear_used_results, cleared, is_digest, result_digest
 from memory.compress import compress

@@ -17,6 +17,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from domains.shop import DOMAIN as SHOP
 from memory.assembly import (
     Anchors,
     ContextPolicy,
@@ -26,7 +27,6 @@ from memory.assembly import (
     message_tokens,
     tool_groups,
 )
-from domains.shop import DOMAIN as SHOP
 from memory.compress import (
     Compression,
     compress,

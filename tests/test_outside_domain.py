@@ -61,8 +61,8 @@ def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack:
         assert h.last_values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
         first = h.send("t1", "Renew the first one I asked about")
         assert first["slots"]["book_id"] == "BOOK-0042", first["slots"]
-        last = h.send("t2", "Tell me about BOOK-0042")
-        last = h.send("t2", "Tell me about BOOK-0007")
+        h.send("t2", "Tell me about BOOK-0042")
+        h.send("t2", "Tell me about BOOK-0007")
         again = h.send("t2", "Renew it")
         assert again["slots"]["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
 

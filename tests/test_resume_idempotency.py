@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from graphs.app import Harness
+from nodes.action import call_signature
 from nodes.reply import ModelReply
 from tools.errors import HarnessError
 
@@ -87,7 +88,7 @@ def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
 
         assert h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
         assert stock_of(h.resources["shop"], order) == after_first, "the stock was put back exactly once"
-        key = f"cancel:{call['id']}"
+        key = f"cancel:1:{call_signature('cancel_order', call['args'])}"  # thread, message, what the call is
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency WHERE key = ?", (key,))[0] == 1
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 1
         stored = h.resources["shop"].query_one("SELECT result_json FROM idempotency WHERE key = ?", (key,))["result_json"]
@@ -188,7 +189,8 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
 
     with Harness(tmp_path, patient_design(), MODEL) as h:
         rows = h.resources["shop"].query("SELECT key FROM idempotency WHERE tool = 'request_return'")
-    assert [r["key"] for r in rows] == [f"ret:{call['id']}"], "one stored change for the one return"
+    assert [r["key"] for r in rows] == [f"ret:2:{call_signature('request_return', call['args'])}"], \
+        "one stored change for the one return"
 
     again = harness("resume", "--thread", "ret", "--finish", "--model", MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
     assert again.returncode != 0 and "has no unfinished message" in again.stderr and "Traceback" not in again.stderr
@@ -219,3 +221,30 @@ def test_finish_uses_the_design_and_model_the_thread_ran_with(tmp_path):
     assert finish.returncode == 0, finish.stderr
     done = json.loads(finish.stdout)
     assert done["design"] == "naive" and done["phase"] == "done" and order in done["reply"]
+
+
+def test_a_replay_with_fresh_call_ids_still_applies_the_change_once(tmp_path, recording_sim_cls):
+    """Real providers issue a new tool-call id on every call: the replayed step must not cancel twice."""
+    import itertools
+
+    counter = itertools.count()
+
+    class FreshIds(recording_sim_cls):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            result = super()._generate(messages, stop, run_manager, **kwargs)
+            msg = result.generations[0].message
+            msg.tool_calls = [{**c, "id": f"fresh_{next(counter)}"} for c in msg.tool_calls]
+            return result
+
+    with Harness(tmp_path, patient_design(), FreshIds(faults="clean")) as h:
+        shop = h.resources["shop"]
+        order = u001_order("pending", shop=shop)
+        first = h.send("cancel", f"please cancel {order}", "U001")
+        [call] = [c for c in first["tool_calls"] if c["name"] == "cancel_order"]
+        after_first = stock_of(shop, order)
+        h.fork("cancel", checkpoint_before_tool(h, "cancel", "cancel_order", turn=1))
+        replayed = h.graph.invoke(None, h.config("cancel"))
+        [again] = [r for r in replayed["tool_log"] if r["name"] == "cancel_order"]
+        assert again["id"] != call["id"] and again["status"] == "ok", again
+        assert stock_of(shop, order) == after_first, "the stock was put back exactly once"
+        assert shop.query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 1

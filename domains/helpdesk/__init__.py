@@ -8,7 +8,6 @@ English and Chinese rules, routes and identifiers, phrases and constraint words,
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -238,20 +237,25 @@ def helpdesk_user(user_id: str, resources: Any) -> dict[str, Any] | None:
     return dict(row) if row is not None else None
 
 
-RESULT_KEYS = ("ticket_id", "asset_id", "article_id", "request_id", "employee_id", "status", "status_zh", "priority",
-               "short_description", "title", "title_zh", "model", "system", "verified", "reset_link_sent_to",
-               "queue_position", "error")
+DEMO = (
+    "Hi",
+    "What's the status of my ticket?",
+    "INC0012346",
+    "Please add a comment to INC0012346: the screen still flickers after the update",
+    "我名下有哪些设备？",
+    "I need a technician, please",
+)
 
 
-def _supported(values: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments this version of ``Domain`` takes (``result_keys`` is not in every version)."""
-    known = {f.name for f in dataclasses.fields(Domain)}
-    return {k: v for k, v in values.items() if k in known}
+def comments_recorded(resources: Any) -> tuple[str, Any]:
+    count = resources["helpdesk"].query("SELECT COUNT(*) FROM ticket_comments WHERE ticket_id = 'INC0012346' "
+                                        "AND body LIKE '%flickers%'")[0][0]
+    return "comments recorded on INC0012346", count
 
 
 def make_domain() -> Domain:
     """The helpdesk ``Domain`` (a new value each call; ``DOMAIN`` is the one made at import)."""
-    return Domain(**_supported(dict(
+    return Domain(
         name="helpdesk",
         description="an IT service desk: tickets, devices, knowledge base, password resets, access requests",
         system_prompt=SYSTEM_PROMPT,
@@ -270,10 +274,11 @@ def make_domain() -> Domain:
         open_resources=lambda path_for: {"helpdesk": HelpdeskDB.open(path_for("helpdesk.sqlite"))},
         fresh_resources=lambda: {"helpdesk": HelpdeskDB.fresh_copy()},
         scenarios={"builtin": SCENARIO_DIR},
-        result_keys=RESULT_KEYS,
         empty_keys=("results", "tickets", "assets"),
         languages=("en", "zh"),
-    )))
+        demo=DEMO,
+        demo_check=comments_recorded,
+    )
 
 
 DOMAIN = make_domain()

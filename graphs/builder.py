@@ -16,7 +16,7 @@ from graphs.design import BUILTIN_RULES, ROLES, Design
 from graphs.domain import Domain
 from graphs.dsl import PYTHON_EQUIVALENT_RULES, compile_rules
 from graphs.state import HarnessState
-from memory.context import STRATEGIES
+from memory.assembly import WORKING_STRATEGIES
 from nodes.base import NodeDeps, variants
 from nodes.handoff import wait_for_human
 from nodes.remember import Remember
@@ -35,7 +35,7 @@ def check_design(design: Design) -> None:
             raise HarnessError(f"design '{design.name}': unknown part '{role}'; parts: {', '.join(ROLES)}")
     for role in ROLES:
         name = design.variant(role)
-        valid = list(STRATEGIES) if role == "context" else list(variants(role))
+        valid = list(WORKING_STRATEGIES) if role == "context" else list(variants(role))
         if name not in valid:
             raise HarnessError(f"design '{design.name}': unknown {role} variant '{name}'; "
                                f"valid: {', '.join(sorted(valid))}")

@@ -374,6 +374,17 @@ WORKING_STRATEGIES: dict[str, WorkingStrategy] = {
 }
 
 
+def register_strategy(name: str, strategy: WorkingStrategy) -> WorkingStrategy:
+    """Make ``name`` selectable as a design's ``context`` variant, as ``register_variant`` does for nodes.
+
+    Args:
+        name: The variant name designs use (``variants: {context: NAME}``).
+        strategy: Its selector, the memory sections it shows, and whether it trims at all.
+    """
+    WORKING_STRATEGIES[name] = strategy
+    return strategy
+
+
 def _carries_nothing(group: Group, count: Count, entity_types: Sequence[EntityType]) -> bool:
     if not isinstance(group.first, AIMessage) or group.is_tool_call:
         return False

@@ -25,7 +25,6 @@ from graphs.design import Design
 from graphs.domain import Domain
 from graphs.state import HarnessState
 from memory.assembly import (
-    WORKING_STRATEGIES,
     Anchors,
     Assembly,
     ContextPolicy,
@@ -38,8 +37,6 @@ from memory.clearing import clear_used_results
 from memory.compress import first_turn_of, maybe_compress, state_update
 from memory.constraints import extract_constraints
 from obs.tracing import span_event
-
-STRATEGIES = tuple(WORKING_STRATEGIES)
 
 
 def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:

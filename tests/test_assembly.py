@@ -476,3 +476,24 @@ def test_no_constraint_in_ordinary_messages(text):
 ])
 def test_is_correction(text, expected):
     assert is_correction(text) is expected
+
+
+def test_a_context_strategy_registers_like_a_node_variant(tmp_path):
+    """A new working-layer strategy is one call away: designs name it, and the graph builds with it."""
+    from graphs.builder import build_graph
+    from graphs.design import load_design
+    from llm.sim import SimChatModel
+    from memory.assembly import WorkingStrategy, register_strategy, select_none
+
+    base = load_design("harness")
+    design = base.model_copy(update={"name": "memory-only", "variants": {**base.variants, "context": "cards_only"}})
+    with pytest.raises(Exception, match="unknown context variant 'cards_only'"):
+        build_graph(design, SimChatModel())
+    register_strategy("cards_only", WorkingStrategy(select_none, ("constraints", "facts")))
+    try:
+        assert build_graph(design, SimChatModel()) is not None
+        asm = assemble(system="", task="", memory=MemoryLayer(fact_card={"k": "v"}), history=[HumanMessage("hi", id="h")],
+                       immediate=[], policy=ContextPolicy(working="cards_only"))
+        assert "h" not in [m.id for m in asm.messages] and "- k: v" in asm.messages[0].content
+    finally:
+        WORKING_STRATEGIES.pop("cards_only")

@@ -54,7 +54,10 @@ def _id(raw: str, i: int) -> str:
 def tools_from_instructions(system: str) -> list[dict[str, Any]]:
     """Tool schemas as far as the written instructions describe them (names, arguments, which are required)."""
     tools: list[dict[str, Any]] = []
-    for line in system.splitlines():
+    lines = system.splitlines()
+    # Only the listing under "Tools:" declares tools; "- key: value" lines elsewhere (a fact card) are data.
+    start = next((i + 1 for i, line in enumerate(lines) if line.strip() == "Tools:"), len(lines))
+    for line in lines[start:]:
         if (m := _TOOL_LINE.match(line)) and "TOOL:" not in line:
             tools.append({"type": "function", "function": {"name": m.group(1), "description": m.group(2),
                                                            "parameters": {"properties": {}, "required": []}}})

@@ -47,3 +47,12 @@ def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
         r = h.send("t", "I want to return it, wrong size", "U001")
         assert ("request_return", "ok") in [(c["name"], c["status"]) for c in r["tool_calls"]]
         assert "RMA-" in r["reply"]
+
+
+def test_the_sim_reads_tools_only_from_the_tools_listing():
+    """A fact card's "- key: value" lines in the system prompt are data, not tool declarations."""
+    card = "You are an assistant.\n## Known facts\n- coupon_codes: ['SAVE20']\n- last_product_id: P1001"
+    assert tools_from_instructions(card) == []
+    registry = SHOP.registry()
+    msgs = to_text_mode([SystemMessage(card)], [registry.get("get_order_status").json_schema()])
+    assert [t["function"]["name"] for t in tools_from_instructions(msgs[0].content)] == ["get_order_status"]

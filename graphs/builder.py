@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -41,6 +41,11 @@ def check_design(design: Design) -> None:
                                f"valid: {', '.join(sorted(valid))}")
 
 
+def guard_targets(guard: Any) -> tuple[str, ...]:
+    """The nodes a guard can route to, read from its ``-> Literal[...]`` annotation (written once, there)."""
+    return get_args(get_type_hints(guard)["return"])
+
+
 def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver | None = None, *,
                 domain: Domain | None = None, registry: ToolRegistry | None = None,
                 executor: ToolExecutor | None = None, resources: dict[str, Any] | None = None) -> CompiledStateGraph:
@@ -65,14 +70,11 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         done = "remember"
     text = PYTHON_EQUIVALENT_RULES if design.rules == BUILTIN_RULES else design.rules
     rules = compile_rules(text, NODE_ROLES) if text else None
-    python_edges = {
-        "intent": (guards.after_intent, ("collect", "reply", "handoff")),
-        "collect": (guards.after_collect, ("action", END)),
-        "action": (guards.after_action, ("action", "collect", "reply", "handoff", END)),
-        "self_check": (guards.after_self_check, ("reply", "handoff", END)),
-    }
+    python_edges = {"intent": guards.after_intent, "collect": guards.after_collect, "action": guards.after_action,
+                    "self_check": guards.after_self_check}
     graph.add_edge(START, "intent")
-    for source, (guard, targets) in python_edges.items():
+    for source, guard in python_edges.items():
+        targets = guard_targets(guard)
         if rules is not None and source in rules.sources:
             router, targets = rules.router(source, knobs), tuple(rules.targets(source))
         else:

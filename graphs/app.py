@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
+from typing_extensions import TypedDict
 
 from graphs.builder import build_graph
 from graphs.design import Design, load_design
@@ -57,6 +58,42 @@ def prepare_data_dir(path: str | Path) -> Path:
         raise HarnessError(f"data dir {data_dir} is not usable ({err.strerror or err}); "
                            "pass --data-dir or set HARNESS_DATA_DIR to a writable folder") from err
     return data_dir
+
+
+class ToolCallResult(TypedDict):
+    id: str | None
+    name: str | None
+    args: dict[str, Any] | None
+    status: str | None
+    error_type: str | None
+    error: str | None
+
+
+class Usage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    model_calls: int
+
+
+class SendResult(TypedDict):
+    """What ``Harness.send`` (and ``finish``, ``human_reply``) return; the CLI's ``run --json`` prints it."""
+
+    thread_id: str
+    design: str
+    domain: str
+    reply: str
+    phase: str | None
+    path: list[str]
+    intent: str | None
+    slots: dict[str, Any]
+    missing_slots: list[str]
+    tool_calls: list[ToolCallResult]
+    usage: Usage
+    context: dict[str, int]
+    handoff: dict[str, Any] | None
+    waiting_for_human: bool
+    checkpoint_id: str | None
+    trace_id: str | None
 
 
 @dataclass
@@ -187,7 +224,7 @@ class Harness:
 
     # -- one message
 
-    def send(self, thread_id: str, text: str, user_id: str | None = None, role: str | None = None) -> dict[str, Any]:
+    def send(self, thread_id: str, text: str, user_id: str | None = None, role: str | None = None) -> SendResult:
         """Run one user message; messages on one thread run one at a time, in the order they arrived."""
         message = self.check_message(text)
         user = self.user(user_id, role)
@@ -282,7 +319,7 @@ class Harness:
             self.transcripts.answer_handoff(thread_id)
             return result
 
-    def result(self, thread_id: str, snapshot: Any, path: list[str]) -> dict[str, Any]:
+    def result(self, thread_id: str, snapshot: Any, path: list[str]) -> SendResult:
         values = snapshot.values
         stats = values.get("turn_stats") or {}
         calls = [{"id": r.get("id"), "name": r.get("name"), "args": r.get("args"), "status": r.get("status"),

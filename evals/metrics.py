@@ -694,13 +694,15 @@ def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any]) ->
     Returns:
         A JSON-serialisable dict: ``designs``, ``baseline``, ``seeds``, ``n_scenarios``, ``metrics``
         (design -> metric -> mean/ci/n/per_seed), ``latency``, ``tokens_by_turn``, ``growth``,
-        ``pass_k``, ``paired``, ``by_tag``, ``long`` and ``cells`` (per-record verdicts).
+        ``pass_k``, ``paired``, ``by_tag``, ``long``, ``cells`` (per-record verdicts) and ``domains``.
     """
+    records = list(records)
     by_design = _cells_by_design(records, scenarios)
     designs = list(by_design)
     baseline = BASELINE_DESIGN if BASELINE_DESIGN in by_design else (designs[0] if designs else None)
     summary: dict[str, Any] = {
         "designs": designs, "baseline": baseline, "retry_after_s": RETRY_AFTER_S,
+        "domains": sorted({str(r.get("domain") or "shop") for r in records}),
         "seeds": sorted({c["seed"] for cells in by_design.values() for c in cells}, key=seed_key),
         "n_scenarios": len({c["scenario"] for cells in by_design.values() for c in cells}),
         "metrics": {}, "latency": {}, "tokens_by_turn": {}, "growth": {}, "pass_k": {}, "paired": [],

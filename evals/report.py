@@ -337,7 +337,8 @@ def render_report(summary: Summary, command: str, date: str | None = None) -> st
         f"# A/B comparison: {', '.join(summary.get('designs') or [])}", "",
         "Produced by:", "", "```text", command, "```", "",
         f"Date: {when}", "",
-        f"Scenarios: {summary.get('n_scenarios', 0)}; seeds: {seeds or NA}; "
+        f"Domain: {', '.join(summary.get('domains') or []) or NA}; "
+        f"scenarios: {summary.get('n_scenarios', 0)}; seeds: {seeds or NA}; "
         f"baseline for paired differences: {summary.get('baseline') or NA}.", "",
     ]
     body = (_main_section(summary) + _claims_section(summary) + _paired_section(summary) + _tag_section(summary)

@@ -47,7 +47,7 @@ from langgraph.graph import END as LANGGRAPH_END
 from pydantic import BaseModel
 
 from graphs import guards
-from graphs.design import Knobs
+from graphs.knobs import Knobs
 from tools.errors import HarnessError
 
 END = "END"

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage
 from langgraph.graph import END
 
-from graphs.design import Knobs
+from graphs.knobs import Knobs
 from graphs.state import HarnessState
 
 

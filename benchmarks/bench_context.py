@@ -1,15 +1,17 @@
 """Context benchmark: input tokens per message and checkpoint size per context strategy, over long threads.
 
 For each working-context strategy (``full``, ``time_window``, ``anchored``, ``summary_only``,
-``structured_only``, ``hybrid``) the ``harness`` preset runs one scripted customer conversation of user
-U001 on ``Harness`` with a SQLite checkpointer in a temporary data dir, and the run records:
+``structured_only``, ``hybrid``) the ``harness`` preset runs the domain's scripted conversation
+(``Domain.bench``; the shop's by default, ``--domain`` for another) as its default user on ``Harness`` with a
+SQLite checkpointer in a temporary data dir, and the run records:
 
 1. Input tokens of the message (all its model calls, ``usage.input_tokens``) at turns 1, 10, 20, 30, 40 of
    the 40-turn script, and their ratio last/first. A measured turn with no model call (an acknowledgement
    answered without the model) is reported from the nearest turn that had one, and the table says so.
    Each sampled message is also sent once as the first message of a new thread, without long-term
-   memory: its cost with no conversation behind it. The ratio says what the history adds to that message; the raw figures also
-   move with the message itself (turn 20 lists orders: more tool schemas and a longer result than turn 1).
+   memory: its cost with no conversation behind it. The ratio says what the history adds to that message;
+   the raw figures also move with the message itself (in the shop, turn 20 lists orders: more tool schemas
+   and a longer result than turn 1).
 2. The size of the thread's latest checkpoint at turns 10, 50, 100, 200 of the same script repeated to
    200 turns: ``length(checkpoint) + length(metadata)`` of the thread's newest row in the ``checkpoints``
    table plus the ``writes`` rows of that checkpoint. This is what a resume loads, so it is the figure that
@@ -18,7 +20,7 @@ U001 on ``Harness`` with a SQLite checkpointer in a temporary data dir, and the 
 The script repeats, so the first 40 turns of the 200-turn thread are the 40-turn conversation: one thread
 per strategy gives both figures (same messages, same deterministic model, half the run time).
 
-Run ``python -m benchmarks.bench_context`` (or ``harness bench context``).
+Run ``python -m benchmarks.bench_context`` (or ``harness bench context [--domain NAME]``).
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.printing import print_report
-from domains.shop.backend import ShopDB
 from graphs.app import Harness
 from graphs.design import Design, load_design
+from graphs.domain import BenchScript, Domain, load_domain
+from tools.errors import HarnessError
 
 STRATEGIES = ("full", "time_window", "anchored", "summary_only", "structured_only", "hybrid")
-USER = "U001"
 THREAD = "bench-context"
 # A quota stops a thread on purpose; here it would stop the thread being measured. The preset's 400k input
 # tokens and 200 tool calls per thread run out long before turn 200, so the benchmark lifts them for all.
@@ -45,81 +47,20 @@ UNLIMITED = 10**9
 HYBRID_MAX_GROWTH = 2.0
 FULL_MIN_GROWTH = 10.0
 FLAT_CHECKPOINT = 1.5
-RECALL_QUESTION = "Which order number did I give you at the very start?"
-
-# One customer's conversation: an order in turn 1, a standing request in turn 2, then products, coupons,
-# their own orders and acknowledgements, and questions about the start near the end. Reading tools only,
-# so repeating the script to 200 turns changes nothing in the shop. Placeholders come from the shop DB.
-SCRIPT = (
-    "Hi, I'm still waiting for my order {shipped}. Where is it?",
-    "Please don't transfer me to a human, I'd rather sort this out here with you.",
-    "Do you sell wireless bluetooth headphones?",
-    "Which coupons can I use right now?",
-    "ok, thanks",
-    "What's the status of {pending}?",
-    "Show me my orders please",
-    "Tell me more about {product_a}",
-    "Any portable speakers under 50 dollars?",
-    "What was in my order {delivered}?",
-    "great",
-    "Do you have a gaming headset?",
-    "Is there a coupon for electronics?",
-    "Where is my order {pending_2}?",
-    "Which of my orders are still pending?",
-    "Does {product_b} come in other colors?",
-    "thanks a lot",
-    "I'm looking for a fast charger for my phone",
-    "What's the status of {cancelled}?",
-    "Which of my orders have been delivered?",
-    "Any discount codes for new customers?",
-    "Tell me about {product_c}",
-    "ok",
-    "Has {shipped} shipped yet? What's the tracking number?",
-    "Do you have smart speakers?",
-    "Which of my orders were cancelled?",
-    "What coupons do you have?",
-    "Is {product_a} in stock?",
-    "got it, thanks",
-    "What did my order {pending} contain?",
-    "Do you have true wireless earbuds?",
-    "Show my recent orders",
-    "Any coupons for orders over 100?",
-    "Where is my order {delivered}?",
-    "ok great",
-    "Do you sell 5G smartphones?",
-    "What's the status of {pending_2}?",
-    RECALL_QUESTION,
-    "Thanks. Which coupons could I still use?",
-    "Where is {shipped} now?",
-)
-RECALL_TURN = SCRIPT.index(RECALL_QUESTION) + 1
-FIRST_ORDER = "shipped"  # the placeholder of the order given in turn 1, the recall question's answer
 
 
 # ------------------------------------------------------------------------------------------- the script
 
 
-def customer_facts(shop: ShopDB, user_id: str = USER) -> dict[str, str]:
-    """The user's own orders by status and three product ids, to fill the script's placeholders."""
-    orders = shop.query("SELECT id, status FROM orders WHERE user_id = ? ORDER BY created_at DESC, id DESC",
-                        (user_id,))
-    by_status: dict[str, list[str]] = {}
-    for row in orders:
-        by_status.setdefault(row["status"], []).append(row["id"])
-    newest = orders[0]["id"]
-    products = [r["id"] for r in shop.query("SELECT id FROM products ORDER BY id LIMIT 3")]
-
-    def pick(status: str, index: int = 0) -> str:
-        # Not every user has every status; any of their own orders keeps the script valid.
-        found = by_status.get(status, [])
-        return found[index] if len(found) > index else newest
-
-    return {"shipped": pick("shipped"), "pending": pick("pending"), "pending_2": pick("pending", 1),
-            "delivered": pick("delivered"), "cancelled": pick("cancelled"),
-            "product_a": products[2], "product_b": products[0], "product_c": products[1]}
+def bench_domain(domain: Domain | str = "shop") -> tuple[Domain, BenchScript]:
+    """The domain (a ``Domain`` or a spec for ``load_domain``) and its bench script; a clear error without one."""
+    loaded = load_domain(domain)
+    if loaded.bench is None:
+        raise HarnessError(f"domain '{loaded.name}' has no bench script; add Domain.bench")
+    return loaded, loaded.bench
 
 
-def script_messages(facts: dict[str, str], count: int, script: Sequence[str] = SCRIPT) -> list[str]:
+def script_messages(facts: dict[str, str], count: int, script: Sequence[str]) -> list[str]:
     """The first ``count`` messages of the script, repeated from the start as often as needed."""
     return [script[i % len(script)].format(**facts) for i in range(count)]
 
@@ -207,11 +148,11 @@ def run_thread(harness: Harness, messages: Sequence[str], byte_turns: Sequence[i
                reply_turns: Sequence[int] = ()) -> dict[str, Any]:
     """Send the messages on one thread; tokens of every message, checkpoint sizes at ``byte_turns``,
     replies at ``reply_turns``."""
-    path = harness.data_dir / "checkpoints.sqlite"
+    path, user = harness.data_dir / "checkpoints.sqlite", harness.domain.default_user
     run: dict[str, Any] = {"tokens_by_turn": {}, "checkpoint_bytes": {}, "db_bytes": {}, "replies": {},
                            "waiting_turns": 0}
     for turn, text in enumerate(messages, 1):
-        result = harness.send(THREAD, text, USER)
+        result = harness.send(THREAD, text, user)
         run["tokens_by_turn"][turn] = int(result["usage"]["input_tokens"])
         run["waiting_turns"] += bool(result["waiting_for_human"])
         if turn in reply_turns:
@@ -222,13 +163,16 @@ def run_thread(harness: Harness, messages: Sequence[str], byte_turns: Sequence[i
     return run
 
 
-def fresh_tokens(strategy: str, messages: Sequence[str], turns: Sequence[int], model: str = "sim:clean") -> dict[int, int]:
+def fresh_tokens(strategy: str, messages: Sequence[str], turns: Sequence[int], model: str = "sim:clean",
+                 domain: Domain | str = "shop") -> dict[int, int]:
     """Input tokens of each sampled message sent as the first message of its own thread, in a data dir
     without long-term memory: the message's cost with nothing behind it, as turn 1 had."""
     design = design_for(strategy, len(messages))
     design = design.model_copy(update={"knobs": design.knobs.model_copy(update={"long_term_memory": False})})
-    with tempfile.TemporaryDirectory(prefix="bench-context-fresh-") as tmp, Harness(tmp, design, model) as harness:
-        return {t: int(harness.send(f"{THREAD}-fresh-{t}", messages[t - 1], USER)["usage"]["input_tokens"])
+    with tempfile.TemporaryDirectory(prefix="bench-context-fresh-") as tmp, \
+            Harness(tmp, design, model, domain=domain) as harness:
+        user = harness.domain.default_user
+        return {t: int(harness.send(f"{THREAD}-fresh-{t}", messages[t - 1], user)["usage"]["input_tokens"])
                 for t in turns}
 
 
@@ -243,27 +187,31 @@ def token_samples(tokens: dict[int, int], turns: Sequence[int]) -> tuple[dict[in
     return samples, stand_ins
 
 
-def run_strategy(strategy: str, turns: int, long_turns: int, model: str) -> dict[str, Any]:
+def run_strategy(strategy: str, turns: int, long_turns: int, model: str,
+                 domain: Domain | str = "shop") -> dict[str, Any]:
     """One strategy's thread in a fresh data dir, and its figures."""
+    domain, bench = bench_domain(domain)
     token_turns = sample_turns(turns, TOKEN_FRACTIONS)
     byte_turns = sample_turns(long_turns, BYTE_FRACTIONS)
     with tempfile.TemporaryDirectory(prefix="bench-context-") as tmp, \
-            Harness(tmp, design_for(strategy, max(turns, long_turns)), model) as harness:
-        facts = customer_facts(harness.resources["shop"])
-        recall = [RECALL_TURN] if turns >= RECALL_TURN else []
+            Harness(tmp, design_for(strategy, max(turns, long_turns)), model, domain=domain) as harness:
+        facts = bench.facts(harness.resources, domain.default_user)
+        recall = [bench.recall_turn] if turns >= bench.recall_turn else []
         start = time.perf_counter()
-        run = run_thread(harness, script_messages(facts, max(turns, long_turns)), byte_turns, recall)
+        run = run_thread(harness, script_messages(facts, max(turns, long_turns), bench.messages), byte_turns,
+                         recall)
         seconds = time.perf_counter() - start
-    fresh = fresh_tokens(strategy, script_messages(facts, max(token_turns)), token_turns, model)
+    fresh = fresh_tokens(strategy, script_messages(facts, max(token_turns), bench.messages), token_turns, model,
+                         domain)
     tokens, stand_ins = token_samples(run["tokens_by_turn"], token_turns)
     ckpt = run["checkpoint_bytes"]
-    answer = run["replies"].get(RECALL_TURN)
+    answer = run["replies"].get(bench.recall_turn)
     return {"tokens": tokens, "token_stand_ins": stand_ins, "token_ratio": _ratio(tokens, token_turns),
             "fresh_tokens": fresh, "over_fresh": {t: tokens[t] / fresh[t] for t in token_turns
                                                   if fresh[t] and t not in stand_ins},
             "checkpoint_bytes": ckpt, "checkpoint_ratio": _ratio(ckpt, byte_turns),
             "db_bytes": run["db_bytes"], "waiting_turns": run["waiting_turns"],
-            "recall_reply": answer, "recall_ok": None if answer is None else facts[FIRST_ORDER] in answer,
+            "recall_reply": answer, "recall_ok": None if answer is None else facts[bench.recall_key] in answer,
             "tokens_by_turn": run["tokens_by_turn"], "seconds": seconds}
 
 
@@ -274,7 +222,7 @@ def _ratio(values: dict[int, int], turns: Sequence[int]) -> float:
 
 
 def run_bench_context(turns: int = 40, long_turns: int = 200, model: str = "sim:clean",
-                      strategies: Sequence[str] = STRATEGIES) -> dict[str, Any]:
+                      strategies: Sequence[str] = STRATEGIES, domain: Domain | str = "shop") -> dict[str, Any]:
     """Run every strategy's thread and collect the figures.
 
     Args:
@@ -283,9 +231,11 @@ def run_bench_context(turns: int = 40, long_turns: int = 200, model: str = "sim:
         model: Model spec; the default ``sim:clean`` has no faults, so every strategy sees the same replies
             to the same context.
         strategies: Which context strategies to run.
+        domain: A ``Domain`` or a spec for ``load_domain``; its ``bench`` script is played as its default user.
 
     Returns:
-        ``turns``, ``long_turns``, ``model``, ``token_turns``, ``byte_turns``, ``checkpoint_measure`` (how
+        ``domain`` (its name), ``turns``, ``long_turns``, ``model``, ``recall_turn`` and ``recall_question``
+        (where the script asks about its start), ``token_turns``, ``byte_turns``, ``checkpoint_measure`` (how
         checkpoint bytes are measured), and ``strategies``: per strategy ``tokens`` (turn -> input tokens of
         that message), ``token_stand_ins`` (turn -> the turn reported instead, when it made no model call),
         ``token_ratio`` (last/first sampled turn), ``fresh_tokens`` (turn -> the same message's tokens as the
@@ -293,17 +243,19 @@ def run_bench_context(turns: int = 40, long_turns: int = 200, model: str = "sim:
         checkpoint), ``checkpoint_ratio`` (last/first), ``db_bytes`` (turn -> whole checkpoint database),
         ``waiting_turns`` (messages answered while waiting for a human), ``recall_reply`` and ``recall_ok``
         (the answer to the "what did I give you at the start" question and whether it names the turn-1
-        order; None when ``turns`` ends before that question), ``tokens_by_turn``, ``seconds``.
+        identifier; None when ``turns`` ends before that question), ``tokens_by_turn``, ``seconds``.
     """
+    domain, bench = bench_domain(domain)
     figures: dict[str, Any] = {
-        "turns": turns, "long_turns": long_turns, "model": model,
+        "domain": domain.name, "turns": turns, "long_turns": long_turns, "model": model,
+        "recall_turn": bench.recall_turn, "recall_question": bench.recall_question,
         "token_turns": sample_turns(turns, TOKEN_FRACTIONS), "byte_turns": sample_turns(long_turns, BYTE_FRACTIONS),
         "checkpoint_measure": "length(checkpoint)+length(metadata) of the thread's newest checkpoints row "
                               "+ length(value) of its writes rows",
         "strategies": {},
     }
     for strategy in strategies:
-        figures["strategies"][strategy] = run_strategy(strategy, turns, long_turns, model)
+        figures["strategies"][strategy] = run_strategy(strategy, turns, long_turns, model, domain)
     return figures
 
 
@@ -356,7 +308,8 @@ def recall_notes(f: dict[str, Any]) -> list[str]:
     answers = {n: s for n, s in f["strategies"].items() if s["recall_ok"] is not None}
     if not answers:
         return []
-    out = [f"recall at turn {RECALL_TURN} ({RECALL_QUESTION!r}, the answer is the order of turn 1):"]
+    out = [f"recall at turn {f['recall_turn']} ({f['recall_question']!r}, the answer is the identifier of "
+           "turn 1):"]
     out += [f"  {n}: {'right' if s['recall_ok'] else 'WRONG'} - {s['recall_reply'][:90]}" for n, s in answers.items()]
     return out
 
@@ -382,9 +335,9 @@ def _verdict(met: bool, text: str) -> str:
     return f"{'met' if met else 'NOT MET'}: {text}"
 
 
-def main() -> dict[str, Any]:
-    """Run the benchmark, print the table, the notes and the targets, return the figures."""
-    figures = run_bench_context()
+def main(domain: Domain | str = "shop") -> dict[str, Any]:
+    """Run the benchmark in ``domain``, print the table, the notes and the targets, return the figures."""
+    figures = run_bench_context(domain=domain)
     print_report(figures, format_table, notes, targets)
     return figures
 

@@ -6,8 +6,9 @@ One run, three figures, each a ratio against a baseline measured in the same run
    temporary data dir) answers ``messages`` user messages on one thread: mean wall ms per message over the
    first and the last tenth (messages 1-20 and 181-200 of 200), their ratio, and the size of the
    checkpoint database at the end.
-2. LangChain's ``create_agent`` with the same model instance, the same shop tools (LangChain tools over the
-   same functions, their ``ToolContext`` bound in a closure), the same system prompt and its own
+2. LangChain's ``create_agent`` with the same model instance, the same domain tools (every tool of the
+   domain's registry as a LangChain tool over the same function, its ``ToolContext`` with the harness's
+   backends bound in a closure), the same system prompt and its own
    ``SqliteSaver`` file answers the same messages on one thread: the same figures. The two run message by
    message in turn, so background load on the machine falls on both alike.
 3. Tracing overhead: our harness with spans going to the ``file`` exporter against tracing off, on two
@@ -18,7 +19,10 @@ The simulated model's latency is modelled in virtual time and never slept, so ms
 graph's own work (state, checkpoints, context assembly, tools) plus the simulator's compute. Database sizes
 are logical: page count x page size, which counts pages still in the write-ahead log.
 
-Run ``python -m benchmarks.bench_graph`` (or ``harness bench graph``).
+Both play the domain's bench script (``Domain.bench.graph_messages``, else its ``messages``; the shop's by
+default) as the domain's default user.
+
+Run ``python -m benchmarks.bench_graph`` (or ``harness bench graph [--domain NAME]``).
 """
 
 from __future__ import annotations
@@ -38,18 +42,15 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import ValidationError as ArgumentsError
 
 from benchmarks.bench_context import (
-    USER,
-    customer_facts,
+    bench_domain,
     database_bytes,
     latest_checkpoint_bytes,
     lift_quotas,
 )
 from benchmarks.printing import print_report
-from domains.shop import DOMAIN as SHOP
-from domains.shop import SYSTEM_PROMPT
-from domains.shop.backend import ShopDB
 from graphs.app import Harness
 from graphs.design import load_design
+from graphs.domain import Domain
 from obs.tracing import setup_tracing, shutdown_tracing, trace_file
 from tools.context import ToolContext
 from tools.errors import ToolError
@@ -62,25 +63,11 @@ WARM_UP_THREAD = "bench-warm-up"
 FLAT = 1.25
 DB_SHARE = 0.1
 
-# Order and product questions of one customer about their own orders; every one calls a tool.
-SCRIPT = (
-    "Where is my order {shipped}?",
-    "Do you sell wireless bluetooth headphones?",
-    "What's the status of {pending}?",
-    "Show me my orders please",
-    "Tell me more about {product_a}",
-    "What was in my order {delivered}?",
-    "Which coupons can I use right now?",
-    "Do you have a gaming headset?",
-    "Where is my order {pending_2}?",
-    "Is {product_b} in stock?",
-)
 
 
-
-def script_messages(facts: dict[str, str], count: int) -> list[str]:
-    """``count`` messages cycling through the script, filled with the customer's own orders and products."""
-    return [SCRIPT[i % len(SCRIPT)].format(**facts) for i in range(count)]
+def script_messages(facts: dict[str, str], count: int, script: Sequence[str]) -> list[str]:
+    """``count`` messages cycling through the script, filled with the user's own identifiers."""
+    return [script[i % len(script)].format(**facts) for i in range(count)]
 
 
 def windows(messages: int) -> tuple[range, range]:
@@ -108,7 +95,7 @@ def files_bytes(path: Path) -> int:
 
 
 def as_langchain_tool(spec: ToolSpec, ctx: ToolContext, errors: list[str]) -> BaseTool:
-    """One shop tool as a LangChain tool: same name, description and argument schema; ``ctx`` bound."""
+    """One domain tool as a LangChain tool: same name, description and argument schema; ``ctx`` bound."""
 
     def run(**kwargs: Any) -> Any:
         try:
@@ -122,21 +109,26 @@ def as_langchain_tool(spec: ToolSpec, ctx: ToolContext, errors: list[str]) -> Ba
                                         args_schema=spec.args_model)
 
 
-def shop_tools(shop: ShopDB, user_id: str, thread_id: str, errors: list[str]) -> list[BaseTool]:
-    registry = SHOP.registry()
-    ctx = ToolContext(user_id=user_id, thread_id=thread_id, extras={"shop": shop})
+def domain_tools(domain: Domain, resources: dict[str, Any], user_id: str, thread_id: str,
+                 errors: list[str]) -> list[BaseTool]:
+    """Every tool of the domain's registry as a LangChain tool, its context bound to the given backends."""
+    registry = domain.registry()
+    found = domain.user(user_id, resources) or {}
+    ctx = ToolContext(user_id=user_id, role=str(found.get("role") or domain.default_role), thread_id=thread_id,
+                      extras=dict(resources))
     return [as_langchain_tool(registry.get(name), ctx, errors) for name in registry.names()]
 
 
 class CreateAgentRun:
-    """``langchain.agents.create_agent`` over the shop with its own SQLite checkpoint file."""
+    """``langchain.agents.create_agent`` over a domain's tools with its own SQLite checkpoint file."""
 
-    def __init__(self, path: Path, model: BaseChatModel, shop: ShopDB) -> None:
+    def __init__(self, path: Path, model: BaseChatModel, domain: Domain, resources: dict[str, Any]) -> None:
         self.path = path
         self.conn = sqlite3.connect(str(path), check_same_thread=False)
         self.tool_errors: list[str] = []
-        self.agent = create_agent(model=model, tools=shop_tools(shop, USER, THREAD, self.tool_errors),
-                                  system_prompt=SYSTEM_PROMPT, checkpointer=SqliteSaver(self.conn))
+        tools = domain_tools(domain, resources, domain.default_user, THREAD, self.tool_errors)
+        self.agent = create_agent(model=model, tools=tools, system_prompt=domain.system_prompt,
+                                  checkpointer=SqliteSaver(self.conn))
         self.last: dict[str, Any] = {}
 
     def send(self, text: str, thread_id: str = THREAD) -> None:
@@ -169,7 +161,7 @@ def side_figures(ms: list[float], first: range, last: range, db_path: Path) -> d
 def warm_up(harness: Harness, other: CreateAgentRun, text: str) -> None:
     """One message each on a thread of its own: lazy imports, the embedder and caches load here, so the
     first window measures turns, not the process starting (both databases get this one extra message)."""
-    harness.send(WARM_UP_THREAD, text, USER)
+    harness.send(WARM_UP_THREAD, text, harness.domain.default_user)
     other.send(text, WARM_UP_THREAD)
 
 
@@ -178,7 +170,7 @@ def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[st
     warm_up(harness, other, texts[0])
     ours_ms, theirs_ms = [], []
     for text in texts:
-        ours_ms.append(timed_ms(lambda text=text: harness.send(THREAD, text, USER)))
+        ours_ms.append(timed_ms(lambda text=text: harness.send(THREAD, text, harness.domain.default_user)))
         theirs_ms.append(timed_ms(lambda text=text: other.send(text)))
     first, last = windows(len(texts))
     ours = side_figures(ours_ms, first, last, harness.data_dir / "checkpoints.sqlite")
@@ -188,7 +180,7 @@ def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[st
 
 
 def untraced_ms(harness: Harness, thread: str, text: str) -> float:
-    return timed_ms(lambda: harness.send(thread, text, USER))
+    return timed_ms(lambda: harness.send(thread, text, harness.domain.default_user))
 
 
 def traced_ms(harness: Harness, thread: str, text: str) -> float:
@@ -226,16 +218,19 @@ def tracing_overhead(harness: Harness, texts: Sequence[str]) -> dict[str, Any]:
             "overhead_ms": on_ms - off_ms, "spans": spans, "spans_per_message": spans / len(texts)}
 
 
-def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_messages: int = 40) -> dict[str, Any]:
+def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_messages: int = 40,
+                    domain: Domain | str = "shop") -> dict[str, Any]:
     """Measure all three figures in one run.
 
     Args:
         messages: Messages on the one long thread of each system.
         model: Model spec; both systems share the one model instance made from it.
         trace_messages: Messages on each of the two threads of the tracing comparison.
+        domain: A ``Domain`` or a spec for ``load_domain``: its tools, system prompt, default user and bench
+            script (``graph_messages``, else ``messages``).
 
     Returns:
-        ``messages``, ``model``, ``first_window`` and ``last_window`` (1-based message numbers, inclusive),
+        ``domain`` (its name), ``messages``, ``model``, ``first_window`` and ``last_window`` (1-based message numbers, inclusive),
         ``ours`` and ``create_agent``: ``ms_first``, ``ms_last``, ``ratio`` (last/first), ``db_bytes``
         (logical size of the checkpoint database after all messages), ``db_file_bytes`` (its files on disk),
         ``checkpoint_rows`` (checkpoints of the thread), ``latest_checkpoint_bytes`` (its newest one, as in
@@ -243,20 +238,23 @@ def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_message
         (ours/create_agent); ``tracing``: ``messages``, ``off_ms``, ``on_ms``, ``ratio``, ``overhead_ms``,
         ``spans``, ``spans_per_message``.
     """
+    domain, bench = bench_domain(domain)
+    script = bench.graph_messages or bench.messages
     first, last = windows(messages)
-    figures: dict[str, Any] = {"messages": messages, "model": model, "first_window": [first[0], first[-1]],
+    figures: dict[str, Any] = {"domain": domain.name, "messages": messages, "model": model, "first_window": [first[0], first[-1]],
                                "last_window": [last[0], last[-1]]}
     # Quotas would hand a 200-message thread to a human (200 tool calls per thread); lifted for the run.
     design = lift_quotas(load_design("harness"))
-    with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp, Harness(Path(tmp) / "ours", design, model) as h:
-        other = CreateAgentRun(Path(tmp) / "create_agent.sqlite", h.model, h.resources["shop"])
+    with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp, \
+            Harness(Path(tmp) / "ours", design, model, domain=domain) as h:
+        other = CreateAgentRun(Path(tmp) / "create_agent.sqlite", h.model, domain, h.resources)
         try:
-            facts = customer_facts(h.resources["shop"])
-            figures.update(run_side_by_side(h, other, script_messages(facts, messages)))
+            facts = bench.facts(h.resources, domain.default_user)
+            figures.update(run_side_by_side(h, other, script_messages(facts, messages, script)))
         finally:
             other.close()
         figures["db_ratio"] = figures["ours"]["db_bytes"] / figures["create_agent"]["db_bytes"]
-        figures["tracing"] = tracing_overhead(h, script_messages(facts, trace_messages))
+        figures["tracing"] = tracing_overhead(h, script_messages(facts, trace_messages, script))
     return figures
 
 
@@ -310,9 +308,9 @@ def targets(f: dict[str, Any]) -> list[str]:
     ]
 
 
-def main() -> dict[str, Any]:
-    """Run the benchmark, print the table, the notes and the targets, return the figures."""
-    figures = run_bench_graph()
+def main(domain: Domain | str = "shop") -> dict[str, Any]:
+    """Run the benchmark in ``domain``, print the table, the notes and the targets, return the figures."""
+    figures = run_bench_graph(domain=domain)
     print_report(figures, format_table, notes, targets)
     return figures
 

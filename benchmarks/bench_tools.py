@@ -8,7 +8,10 @@ Two figures, both measured in one run against a baseline from the same run:
 2. Wall time of ``parallel_calls`` parallel calls of a tool that takes ``tool_seconds`` (200 ms by default)
    against the sum of their own durations (ratio; about 1/5 = 0.2 for five calls).
 
-Run ``python -m benchmarks.bench_tools`` (or ``harness bench tools``).
+Both use tools of their own, so the figures are the harness's and hold for every domain; ``domain`` only
+checks that the domain loads and names it in the figures.
+
+Run ``python -m benchmarks.bench_tools`` (or ``harness bench tools [--domain NAME]``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from graphs.domain import Domain, load_domain
 from tools.context import ToolContext
 from tools.executor import ToolExecutor, ToolOutcome
 from tools.registry import ToolRegistry
@@ -101,20 +105,23 @@ def measure_parallel(calls: int, tool_seconds: float) -> dict[str, float]:
     return {"parallel_wall_s": wall, "parallel_sum_s": summed, "parallel_ratio": wall / summed}
 
 
-def run_bench_tools(n: int = 5000, parallel_calls: int = 5, tool_seconds: float = 0.2) -> dict[str, Any]:
+def run_bench_tools(n: int = 5000, parallel_calls: int = 5, tool_seconds: float = 0.2,
+                    domain: Domain | str = "shop") -> dict[str, Any]:
     """Measure both figures in one run.
 
     Args:
         n: Calls per overhead measurement.
         parallel_calls: How many slow calls run in parallel (the executor's cap is 5).
         tool_seconds: How long the slow tool takes.
+        domain: A ``Domain`` or a spec for ``load_domain``, named in the figures (the tools measured are the
+            benchmark's own, so the figures do not depend on it).
 
     Returns:
         The figures: ``bare_us``, ``harness_us``, ``harness_inline_us``, ``validate_us``, ``finish_us``,
         ``overhead_us``, ``overhead_ratio``, ``parallel_wall_s``, ``parallel_sum_s``, ``parallel_ratio``,
-        and the settings (``n``, ``parallel_calls``, ``tool_seconds``, ``finish``).
+        and the settings (``domain``, ``n``, ``parallel_calls``, ``tool_seconds``, ``finish``).
     """
-    figures: dict[str, Any] = {"n": n, "parallel_calls": parallel_calls, "tool_seconds": tool_seconds,
+    figures: dict[str, Any] = {"domain": load_domain(domain).name, "n": n, "parallel_calls": parallel_calls, "tool_seconds": tool_seconds,
                                "finish": "clean_result" if clean_result is not None else "content"}
     figures.update(measure_overhead(n))
     figures.update(measure_parallel(parallel_calls, tool_seconds))
@@ -141,9 +148,9 @@ def format_table(f: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> dict[str, Any]:
+def main(domain: Domain | str = "shop") -> dict[str, Any]:
     """Run the benchmark, print the table, return the figures."""
-    figures = run_bench_tools()
+    figures = run_bench_tools(domain=domain)
     print(format_table(figures))
     return figures
 

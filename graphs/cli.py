@@ -406,8 +406,8 @@ BENCHES = ("tools", "context", "graph")
 
 @app.command()
 @cli_command
-def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], json_out: JsonOpt = False,
-          debug: DebugOpt = False) -> None:
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], domain: DomainOpt = "shop",
+          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Benchmarks that print figures as ratios against a baseline measured in the same run."""
     import importlib
     import io
@@ -418,10 +418,10 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], 
     module = importlib.import_module(f"benchmarks.bench_{kind}")
     if json_out:
         with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
-            figures = getattr(module, f"run_bench_{kind}")()
+            figures = getattr(module, f"run_bench_{kind}")(domain=domain)
         emit_json({"bench": kind, "figures": figures})
     else:
-        module.main()
+        module.main(domain=domain)
 
 
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")

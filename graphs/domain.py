@@ -72,6 +72,38 @@ class Handoff:
     ticket_key: str = "ticket_id"
 
 
+@dataclass(frozen=True)
+class BenchScript:
+    """The conversation ``harness bench context|graph`` plays in a domain.
+
+    Attributes:
+        messages: One user's conversation with ``{placeholders}``: an identifier in turn 1, then lookups and
+            acknowledgements. Reading tools only, so it can repeat to 200 turns without changing the backend.
+        facts: ``(resources, user id) -> placeholder values`` read from the seeded backend.
+        recall_question: One of ``messages``: asks what the user gave at the very start.
+        recall_key: The placeholder whose value the recall reply must contain (the identifier of turn 1).
+        graph_messages: The shorter script ``bench graph`` cycles (every message calls a tool); empty uses
+            ``messages``.
+    """
+
+    messages: tuple[str, ...]
+    facts: Callable[[Mapping[str, Any], str], dict[str, str]]
+    recall_question: str
+    recall_key: str
+    graph_messages: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.recall_question not in self.messages:
+            raise ValueError("BenchScript.recall_question must be one of its messages")
+        if "{" + self.recall_key + "}" not in self.messages[0]:
+            raise ValueError(f"BenchScript.recall_key '{self.recall_key}' is not a placeholder of the first message")
+
+    @property
+    def recall_turn(self) -> int:
+        """The 1-based turn of the recall question."""
+        return self.messages.index(self.recall_question) + 1
+
+
 # A classifier: message text -> (intent, confidence 0..1).
 Classifier = Callable[[str], tuple[str, float]]
 # A slot extractor: (intent, message text) -> value or None.
@@ -112,6 +144,7 @@ class Domain:
             show that the replay changed nothing twice.
         empty_keys: Result keys whose lists being empty means "found nothing".
         languages: Languages the rules and phrases cover.
+        bench: The conversation ``harness bench context|graph`` plays, or None (those benchmarks refuse).
     """
 
     name: str
@@ -140,6 +173,7 @@ class Domain:
     demo_check: Callable[[Mapping[str, Any]], tuple[str, Any]] | None = None
     empty_keys: tuple[str, ...] = ("results", "items")
     languages: tuple[str, ...] = ("en",)
+    bench: BenchScript | None = None
 
     # -- intents and routes
 
@@ -309,5 +343,5 @@ def load_domain(spec: str | Domain | None) -> Domain:
                        "or file.yaml")
 
 
-__all__ = ["ENTRY_POINT_GROUP", "Domain", "Handoff", "Intent", "NO_ROUTE", "Route", "installed_domains",
+__all__ = ["ENTRY_POINT_GROUP", "BenchScript", "Domain", "Handoff", "Intent", "NO_ROUTE", "Route", "installed_domains",
            "load_domain"]

@@ -12,7 +12,14 @@ import pytest
 
 from benchmarks import bench_context, bench_graph
 from benchmarks.bench_context import BYTE_FRACTIONS, STRATEGIES, TOKEN_FRACTIONS, sample_turns
+from domains.helpdesk import DOMAIN as HELPDESK
+from domains.helpdesk.db import HelpdeskDB
+from domains.shop import DOMAIN as SHOP
 from domains.shop.backend import ShopDB
+from domains.shop.bench import customer_facts
+from graphs.domain import Domain
+from nodes.classify import classify
+from tools.errors import HarnessError
 
 STRATEGY_KEYS = {"tokens", "token_stand_ins", "token_ratio", "checkpoint_bytes", "checkpoint_ratio", "db_bytes",
                  "waiting_turns", "recall_reply", "recall_ok", "tokens_by_turn", "seconds", "fresh_tokens",
@@ -50,9 +57,10 @@ def test_a_turn_without_model_call_is_reported_from_the_nearest_one() -> None:
 
 def test_scripts_ask_only_about_the_users_own_orders() -> None:
     shop = ShopDB.fresh_copy()
-    own = {r["id"] for r in shop.query("SELECT id FROM orders WHERE user_id = ?", (bench_context.USER,))}
-    facts = bench_context.customer_facts(shop)
-    texts = [*bench_context.script_messages(facts, 80), *bench_graph.script_messages(facts, 20)]
+    own = {r["id"] for r in shop.query("SELECT id FROM orders WHERE user_id = ?", (SHOP.default_user,))}
+    facts = customer_facts(shop)
+    texts = [*bench_context.script_messages(facts, 80, SHOP.bench.messages),
+             *bench_graph.script_messages(facts, 20, SHOP.bench.graph_messages)]
     asked = {o for t in texts for o in re.findall(r"ORD-\d{5}", t)}
     assert asked and asked <= own
     assert "{" not in "".join(texts)
@@ -157,3 +165,92 @@ def test_graph_report_prints_both_systems_and_targets(graph_figures: dict) -> No
     assert len(verdicts) == 2
     assert all(v.startswith(("met: ", "NOT MET: ")) for v in verdicts)
     assert bench_graph.notes(graph_figures)
+
+
+# ------------------------------------------------------------------------------------------- other domains
+
+
+HELPDESK_SMALL = ("full", "hybrid")
+
+
+@pytest.fixture(scope="module")
+def helpdesk_context_figures() -> dict:
+    return bench_context.run_bench_context(turns=6, long_turns=12, strategies=HELPDESK_SMALL, domain="helpdesk")
+
+
+def test_helpdesk_script_placeholders_resolve_from_the_seeded_desk() -> None:
+    db, bench, user = HelpdeskDB.fresh_copy(), HELPDESK.bench, HELPDESK.default_user
+    facts = bench.facts({"helpdesk": db}, user)
+    assert len(bench.messages) == 40
+    texts = [*bench_context.script_messages(facts, 80, bench.messages),
+             *bench_graph.script_messages(facts, 20, bench.graph_messages)]
+    assert "{" not in "".join(texts) and all(facts.values())
+    own = {r["id"] for r in db.query("SELECT id FROM tickets WHERE owner_id = ?", (user,))}
+    own |= {r["id"] for r in db.query("SELECT id FROM assets WHERE employee_id = ?", (user,))}
+    own |= {r["id"] for r in db.query("SELECT id FROM access_requests WHERE employee_id = ?", (user,))}
+    asked = {i for t in texts for i in re.findall(r"\b(?:INC\d{7}|REQ\d{7}|(?:LT|MN|PH)-\d{5})\b", t)}
+    assert asked and asked <= own  # the employee's own tickets, devices and requests only
+    articles = {r["id"] for r in db.query("SELECT id FROM kb_articles WHERE audience = 'all'")}
+    assert {a for t in texts for a in re.findall(r"KB\d{7}", t)} <= articles
+    # The recall question asks for the ticket of turn 1.
+    assert bench.recall_question in bench.messages and bench.recall_turn > 30
+    assert facts[bench.recall_key] in bench.messages[0].format(**facts)
+    assert re.fullmatch(r"INC\d{7}", facts[bench.recall_key])
+
+
+def test_helpdesk_script_only_reads() -> None:
+    registry = HELPDESK.registry()
+    bench = HELPDESK.bench
+    facts = bench.facts({"helpdesk": HelpdeskDB.fresh_copy()}, HELPDESK.default_user)
+    for text in {m.format(**facts) for m in (*bench.messages, *bench.graph_messages)}:
+        intent, _ = classify(HELPDESK, text)
+        kind = HELPDESK.kind(intent)
+        assert kind in ("task", "conversational"), (text, intent, kind)
+        changing = [t for t in HELPDESK.route(intent).tools if registry.get(t).changes_state]
+        assert not changing, (text, intent, changing)
+        if kind == "task":
+            assert HELPDESK.route(intent).tools, (text, intent)
+    assert classify(HELPDESK, bench.recall_question)[0] == "recall"
+
+
+def test_helpdesk_context_figures_have_the_shops_keys(helpdesk_context_figures: dict,
+                                                      context_figures: dict) -> None:
+    f = helpdesk_context_figures
+    assert set(f) == set(context_figures)
+    assert f["domain"] == "helpdesk" and context_figures["domain"] == "shop"
+    assert f["token_turns"] == context_figures["token_turns"] and f["byte_turns"] == context_figures["byte_turns"]
+    assert set(f["strategies"]) == set(HELPDESK_SMALL)
+    for name, s in f["strategies"].items():
+        assert set(s) == set(context_figures["strategies"][name])
+        assert all(s["tokens"][t] > 0 for t in f["token_turns"])
+        assert all(s["checkpoint_bytes"][t] > 0 for t in f["byte_turns"])
+        assert s["waiting_turns"] == 0
+        assert s["recall_ok"] is None
+    last = f["token_turns"][-1]
+    assert f["strategies"]["full"]["tokens"][last] > f["strategies"]["hybrid"]["tokens"][last]
+    verdicts = bench_context.targets(f)
+    assert len(verdicts) == 3 and all(v.startswith(("met: ", "NOT MET: ")) for v in verdicts)
+    assert "hybrid" in bench_context.format_table(f) and bench_context.notes(f)
+
+
+def test_a_domain_without_bench_script_is_refused() -> None:
+    bare = Domain(name="bare")
+    for run in (lambda: bench_context.run_bench_context(turns=2, long_turns=2, domain=bare),
+                lambda: bench_graph.run_bench_graph(messages=2, trace_messages=1, domain=bare)):
+        with pytest.raises(HarnessError, match="domain 'bare' has no bench script; add Domain.bench"):
+            run()
+
+
+def test_create_agent_gets_every_helpdesk_tool_with_the_harness_backends() -> None:
+    resources, errors = {"helpdesk": HelpdeskDB.fresh_copy()}, []
+    tools = bench_graph.domain_tools(HELPDESK, resources, HELPDESK.default_user, "t", errors)
+    assert [t.name for t in tools] == HELPDESK.registry().names()
+    ticket = next(t for t in tools if t.name == "get_ticket").invoke({"ticket_id": "INC0012346"})
+    assert ticket["ticket_id"] == "INC0012346" and not errors
+
+
+def test_helpdesk_graph_bench_runs_the_desk_tools_cleanly() -> None:
+    f = bench_graph.run_bench_graph(messages=10, trace_messages=1, domain="helpdesk")
+    assert f["domain"] == "helpdesk"
+    assert set(f["ours"]) >= SIDE_KEYS and set(f["create_agent"]) >= SIDE_KEYS
+    assert f["create_agent"]["tool_errors"] == 0

@@ -255,6 +255,8 @@ def comments_recorded(resources: Any) -> tuple[str, Any]:
 
 def make_domain() -> Domain:
     """The helpdesk ``Domain`` (a new value each call; ``DOMAIN`` is the one made at import)."""
+    from domains.helpdesk.bench import BENCH  # the conversation ``harness bench context|graph`` plays
+
     return Domain(
         name="helpdesk",
         description="an IT service desk: tickets, devices, knowledge base, password resets, access requests",
@@ -278,6 +280,7 @@ def make_domain() -> Domain:
         languages=("en", "zh"),
         demo=DEMO,
         demo_check=comments_recorded,
+        bench=BENCH,
     )
 
 

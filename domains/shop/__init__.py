@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from domains.shop import nlu
+from domains.shop.bench import BENCH
 from domains.shop.db import ShopDB
 from domains.shop.tools import SHOP_TOOLS
 from graphs.domain import NO_ROUTE, Domain, Handoff, Intent, Route
@@ -158,6 +159,7 @@ DOMAIN = Domain(
     demo_check=returns_recorded,
     empty_keys=("results", "orders", "available"),
     languages=("en", "zh"),
+    bench=BENCH,
 )
 
 __all__ = ["DOMAIN", "ENTITY_TYPES", "INTENTS", "ShopDB"]

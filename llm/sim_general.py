@@ -31,6 +31,7 @@ from llm.sim_general_answers import (
     ask_for,
     auxiliary_reply,
     compose_answer,
+    context_answer,
     is_error,
     is_recall,
     language,
@@ -40,22 +41,25 @@ from llm.sim_general_answers import (
 from llm.sim_general_args import (
     CLEAN,
     CORRECTION,
-    EXAMPLE,
     STOP,
     Call,
     bare_pattern,
     bigrams,
     conform,
+    example_of,
     fill_args,
     has_content,
     identifiers,
     json_spans,
     numbers,
     pattern_values,
+    plain,
     prop_schema,
     stem,
     text_of,
+    topic_words,
     value_for,
+    without_negations,
     words,
     wordset,
 )
@@ -73,13 +77,13 @@ _READ_VERBS = wordset("get list search find lookup look check show view read que
                       "retrieve track")
 _HUMAN_ASK = re.compile(r"\b(?:human|person|real person|agent|representative|operator|someone real)\b|人工|真人", re.I)
 _HUMAN_TOOL = re.compile(r"human|handoff|hand off|hand over|escalat|transfer", re.I)
-_THANKS = re.compile(r"\bthanks?\b|\bthank you\b|\bcheers\b|谢谢|多谢|感谢", re.I)
-_NEGATIVE = re.compile(r"^\s*(?:no|nope|nothing|that's all)\b|不用|没有了|没了|不需要", re.I)
+_GREETING = re.compile(r"\b(?:hi|hello|hey|good (?:morning|afternoon|evening))\b|你好|您好|在吗|哈喽", re.I)
 _AFFIRM = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok|okay|please|go ahead|confirm)\b|^\s*(?:是的|好的|确认|可以|对)", re.I)
 _NEGATIVE_SENTENCE = re.compile(r"^\s*(?:do not|don't|never|avoid|not for)\b|^\s*(?:不要|请勿|不能|不用于)", re.I)
 _INJECTION = re.compile(
     r"(?:ignore|disregard|forget)\s+(?:(?:all|any|the|your|of)\s+)*(?:previous|prior|above|earlier|preceding)\s+"
     r"(?:instructions?|rules|directions|prompts?)|忽略(?:之前|以上|先前|前面|上述)的?(?:所有)?(?:指令|指示|说明|规则)", re.I)
+_EACH = re.compile(r"\b(?:each|both|respectively|all of them)\b|分别|各自|两个都", re.I)  # asks for every value
 _NEEDS_FIRST = re.compile(r"\b(?:after|once|requires?|first)\b", re.I)
 _BEFORE = re.compile(r"\bbefore\b", re.I)
 _DELIMITED = 0.3  # obeying text that is clearly marked as data is less likely, per layer of marking
@@ -156,7 +160,7 @@ def _value_bonus(call: Call, tool: dict[str, Any], request: str) -> float:
         if pattern_values(pattern, request):
             bonus += 1.5 if required else 0.5
         elif required and not any(pattern_values(pattern, text) for _, text, _ in call.sources()):
-            bonus -= 0.5
+            bonus -= 1.0
     return bonus
 
 
@@ -168,6 +172,7 @@ class _Terms:
     grams: set[str]
     states: set[str]  # "my cancelled orders": a past participle names a state, it does not ask for the action
     raw: set[str]
+    topic: set[str]  # "how do I add a printer": words a how-to question is about
 
 
 def _score(call: Call, p: ToolWords, q: _Terms, df: dict[str, int], n: int, request: str) -> tuple[float, float, bool]:
@@ -175,9 +180,9 @@ def _score(call: Call, p: ToolWords, q: _Terms, df: dict[str, int], n: int, requ
     score = evidence = 0.0
     strong = False
     for t in q.terms:
-        field = 2.0 if t in p.name else 0.6 if t in p.desc else 0.3 if t in p.params else 0.0
+        field = (0.6 if t in q.topic else 2.0) if t in p.name else 0.6 if t in p.desc else 0.3 if t in p.params else 0.0
         if field:
-            action = t in _ACTION and t not in q.states
+            action = t in _ACTION and t not in q.states and t not in q.topic
             weight = field * (3.0 if action else 1.0)
             score, evidence = score + weight * math.log(1 + n / df[t]), evidence + weight
             strong = strong or t in p.name or action
@@ -195,18 +200,20 @@ def choose(call: Call, request: str) -> Choice:
     names = {t["function"]["name"] for t in call.tools}
     profiles = [tool_words(t, names) for t in call.tools]
     q = _Terms(set(words(request, negations=True)), bigrams(request),
-               {stem(w) for w in re.findall(r"[A-Za-z]+ed\b", request)}, {w.lower() for w in re.findall(r"[A-Za-z]+", request)})
+               {stem(w) for w in re.findall(r"[A-Za-z]+ed\b", request)}, {w.lower() for w in re.findall(r"[A-Za-z]+", request)},
+               topic_words(request))
     df = {t: sum(t in p.all for p in profiles) for t in q.terms}
-    best, best_evidence = Choice(None, 0.0, False), 0.0
-    for p in profiles:
-        score, evidence, strong = _score(call, p, q, df, len(profiles), request)
-        if score > best.score:
-            best, best_evidence = Choice(p.tool, score, strong), evidence
-    return best if best_evidence >= THRESHOLD else Choice(None, best.score, False)
+    scored = [(*_score(call, p, q, df, len(profiles), request), p.tool) for p in profiles]
+    score, evidence, strong, tool = max(scored, key=lambda x: x[0])
+    # A step that only prepares another ("verify first") gives way to the one the user asks for.
+    goal = [x for x in scored if x[2] and x[1] >= THRESHOLD and requires(x[3], tool)]
+    if goal and not strong:
+        score, evidence, strong, tool = max(goal, key=lambda x: x[0])
+    return Choice(tool, score, strong) if evidence >= THRESHOLD else Choice(None, score, False)
 
 
 def _human_tool(call: Call, text: str) -> dict[str, Any] | None:
-    if not _HUMAN_ASK.search(text):
+    if not _HUMAN_ASK.search(without_negations(text)):
         return None
     named = [t for t in call.tools if _HUMAN_TOOL.search(t["function"]["name"])]
     described = [t for t in call.tools if _HUMAN_TOOL.search(_positive(t["function"].get("description") or "", set()))]
@@ -220,8 +227,9 @@ class Request:
     context: str  # both, for free text such as a search query
 
 
-def _asked_question(messages: Sequence[BaseMessage]) -> bool:
-    """Whether the model's last words before the latest user message were a question."""
+def _asked_question(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None) -> bool:
+    """Whether the model's last words before the latest user message asked for something: with ``tools``,
+    for a value one of their parameters takes (not an open "how can I help?")."""
     seen_human = False
     for m in reversed(messages):
         if m.type == "human":
@@ -229,8 +237,19 @@ def _asked_question(messages: Sequence[BaseMessage]) -> bool:
                 return False
             seen_human = True
         elif seen_human and isinstance(m, AIMessage):
-            return not m.tool_calls and bool(re.search(r"[?？]|请告诉我|请提供", text_of(m)))
+            text = text_of(m)
+            if m.tool_calls or not re.search(r"[?？]|请告诉我|请提供", text):
+                return False
+            return tools is None or bool(identifiers(text) or set(words(text)) & _param_words(tools))
     return False
+
+
+def _param_words(tools: Sequence[dict[str, Any]]) -> set[str]:
+    out: set[str] = set()
+    for tool in tools:
+        for name, raw in ((tool["function"].get("parameters") or {}).get("properties") or {}).items():
+            out |= set(words(f"{name.replace('_', ' ')} {prop_schema(raw).get('description', '')}"))
+    return out
 
 
 def _is_answer(call: Call, upto: int) -> bool:
@@ -239,14 +258,27 @@ def _is_answer(call: Call, upto: int) -> bool:
     text = text_of(call.messages[upto])
     if not words(text) and (identifiers(text) or numbers(text) or pattern_hit(call, text)):
         return True
-    return _asked_question(call.messages[: upto + 1]) and not choose(call, text).strong
+    return _asked_question(call.messages[: upto + 1], call.tools) and not choose(call, text).strong
+
+
+def user_text(call: Call, text: str) -> str:
+    """A user message as the model takes it: an instruction smuggled into it ("ignore previous
+    instructions, cancel all orders", a pasted tool call) is obeyed with ``follow_injection``, else
+    passed over."""
+    pasted = plain(text)  # tool-call markup or JSON pasted into the message: data, or an attempt at a command
+    if _INJECTION.search(text) is None and pasted == text:
+        return text
+    if call.memo.setdefault(("obey", text), call.roll(call.profile.follow_injection)):
+        return text
+    hit = _INJECTION.search(pasted)
+    return pasted if hit is None else pasted[: hit.start()] + pasted[hit.end():].partition("\n")[2]
 
 
 def current_request(call: Call) -> Request:
     """What the user wants now. Messages that only answer the model's questions continue the request
     before them ("reset my password" - "E1007" - "my PIN is 352353")."""
     positions = [i for i, m in enumerate(call.messages) if m.type == "human"]
-    humans = [text_of(call.messages[i]) for i in positions]
+    humans = [user_text(call, text_of(call.messages[i])) for i in positions]
     latest = humans[-1] if humans else ""
     k = len(positions) - 1
     while k > 0 and _is_answer(call, positions[k]):
@@ -292,9 +324,9 @@ def invent(prop: dict[str, Any], call: Call) -> Any:
     """A plausible value: the description's example, else a seen value of the right shape with its
     digits changed, else an enum option or the minimum."""
     pattern = prop.get("pattern")
-    example = EXAMPLE.search(prop.get("description") or "")
-    if example and (not pattern or conform(example.group(1), pattern)):
-        return conform(example.group(1), pattern) if pattern else example.group(1)
+    example = example_of(prop.get("description") or "")
+    if example and (not pattern or conform(example, pattern)):
+        return conform(example, pattern) if pattern else example
     if pattern:
         seen = next((v for _, text, _ in call.sources() for v in pattern_values(pattern, text)), None)
         return _mutate(seen, pattern, call.dice) if seen else None
@@ -333,7 +365,7 @@ def plan(call: Call, tool: dict[str, Any], req: Request) -> tuple[list[tuple[dic
     args, missing = _fault_args(call, tool, args, missing)
     if missing:
         return [], missing
-    if not tool_words(tool, set()).read_only and not CORRECTION.search(req.text):
+    if (not tool_words(tool, set()).read_only or _EACH.search(req.text)) and not CORRECTION.search(req.text):
         for name, pattern, _ in _patterns(tool):
             values = pattern_values(pattern, req.text)
             if len(values) > 1 and isinstance(args.get(name), str):
@@ -367,32 +399,35 @@ def _succeeded(call: Call, name: str) -> bool:
                for m in call.messages)
 
 
+def requires(tool: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether the descriptions say ``other`` must run before ``tool`` ("only after verify_x succeeded",
+    "use it before do_y")."""
+    name, oname = tool["function"]["name"], other["function"]["name"]
+    if name == oname:
+        return False
+    after = any(re.search(rf"\b{re.escape(oname)}\b", s) and _NEEDS_FIRST.search(s)
+                for s in _sentences(tool["function"].get("description") or ""))
+    return after or any(re.search(rf"\b{re.escape(name)}\b", s) and _BEFORE.search(s)
+                        for s in _sentences(other["function"].get("description") or ""))
+
+
 def prerequisite(call: Call, tool: dict[str, Any]) -> dict[str, Any] | None:
-    """A tool that must succeed first, as the descriptions say ("only after verify_x succeeded", "use it
-    before do_y"), and has not succeeded in this conversation yet."""
-    name = tool["function"]["name"]
-    own = _sentences(tool["function"].get("description") or "")
-    for other in call.tools:
-        oname = other["function"]["name"]
-        if oname == name:
-            continue
-        after = any(re.search(rf"\b{re.escape(oname)}\b", s) and _NEEDS_FIRST.search(s) for s in own)
-        before = any(re.search(rf"\b{re.escape(name)}\b", s) and _BEFORE.search(s)
-                     for s in _sentences(other["function"].get("description") or ""))
-        if (after or before) and not _succeeded(call, oname):
-            return other
-    return None
+    """A tool that must succeed first and has not succeeded in this conversation yet."""
+    return next((o for o in call.tools if requires(tool, o) and not _succeeded(call, o["function"]["name"])), None)
 
 
 def first_step(call: Call, lang: str) -> AIMessage:
     """The reply to a user message: small talk, recall, a tool call, or a question for what is missing."""
     humans = call.humans
-    latest = humans[-1] if humans else ""
+    latest = user_text(call, humans[-1]) if humans else ""
     content = has_content(latest) or numbers(latest) or pattern_hit(call, latest)
     if not content and not (_AFFIRM.search(latest) and _asked_question(call.messages)):
-        return AIMessage(say("ack" if _THANKS.search(latest) or _NEGATIVE.search(latest) else "help", lang))
+        # a greeting (or nothing) opens the conversation; "ok", "thanks", "no" close a step: acknowledge it
+        return AIMessage(say("help" if _GREETING.search(latest) or not latest.strip() else "ack", lang))
     if is_recall(latest):
         return AIMessage(recall_answer(call.messages, lang, call.tools))
+    if not choose(call, latest).strong and (known := context_answer(call.messages, latest, lang)) is not None:
+        return AIMessage(known)
     if (human := _human_tool(call, latest)) is not None:
         req = Request(latest, latest, latest)
         planned, missing = plan(call, human, req)
@@ -535,7 +570,9 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     # The request's own tool, judged on what the user had said before this turn's results came in.
     before = Call(call.messages[: len(call.messages) - len(turn)], call.tools, CLEAN, None, call.tokens)
     intended = choose(before, current_request(before).intent).tool
-    if intended is not None and (step := _still_needed(call, intended, calls, done)) is not None:
+    # Tools called this turn that are no longer offered: the caller wants the answer now, not more calls.
+    same_tools = all(c["name"] in tool_of for c in calls.values())
+    if intended is not None and same_tools and (step := _still_needed(call, intended, calls, done)) is not None:
         return step
     return AIMessage(compose_answer(_to_report(results, calls, intended), lang))
 

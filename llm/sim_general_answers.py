@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from llm.sim_general_args import (
     CJK,
     EXAMPLE,
+    FIRST,
     IDENT,
     MONEY,
     STOP,
@@ -24,6 +25,7 @@ from llm.sim_general_args import (
     Call,
     bare_pattern,
     clean,
+    example_of,
     fill_args,
     identifiers,
     json_spans,
@@ -47,8 +49,9 @@ PHRASES = {
 _FACT_KEY = re.compile(r"(?:^|_)(?:id|no|number|code|ref)$|status|state|name|title|amount|total|price|cost|fee|"
                        r"balance|refund|date|_at$|due|eta|deadline|queue|position|message|next_step|count", re.I)
 _MONEY_KEY = re.compile(r"amount|total|price|cost|fee|balance|refund", re.I)
-_ERROR_WORDS = re.compile(r"\b(?:error|errors|failed|failure|invalid|not found|denied|forbidden|unauthori[sz]ed|"
-                          r"not allowed|cannot|can't|unable)\b|错误|失败|无效|不存在|拒绝|无法", re.I)
+_ERROR_WORDS = re.compile(r"(?<![A-Za-z])errors?(?![A-Za-z])|\b(?:failed|failure|invalid|not found|denied|forbidden|unauthori[sz]ed|"
+                          r"not allowed|cannot|can't|unable|too many requests|rate.?limit\w*|unavailable|timed out|"
+                          r"try again later)\b|\b[45]\d\d\s+[A-Z][a-z]+|错误|失败|无效|不存在|拒绝|无法|超时|稍后再试", re.I)
 _VARIANT = re.compile(r"_(zh|cn|en)$", re.I)
 MAX_ITEMS = 8
 
@@ -117,7 +120,8 @@ def _facts(data: dict[str, Any], zh: bool) -> list[str]:
             facts += _facts(value, zh)[:4]  # one level down: "refund": {"amount": ...}
         elif _scalar(value) and _FACT_KEY.search(key) and value not in ("", None):
             money = f" {currency}" if currency and _MONEY_KEY.search(key) else ""
-            facts.append(f"{label(key, zh)}{'：' if zh else ': '}{value}{money}")
+            shown = value.rstrip(".。") if isinstance(value, str) else value
+            facts.append(f"{label(key, zh)}{'：' if zh else ': '}{shown}{money}")
     if not facts:  # nothing looks like a key fact: the first few plain fields
         facts = [f"{label(k, zh)}{'：' if zh else ': '}{v}" for k, v in data.items() if _scalar(v) and k != "currency"][:6]
     return facts
@@ -175,17 +179,18 @@ def compose_answer(contents: Sequence[str], lang: str) -> str:
 def need(name: str, prop: dict[str, Any], lang: str) -> str:
     """What to ask for, in the user's language, from the property's description (else its name)."""
     desc = prop_schema(prop).get("description") or ""
-    example = EXAMPLE.search(desc)
+    example = example_of(desc)
     head = re.split(r"[.,;:(（。，；]|\be\.g\b", EXAMPLE.sub("", desc), maxsplit=1)[0].strip()
     head = re.sub(r"^(?:the|a|an)\s+", "", re.sub(r"\b(?:the )?user'?s\b", "your", head, flags=re.I), flags=re.I)
     head = re.split(r"\s+(?:exactly|as|for|that|which|when|if|from|in|on|of the user)\b", head, maxsplit=1)[0]
     what = " ".join(head.split()[:8]) or name.replace("_", " ")
+    what = what[:1].lower() + what[1:] if what[1:2].islower() else what  # "Keywords" -> "keywords", not "ID"
     if lang == "zh":
         parts = [w for w in re.findall(r"[A-Za-z]+", what.lower()) if w not in STOP]
         if parts and all(p in ZH_WORD or stem(p) in ZH_WORD for p in parts) and not CJK.search(what):
             what = "".join(ZH_WORD.get(p) or ZH_WORD[stem(p)] for p in parts)
-        return (what if CJK.search(what) else f" {what} ") + (f"（例如 {example.group(1)}）" if example else "")
-    return f"the {what}" + (f" (e.g. {example.group(1)})" if example else "")
+        return (what if CJK.search(what) else f" {what} ") + (f"（例如 {example}）" if example else "")
+    return f"the {what}" + (f" (e.g. {example})" if example else "")
 
 
 def ask_for(missing: list[tuple[str, dict[str, Any]]], lang: str) -> str:
@@ -193,6 +198,48 @@ def ask_for(missing: list[tuple[str, dict[str, Any]]], lang: str) -> str:
     if lang == "zh":
         return ("请告诉我" + "和".join(needs) + "。").replace(" 。", "。").replace("  ", " ")
     return "Could you tell me " + " and ".join(needs) + "?"
+
+
+# ------------------------------------------------------------------------------------------ follow-ups
+
+_BACKREF = re.compile(r"\b(?:again|earlier|before|that|it|its|this|those|them|previous|mentioned)\b|刚才|之前|那个|这个|它|上面|来着",
+                      re.I)
+_PAIR = re.compile(r"(\w+)=([^,;()\n=]+?)(?=\s*[,;()\n]|\s+\w+=|\s*$)")
+
+
+def _matching_facts(data: Any, asked: set[str], zh: bool) -> list[str]:
+    """Facts of a result whose key names what is asked ("price" -> price: 69.49), with the ids and names
+    that say what they belong to."""
+    if isinstance(data, list):
+        return next((f for item in data if (f := _matching_facts(item, asked, zh))), [])
+    if not isinstance(data, dict):
+        return []
+    data = localized(data, zh)
+    hits = [k for k, v in data.items() if _scalar(v) and set(words(k.replace("_", " "))) & asked]
+    if not hits:
+        return next((f for v in data.values() if (f := _matching_facts(v, asked, zh))), [])
+    context = [k for k, v in data.items() if _scalar(v) and re.search(r"(?:^|_)(?:id|name|title)$", k) and k not in hits]
+    currency = data.get("currency") if isinstance(data.get("currency"), str) else ""
+    return [f"{label(k, zh)}{'：' if zh else ': '}{data[k]}{' ' + currency if currency and _MONEY_KEY.search(k) else ''}"
+            for k in hits + context[:2]]
+
+
+def context_answer(messages: Sequence[BaseMessage], question: str, lang: str) -> str | None:
+    """A follow-up about something already looked up ("what was the price again?") answered from the
+    earlier result, as a model reads its context, instead of calling again."""
+    if not (_BACKREF.search(question) and _QUESTION.search(question)) or identifiers(question):
+        return None
+    asked = set(words(question, negations=True))
+    results = [text_of(m) for m in messages if m.type == "tool"]
+    # what earlier results said, as the instructions restate them ("... ok: name=Smart Speaker, price=69.49")
+    stated = [{k: v.strip() for k, v in _PAIR.findall(line)} for m in messages if m.type == "system"
+              for line in text_of(m).splitlines() if _PAIR.search(line)]
+    zh = lang == "zh"
+    found = [result_data(c) for c in results if not is_error(c)]
+    for data in (found if FIRST.search(question) else found[::-1]) + stated[::-1]:
+        if facts := _matching_facts(data, asked, zh):
+            return ("；" if zh else "; ").join(facts) + ("。" if zh else ".")
+    return None
 
 
 # ------------------------------------------------------------------------------------------ recall
@@ -281,13 +328,23 @@ _JSON_KEY = re.compile(r'\{\s*"(\w+)"')
 _FALLBACK_LABELS = ("unknown", "other", "none", "general", "misc")
 # General associations a model has for common label words.
 _LABEL_SENSE: dict[str, tuple[str, ...]] = {
-    "status": ("where", "track", "arrive", "shipping", "到哪", "哪"), "greeting": ("hi", "hello", "hey", "你好", "您好", "在吗"),
-    "thank": ("thanks", "thank", "谢谢", "多谢", "感谢"), "human": ("person", "agent", "human", "人工", "真人"),
-    "recall": ("remember", "start", "earlier", "first", "一开始", "最开始"), "product": ("buy", "sell", "stock", "available", "price"),
-    "complaint": ("complain", "unhappy", "terrible", "awful", "投诉"), "coupon": ("discount", "promo", "voucher", "优惠"),
+    "status": ("where", "track", "arrive", "shipping", "check", "update", "progress", "到哪", "哪", "进度", "进展", "状态"),
+    "greeting": ("hi", "hello", "hey", "你好", "您好", "在吗"), "thank": ("thanks", "thank", "谢谢", "多谢", "感谢"),
+    "human": ("person", "agent", "human", "technician", "人工", "真人"),
+    "recall": ("remember", "start", "earlier", "first", "一开始", "最开始"),
+    "product": ("buy", "sell", "stock", "available", "price", "have", "recommend", "推荐", "有什么好", "买", "卖", "商品"),
+    "complaint": ("complain", "unhappy", "投诉", "太差", "不满"), "coupon": ("discount", "promo", "voucher", "优惠"),
+    "my": ("list", "all", "mine", "有哪些", "列表"), "ticket": ("incident", "case", "工单", "故障单"),
+    "asset": ("device", "laptop", "monitor", "phone", "warranty", "equipment", "设备", "资产", "保修"),
+    "kb": ("how", "guide", "article", "knowledge", "如何", "怎么", "指南"), "search": ("how", "find", "look"),
+    "comment": ("note", "comment", "备注", "补充"), "create": ("new", "open", "broken", "submit", "坏", "新建", "提交", "开个"),
+    "reset": ("forgot", "forgotten", "忘记", "重置"), "unlock": ("locked", "lock", "锁"),
+    "request": ("need", "want", "grant", "申请", "开通"), "cancel": ("取消",), "return": ("退货", "send back"),
 }
 _VERIFY = re.compile(r"\bverif|\bcheck|\bvalidat|\bground|核对|验证|检查", re.I)
-_SUMMARY = re.compile(r"\bsummari[sz]|\bsummary\b|总结|概括|摘要", re.I)
+# Asking for a summary (a verb), not a text that merely has one ("[Summary up to turn 3]").
+_SUMMARY = re.compile(r"\bsummari[sz](?:e|ing)\b|\b(?:write|create|give|produce|make|provide)\s+(?:me\s+)?(?:a\s+|an\s+)?"
+                      r"(?:short\s+|brief\s+|concise\s+)?summary\b|总结一下|请总结|总结以下|概括一下|请概括|生成摘要|写(?:一段|个)?摘要", re.I)
 
 
 def _terms(text: str) -> set[str]:
@@ -295,23 +352,35 @@ def _terms(text: str) -> set[str]:
     return raw | set(words(text, negations=True))
 
 
+def _part_score(part: str, message: str, terms: set[str], plurals: set[str], prefixes: set[str]) -> float:
+    """How well one word of a label matches: itself (a stop-word counts little), a common sense of it, an
+    abbreviation of it in an id ("DOC-12" -> document), plus a little when both are plurals ("my tickets")."""
+    own = stem(part)
+    senses = _LABEL_SENSE.get(part, ()) or _LABEL_SENSE.get(own, ())
+    latin = {stem(s) for s in senses if not CJK.search(s)}
+    sense_hit = bool(latin & terms) or any(s in message for s in senses if CJK.search(s))
+    abbreviated = any(w.startswith(p) for p in prefixes for w in {part, *senses})
+    own_hit = own in terms
+    score = 1.0 if sense_hit or abbreviated or (own_hit and part not in STOP) else 0.25 if own_hit else 0.0
+    plural = part.endswith("s") and not part.endswith("ss") and bool(plurals & ({own} | latin))
+    return score + 0.5 * (score > 0 and plural)
+
+
 def classify(message: str, labels: list[str]) -> tuple[str, float]:
-    """The label whose words (and their common senses) best match the message."""
-    terms, best, best_score = _terms(message), None, 0.0
+    """The label whose words (and their common senses) best match the message; ties go to the label
+    with fewer words left unmatched."""
+    terms = _terms(message)
+    plurals = {stem(w) for w in re.findall(r"[A-Za-z]+", message) if stem(w) != w.lower() and w.lower().endswith("s")}
+    prefixes = {m.lower() for m in re.findall(r"(?<![A-Za-z])([A-Za-z]{2,4})-?\d", message)}
+    best, best_key = None, (0.0, 0)
     for name in labels:
-        score = 0.0
-        for part in re.split(r"[_\W]+", name.lower()):
-            own = stem(part)
-            senses = _LABEL_SENSE.get(part, ()) or _LABEL_SENSE.get(own, ())
-            sense = {stem(s) for s in senses if not CJK.search(s)}
-            zh_sense = [s for s in senses if CJK.search(s)]
-            hit = own in terms or bool(sense & terms) or any(s in message for s in zh_sense)
-            score += (0.25 if part in STOP else 1.0) * hit
-        if score > best_score:
-            best, best_score = name, score
-    if best is None:
+        parts = [p for p in re.split(r"[_\W]+", name.lower()) if p]
+        key = (sum(_part_score(p, message, terms, plurals, prefixes) for p in parts), -len(parts))
+        if key > best_key:
+            best, best_key = name, key
+    if best is None or best_key[0] < 0.5:
         return next((n for n in labels if n.lower() in _FALLBACK_LABELS), labels[-1]), 0.3
-    return best, round(min(0.95, 0.55 + 0.15 * best_score), 2)
+    return best, round(min(0.95, 0.55 + 0.15 * best_key[0]), 2)
 
 
 def _classification(instr: str, message: str) -> AIMessage | None:

@@ -28,9 +28,17 @@ IDENT = re.compile(r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Z
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
 MONEY = re.compile(r"[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|CNY|RMB|元)|\b\d+\.\d{2}\b")
 _NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w-]|\.\d)")
-EXAMPLE = re.compile(r"(?:e\.g\.|eg\.|for example|such as|like|例如|比如)\s*[:：,]?\s*[\"'“]?"
-                     r"([^\s,;)\"'”。，、]*[^\s,;)\"'”。，、.])", re.I)
+EXAMPLE = re.compile(r"(?:e\.g\.|eg\.|for example|such as|like|例如|比如)\s*[:：,]?\s*"
+                     r"(?:[\"“]([^\"”]{1,40})[\"”]|([^\s,;)\"'”。，、]*[^\s,;)\"'”。，、.]))", re.I)
+
+
+def example_of(description: str) -> str | None:
+    """The first example a description gives ("e.g. AB-1234", 'e.g. "blue shoes"')."""
+    m = EXAMPLE.search(description or "")
+    return (m.group(1) or m.group(2)) if m else None
+
 FIRST = re.compile(r"\b(?:first|1st|earliest|top)\b|第一|头一个|最早", re.I)
+_EARLY_KEY = re.compile(r"(?:^|[\W_])(?:first|earliest|initial|original|start)(?:$|[\W_])", re.I)
 LAST = re.compile(r"\b(?:last|bottom)\b(?! (?:week|month|year|time|night))|最后", re.I)
 CORRECTION = re.compile(r"\b(?:i mean|sorry|actually|instead|not\s+\S+\s*,)|不是|说错|应该是|改成", re.I)
 
@@ -45,6 +53,7 @@ this that these those there here what which who whom whose when why can could wo
 might must please pls plz hi hello hey thanks thank just also too very really want wanted need needs like get
 got give tell let know make sure some any all no not yes ok okay one thing things help hello im ive id dont
 s t d ll m re ve now still again up out off over only own same than other more most much many such each
+hmm hm um uh ah oh okay alright great cool nice good perfect awesome sounds
 """)
 
 # General vocabulary: Chinese words a model knows, as English words (support verbs and common nouns).
@@ -77,25 +86,38 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "怎样": ("how",), "设置": ("set", "setup", "configure"), "恢复": ("recover", "restore"), "连接": ("connect",),
     "认证": ("authentication",), "验证": ("verify",), "身份": ("identity",), "员工": ("employee",),
     "经理": ("manager",), "系统": ("system",), "指南": ("guide",), "文章": ("article",), "知识库": ("knowledge",),
-    "技术员": ("technician",), "保修": ("warranty",), "显示器": ("monitor",), "评论": ("comment",), "备注": ("comment", "note"), "积分": ("point",), "名称": ("name",), "合计": ("total",), "金额": ("amount",),
+    "技术员": ("technician",), "保修": ("warranty",), "显示器": ("monitor",), "评论": ("comment",), "备注": ("comment", "note"),
+    "领": ("claim",), "待发货": ("pending",), "已发货": ("shipped",), "签收": ("delivered",), "其他": ("list",),
+    "哪些": ("list",), "所有": ("all", "list"), "全部": ("all", "list"), "推荐": ("recommend", "search"), "有没有": ("available",), "有卖": ("sell",), "买": ("buy",), "卖": ("sell",), "看看": ("show",), "坏": ("broken",), "无法使用": ("broken",), "不能用": ("broken",), "开个": ("open", "create"), "补充": ("add", "comment"), "积分": ("point",), "名称": ("name",), "合计": ("total",), "金额": ("amount",),
 }
 # The English side back to Chinese, for wording answers and questions (first glossary entry wins).
 ZH_WORD: dict[str, str] = {}
+_PHRASE_ONLY = {"有没有", "有卖", "看看", "开个", "到哪", "多少钱", "不能用", "无法使用", "怎么", "如何", "怎样", "哪", "其他",
+                "哪些", "来着", "领", "坏", "退", "买", "卖", "找", "搜", "查"}  # request phrasings, not names of things
 for _zh, _ens in GLOSSARY.items():
-    for _en in _ens:
+    for _en in _ens if _zh not in _PHRASE_ONLY else ():
         ZH_WORD.setdefault(_en, _zh)
 ZH_WORD.update({"id": "编号", "number": "编号", "title": "标题", "total": "合计", "name": "名称", "your": "您的",
                 "code": "代码", "due": "到期", "created": "创建时间", "item": "项目", "quantity": "数量",
-                "no": "号", "at": "", "qty": "数量", "items": "项目"})
+                "no": "号", "at": "", "qty": "数量", "items": "项目", "available": "可用"})
 # English words that mean the same for a request (a model's general vocabulary), both sides of a match.
 _SAME = {"guide": "how", "manual": "how", "tutorial": "how", "instructions": "how", "steps": "how",
          "troubleshoot": "fix", "repair": "fix", "setup": "set", "configure": "set", "install": "set",
          "equipment": "device", "hardware": "device", "pc": "computer", "restore": "recover", "purchase": "buy",
-         "mobile": "phone", "mail": "email", "remove": "delete", "progress": "status", "track": "status"}
+         "mobile": "phone", "mail": "email", "remove": "delete", "progress": "status", "track": "status",
+         "submit": "create", "raise": "create", "display": "list", "recommend": "search",
+         "suggest": "search", "sell": "product", "buy": "product", "availability": "available",
+         "complaint": "complain", "unacceptable": "unhappy", "terrible": "unhappy", "awful": "unhappy",
+         "angry": "unhappy", "frustrated": "unhappy", "ridiculous": "unhappy", "worst": "unhappy"}
 _PHRASES = [(re.compile(r"\b(?:any|an|the|some)\s+updates?\b", re.I), " status "),
-            (re.compile(r"\bset\s+up\b", re.I), " set "), (re.compile(r"进度|进展"), " status ")]
-_ZH_NEGATION = re.compile(r"(?:不要|别|不用|不需要|无需)[\u3400-\u9fff]{1,4}")
-_EN_NEGATION = re.compile(r"\b(?:don'?t|do not|never|no need to)\s+(?:[a-z']+\s+){0,2}[a-z']+", re.I)
+            (re.compile(r"\bwhere\s+(?:are|is)\s+(?:we|things|it)\s+(?:with|on)\b", re.I), " status "),
+            (re.compile(r"\bset\s+up\b", re.I), " set "), (re.compile(r"进度|进展"), " status "),
+            (re.compile(r"\b(?:what|do|does)\s+(?:do\s+)?you\s+(?:have|sell|offer|carry)\b", re.I), " available "),
+            (re.compile(r"\blooking\s+for\b", re.I), " search "),
+            (re.compile(r"\bshow\s+(?:me\s+)?(?:all|my|a list)\b", re.I), " list my "), (re.compile(r"\bhow\s+much\b", re.I), " price cost ")]
+# A negated request ("don't transfer me to a human", "不是要退货") asks for nothing: up to the clause's end.
+_ZH_NEGATION = re.compile(r"(?:不是要|不是想|不想|不要|别|不用|不需要|无需)[\u3400-\u9fff]{1,4}")
+_EN_NEGATION = re.compile(r"\b(?:don'?t|do not|never|no need to)\s+[^,.;!?]{0,40}", re.I)
 
 
 def clean(text: str) -> str:
@@ -140,11 +162,25 @@ def words(text: str, *, negations: bool = False) -> list[str]:
         text = phrase.sub(meaning, text)
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
     out = [stem(w) for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in STOP and len(w) > 1]
-    out += [SAME[w] for w in out if w in SAME]
     for zh, ens in GLOSSARY.items():
         if zh in text:
             out.extend(stem(e) for e in ens)
-    return out
+    return out + [SAME[w] for w in out if w in SAME]
+
+
+# "How do I add a printer?": the verbs of a how-to question are its topic, not a request to act.
+_HOW_CLAUSE = re.compile(r"\bhow\s+(?:do|can|could|should|would)\s+(?:i|we|you)\s+([^?.!,;]+)|\bhow\s+to\s+([^?.!,;]+)|"
+                         r"\b(?:that|which)?\s*(?:i|we)\s+(?:can|could|may|am able to)\s+(\w+)|"  # "the coupons I can claim"
+                         r"(?:如何|怎么|怎样)([\u3400-\u9fff]{1,8})", re.I)
+
+
+def without_negations(text: str) -> str:
+    return _ZH_NEGATION.sub(" ", _EN_NEGATION.sub(" ", text))
+
+
+def topic_words(text: str) -> set[str]:
+    """Stems inside how-to clauses: what the user wants to learn about, not what they ask the tool to do."""
+    return {w for m in _HOW_CLAUSE.finditer(clean(text)) for w in words(next(g for g in m.groups() if g))}
 
 
 def has_content(text: str) -> bool:
@@ -213,6 +249,7 @@ class Call:
     profile: FaultProfile = CLEAN
     dice: Dice | None = None
     tokens: list[int] = field(default_factory=list)
+    memo: dict[Any, Any] = field(default_factory=dict)  # decisions taken once per call (e.g. obey or not)
 
     def roll(self, p: float) -> bool:
         return self.dice is not None and p > 0 and self.dice.roll(min(p, 1.0))
@@ -245,7 +282,7 @@ _FACT_LINE = re.compile(r"^\s*(?:[-*•]\s*)?([A-Za-z][\w .-]{0,40}?)\s*[:=：]\
 def stated_facts(text: str, name: str) -> list[str]:
     """Values of ``key: value`` lines whose key shares a word with ``name``: facts, not instructions."""
     own = set(words(name.replace("_", " ")))
-    return [m.group(2) for m in _FACT_LINE.finditer(text)
+    return [m.group(0).strip() for m in _FACT_LINE.finditer(text)
             if own & set(words(m.group(1).replace("_", " "))) and not EXAMPLE.search(m.group(2))]
 
 
@@ -334,9 +371,10 @@ _ID_HINT = re.compile(r"(?:^|_)(?:id|ids|code|number|no|ref|reference)$|编号|�
 _CAUSE = re.compile(r"\b(?:because|since|due to|as it|as they|reason)\b|因为|由于|原因", re.I)
 _AFFIRM = re.compile(r"\b(?:yes|yeah|confirm|sure|please do|go ahead)\b|是的|确认|好的|可以", re.I)
 _ZH_FILLER = re.compile(r"我想买|我想要|我要|想买|想要|有没有|有什么|帮我|请问|请|找一下|搜一下|搜索|查找|查一下|一下|推荐|"
-                        r"你们|我们|没有|吗|呢|的|吧|啊|买|找|有")
+                        r"你们|我们|没有|一款|一个|看看|有卖|卖|吗|呢|的|吧|啊|买|找|有")
 # Request words that say "look something up" rather than what to look for.
-_ASKING = frozenset(stem(w) for w in wordset("find look looking search show buy have see check available sell any how"))
+_ASKING = frozenset(stem(w) for w in wordset("find look looking search show buy have see check available sell any how "
+                                              "recommend suggest stock"))
 
 
 def fill_args(tool: dict[str, Any], call: Call, request: str,
@@ -362,8 +400,8 @@ def value_for(name: str, prop: dict[str, Any], call: Call, request: str, tool: d
         return _array_value(name, prop, call, request)
     if prop.get("pattern"):
         return patterned(name, prop["pattern"], call, request)
-    if prop.get("enum"):
-        return _enum_value(prop, request, required)
+    if prop.get("enum"):  # the option the user named now, else in the request this answers
+        return _enum_value(prop, request, False) or _enum_value(prop, context or request, required)
     if kind in ("integer", "number"):
         return _number_value(name, prop, request, required)
     if kind == "boolean":
@@ -378,21 +416,63 @@ def patterned(name: str, pattern: str, call: Call, request: str) -> str | None:
     messages, then in tool results (under a key of the same name first). "The first one" means the first
     row of a list shown since the user last named a value, else the earliest value the user gave."""
     first = bool(FIRST.search(request))
-    hits = pattern_values(pattern, request)
+    hits = pattern_values(pattern, plain(request)) or pattern_values(pattern, request)
     if hits:
         return _as_typed(call, hits[0] if first else hits[-1])
-    found = [(i, h, u) for i, t, u in call.sources(name) if (h := _source_hits(t, u, pattern, name))]
+    if not first and (named := _row_named(call, name, pattern, request)):
+        return named
+    found = [(i, h, u, t) for i, t, u in call.sources(name) if (h := _source_hits(t, u, pattern, name))]
     if first:
-        newest_user = max((i for i, _, u in found if u), default=-1)
-        lists = [x for x in found if not x[2] and len(x[1]) > 1 and x[0] > newest_user]
-        found = lists[:1] + [x for x in reversed(found) if x[2]] + [x for x in found if not x[2]]
-    for index, hits, is_user in found:
+        found = _first_order(call, found)
+    for index, hits, is_user, _ in found:
         if call.middle(index) and call.roll(call.profile.forget_middle):
             continue  # lost in the middle of a long input
         if is_user:
             return _as_typed(call, hits[0] if first else hits[-1])
         return hits[-1] if LAST.search(request) else hits[0]  # a list result: its first row by default
     return None
+
+
+_EMBEDDED = re.compile(r"<(\w+)[^>]*>.*?</\1>", re.S)
+_NAME_KEY = re.compile(r"(?:^|_)(?:name|title|model|subject|short_description)$")
+
+
+def plain(text: str) -> str:
+    """A user message without the JSON or tagged blocks pasted into it: values there are data, not what
+    the user asks about."""
+    for start, end, _ in reversed(json_spans(text)):
+        text = text[:start] + " " + text[end:]
+    return _EMBEDDED.sub(" ", text)
+
+
+def _row_named(call: Call, name: str, pattern: str, request: str) -> str | None:
+    """The id of a listed row whose name the user uses ("that monitor"), from the newest result."""
+    asked = set(words(request, negations=True))
+    bare = bare_pattern(pattern)
+    for _, text, is_user in call.sources(name):
+        for _, _, data in [] if is_user else json_spans(text):
+            for row in _rows(data):
+                value, label = row.get(name), " ".join(str(v) for k, v in row.items() if _NAME_KEY.search(k))
+                if isinstance(value, str) and bare and bare.fullmatch(value) and asked & set(words(label)):
+                    return value
+    return None
+
+
+def _rows(data: Any) -> list[dict[str, Any]]:
+    if isinstance(data, dict):
+        return [data, *(r for v in data.values() for r in _rows(v))]
+    return [r for v in data for r in _rows(v)] if isinstance(data, list) else []
+
+
+def _first_order(call: Call, found: list[tuple[int, list[str], bool, str]]) -> list[tuple[int, list[str], bool, str]]:
+    """Where "the first one" is: a fact stated as the first, a list shown since the user last named a
+    value, the earliest value the user gave, then the rest."""
+    stated = [x for x in found if isinstance(call.messages[x[0]], SystemMessage)]
+    early = [x for x in stated if _EARLY_KEY.search(x[3].split(":")[0])]
+    newest_user = max((x[0] for x in found if x[2]), default=-1)
+    lists = [x for x in found if not x[2] and len(x[1]) > 1 and (x[0] > newest_user or x in stated)]
+    users = [x for x in reversed(found) if x[2]]
+    return early + lists[:1] + users + [x for x in found if not x[2]]
 
 
 def _source_hits(text: str, is_user: bool, pattern: str, name: str) -> list[str]:
@@ -462,8 +542,8 @@ def _string_value(name: str, prop: dict[str, Any], call: Call, request: str, too
 def _identifier_value(name: str, prop: dict[str, Any], call: Call, request: str) -> str | None:
     """An id-like token for an unpatterned id, shaped like the description's example if it gives one:
     from the request, the user's other messages, tool results (under this key first), stated facts."""
-    example = EXAMPLE.search(prop.get("description", ""))
-    prefix = re.match(r"[A-Za-z]*", example.group(1)).group(0).lower() if example else ""
+    example = example_of(prop.get("description", "")) or ""
+    prefix = re.match(r"[A-Za-z]*", example).group(0).lower()
     found = [i for i in identifiers(request) if i.lower().startswith(prefix)]
     for _, text, is_user in ([] if found else call.sources(name)):
         keyed = [] if is_user else [str(v) for _, _, data in json_spans(text) for v in keyed_values(data, name)]
@@ -505,4 +585,4 @@ def query_text(request: str, tool_name: str) -> str:
             kept += [tok] if tok else []
         elif tok.lower() not in STOP and stem(tok) not in own and stem(tok) not in _ASKING:
             kept.append(tok)
-    return " ".join(kept).strip(" ?？!.。") or clean(request).strip()
+    return " ".join(kept).strip(" ?？!.。")  # empty: the user has not said what to look for yet

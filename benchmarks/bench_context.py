@@ -32,11 +32,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.printing import print_report
-from graphs.app import Harness
-from graphs.design import Design, load_design
-from graphs.domain import BenchScript, Domain, load_domain
-from tools.errors import HarnessError
+from lg_harness.benchmarks.printing import print_report
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.design import Design, load_design
+from lg_harness.graphs.domain import BenchScript, Domain, load_domain
+from lg_harness.tools.errors import HarnessError
 
 STRATEGIES = ("full", "time_window", "anchored", "summary_only", "structured_only", "hybrid")
 THREAD = "bench-context"

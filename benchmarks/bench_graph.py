@@ -39,22 +39,21 @@ from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.sqlite import SqliteSaver
-from pydantic import ValidationError as ArgumentsError
-
-from benchmarks.bench_context import (
+from lg_harness.benchmarks.bench_context import (
     bench_domain,
     database_bytes,
     latest_checkpoint_bytes,
     lift_quotas,
 )
-from benchmarks.printing import print_report
-from graphs.app import Harness
-from graphs.design import load_design
-from graphs.domain import Domain
-from obs.tracing import setup_tracing, shutdown_tracing, trace_file
-from tools.context import ToolContext
-from tools.errors import ToolError
-from tools.registry import ToolSpec
+from lg_harness.benchmarks.printing import print_report
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.design import load_design
+from lg_harness.graphs.domain import Domain
+from lg_harness.obs.tracing import setup_tracing, shutdown_tracing, trace_file
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.errors import ToolError
+from lg_harness.tools.registry import ToolSpec
+from pydantic import ValidationError as ArgumentsError
 
 THREAD = "bench-graph"
 WARM_UP_THREAD = "bench-warm-up"

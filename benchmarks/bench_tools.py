@@ -20,13 +20,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from graphs.domain import Domain, load_domain
-from tools.context import ToolContext
-from tools.executor import ToolExecutor, ToolOutcome
-from tools.registry import ToolRegistry
+from lg_harness.graphs.domain import Domain, load_domain
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.executor import ToolExecutor, ToolOutcome
+from lg_harness.tools.registry import ToolRegistry
 
 try:  # result cleaning is its own module; measure it when it is there
-    from tools.cleaning import clean_result
+    from lg_harness.tools.cleaning import clean_result
 except ImportError:  # pragma: no cover - depends on the checkout
     clean_result = None
 

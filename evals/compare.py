@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphs.design import Design, load_design
-from tools.errors import HarnessError
+from lg_harness.graphs.design import Design, load_design
+from lg_harness.tools.errors import HarnessError
 
 CELLS = "cells.jsonl"
 
@@ -48,8 +48,8 @@ class Task:
 
 def _work(task: Task) -> dict[str, Any]:
     # Runs in a worker process (or in-process with one worker): import here so the parent stays light.
-    from evals.runner import run_cell
-    from evals.scenario import Scenario
+    from lg_harness.evals.runner import run_cell
+    from lg_harness.evals.scenario import Scenario
 
     design = Design.model_validate(task.design)
     scenario = Scenario.model_validate(task.scenario)

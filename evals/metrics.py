@@ -25,10 +25,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from lg_harness.evals.scenario import Scenario, TurnExpect
+from lg_harness.graphs.domain import Domain, load_domain
 from pydantic import ValidationError as SchemaError
-
-from evals.scenario import Scenario, TurnExpect
-from graphs.domain import Domain, load_domain
 
 RETRY_AFTER_S = 2.0
 """The Retry-After the fault plan sends with every 429 (tools.faults.FaultPlan.retry_after_s)."""

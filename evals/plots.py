@@ -10,10 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lg_harness.evals.metrics import METRICS
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-
-from evals.metrics import METRICS
 
 # Per-seed metrics that get a bar chart, in report order.
 BAR_METRICS = (

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from evals.metrics import METRICS
+from lg_harness.evals.metrics import METRICS
 
 Summary = Mapping[str, Any]
 

@@ -10,13 +10,13 @@ import hashlib
 import json
 from typing import Any
 
-from graphs.app import Harness, executor_for
-from graphs.design import Design
-from graphs.domain import Domain, load_domain
-from graphs.guards import stop_reason
-from llm.factory import close_model, make_model
-from tools.errors import HarnessError
-from tools.faults import FaultPlan
+from lg_harness.graphs.app import Harness, executor_for
+from lg_harness.graphs.design import Design
+from lg_harness.graphs.domain import Domain, load_domain
+from lg_harness.graphs.guards import stop_reason
+from lg_harness.llm.factory import close_model, make_model
+from lg_harness.tools.errors import HarnessError
+from lg_harness.tools.faults import FaultPlan
 
 # Background faults every backend shows a little of, on top of what a scenario scripts.
 BACKGROUND_RATES = {"timeout": 0.02, "rate_limited": 0.02, "server_error": 0.02, "malformed": 0.01}
@@ -72,7 +72,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
     registry = plan.apply(domain.registry())
     memory = None
     if design.knobs.long_term_memory:
-        from memory.longterm import LongTermMemory
+        from lg_harness.memory.longterm import LongTermMemory
 
         memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}")
     backends = domain.fresh_resources() if domain.fresh_resources else {}

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field
-
-from tools.errors import HarnessError
 
 Tag = Literal["single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation",
               "role", "adversarial", "injection", "unicode", "tool-faults", "zh", "en", "handoff", "handwritten"]

@@ -17,28 +17,27 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
+from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.design import Design, load_design
+from lg_harness.graphs.domain import Domain, load_domain
+from lg_harness.graphs.ordering import ThreadOrder
+from lg_harness.llm.factory import close_model, make_model
+from lg_harness.memory.longterm import LongTermMemory
+from lg_harness.memory.transcript import TranscriptStore
+from lg_harness.obs.audit import AuditLog
+from lg_harness.obs.tracing import current_trace_id, message_span
+from lg_harness.tools.errors import HarnessError
+from lg_harness.tools.executor import RetryPolicy, ToolExecutor
+from lg_harness.tools.registry import ToolRegistry
+from lg_harness.tools.text import clean_text
 from typing_extensions import TypedDict
-
-from graphs.builder import build_graph
-from graphs.design import Design, load_design
-from graphs.domain import Domain, load_domain
-from graphs.ordering import ThreadOrder
-from llm.factory import close_model, make_model
-from memory.longterm import LongTermMemory
-from memory.transcript import TranscriptStore
-from obs.audit import AuditLog
-from obs.tracing import current_trace_id, message_span
-from tools.errors import HarnessError
-from tools.executor import RetryPolicy, ToolExecutor
-from tools.registry import ToolRegistry
-from tools.text import clean_text
 
 
 def executor_for(design: Design, registry: ToolRegistry, **clock: Any) -> ToolExecutor:
     """The executor the design names: classified retries (default), a heavyweight framework's, or raw."""
     kind = design.knobs.executor
     if kind == "framework":
-        from tools.framework_executor import FrameworkExecutor
+        from lg_harness.tools.framework_executor import FrameworkExecutor
 
         return FrameworkExecutor(registry, **clock)
     if kind == "raw":
@@ -247,7 +246,7 @@ class Harness:
 
     def _while_waiting(self, thread_id: str, snapshot: Any) -> dict[str, Any]:
         """The thread waits for a human: the message is kept in the transcript for them; the bot stays out."""
-        from nodes.phrases import say
+        from lg_harness.nodes.phrases import say
 
         ticket = (snapshot.values.get("handoff") or {}).get("ticket", "pending")
         lang = (snapshot.values.get("fact_card") or {}).get("language", "en")

@@ -5,25 +5,24 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, get_args, get_type_hints
 
+import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-
-import nodes  # noqa: F401 - registers the built-in variants
-from graphs import guards
-from graphs.design import BUILTIN_RULES, ROLES, Design
-from graphs.domain import Domain
-from graphs.dsl import PYTHON_EQUIVALENT_RULES, compile_rules
-from graphs.state import HarnessState
-from memory.assembly import WORKING_STRATEGIES
-from nodes.base import NodeDeps, variants
-from nodes.handoff import wait_for_human
-from nodes.remember import Remember
-from obs.tracing import traced_node
-from tools.errors import HarnessError
-from tools.executor import ToolExecutor
-from tools.registry import ToolRegistry
+from lg_harness.graphs import guards
+from lg_harness.graphs.design import BUILTIN_RULES, ROLES, Design
+from lg_harness.graphs.domain import Domain
+from lg_harness.graphs.dsl import PYTHON_EQUIVALENT_RULES, compile_rules
+from lg_harness.graphs.state import HarnessState
+from lg_harness.memory.assembly import WORKING_STRATEGIES
+from lg_harness.nodes.base import NodeDeps, variants
+from lg_harness.nodes.handoff import wait_for_human
+from lg_harness.nodes.remember import Remember
+from lg_harness.obs.tracing import traced_node
+from lg_harness.tools.errors import HarnessError
+from lg_harness.tools.executor import ToolExecutor
+from lg_harness.tools.registry import ToolRegistry
 
 NODE_ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff")
 

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from lg_harness.tools.errors import HarnessError
 from rich.console import Console
 from rich.table import Table
-
-from tools.errors import HarnessError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="An agent harness as a LangGraph StateGraph.")
@@ -46,11 +45,11 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
         try:
-            from obs.tracing import configure_logging, setup_tracing
+            from lg_harness.obs.tracing import configure_logging, setup_tracing
 
             configure_logging("DEBUG" if debug else "ERROR", sys.stderr)
             if kwargs.get("data_dir") is not None:  # HARNESS_TRACE picks exporters; the file one by default
-                from graphs.app import prepare_data_dir
+                from lg_harness.graphs.app import prepare_data_dir
 
                 setup_tracing(prepare_data_dir(kwargs["data_dir"]), default=("file",))
             return fn(*args, **kwargs)
@@ -76,7 +75,7 @@ def emit_json(data: Any) -> None:
 
 
 def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop"):
-    from graphs.app import Harness
+    from lg_harness.graphs.app import Harness
 
     return Harness(data_dir, design, model, domain=domain)
 
@@ -196,7 +195,7 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
 
 def thread_setup(data_dir: Path, thread: str, design: str | None, model: str | None) -> tuple[str, str]:
     """The design and model to continue ``thread`` with: as given, else as it last ran, else the defaults."""
-    from memory.transcript import TranscriptStore
+    from lg_harness.memory.transcript import TranscriptStore
 
     path = data_dir / "transcripts.sqlite"
     recorded: tuple[str, str | None] | None = None
@@ -215,11 +214,11 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
           = "mermaid", output: Annotated[Path | None, typer.Option("-o", "--output", help="write to this file")] = None,
           domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Draw a design's topology offline."""
-    from graphs.builder import build_graph
-    from graphs.design import load_design
-    from graphs.domain import load_domain
-    from graphs.draw import draw_ascii, draw_png
-    from llm.sim import SimChatModel
+    from lg_harness.graphs.builder import build_graph
+    from lg_harness.graphs.design import load_design
+    from lg_harness.graphs.domain import load_domain
+    from lg_harness.graphs.draw import draw_ascii, draw_png
+    from lg_harness.llm.sim import SimChatModel
 
     spec = load_design(design)
     # Drawing needs no stores, but the graph's shape depends on which ones a design uses.
@@ -251,7 +250,7 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
 @cli_command
 def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The design presets, each one's node variants and knobs."""
-    from graphs.design import PRESETS, ROLES
+    from lg_harness.graphs.design import PRESETS, ROLES
 
     data = [{"name": d.name, "description": d.description, "variants": {r: d.variant(r) for r in ROLES},
              "knobs": d.knobs.model_dump()} for d in PRESETS.values()]
@@ -270,7 +269,7 @@ def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 @cli_command
 def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The installed domain packs: intents, entity types, tools, roles and scenario sets."""
-    from graphs.domain import installed_domains, load_domain
+    from lg_harness.graphs.domain import installed_domains, load_domain
 
     data = [load_domain(name).describe() for name in sorted(installed_domains())]
     if json_out:
@@ -290,7 +289,7 @@ def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness
          = "sim:clean", domain: DomainOpt = "shop",
          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
-    from graphs.demo import run_demo
+    from lg_harness.graphs.demo import run_demo
 
     report = run_demo(data_dir, design, model, console=None if json_out else out, domain=domain)
     if json_out:
@@ -302,7 +301,7 @@ def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness
 def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False,
           debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
-    from obs.render import load_trace, span_tree
+    from lg_harness.obs.render import load_trace, span_tree
 
     spans = load_trace(data_dir, thread_id=thread)
     if not spans:
@@ -319,8 +318,8 @@ def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: Jso
 def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, typer.Option("--thread", "-t")] = None,
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The monitoring table from the audit log, each figure flagged against its threshold."""
-    from obs.audit import AuditLog
-    from obs.render import stats_table
+    from lg_harness.obs.audit import AuditLog
+    from lg_harness.obs.render import stats_table
 
     if not (data_dir / "audit.sqlite").exists():
         raise HarnessError(f"no audit log in {data_dir}; run some messages first")
@@ -351,14 +350,13 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets o
             Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A/B the designs on the same scenarios: results.json, report.md and plots in --out (resumable)."""
+    from lg_harness.evals.compare import run_compare
+    from lg_harness.evals.metrics import aggregate
+    from lg_harness.evals.plots import write_plots
+    from lg_harness.evals.report import write_json, write_report
+    from lg_harness.evals.scenario import load_scenarios, spread
+    from lg_harness.graphs.domain import load_domain
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from evals.compare import run_compare
-    from evals.metrics import aggregate
-    from evals.plots import write_plots
-    from evals.report import write_json, write_report
-    from evals.scenario import load_scenarios, spread
-    from graphs.domain import load_domain
 
     if full:
         seeds, limit = max(seeds, 3), None
@@ -390,8 +388,8 @@ SUMMARY_COLUMNS = (("task_completion", "done"), ("arg_validity", "valid args"), 
 
 
 def summary_table(summary: dict[str, Any]) -> Table:
-    from evals.metrics import METRICS
-    from evals.report import fmt_value
+    from lg_harness.evals.metrics import METRICS
+    from lg_harness.evals.report import fmt_value
 
     table = Table("design", *(label for _, label in SUMMARY_COLUMNS), title="mean across seeds")
     for design in summary["designs"]:
@@ -415,7 +413,7 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], 
 
     if kind not in BENCHES:
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
-    module = importlib.import_module(f"benchmarks.bench_{kind}")
+    module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
     if json_out:
         with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
             figures = getattr(module, f"run_bench_{kind}")(domain=domain)

@@ -6,12 +6,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.domain import Domain, load_domain
+from lg_harness.tools.errors import HarnessError
 from rich.console import Console
 from rich.table import Table
-
-from graphs.app import Harness
-from graphs.domain import Domain, load_domain
-from tools.errors import HarnessError
 
 THREAD = "demo"
 FORK_AFTER = 3  # the demo forks the thread after this message and sends the next one again

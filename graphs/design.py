@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from lg_harness.graphs.dsl import compile_rules
+from lg_harness.graphs.knobs import Knobs
+from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field
-
-from graphs.dsl import compile_rules
-from graphs.knobs import Knobs
-from tools.errors import HarnessError
 
 BUILTIN_RULES = "builtin:guards"  # the DSL twin of graphs/guards.py (graphs.dsl.PYTHON_EQUIVALENT_RULES)
 ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff", "context")

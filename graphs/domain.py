@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tools.entities import EntityType, entity_args, find_mentions
-from tools.registry import ToolRegistry, ToolSpec
+from lg_harness.tools.entities import EntityType, entity_args, find_mentions
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 IntentKind = Literal["task", "conversational", "to-human", "escalate"]
 Lang = str  # "en", "zh", ...
@@ -244,7 +244,7 @@ class Domain:
         return self.users(user_id, resources)
 
     def scenario_path(self, name: str = "builtin") -> Path:
-        from tools.errors import HarnessError
+        from lg_harness.tools.errors import HarnessError
 
         if name not in self.scenarios:
             known = ", ".join(self.scenarios) or "none"
@@ -265,7 +265,7 @@ ENTRY_POINT_GROUP = "lg_harness.domains"
 
 
 def _from_object(obj: Any, origin: str) -> Domain:
-    from tools.errors import HarnessError
+    from lg_harness.tools.errors import HarnessError
 
     value = obj() if callable(obj) and not isinstance(obj, Domain) else obj
     if not isinstance(value, Domain):
@@ -284,10 +284,10 @@ def installed_domains() -> dict[str, Any]:
 def _from_file(path: Path, attr: str | None, spec: str) -> Domain:
     import importlib.util
 
-    from tools.errors import HarnessError
+    from lg_harness.tools.errors import HarnessError
 
     if path.suffix in (".yaml", ".yml"):
-        from graphs.domain_yaml import domain_from_yaml
+        from lg_harness.graphs.domain_yaml import domain_from_yaml
 
         return domain_from_yaml(path)
     module_name = f"_harness_domain_{abs(hash(str(path.resolve())))}"
@@ -303,7 +303,7 @@ def _from_file(path: Path, attr: str | None, spec: str) -> Domain:
 
 
 def _attr_domain(module: Any, attr: str, spec: str) -> Domain:
-    from tools.errors import HarnessError
+    from lg_harness.tools.errors import HarnessError
 
     if not hasattr(module, attr):
         raise HarnessError(f"domain '{spec}': {getattr(module, '__name__', module)} has no attribute '{attr}'")
@@ -317,7 +317,7 @@ def load_domain(spec: str | Domain | None) -> Domain:
     """
     import importlib
 
-    from tools.errors import HarnessError
+    from lg_harness.tools.errors import HarnessError
 
     if isinstance(spec, Domain):
         return spec

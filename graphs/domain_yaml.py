@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from lg_harness.graphs.domain import Domain, Handoff, Intent, Route
+from lg_harness.tools.entities import EntityType
+from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from graphs.domain import Domain, Handoff, Intent, Route
-from tools.entities import EntityType
-from tools.errors import HarnessError
 
 
 class _Strict(BaseModel):

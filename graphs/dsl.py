@@ -44,11 +44,10 @@ from typing import Any, ClassVar, Literal, NamedTuple, NoReturn
 
 from langchain_core.messages import AIMessage
 from langgraph.graph import END as LANGGRAPH_END
+from lg_harness.graphs import guards
+from lg_harness.graphs.knobs import Knobs
+from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel
-
-from graphs import guards
-from graphs.knobs import Knobs
-from tools.errors import HarnessError
 
 END = "END"
 

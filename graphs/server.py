@@ -26,13 +26,12 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
-
-from graphs.app import prepare_data_dir
-from graphs.builder import build_graph
-from graphs.design import PRESETS, load_design
-from graphs.domain import Domain, load_domain
-from llm.factory import make_model
-from tools.errors import HarnessError
+from lg_harness.graphs.app import prepare_data_dir
+from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.design import PRESETS, load_design
+from lg_harness.graphs.domain import Domain, load_domain
+from lg_harness.llm.factory import make_model
+from lg_harness.tools.errors import HarnessError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

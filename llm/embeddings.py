@@ -52,7 +52,7 @@ def embed(texts: list[str]) -> np.ndarray:
 def _embed_one(name: str, text: str) -> np.ndarray:
     # Memoised per text: evaluations embed the same user messages for every design and seed.
     if name == str(bundled_model_dir()):
-        from llm.minilm import bundled
+        from lg_harness.llm.minilm import bundled
 
         vector = bundled().encode([text])[0]
     else:

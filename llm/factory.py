@@ -7,8 +7,7 @@ import os
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-
-from tools.errors import HarnessError
+from lg_harness.tools.errors import HarnessError
 
 SPEC_HELP = ("use 'sim' (faults on), 'sim:clean', 'sim:<profile>:<seed>', 'ollama:<model>' "
              "(e.g. ollama:qwen2.5:7b) or 'openai:<model>'")
@@ -54,8 +53,8 @@ def close_model(model: BaseChatModel) -> None:
 def _sim(rest: str, brain: Any = None) -> BaseChatModel:
     """``sim``, ``sim:clean``, ``sim:realistic:7``, ``sim:7``, ``sim:general:clean``: a fault profile and a
     seed, both optional, and ``general`` for the domain-general brain whatever the domain brings."""
-    from llm.sim import SimChatModel
-    from llm.sim_faults import PROFILES
+    from lg_harness.llm.sim import SimChatModel
+    from lg_harness.llm.sim_faults import PROFILES
 
     profile, seed = "realistic", 0
     for part in filter(None, rest.split(":")):

@@ -26,11 +26,10 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from lg_harness.llm.embeddings import count_tokens
+from lg_harness.llm.sim_faults import PROFILES, Dice, FaultProfile, latency_s
+from lg_harness.llm.text_tools import tools_from_instructions
 from pydantic import Field, PrivateAttr
-
-from llm.embeddings import count_tokens
-from llm.sim_faults import PROFILES, Dice, FaultProfile, latency_s
-from llm.text_tools import tools_from_instructions
 
 
 def as_text_calls(calls: list[dict[str, Any]], prefix: str = "") -> str:
@@ -141,12 +140,12 @@ class SimChatModel(BaseChatModel):
                 "faults": self.faults, "brain": self._brain_name()}
 
     def _brain_name(self) -> str:
-        return getattr(self.brain, "__module__", "llm.sim_general") if self.brain is not None else "llm.sim_general"
+        return getattr(self.brain, "__module__", "lg_harness.llm.sim_general") if self.brain is not None else "lg_harness.llm.sim_general"
 
     def _respond(self) -> Callable[..., AIMessage]:
         if self.brain is not None:
             return self.brain
-        from llm.sim_general import respond
+        from lg_harness.llm.sim_general import respond
 
         return respond
 

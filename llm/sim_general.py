@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-
-from llm.sim_faults import Dice, FaultProfile
-from llm.sim_general_answers import (
+from lg_harness.llm.sim_faults import Dice, FaultProfile
+from lg_harness.llm.sim_general_answers import (
     ask_for,
     auxiliary_reply,
     compose_answer,
@@ -38,7 +37,7 @@ from llm.sim_general_answers import (
     recall_answer,
     say,
 )
-from llm.sim_general_args import (
+from lg_harness.llm.sim_general_args import (
     CLEAN,
     CORRECTION,
     STOP,

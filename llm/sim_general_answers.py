@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-
-from llm.sim_general_args import (
+from lg_harness.llm.sim_general_args import (
     CJK,
     EXAMPLE,
     FIRST,

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
-from llm.sim_faults import Dice, FaultProfile
+from lg_harness.llm.sim_faults import Dice, FaultProfile
 
 CLEAN = FaultProfile()
 

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
-
-from tools.textcalls import TextCallParseError, format_tool_call_instructions, parse_tool_calls
+from lg_harness.tools.textcalls import TextCallParseError, format_tool_call_instructions, parse_tool_calls
 
 PARSE_ERROR_TOOL = "unparsed_tool_call"  # stands for a call the harness could not read
 _TOOL_LINE = re.compile(r"^- (\w+): (.*)$")

@@ -25,13 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from lg_harness.llm.embeddings import count_tokens
+from lg_harness.memory.clearing import clear_used_results, message_text
+from lg_harness.memory.constraints import is_correction
+from lg_harness.tools.entities import EntityType, find_mentions, user_facing
+from lg_harness.tools.text import is_low_information
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from llm.embeddings import count_tokens
-from memory.clearing import clear_used_results, message_text
-from memory.constraints import is_correction
-from tools.entities import EntityType, find_mentions, user_facing
-from tools.text import is_low_information
 
 Count = Callable[[str], int]
 

@@ -16,8 +16,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-
-from tools.cleaning import DEFAULT_KEY_FIELDS, compact_json, label, unlabel
+from lg_harness.tools.cleaning import DEFAULT_KEY_FIELDS, compact_json, label, unlabel
 
 # An item of a list result is named by its first id-like key ("order_id", "id", "code", ...).
 _ID_SUFFIXES = ("_id", "_code")

@@ -25,9 +25,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-
-from llm.embeddings import count_tokens
-from memory.assembly import (
+from lg_harness.llm.embeddings import count_tokens
+from lg_harness.memory.assembly import (
     Assembly,
     ContextPolicy,
     Count,
@@ -37,10 +36,10 @@ from memory.assembly import (
     message_tokens,
     tool_groups,
 )
-from memory.clearing import result_digest, shorten
-from memory.constraints import extract_constraints
-from tools.entities import EntityType, card_updates
-from tools.text import is_low_information
+from lg_harness.memory.clearing import result_digest, shorten
+from lg_harness.memory.constraints import extract_constraints
+from lg_harness.tools.entities import EntityType, card_updates
+from lg_harness.tools.text import is_low_information
 
 SUMMARY_LABELS = {"en": "[Summary up to turn {n}]", "zh": "[历史摘要 截至第 {n} 轮]"}
 LABEL_LINE = re.compile(r"^\[(?:Summary up to turn \d+|历史摘要 截至第 \d+ 轮)\]$")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from tools.text import CJK, clean_text, is_correction  # noqa: F401 - re-exported
+from lg_harness.tools.text import CJK, clean_text, is_correction  # noqa: F401 - re-exported
 
 # Sentences end at terminal punctuation (English only when followed by space, so "1.5kg" stays whole).
 # NFKC turns full-width "？！；，" into ASCII, so ASCII marks right before Chinese text end a sentence too.

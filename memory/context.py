@@ -20,11 +20,10 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-
-from graphs.design import Design
-from graphs.domain import Domain
-from graphs.state import HarnessState
-from memory.assembly import (
+from lg_harness.graphs.design import Design
+from lg_harness.graphs.domain import Domain
+from lg_harness.graphs.state import HarnessState
+from lg_harness.memory.assembly import (
     Anchors,
     Assembly,
     ContextPolicy,
@@ -33,10 +32,10 @@ from memory.assembly import (
     describe_task,
     results_to_keep,
 )
-from memory.clearing import clear_used_results
-from memory.compress import first_turn_of, maybe_compress, state_update
-from memory.constraints import extract_constraints
-from obs.tracing import span_event
+from lg_harness.memory.clearing import clear_used_results
+from lg_harness.memory.compress import first_turn_of, maybe_compress, state_update
+from lg_harness.memory.constraints import extract_constraints
+from lg_harness.obs.tracing import span_event
 
 
 def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:

@@ -50,9 +50,8 @@ from chromadb.api import ClientAPI
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
-
-from memory.facts import Clock, to_epoch
-from tools.errors import HarnessError
+from lg_harness.memory.facts import Clock, to_epoch
+from lg_harness.tools.errors import HarnessError
 
 COLLECTION = "experiences"
 SECONDS_PER_DAY = 86_400.0
@@ -77,13 +76,13 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
 
     def __init__(self, model_name: str | None = None) -> None:
         """Args: model_name: recorded in the collection config; defaults to ``embed_model_name()``."""
-        from llm.embeddings import embed_model_name
+        from lg_harness.llm.embeddings import embed_model_name
 
         self.model_name = model_name or embed_model_name()
 
     def __call__(self, input: Documents) -> Embeddings:
         """Embed ``input`` with the harness embedder (unit-normalised rows)."""
-        from llm.embeddings import embed
+        from lg_harness.llm.embeddings import embed
 
         return list(embed(list(input)))
 

@@ -10,9 +10,9 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from graphs.state import HarnessState
-from memory.longterm import LongTermMemory
-from tools.cleaning import DEFAULT_KEY_FIELDS
+from lg_harness.graphs.state import HarnessState
+from lg_harness.memory.longterm import LongTermMemory
+from lg_harness.tools.cleaning import DEFAULT_KEY_FIELDS
 
 
 def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3) -> dict[str, Any]:

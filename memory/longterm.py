@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 
 from chromadb.api import ClientAPI
-
-from memory.experiences import (
+from lg_harness.memory.experiences import (
     Experience,
     ExperienceStore,
     MemoryAccessError,
@@ -21,8 +20,8 @@ from memory.experiences import (
     RetrievalWeights,
     SearchHit,
 )
-from memory.facts import Clock, Fact, FactStore
-from tools.errors import HarnessError
+from lg_harness.memory.facts import Clock, Fact, FactStore
+from lg_harness.tools.errors import HarnessError
 
 __all__ = [
     "Clock",

@@ -15,19 +15,18 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-
-from graphs.domain import Domain
-from graphs.state import HarnessState, ToolCallRecord
-from llm.text_tools import PARSE_ERROR_TOOL
-from memory.constraints import forbidden_tools
-from memory.context import build_context
-from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
-from nodes.phrases import say
-from obs.tracing import TOOL_LOGGERS
-from tools.cleaning import clean_error, clean_result
-from tools.context import ToolContext
-from tools.errors import ToolError
-from tools.executor import ToolOutcome
+from lg_harness.graphs.domain import Domain
+from lg_harness.graphs.state import HarnessState, ToolCallRecord
+from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
+from lg_harness.memory.constraints import forbidden_tools
+from lg_harness.memory.context import build_context
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
+from lg_harness.nodes.phrases import say
+from lg_harness.obs.tracing import TOOL_LOGGERS
+from lg_harness.tools.cleaning import clean_error, clean_result
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.errors import ToolError
+from lg_harness.tools.executor import ToolOutcome
 
 tool_log = logging.getLogger("harness.tools")
 

@@ -17,14 +17,13 @@ from typing import Any, Protocol
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
-
-from graphs.design import Design
-from graphs.domain import Domain
-from graphs.state import HarnessState, TurnStats
-from llm.text_tools import from_text, to_text_mode
-from obs.tracing import bind_context, model_identity, model_span, record_model_response
-from tools.executor import ToolExecutor
-from tools.registry import ToolRegistry, ToolSpec
+from lg_harness.graphs.design import Design
+from lg_harness.graphs.domain import Domain
+from lg_harness.graphs.state import HarnessState, TurnStats
+from lg_harness.llm.text_tools import from_text, to_text_mode
+from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response
+from lg_harness.tools.executor import ToolExecutor
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 
 class Node(Protocol):

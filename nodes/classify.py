@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from graphs.domain import Domain
-from tools.text import clean_text, is_low_information, keyword_hit, language, rule_text
+from lg_harness.graphs.domain import Domain
+from lg_harness.tools.text import clean_text, is_low_information, keyword_hit, language, rule_text
 
 UNKNOWN = "unknown"
 OPEN = "open"  # the one task of a domain without intents, or of a design without an intent step
@@ -35,7 +35,7 @@ def hinted_intent(domain: Domain, text: str) -> str | None:
 
 @lru_cache(maxsize=32)
 def _examples(labels: tuple[str, ...], texts: tuple[str, ...]):
-    from llm.embeddings import embed
+    from lg_harness.llm.embeddings import embed
 
     return labels, embed(list(texts))
 
@@ -45,7 +45,7 @@ def embedding_intent(domain: Domain, text: str) -> tuple[str, float]:
     pairs = [(i.name, ex) for i in domain.intents for ex in i.examples.get("en", ())]
     if not pairs:
         return UNKNOWN, 0.0
-    from llm.embeddings import embed
+    from lg_harness.llm.embeddings import embed
 
     labels, matrix = _examples(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
     scores = matrix @ embed([clean_text(text)])[0]

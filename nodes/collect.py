@@ -10,13 +10,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
-
-from graphs.domain import Domain
-from graphs.state import HarnessState
-from memory.context import last_human_text
-from nodes.base import NodeDeps, register_variant
-from nodes.phrases import has_phrase, say
-from tools.text import language
+from lg_harness.graphs.domain import Domain
+from lg_harness.graphs.state import HarnessState
+from lg_harness.memory.context import last_human_text
+from lg_harness.nodes.base import NodeDeps, register_variant
+from lg_harness.nodes.phrases import has_phrase, say
+from lg_harness.tools.text import language
 
 # "the first one", "第一个": an ordinal that picks one of the mentions remembered in order.
 _ORDINALS = {

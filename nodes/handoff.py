@@ -12,14 +12,13 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
-
-from graphs.design import Knobs
-from graphs.guards import quota_exceeded, repeated_invalid_call
-from graphs.state import HarnessState
-from nodes.base import NodeDeps, register_variant, thread_id
-from nodes.phrases import say
-from obs.tracing import span_event
-from tools.context import ToolContext
+from lg_harness.graphs.design import Knobs
+from lg_harness.graphs.guards import quota_exceeded, repeated_invalid_call
+from lg_harness.graphs.state import HarnessState
+from lg_harness.nodes.base import NodeDeps, register_variant, thread_id
+from lg_harness.nodes.phrases import say
+from lg_harness.obs.tracing import span_event
+from lg_harness.tools.context import ToolContext
 
 
 def handoff_reason(state: HarnessState, knobs: Knobs) -> str:

@@ -12,16 +12,15 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-
-from graphs.domain import Domain
-from graphs.state import HarnessState
-from memory.constraints import forbidden_tools
-from memory.context import last_human_text, turn_upkeep
-from memory.hooks import recall
-from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
-from nodes.classify import OPEN, UNKNOWN, classify
-from tools.entities import card_updates
-from tools.text import clean_text, language
+from lg_harness.graphs.domain import Domain
+from lg_harness.graphs.state import HarnessState
+from lg_harness.memory.constraints import forbidden_tools
+from lg_harness.memory.context import last_human_text, turn_upkeep
+from lg_harness.memory.hooks import recall
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
+from lg_harness.nodes.classify import OPEN, UNKNOWN, classify
+from lg_harness.tools.entities import card_updates
+from lg_harness.tools.text import clean_text, language
 
 
 def classify_prompt(domain: Domain) -> str:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-
-from graphs.state import HarnessState
-from memory.hooks import remember
-from nodes.base import NodeDeps
+from lg_harness.graphs.state import HarnessState
+from lg_harness.memory.hooks import remember
+from lg_harness.nodes.base import NodeDeps
 
 
 class Remember:

@@ -11,13 +11,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
-
-from graphs.guards import stop_reason
-from graphs.state import HarnessState
-from memory.context import build_context, last_ai, last_human_text
-from nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
-from nodes.phrases import has_phrase, say
-from obs.tracing import span_event
+from lg_harness.graphs.guards import stop_reason
+from lg_harness.graphs.state import HarnessState
+from lg_harness.memory.context import build_context, last_ai, last_human_text
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
+from lg_harness.nodes.phrases import has_phrase, say
+from lg_harness.obs.tracing import span_event
 
 FINAL_NOTE = "Answer the customer now using only the tool results above. Do not call tools."
 STOPPED_NOTE = ("The tool loop was stopped ({reason}). Tell the customer what was done so far, from the tool "

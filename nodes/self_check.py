@@ -14,11 +14,10 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-
-from graphs.state import HarnessState
-from memory.context import turn_messages
-from nodes.base import NodeDeps, register_variant
-from tools.entities import EntityType
+from lg_harness.graphs.state import HarnessState
+from lg_harness.memory.context import turn_messages
+from lg_harness.nodes.base import NodeDeps, register_variant
+from lg_harness.tools.entities import EntityType
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
 
@@ -94,8 +93,7 @@ class ModelCheck:
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         from langchain_core.messages import HumanMessage as Human
         from langchain_core.messages import SystemMessage
-
-        from nodes.base import ModelCallFailed, call_model
+        from lg_harness.nodes.base import ModelCallFailed, call_model
 
         prompt = f"ANSWER:\n{state.get('reply') or ''}\n\nEVIDENCE:\n{grounding_text(state)}"
         stats = dict(state.get("turn_stats") or {})

@@ -31,7 +31,7 @@ lives in a temporary data dir that is removed at the end.
 import json
 import tempfile
 
-from graphs.app import Harness
+from lg_harness.graphs.app import Harness
 
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb01-")
 h = Harness(workdir.name, design="harness", model="sim:clean")
@@ -114,9 +114,9 @@ import tempfile
 
 from IPython.display import Image, Markdown, display
 
-from graphs.app import Harness
-from graphs.design import PRESETS, ROLES
-from graphs.draw import draw_png
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.design import PRESETS, ROLES
+from lg_harness.graphs.draw import draw_png
 
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb02-")
 graphs = {}
@@ -178,7 +178,7 @@ Model `sim:clean` (no faults) keeps the outputs deterministic; `sim` would add i
 # %%
 import tempfile
 
-from graphs.app import Harness
+from lg_harness.graphs.app import Harness
 
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb03-")
 h = Harness(workdir.name, design="harness", model="sim:clean")
@@ -262,12 +262,12 @@ from pathlib import Path
 
 from IPython.display import Image, Markdown, display
 
-from evals.compare import run_compare
-from evals.metrics import METRICS, aggregate
-from evals.plots import write_plots
-from evals.report import fmt_value, render_report
-from domains.shop import DOMAIN as SHOP
-from evals.scenario import load_scenarios, spread
+from lg_harness.evals.compare import run_compare
+from lg_harness.evals.metrics import METRICS, aggregate
+from lg_harness.evals.plots import write_plots
+from lg_harness.evals.report import fmt_value, render_report
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.evals.scenario import load_scenarios, spread
 
 DESIGNS = ["naive", "state-machine", "harness"]
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb04-")
@@ -344,12 +344,12 @@ from pathlib import Path
 import yaml
 from IPython.display import Markdown, display
 
-from graphs.app import Harness
-from domains.shop import DOMAIN as SHOP
-from tools.context import ToolContext
-from tools.errors import NotFoundError
-from domains.shop.backend import shop_db, shop_now
-from domains.shop.tools import OrderId
+from lg_harness.graphs.app import Harness
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.errors import NotFoundError
+from lg_harness.domains.shop.backend import shop_db, shop_now
+from lg_harness.domains.shop.tools import OrderId
 
 TRANSIT_DAYS = {"SF Express": 2, "YTO Express": 3, "ZTO Express": 4}
 
@@ -378,8 +378,8 @@ spec = registry.register(track_order_status)   # ... plus ours: schema from the 
 print(spec.json_schema())
 
 # %%
-from nodes.base import register_variant
-from nodes.reply import ModelReply, lang_of
+from lg_harness.nodes.base import register_variant
+from lg_harness.nodes.reply import ModelReply, lang_of
 
 SURVEY = {"en": "Did that help? (yes/no)", "zh": "这个回答对您有帮助吗？"}
 
@@ -406,8 +406,8 @@ a real model reads the description. It words answers only for the shop's own res
 other result as JSON, so the replies below show the tool's result as it came back.
 
 # %%
-from domains.shop import DOMAIN as SHOP
-from graphs.design import load_design
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.graphs.design import load_design
 
 
 def with_tracking(intent):
@@ -451,11 +451,11 @@ written to a YAML file. `workers=1` runs the cells in this kernel, where the `su
 the variant; the new tool serves no scenario of the suite.
 
 # %%
-from evals.compare import run_compare
-from evals.metrics import METRICS, aggregate
-from evals.report import fmt_value
-from domains.shop import DOMAIN as SHOP
-from evals.scenario import load_scenarios, spread
+from lg_harness.evals.compare import run_compare
+from lg_harness.evals.metrics import METRICS, aggregate
+from lg_harness.evals.report import fmt_value
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.evals.scenario import load_scenarios, spread
 
 design_file = Path(workdir.name) / "harness-survey.yaml"
 design_file.write_text(yaml.safe_dump(design.model_dump(), allow_unicode=True, sort_keys=False), encoding="utf-8")
@@ -494,10 +494,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from graphs.app import Harness
-from graphs.domain import Domain, Intent, Route
-from tools.context import ToolContext
-from tools.entities import Entity, EntityType
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.domain import Domain, Intent, Route
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.entities import Entity, EntityType
 
 BookId = Annotated[str, Entity("book"), Field(pattern=r"^BOOK-\d{4}$", description="Book id, e.g. BOOK-0042.")]
 TITLES = {"BOOK-0042": "The Hitchhiker's Guide to the Galaxy", "BOOK-0007": "Dune"}
@@ -566,7 +566,7 @@ you `pip install` registers there too): `shop` and `helpdesk`, an IT service des
 for the caller's identity to be verified.
 
 # %%
-from graphs.domain import installed_domains, load_domain
+from lg_harness.graphs.domain import installed_domains, load_domain
 
 print(sorted(installed_domains()))
 helpdesk = load_domain("helpdesk")

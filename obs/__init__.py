@@ -20,7 +20,7 @@ Wiring recipe (who calls what):
 - ``harness trace``: ``span_tree(load_trace(data_dir, thread_id=T))``; stats: ``stats_table(audit.stats())``.
 """
 
-from obs.audit import (
+from lg_harness.obs.audit import (
     DEFAULT_THRESHOLDS,
     AuditLog,
     Redactor,
@@ -29,8 +29,8 @@ from obs.audit import (
     Thresholds,
     default_redactor,
 )
-from obs.render import load_trace, span_tree, stats_table
-from obs.tracing import (
+from lg_harness.obs.render import load_trace, span_tree, stats_table
+from lg_harness.obs.tracing import (
     TOOL_LOGGERS,
     JsonLogFormatter,
     JsonlSpanExporter,

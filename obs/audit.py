@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from obs.tracing import current_message, current_trace_id, outcome_dict, total_ms
+from lg_harness.obs.tracing import current_message, current_trace_id, outcome_dict, total_ms
 
 AUDIT_FILE = "audit.sqlite"
 

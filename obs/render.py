@@ -8,12 +8,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lg_harness.obs.audit import StatRow
+from lg_harness.obs.tracing import trace_file
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
-
-from obs.audit import StatRow
-from obs.tracing import trace_file
 
 # Attributes worth a glance in the tree, in display order, with their short labels.
 _KEY_ATTRS = (

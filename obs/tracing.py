@@ -43,7 +43,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import INVALID_SPAN, NoOpTracer, Span, Status, StatusCode, Tracer
 
-from tools.errors import HarnessError, status_code_of
+from lg_harness.errors import HarnessError, status_code_of
 
 ENV_VAR = "HARNESS_TRACE"
 EXPORTERS = ("console", "otlp", "file")

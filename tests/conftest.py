@@ -83,7 +83,7 @@ def _no_real_model_calls(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
 @pytest.fixture
 def shop(tmp_path):
     """The seeded demo shop in this test's tmp_path (the same file a Harness on tmp_path uses)."""
-    from domains.shop.backend import ShopDB
+    from lg_harness.domains.shop.backend import ShopDB
 
     db = ShopDB.open(tmp_path / "shop.sqlite")
     yield db
@@ -96,7 +96,7 @@ def patient_design(name: str = "harness"):
     ``model_timeout_s`` is real time while the sim's latency is virtual: on a loaded CI machine a sim call
     can pass 15 s and turn into a 'busy' reply. Deadlines are tested on their own, not by accident here.
     """
-    from graphs.design import load_design
+    from lg_harness.graphs.design import load_design
 
     design = load_design(name)
     design.knobs.model_timeout_s = max(design.knobs.model_timeout_s, 120.0)
@@ -106,7 +106,7 @@ def patient_design(name: str = "harness"):
 @pytest.fixture
 def harness_app(tmp_path):
     """A ``Harness`` on tmp_path with the default design (patient model deadline) and the ``sim`` model."""
-    from graphs.app import Harness
+    from lg_harness.graphs.app import Harness
 
     h = Harness(tmp_path, design=patient_design())
     yield h
@@ -140,10 +140,9 @@ def recording_sim_cls():
     Its fault profile defaults to ``clean`` (node tests check the harness, not the model's faults); pass
     ``faults="realistic"`` for the profile the ``sim`` spec uses.
     """
+    from lg_harness.domains.shop import DOMAIN as SHOP
+    from lg_harness.llm.sim import SimChatModel
     from pydantic import Field
-
-    from domains.shop import DOMAIN as SHOP
-    from llm.sim import SimChatModel
 
     class RecordingSim(SimChatModel):
         faults: str = "clean"

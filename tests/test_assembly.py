@@ -10,10 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
-from domains.shop import DOMAIN as SHOP
-from llm.embeddings import count_tokens
-from memory.assembly import (
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.llm.embeddings import count_tokens
+from lg_harness.memory.assembly import (
     LAYERS,
     WORKING_STRATEGIES,
     Anchors,
@@ -26,7 +25,7 @@ from memory.assembly import (
     message_tokens,
     tool_groups,
 )
-from memory.constraints import extract_constraints, is_correction
+from lg_harness.memory.constraints import extract_constraints, is_correction
 
 TRIMMING = [name for name, s in WORKING_STRATEGIES.items() if s.trims]
 SYSTEM = "You are the customer-service assistant of an online shop. Never invent order numbers."
@@ -480,10 +479,10 @@ def test_is_correction(text, expected):
 
 def test_a_context_strategy_registers_like_a_node_variant(tmp_path):
     """A new working-layer strategy is one call away: designs name it, and the graph builds with it."""
-    from graphs.builder import build_graph
-    from graphs.design import load_design
-    from llm.sim import SimChatModel
-    from memory.assembly import WorkingStrategy, register_strategy, select_none
+    from lg_harness.graphs.builder import build_graph
+    from lg_harness.graphs.design import load_design
+    from lg_harness.llm.sim import SimChatModel
+    from lg_harness.memory.assembly import WorkingStrategy, register_strategy, select_none
 
     base = load_design("harness")
     design = base.model_copy(update={"name": "memory-only", "variants": {**base.variants, "context": "cards_only"}})

@@ -9,17 +9,16 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from benchmarks import bench_context, bench_graph
-from benchmarks.bench_context import BYTE_FRACTIONS, STRATEGIES, TOKEN_FRACTIONS, sample_turns
-from domains.helpdesk import DOMAIN as HELPDESK
-from domains.helpdesk.db import HelpdeskDB
-from domains.shop import DOMAIN as SHOP
-from domains.shop.backend import ShopDB
-from domains.shop.bench import customer_facts
-from graphs.domain import Domain
-from nodes.classify import classify
-from tools.errors import HarnessError
+from lg_harness.benchmarks import bench_context, bench_graph
+from lg_harness.benchmarks.bench_context import BYTE_FRACTIONS, STRATEGIES, TOKEN_FRACTIONS, sample_turns
+from lg_harness.domains.helpdesk import DOMAIN as HELPDESK
+from lg_harness.domains.helpdesk.db import HelpdeskDB
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.domains.shop.backend import ShopDB
+from lg_harness.domains.shop.bench import customer_facts
+from lg_harness.graphs.domain import Domain
+from lg_harness.nodes.classify import classify
+from lg_harness.tools.errors import HarnessError
 
 STRATEGY_KEYS = {"tokens", "token_stand_ins", "token_ratio", "checkpoint_bytes", "checkpoint_ratio", "db_bytes",
                  "waiting_turns", "recall_reply", "recall_ok", "tokens_by_turn", "seconds", "fresh_tokens",

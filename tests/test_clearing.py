@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-
-from domains.shop import DOMAIN as SHOP
-from graphs.app import Harness
-from graphs.design import load_design
-from memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
-from memory.clearing import clear_used_results, cleared, is_digest, result_digest
-from memory.compress import compress
-from memory.context import turn_upkeep
-from tools.cleaning import clean_error, label, unlabel
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.design import load_design
+from lg_harness.memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
+from lg_harness.memory.clearing import clear_used_results, cleared, is_digest, result_digest
+from lg_harness.memory.compress import compress
+from lg_harness.memory.context import turn_upkeep
+from lg_harness.tools.cleaning import clean_error, label, unlabel
 
 try:
     from support import u001_order

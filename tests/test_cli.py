@@ -11,9 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-
-from domains.shop import nlu
-from graphs.app import Harness
+from lg_harness.domains.shop import nlu
+from lg_harness.graphs.app import Harness
 
 try:
     from support import harness
@@ -141,9 +140,9 @@ def test_missing_slot_asks_and_calls_no_tool(tmp_path):
 
 
 def design_nodes() -> list[str]:
-    from graphs.builder import build_graph
-    from graphs.design import load_design
-    from llm.sim import SimChatModel
+    from lg_harness.graphs.builder import build_graph
+    from lg_harness.graphs.design import load_design
+    from lg_harness.llm.sim import SimChatModel
 
     graph = build_graph(load_design("harness"), SimChatModel()).get_graph()
     return [n for n in graph.nodes if not n.startswith("__")]
@@ -175,7 +174,7 @@ def test_graph_text_formats_name_every_node(tmp_path, fmt):
 
 
 def test_designs_json(tmp_path):
-    from graphs.design import PRESETS, ROLES, Knobs
+    from lg_harness.graphs.design import PRESETS, ROLES, Knobs
 
     proc = harness("designs", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

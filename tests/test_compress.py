@@ -16,9 +16,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-
-from domains.shop import DOMAIN as SHOP
-from memory.assembly import (
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.memory.assembly import (
     Anchors,
     ContextPolicy,
     MemoryLayer,
@@ -27,7 +26,7 @@ from memory.assembly import (
     message_tokens,
     tool_groups,
 )
-from memory.compress import (
+from lg_harness.memory.compress import (
     Compression,
     compress,
     first_turn_of,

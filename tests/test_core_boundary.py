@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = ("graphs", "nodes", "memory", "tools", "llm", "evals", "obs")
+CORE = ("lg_harness", "graphs", "nodes", "memory", "tools", "llm", "evals", "obs")
 
 # The bundled packs' tools, intents, slots and identifier formats. A core module that needs one of these
 # is doing a domain's job.
@@ -80,7 +80,8 @@ def test_the_core_is_scanned():
 
 @pytest.mark.parametrize("path", core_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_module_imports_no_domain(path):
-    bad = [m for m in imported_modules(path) if m == "domains" or m.startswith("domains.")]
+    bad = [m for m in imported_modules(path) if m in ("domains", "lg_harness.domains")
+           or m.startswith(("domains.", "lg_harness.domains."))]
     assert not bad, f"{path.relative_to(ROOT)} imports {bad}: pass a Domain in instead"
 
 
@@ -94,9 +95,30 @@ def test_core_module_names_no_domain_vocabulary(path):
 def test_the_scan_catches_a_shop_word(tmp_path):
     """The checks above could fail: a module that names a shop tool or id, or imports a pack, is caught."""
     bad = tmp_path / "bad.py"
-    bad.write_text('"""Docs may say ORD-10134."""\nfrom domains.shop import DOMAIN\nTOOL = "cancel_order"\n'
+    bad.write_text('"""Docs may say ORD-10134."""\nfrom lg_harness.domains.shop import DOMAIN\nTOOL = "cancel_order"\n'
                    'ID = re.compile(r"ORD-\\d{5}")\n', encoding="utf-8")
-    assert imported_modules(bad) == ["domains.shop"]
+    assert imported_modules(bad) == ["lg_harness.domains.shop"]
     texts = [t for _, t in code_tokens(bad)]
     assert '"cancel_order"' in texts and not any("10134" in t for t in texts)
     assert any(ID_FORMATS.search(t) for t in texts)
+
+
+def test_one_namespace_with_a_small_public_api(tmp_path):
+    """Installed, the project is `lg_harness.*`: no generic top-level `tools`, `llm`, `memory`, `evals`..."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import importlib.util, lg_harness\n"
+        "print(sorted(n for n in ('graphs','nodes','memory','tools','llm','evals','obs','domains','benchmarks')"
+        " if importlib.util.find_spec(n) is not None))\n"
+        "print(all(getattr(lg_harness, n) is not None for n in lg_harness.__all__))\n"
+        "from lg_harness import Harness, Domain, HarnessError\n"
+        "print(Harness.__module__, Domain.__module__, HarnessError.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    top_level, exported, modules = out.stdout.splitlines()
+    assert top_level == "[]", f"installed as generic top-level modules: {top_level}"
+    assert exported == "True"
+    assert modules == "lg_harness.graphs.app lg_harness.graphs.domain lg_harness.errors"

@@ -9,8 +9,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 from langgraph.graph import END, START, StateGraph
-
-from graphs.draw import draw_ascii, draw_png
+from lg_harness.graphs.draw import draw_ascii, draw_png
 
 NODES = ["intent", "collect", "action", "reply", "self_check", "handoff"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -13,17 +13,15 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any
 
+import lg_harness.graphs.dsl as dsl
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from typing_extensions import TypedDict
-
-import graphs.dsl as dsl
-from domains.shop import DOMAIN as SHOP
-from graphs import guards
-from graphs.design import Knobs
-from graphs.dsl import (
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.graphs import guards
+from lg_harness.graphs.design import Knobs
+from lg_harness.graphs.dsl import (
     DEFAULT_NODES,
     KNOB_FIELDS,
     KNOWN_FIELDS,
@@ -43,7 +41,8 @@ from graphs.dsl import (
     compile_rules,
     facts_from_state,
 )
-from tools.errors import HarnessError
+from lg_harness.tools.errors import HarnessError
+from typing_extensions import TypedDict
 
 NODES = set(DEFAULT_NODES)
 ABC = frozenset({"a", "b", "c", "n", "s", "xs", "d", "d.*"})

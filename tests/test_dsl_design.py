@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from graphs.app import Harness
-from graphs.design import load_design
-from graphs.dsl import PYTHON_EQUIVALENT_RULES
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.design import load_design
+from lg_harness.graphs.dsl import PYTHON_EQUIVALENT_RULES
 
 CONVERSATION = [
     "hi",

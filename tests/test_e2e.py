@@ -10,11 +10,10 @@ import json
 import re
 
 import pytest
-
-from domains.shop import nlu
-from graphs.app import Harness
-from graphs.design import Design, Knobs
-from tools.errors import HarnessError
+from lg_harness.domains.shop import nlu
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.design import Design, Knobs
+from lg_harness.tools.errors import HarnessError
 
 STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消"}
 PRODUCT_ID_RE = re.compile(r"\bP\d{4}\b")
@@ -155,7 +154,7 @@ def test_shipped_order_cannot_be_returned_and_nothing_changes(harness_app, shop,
 
 
 def claimable(shop, user_id: str = "U001") -> list[str]:
-    from domains.shop.backend import shop_now
+    from lg_harness.domains.shop.backend import shop_now
 
     now = shop_now().isoformat(timespec="seconds")
     return [r["code"] for r in shop.query(

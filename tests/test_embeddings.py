@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-
-from llm.embeddings import bundled_model_dir, count_tokens, embed, sentence_embed
+from lg_harness.llm.embeddings import bundled_model_dir, count_tokens, embed, sentence_embed
 
 TEXTS = [
     "where is my order ORD-10134?",

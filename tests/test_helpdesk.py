@@ -12,15 +12,14 @@ from typing import Any, get_args
 
 import pytest
 import yaml
-
-from domains.helpdesk import DOMAIN, HELPDESK_TOOLS, generate, kb, pin_slot, system_slot
-from domains.helpdesk import tools as hd_tools
-from domains.helpdesk.db import HelpdeskDB
-from domains.helpdesk.seed import INJECTED_ARTICLES, LOCKED
-from evals.scenario import Scenario, Tag, load_scenarios
-from tools.context import ToolContext
-from tools.executor import ToolExecutor, ToolOutcome
-from tools.registry import ToolRegistry
+from lg_harness.domains.helpdesk import DOMAIN, HELPDESK_TOOLS, generate, kb, pin_slot, system_slot
+from lg_harness.domains.helpdesk import tools as hd_tools
+from lg_harness.domains.helpdesk.db import HelpdeskDB
+from lg_harness.domains.helpdesk.seed import INJECTED_ARTICLES, LOCKED
+from lg_harness.evals.scenario import Scenario, Tag, load_scenarios
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.executor import ToolExecutor, ToolOutcome
+from lg_harness.tools.registry import ToolRegistry
 
 SCENARIO_DIR = Path(DOMAIN.scenario_path())
 REQUIRED_TAGS = ("single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation", "role",
@@ -415,7 +414,7 @@ def test_users_resources_and_scenario_path(tmp_path: Path) -> None:
 
 
 def test_rules_classify_first_turns(scenarios: list[Scenario]) -> None:
-    classify = pytest.importorskip("nodes.classify").classify
+    classify = pytest.importorskip("lg_harness.nodes.classify").classify
     wrong = [(s.id, s.turns[0].user, s.turns[0].expect.intent, classify(DOMAIN, s.turns[0].user)[0])
              for s in scenarios if s.turns[0].expect.intent]
     wrong = [w for w in wrong if w[2] != w[3]]

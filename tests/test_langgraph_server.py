@@ -100,7 +100,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from domains.shop.backend import ShopDB
+    from lg_harness.domains.shop.backend import ShopDB
 
     # find_spec, not import: importing langgraph_runtime_inmem creates .langgraph_api/ in the working directory
     missing = [p for p in ("langgraph_cli", "langgraph_api", "langgraph_runtime_inmem") if find_spec(p) is None]
@@ -137,8 +137,8 @@ def server(tmp_path_factory):
 def test_factory_compiles_without_checkpointer_and_takes_preset_designs(tmp_path, monkeypatch):
     import asyncio
 
-    from graphs import server as module
-    from tools.errors import HarnessError
+    from lg_harness.graphs import server as module
+    from lg_harness.tools.errors import HarnessError
 
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("HARNESS_DESIGN", raising=False)

@@ -12,9 +12,8 @@ from datetime import UTC, datetime
 import chromadb
 import pytest
 from chromadb.config import Settings
-
-from llm.embeddings import embed
-from memory.longterm import (
+from lg_harness.llm.embeddings import embed
+from lg_harness.memory.longterm import (
     ExperienceStore,
     FactStore,
     LongTermMemory,
@@ -23,7 +22,7 @@ from memory.longterm import (
     MiniLMEmbeddingFunction,
     RetrievalWeights,
 )
-from tools.errors import HarnessError
+from lg_harness.tools.errors import HarnessError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 DAY = 86_400.0

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from evals.metrics import (
+from lg_harness.evals.metrics import (
     aggregate,
     arg_validity,
     asked_slots,
@@ -20,9 +19,9 @@ from evals.metrics import (
     judge_turn,
     retries_after_429,
 )
-from evals.plots import write_plots
-from evals.report import claim_rows, write_json, write_report
-from evals.scenario import Scenario, TurnExpect
+from lg_harness.evals.plots import write_plots
+from lg_harness.evals.report import claim_rows, write_json, write_report
+from lg_harness.evals.scenario import Scenario, TurnExpect
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ORDER = "ORD-10134"
@@ -353,8 +352,8 @@ def test_plots_are_valid_pngs(summary: dict, tmp_path: Path) -> None:
 
 
 def test_run_cell_records_aggregate_and_harness_args_are_no_worse_than_naive() -> None:
-    from evals.runner import run_cell
-    from graphs.design import PRESETS
+    from lg_harness.evals.runner import run_cell
+    from lg_harness.graphs.design import PRESETS
 
     tiny = [
         Scenario.model_validate({"id": "tiny-status", "user_id": "U001", "tags": ["en", "single"], "turns": [

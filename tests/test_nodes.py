@@ -10,23 +10,22 @@ import json
 import re
 from typing import Any
 
+import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph.message import add_messages
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.domains.shop import nlu
+from lg_harness.domains.shop.backend import claim_coupon
+from lg_harness.graphs import guards
+from lg_harness.graphs.design import load_design
+from lg_harness.llm.sim import SimChatModel
+from lg_harness.nodes.base import NodeDeps, variants
+from lg_harness.nodes.phrases import say
+from lg_harness.tools.executor import ToolExecutor
 from pydantic import Field
-
-import nodes  # noqa: F401 - registers the built-in variants
-from domains.shop import DOMAIN as SHOP
-from domains.shop import nlu
-from domains.shop.backend import claim_coupon
-from graphs import guards
-from graphs.design import load_design
-from llm.sim import SimChatModel
-from nodes.base import NodeDeps, variants
-from nodes.phrases import say
-from tools.executor import ToolExecutor
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 U001 = {"id": "U001", "role": "customer"}
@@ -407,8 +406,8 @@ def test_action_flags_an_id_nobody_gave_as_invented(make_deps, shop, u001_orders
 
 
 def looked_up(shop, order: str, text: str) -> list:
-    from domains.shop.backend import get_order_status
-    from tools.context import ToolContext
+    from lg_harness.domains.shop.backend import get_order_status
+    from lg_harness.tools.context import ToolContext
 
     data = get_order_status(ToolContext(user_id="U001", extras={"shop": shop}), order)
     return [human(text, "h1"), AIMessage("", tool_calls=[tool_call("get_order_status", {"order_id": order})], id="a1"),

@@ -69,7 +69,7 @@ def tables(nb: nbformat.NotebookNode) -> list[str]:
 
 def user_orders(status: str) -> list[str]:
     """U001's order ids with ``status`` in the seeded shop every fresh data dir gets."""
-    from domains.shop.backend import ShopDB
+    from lg_harness.domains.shop.backend import ShopDB
 
     with ShopDB.open() as db:
         return [r["id"] for r in db.query(
@@ -105,8 +105,8 @@ def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():
 
 
 def test_02_topology_draws_every_preset_and_its_differences():
-    from graphs.builder import NODE_ROLES
-    from graphs.design import PRESETS
+    from lg_harness.graphs.builder import NODE_ROLES
+    from lg_harness.graphs.design import PRESETS
 
     nb = execute("02_topology")
     assert len(rich(nb, "image/png")) == len(PRESETS) == 6

@@ -12,14 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
-from rich.console import Console
-
-from obs.audit import AuditLog, RegexRedactor, Thresholds, default_redactor
-from obs.render import load_trace, span_tree, stats_table
-from obs.tracing import (
+from lg_harness.obs.audit import AuditLog, RegexRedactor, Thresholds, default_redactor
+from lg_harness.obs.render import load_trace, span_tree, stats_table
+from lg_harness.obs.tracing import (
     TOOL_LOGGERS,
     JsonLogFormatter,
     TracingConfigError,
@@ -44,10 +39,14 @@ from obs.tracing import (
     tracing_enabled,
     use_provider,
 )
-from tools.context import ToolContext
-from tools.errors import RateLimitedError
-from tools.executor import RetryPolicy, ToolExecutor, ToolOutcome
-from tools.registry import ToolRegistry
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.errors import RateLimitedError
+from lg_harness.tools.executor import RetryPolicy, ToolExecutor, ToolOutcome
+from lg_harness.tools.registry import ToolRegistry
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import StatusCode
+from rich.console import Console
 
 
 @pytest.fixture(autouse=True)
@@ -293,7 +292,7 @@ def test_traced_nodes_nest_under_the_message_in_a_real_langgraph_run():
 
 
 def test_model_identity_of_the_sim_model():
-    from llm.sim import SimChatModel
+    from lg_harness.llm.sim import SimChatModel
 
     assert model_identity(SimChatModel()) == ("sim", "harness-sim")
 

@@ -13,10 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from graphs.app import Harness
-from graphs.domain import load_domain
-from tools.errors import HarnessError
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.domain import load_domain
+from lg_harness.tools.errors import HarnessError
 
 try:
     from support import harness

@@ -12,11 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from graphs.app import Harness
-from nodes.action import call_signature
-from nodes.reply import ModelReply
-from tools.errors import HarnessError
+from lg_harness.graphs.app import Harness
+from lg_harness.nodes.action import call_signature
+from lg_harness.nodes.reply import ModelReply
+from lg_harness.tools.errors import HarnessError
 
 try:
     from support import harness, patient_design, u001_order

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-
-from domains.shop import DOMAIN as SHOP
-from domains.shop import generate
-from domains.shop.backend import SHOP_TOOLS, ShopDB
-from domains.shop.nlu import INTENTS
-from evals.scenario import Scenario, Tag, load_scenarios
-from tools.context import ToolContext
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.domains.shop import generate
+from lg_harness.domains.shop.backend import SHOP_TOOLS, ShopDB
+from lg_harness.domains.shop.nlu import INTENTS
+from lg_harness.evals.scenario import Scenario, Tag, load_scenarios
+from lg_harness.tools.context import ToolContext
 
 ORDER_ID = re.compile(r"ORD-\d{5}")
 INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")

@@ -1,8 +1,8 @@
 """The model-based self-check: the model judges grounding; the simulated model does it honestly."""
 
-from graphs.app import Harness
-from graphs.design import load_design
-from nodes.self_check import parse_verdict
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.design import load_design
+from lg_harness.nodes.self_check import parse_verdict
 
 
 def test_verdict_parsing_is_strict_about_problems_and_lenient_about_garbage() -> None:
@@ -23,7 +23,7 @@ def test_model_check_passes_a_grounded_answer_with_one_extra_call(tmp_path) -> N
 
 
 def test_the_simulated_verifier_flags_an_invented_identifier() -> None:
-    from domains.shop.sim_brain import verification_reply
+    from lg_harness.domains.shop.sim_brain import verification_reply
 
     verdict = parse_verdict(verification_reply("ANSWER:\nOrder ORD-10999 is shipped.\n\nEVIDENCE:\nORD-10144").text)
     assert verdict["ok"] is False and "ORD-10999" in verdict["problems"][0]

@@ -8,8 +8,7 @@ import typing
 
 import pydantic
 import pytest
-
-from domains.shop.backend import (
+from lg_harness.domains.shop.backend import (
     CHANGING_TOOLS,
     SHOP_TOOLS,
     ShopDB,
@@ -25,8 +24,8 @@ from domains.shop.backend import (
     shop_now,
     transfer_to_human,
 )
-from tools.context import ToolContext
-from tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
 
 STATUSES = ("pending", "shipped", "delivered", "cancelled")
 

@@ -11,13 +11,12 @@ import re
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-
-from domains.shop import DOMAIN as SHOP
-from domains.shop import SYSTEM_PROMPT, nlu
-from domains.shop.backend import get_order_status
-from llm.sim import SimChatModel, fit_window, message_tokens
-from nodes.intent import classify_prompt
-from tools.context import ToolContext
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.domains.shop import SYSTEM_PROMPT, nlu
+from lg_harness.domains.shop.backend import get_order_status
+from lg_harness.llm.sim import SimChatModel, fit_window, message_tokens
+from lg_harness.nodes.intent import classify_prompt
+from lg_harness.tools.context import ToolContext
 
 ORDER_ID_RE = re.compile(r"ORD-\d{5}")
 
@@ -222,9 +221,9 @@ def test_model_output_does_not_depend_on_the_design(tmp_path, recording_sim_cls,
     """Two harnesses whose designs differ only in name and in knobs that do not change the prompt feed the
     model identical inputs and get identical outputs; process-level state (env vars, other designs built)
     does not change what the model answers either."""
-    from graphs.app import Harness
-    from graphs.builder import build_graph
-    from graphs.design import Design, Knobs, load_design
+    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.builder import build_graph
+    from lg_harness.graphs.design import Design, Knobs, load_design
 
     order = u001_orders["delivered"][0]
     script = [f"Where is my order {order}?", "I want to return it", "有没有蓝牙耳机？"]

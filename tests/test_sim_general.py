@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
-from llm.sim_faults import PROFILES, Dice, FaultProfile
-from llm.sim_general import respond
+from lg_harness.llm.sim_faults import PROFILES, Dice, FaultProfile
+from lg_harness.llm.sim_general import respond
 
 LLM_DIR = Path(__file__).resolve().parents[1] / "llm"
 BRAIN_FILES = sorted(LLM_DIR.glob("sim_general*.py"))
@@ -75,13 +74,13 @@ def _inline_shop() -> list[dict]:
 @pytest.fixture(scope="module")
 def shop_tools() -> list[dict]:
     try:
-        from graphs.app import shop_registry  # type: ignore[attr-defined]
+        from lg_harness.graphs.app import shop_registry  # type: ignore[attr-defined]
 
         registry = shop_registry()
         return [s.json_schema() for s in registry.offer(None, "customer")]
     except Exception:  # the shop is being moved to domains/: its schemas, then small inline ones
         try:
-            from graphs.domain import load_domain
+            from lg_harness.graphs.domain import load_domain
 
             return [s.json_schema() for s in load_domain("shop").registry().offer(None, "customer")]
         except Exception:
@@ -371,7 +370,7 @@ def test_recall_quotes_the_earliest_user_message():
 # ------------------------------------------------------------------------------------------ independence
 
 ALLOWED_ROOTS = {"langchain_core", "__future__"}
-ALLOWED_LLM = {"llm.sim_faults", "llm.sim_general", "llm.sim_general_args", "llm.sim_general_answers"}
+ALLOWED_LLM = {"lg_harness.llm.sim_faults", "lg_harness.llm.sim_general", "lg_harness.llm.sim_general_args", "lg_harness.llm.sim_general_answers"}
 
 
 @pytest.mark.parametrize("path", BRAIN_FILES, ids=lambda p: p.name)

@@ -7,8 +7,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tools.textcalls import (
+from lg_harness.tools.textcalls import (
     EXPECTED_CALL,
     EXPECTED_JSON,
     INVISIBLE_CHARS,

@@ -11,13 +11,12 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.graphs.app import Harness
+from lg_harness.obs.tracing import capture_spans
+from lg_harness.tools.executor import ToolExecutor
+from lg_harness.tools.faults import FaultPlan
 from pydantic import Field
-
-from domains.shop import DOMAIN as SHOP
-from graphs.app import Harness
-from obs.tracing import capture_spans
-from tools.executor import ToolExecutor
-from tools.faults import FaultPlan
 
 try:
     from support import harness, patient_design, u001_order

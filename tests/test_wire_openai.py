@@ -40,7 +40,7 @@ def server():
 
 @pytest.fixture
 def model(server, monkeypatch):
-    from llm.factory import make_model
+    from lg_harness.llm.factory import make_model
 
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
@@ -51,7 +51,7 @@ def model(server, monkeypatch):
 
 @pytest.fixture
 def order_tool():
-    from domains.shop import DOMAIN as SHOP
+    from lg_harness.domains.shop import DOMAIN as SHOP
 
     return SHOP.registry().get("get_order_status").json_schema()
 
@@ -128,7 +128,7 @@ def test_tool_result_goes_back_with_its_call_id(model, server, order_tool):
 
 
 def test_harness_conversation_end_to_end(model, server, tmp_path):
-    from graphs.app import Harness
+    from lg_harness.graphs.app import Harness
 
     order = u001_order("shipped")
     with Harness(tmp_path, model=model) as h:

@@ -27,7 +27,7 @@ from collections.abc import Collection, Container, Mapping
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from tools.textcalls import strip_invisible
+from lg_harness.tools.textcalls import strip_invisible
 
 __all__ = [
     "DEFAULT_KEY_FIELDS",

@@ -13,9 +13,7 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
-
-class HarnessError(Exception):
-    """A user-facing error: its message says what was wrong and what to do."""
+from lg_harness.errors import HarnessError, status_code_of  # noqa: F401 - re-exported
 
 
 class ToolError(Exception):
@@ -106,15 +104,6 @@ _NETWORK_NAMES = ("ConnectError", "ConnectionError", "NetworkError", "TransportE
                   "ServerDisconnected", "ClientConnector")  # substrings: openai's APIConnectionError too
 _VALIDATION_STATUS = frozenset({400, 413, 414, 415, 422})
 _NOT_FOUND_STATUS = frozenset({404, 410})
-
-
-def status_code_of(exc: BaseException) -> int | None:
-    """The HTTP status an exception carries on itself or on its ``response`` (httpx, requests, openai)."""
-    for holder in (exc, getattr(exc, "response", None)):
-        code = getattr(holder, "status_code", None)
-        if isinstance(code, int):
-            return code
-    return None
 
 
 def _parse_retry_after(value: Any) -> float | None:

@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
-
-from obs.tracing import bind_context, record_tool_outcome, span_event, tool_span
-from tools.context import ToolContext
-from tools.errors import (
+from lg_harness.obs.tracing import bind_context, record_tool_outcome, span_event, tool_span
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.errors import (
     TRANSIENT_TYPES,
     MalformedPayloadError,
     ToolTimeoutError,
@@ -42,7 +41,7 @@ from tools.errors import (
     retry_after_of,
     status_code_of,
 )
-from tools.registry import ToolRegistry, ToolSpec
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 LOG_ERROR_CHARS = 200  # ToolOutcome.error keeps the full text; the log record keeps this much
 

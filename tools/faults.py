@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tools.errors import RateLimitedError, ToolTimeoutError, TransientError
-from tools.registry import ToolRegistry
+from lg_harness.tools.errors import RateLimitedError, ToolTimeoutError, TransientError
+from lg_harness.tools.registry import ToolRegistry
 
 FAULTS = ("ok", "timeout", "rate_limited", "server_error", "malformed")
 

@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from tools.context import ToolContext
-from tools.errors import ToolExecutionFailed
-from tools.executor import RetryPolicy, ToolOutcome, invoke_tool, parse_args
-from tools.registry import ToolRegistry, ToolSpec
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.errors import ToolExecutionFailed
+from lg_harness.tools.executor import RetryPolicy, ToolOutcome, invoke_tool, parse_args
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 
 class FrameworkExecutor:

@@ -27,9 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lg_harness.tools.context import ToolContext
 from pydantic import BaseModel, ConfigDict, Field, create_model
-
-from tools.context import ToolContext
 
 _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.M)
 # Only Google's own section names end the description: "Second paragraph:" is ordinary text.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from tools.entities import normalise_text
+from lg_harness.tools.entities import normalise_text
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Negations just before a keyword ("don't cancel", "不要转人工") mean the user does not want that.

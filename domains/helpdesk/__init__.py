@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from domains.helpdesk.db import HelpdeskDB
-from domains.helpdesk.seed import SYSTEMS
-from domains.helpdesk.tools import CHANGING_TOOLS, HELPDESK_TOOLS
-from graphs.domain import NO_ROUTE, Domain, Handoff, Intent, Route
-from tools.entities import EntityType, normalise_text
+from lg_harness.domains.helpdesk.db import HelpdeskDB
+from lg_harness.domains.helpdesk.seed import SYSTEMS
+from lg_harness.domains.helpdesk.tools import CHANGING_TOOLS, HELPDESK_TOOLS
+from lg_harness.graphs.domain import NO_ROUTE, Domain, Handoff, Intent, Route
+from lg_harness.tools.entities import EntityType, normalise_text
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
@@ -255,7 +255,9 @@ def comments_recorded(resources: Any) -> tuple[str, Any]:
 
 def make_domain() -> Domain:
     """The helpdesk ``Domain`` (a new value each call; ``DOMAIN`` is the one made at import)."""
-    from domains.helpdesk.bench import BENCH  # the conversation ``harness bench context|graph`` plays
+    from lg_harness.domains.helpdesk.bench import (
+        BENCH,  # the conversation ``harness bench context|graph`` plays
+    )
 
     return Domain(
         name="helpdesk",

@@ -107,7 +107,7 @@ class HelpdeskDB:
         with db.transaction():
             _create_schema(conn)
             if conn.execute("SELECT COUNT(*) FROM employees").fetchone()[0] == 0:
-                from domains.helpdesk.seed import seed_helpdesk
+                from lg_harness.domains.helpdesk.seed import seed_helpdesk
 
                 seed_helpdesk(conn, seed)
         return db

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domains.helpdesk.db import HelpdeskDB
-from domains.helpdesk.seed import INJECTED_ARTICLES, LOCKED
-from evals.scenario import Scenario
+from lg_harness.domains.helpdesk.db import HelpdeskDB
+from lg_harness.domains.helpdesk.seed import INJECTED_ARTICLES, LOCKED
+from lg_harness.evals.scenario import Scenario
 
 DEFAULT_SEED = 5
 DEFAULT_OUT = Path(__file__).parent / "scenarios" / "generated.jsonl"

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from domains.helpdesk.seed import ARTICLES, article_id
+from lg_harness.domains.helpdesk.seed import ARTICLES, article_id
 
 COLLECTION = "helpdesk_kb"
 MIN_SCORE = 0.3
@@ -93,7 +93,7 @@ def _collection() -> Any:
     """The articles' Chroma collection (in memory, built on first use, then cached for the process)."""
     if _cached:
         return _cached[0]
-    from memory.experiences import MiniLMEmbeddingFunction
+    from lg_harness.memory.experiences import MiniLMEmbeddingFunction
 
     with _lock:
         if not _cached:

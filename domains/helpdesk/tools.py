@@ -23,15 +23,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from lg_harness.domains.helpdesk import kb
+from lg_harness.domains.helpdesk.db import HelpdeskDB
+from lg_harness.domains.helpdesk.seed import NOW
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.entities import Entity
+from lg_harness.tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
+from lg_harness.tools.registry import tool_meta
 from pydantic import Field
-
-from domains.helpdesk import kb
-from domains.helpdesk.db import HelpdeskDB
-from domains.helpdesk.seed import NOW
-from tools.context import ToolContext
-from tools.entities import Entity
-from tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
-from tools.registry import tool_meta
 
 MAX_PIN_FAILURES = 3
 

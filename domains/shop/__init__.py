@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from domains.shop import nlu
-from domains.shop.bench import BENCH
-from domains.shop.db import ShopDB
-from domains.shop.tools import SHOP_TOOLS
-from graphs.domain import NO_ROUTE, Domain, Handoff, Intent, Route
-from tools.entities import EntityType
+from lg_harness.domains.shop import nlu
+from lg_harness.domains.shop.bench import BENCH
+from lg_harness.domains.shop.db import ShopDB
+from lg_harness.domains.shop.tools import SHOP_TOOLS
+from lg_harness.graphs.domain import NO_ROUTE, Domain, Handoff, Intent, Route
+from lg_harness.tools.entities import EntityType
 
 SYSTEM_PROMPT = (
     "You are the customer-service assistant of an online shop. Use the tools offered to look things up "
@@ -129,7 +129,7 @@ def returns_recorded(resources: dict[str, Any]) -> tuple[str, Any]:
 
 
 def _sim_brain(*args: Any, **kwargs: Any) -> Any:
-    from domains.shop.sim_brain import respond
+    from lg_harness.domains.shop.sim_brain import respond
 
     return respond(*args, **kwargs)
 

@@ -1,8 +1,8 @@
 """A deterministic e-commerce shop in SQLite and the tools that read and change it."""
 
-from domains.shop.db import ShopDB
-from domains.shop.seed import seed_shop
-from domains.shop.tools import (
+from lg_harness.domains.shop.db import ShopDB
+from lg_harness.domains.shop.seed import seed_shop
+from lg_harness.domains.shop.tools import (
     CHANGING_TOOLS,
     SHOP_TOOLS,
     cancel_order,

@@ -106,7 +106,7 @@ class ShopDB:
         with db.transaction():
             _create_schema(conn)
             if conn.execute("SELECT COUNT(*) FROM products").fetchone()[0] == 0:
-                from domains.shop.seed import seed_shop
+                from lg_harness.domains.shop.seed import seed_shop
 
                 seed_shop(conn, seed)
         return db

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domains.shop.backend import ShopDB
-from domains.shop.tools import FIXED_NOW
-from evals.scenario import Scenario
+from lg_harness.domains.shop.backend import ShopDB
+from lg_harness.domains.shop.tools import FIXED_NOW
+from lg_harness.evals.scenario import Scenario
 
 DEFAULT_SEED = 11
 DEFAULT_OUT = Path(__file__).parent / "scenarios" / "generated.jsonl"

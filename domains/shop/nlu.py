@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from tools.text import (  # noqa: F401 - re-exported for the shop's callers
+from lg_harness.tools.text import (  # noqa: F401 - re-exported for the shop's callers
     CJK,
     clean_text,
     has_invisible,
@@ -144,7 +144,7 @@ def rule_intent(text: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def _prototype_matrix():
-    from llm.embeddings import embed
+    from lg_harness.llm.embeddings import embed
 
     labels, texts = [], []
     for intent, examples in _PROTOTYPES.items():
@@ -156,7 +156,7 @@ def _prototype_matrix():
 
 def embedding_intent(text: str, threshold: float = 0.45) -> tuple[str, float]:
     """Nearest prototype by cosine; 'unknown' below the threshold."""
-    from llm.embeddings import embed
+    from lg_harness.llm.embeddings import embed
 
     labels, matrix = _prototype_matrix()
     scores = matrix @ embed([clean_text(text)])[0]

@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
-from domains.shop.nlu import ORDER_ID, clean_text
+from lg_harness.domains.shop.nlu import ORDER_ID, clean_text
 
 _CARD_FIRST = re.compile(r"first_order_id\W+(ORD-\d{5})")
 _CARD_ORDERS = re.compile(r"order_ids\W+(ORD-\d{5})")

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
-from domains.shop import nlu
-from domains.shop.sim_answers import compose_answer, recall_answer
-from llm.sim_faults import Dice, FaultProfile
+from lg_harness.domains.shop import nlu
+from lg_harness.domains.shop.sim_answers import compose_answer, recall_answer
+from lg_harness.llm.sim_faults import Dice, FaultProfile
 
 # Words in a tool's name that fit each intent, best first.
 _TOOL_CUES: dict[str, tuple[str, ...]] = {

@@ -14,12 +14,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from lg_harness.domains.shop.db import ShopDB
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.entities import Entity
+from lg_harness.tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
 from pydantic import Field
-
-from domains.shop.db import ShopDB
-from tools.context import ToolContext
-from tools.entities import Entity
-from tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
 
 CURRENCY = "USD"
 FIXED_NOW = datetime(2026, 11, 1, 12, 0, 0)

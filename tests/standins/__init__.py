@@ -26,9 +26,9 @@ def brain_reply(messages: Sequence[BaseMessage], tools: list[dict[str, Any]],
 
     Like a real server, the input is cut to the context window (system kept, oldest turns dropped) first.
     """
-    from domains.shop.sim_brain import respond
-    from llm.embeddings import count_tokens
-    from llm.sim import fit_window, message_tokens
+    from lg_harness.domains.shop.sim_brain import respond
+    from lg_harness.llm.embeddings import count_tokens
+    from lg_harness.llm.sim import fit_window, message_tokens
 
     tool_tokens = count_tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0
     visible = fit_window(list(messages), context_window - tool_tokens)

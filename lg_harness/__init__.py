@@ -1,0 +1,55 @@
+"""lg-harness: an agent harness as a LangGraph graph.
+
+The public surface, in one namespace::
+
+    from lg_harness import Harness, Domain, Design
+
+    with Harness(".harness", design="harness", model="sim:clean", domain="helpdesk") as h:
+        result: SendResult = h.send("t1", "What is the status of INC0012346?")
+
+The project's folders (``graphs``, ``nodes``, ``memory``, ``tools``, ``llm``, ``evals``, ``obs``,
+``domains``, ``benchmarks``) install as subpackages of ``lg_harness``, never as top-level modules.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from lg_harness.errors import HarnessError
+
+# name -> module that defines it; imported on first use so `import lg_harness` stays light.
+_EXPORTS = {
+    "Harness": "lg_harness.graphs.app",
+    "SendResult": "lg_harness.graphs.app",
+    "build_graph": "lg_harness.graphs.builder",
+    "Design": "lg_harness.graphs.design",
+    "Knobs": "lg_harness.graphs.design",
+    "load_design": "lg_harness.graphs.design",
+    "Domain": "lg_harness.graphs.domain",
+    "Intent": "lg_harness.graphs.domain",
+    "Route": "lg_harness.graphs.domain",
+    "Handoff": "lg_harness.graphs.domain",
+    "load_domain": "lg_harness.graphs.domain",
+    "register_variant": "lg_harness.nodes.base",
+    "NodeDeps": "lg_harness.nodes.base",
+    "register_strategy": "lg_harness.memory.assembly",
+    "WorkingStrategy": "lg_harness.memory.assembly",
+    "ToolRegistry": "lg_harness.tools.registry",
+    "ToolContext": "lg_harness.tools.context",
+    "Entity": "lg_harness.tools.entities",
+    "EntityType": "lg_harness.tools.entities",
+    "make_model": "lg_harness.llm.factory",
+}
+
+__all__ = ["HarnessError", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'lg_harness' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -16,8 +16,6 @@ Access rules, enforced here whatever the model asks:
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 from collections.abc import Callable
 from datetime import datetime
@@ -26,9 +24,10 @@ from typing import Annotated, Any, Literal
 from lg_harness.domains.helpdesk import kb
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import NOW
+from lg_harness.tools.backend import changes_once
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity
-from lg_harness.tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
+from lg_harness.tools.errors import BusinessError, NotFoundError, PermanentError
 from lg_harness.tools.registry import tool_meta
 from pydantic import Field
 
@@ -75,33 +74,8 @@ def helpdesk_db(ctx: ToolContext) -> HelpdeskDB:
     return db
 
 
-def changing(fn: Callable[..., dict]) -> Callable[..., dict]:
-    """Run a changing tool in one transaction, at most once per ``ctx.idempotency_key``.
-
-    A key already in the idempotency table returns the stored result and changes nothing; otherwise the
-    change and the idempotency row are committed together. A failing call stores nothing.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(ctx: ToolContext, *args: Any, **kwargs: Any) -> dict:
-        db = helpdesk_db(ctx)
-        key = ctx.idempotency_key
-        with db.transaction() as conn:
-            if key:
-                row = conn.execute("SELECT tool, result_json FROM idempotency WHERE key = ?", (key,)).fetchone()
-                if row is not None:
-                    if row["tool"] != fn.__name__:
-                        raise ValidationError(
-                            f"Idempotency key {key!r} was already used by {row['tool']}, not {fn.__name__}.")
-                    return json.loads(row["result_json"])
-            result_json = json.dumps(fn(ctx, *args, **kwargs), ensure_ascii=False, sort_keys=True)
-            if key:
-                conn.execute("INSERT INTO idempotency (key, tool, result_json, created_at) VALUES (?, ?, ?, ?)",
-                             (key, fn.__name__, result_json, _now_iso()))
-        return json.loads(result_json)
-
-    wrapper.changes_state = True  # type: ignore[attr-defined]
-    return wrapper
+# A changing tool runs in one transaction, at most once per ``ctx.idempotency_key``.
+changing = changes_once(helpdesk_db, helpdesk_now)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

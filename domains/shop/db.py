@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+
+from lg_harness.tools.backend import SeededSQLite
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS products (
@@ -66,92 +62,14 @@ CREATE INDEX IF NOT EXISTS idx_returns_order ON returns(order_id);
 """
 
 
-class ShopDB:
-    """One SQLite connection shared by the tools.
+class ShopDB(SeededSQLite):
+    """The demo shop in SQLite: one connection shared by the tools (see ``SeededSQLite``)."""
 
-    The connection is in autocommit mode; every change goes through :meth:`transaction`, which holds
-    ``lock`` and wraps the statements in ``BEGIN IMMEDIATE`` ... ``COMMIT``. Reads take the same
-    (re-entrant) lock so another thread never sees a half-done transaction of this connection.
-    """
-
-    def __init__(self, conn: sqlite3.Connection, path: str = ":memory:") -> None:
-        self.conn = conn
-        self.path = path
-        self.lock = threading.RLock()
+    SCHEMA = SCHEMA
+    SEED_TABLE = "products"
 
     @classmethod
-    def fresh_copy(cls, seed: int = 7) -> ShopDB:
-        """A new in-memory shop, copied from a per-process seeded template (evaluation cells each need one)."""
-        template = _template(seed)
-        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        with template.lock:
-            template.conn.backup(conn)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA foreign_keys = ON")
-        return cls(conn)
+    def seed(cls, conn: sqlite3.Connection, seed: int) -> None:
+        from lg_harness.domains.shop.seed import seed_shop
 
-    @classmethod
-    def open(cls, path: str | Path = ":memory:", seed: int = 7) -> ShopDB:
-        """Open (creating if needed) the shop at ``path``; seed it once if it holds no products."""
-        path = str(path)
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA busy_timeout = 5000")
-        if path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
-        db = cls(conn, path)
-        with db.transaction():
-            _create_schema(conn)
-            if conn.execute("SELECT COUNT(*) FROM products").fetchone()[0] == 0:
-                from lg_harness.domains.shop.seed import seed_shop
-
-                seed_shop(conn, seed)
-        return db
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Hold the lock and run the block in one transaction: commit on success, roll back on error."""
-        with self.lock:
-            if self.conn.in_transaction:  # nested use: the outer block commits
-                yield self.conn
-                return
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
-
-    def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[sqlite3.Row]:
-        with self.lock:
-            return self.conn.execute(sql, params).fetchall()
-
-    def query_one(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> sqlite3.Row | None:
-        with self.lock:
-            return self.conn.execute(sql, params).fetchone()
-
-    def close(self) -> None:
-        with self.lock:
-            self.conn.close()
-
-    def __enter__(self) -> ShopDB:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-@functools.lru_cache(maxsize=4)
-def _template(seed: int) -> ShopDB:
-    return ShopDB.open(":memory:", seed)
-
-
-def _create_schema(conn: sqlite3.Connection) -> None:
-    # executescript() would COMMIT the open transaction, so run the statements one by one.
-    for statement in SCHEMA.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+        seed_shop(conn, seed)

@@ -6,8 +6,6 @@ Reading tools have ``changes_state = False``; changing tools are wrapped by :fun
 them idempotent per ``ctx.idempotency_key``.
 """
 
-import functools
-import json
 import os
 import re
 from collections.abc import Callable
@@ -15,9 +13,10 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from lg_harness.domains.shop.db import ShopDB
+from lg_harness.tools.backend import changes_once
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity
-from lg_harness.tools.errors import BusinessError, NotFoundError, PermanentError, ValidationError
+from lg_harness.tools.errors import BusinessError, NotFoundError, PermanentError
 from pydantic import Field
 
 CURRENCY = "USD"
@@ -49,36 +48,8 @@ def shop_db(ctx: ToolContext) -> ShopDB:
     return db
 
 
-def changing(fn: Callable[..., dict]) -> Callable[..., dict]:
-    """Run a changing tool in one transaction, at most once per ``ctx.idempotency_key``.
-
-    A key already in the idempotency table returns the stored result and changes nothing; otherwise the
-    change and the idempotency row are committed together. A failing call stores nothing.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(ctx: ToolContext, *args: Any, **kwargs: Any) -> dict:
-        db = shop_db(ctx)
-        key = ctx.idempotency_key
-        with db.transaction() as conn:
-            if key:
-                row = conn.execute("SELECT tool, result_json FROM idempotency WHERE key = ?", (key,)).fetchone()
-                if row is not None:
-                    if row["tool"] != fn.__name__:
-                        raise ValidationError(
-                            f"Idempotency key {key!r} was already used by {row['tool']}, not {fn.__name__}."
-                        )
-                    return json.loads(row["result_json"])
-            result_json = json.dumps(fn(ctx, *args, **kwargs), ensure_ascii=False, sort_keys=True)
-            if key:
-                conn.execute(
-                    "INSERT INTO idempotency (key, tool, result_json, created_at) VALUES (?, ?, ?, ?)",
-                    (key, fn.__name__, result_json, _now_iso()),
-                )
-        return json.loads(result_json)
-
-    wrapper.changes_state = True  # type: ignore[attr-defined]
-    return wrapper
+# A changing tool runs in one transaction, at most once per ``ctx.idempotency_key``.
+changing = changes_once(shop_db, shop_now)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -232,6 +232,11 @@ class Domain:
             specs = self.__dict__["_specs"] = tuple(scratch.get(n) for n in scratch.names())
         return ToolRegistry(specs)
 
+    def changing_tools(self) -> frozenset[str]:
+        """The domain's tools that change state (``changes_state``): their calls are decisions."""
+        registry = self.registry()
+        return frozenset(n for n in registry.names() if (spec := registry.get(n)) is not None and spec.changes_state)
+
     def phrase(self, key: str, lang: Lang) -> str | None:
         texts = self.phrases.get(key)
         if not texts:

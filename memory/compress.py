@@ -51,7 +51,6 @@ MAX_DECISIONS = 10
 # The fact card keeps the latest identifiers of each kind, so it too stays bounded.
 MAX_IDS = 10
 # Tools named like this only read; every other successful call is a decision (cancel, return, claim, ...).
-READ_ONLY_PREFIXES = ("get_", "list_", "search_", "find_", "lookup_", "check_")
 
 _LINES = {
     "en": {"user": "- T{n} user: {text}", "tool": "- T{n} tool {call} {status}: {result}", "ok": "ok",
@@ -133,7 +132,7 @@ def _as_list(value: Any) -> list[Any]:
 # --------------------------------------------------------------------------------------- structure
 
 
-def _decisions_and_open_steps(groups: list[Group]) -> tuple[list[str], list[str]]:
+def _decisions_and_open_steps(groups: list[Group], changing: Collection[str]) -> tuple[list[str], list[str]]:
     decisions, failed = [], {}
     for group in groups:
         for call, result in _calls_with_results(group):
@@ -141,7 +140,7 @@ def _decisions_and_open_steps(groups: list[Group]) -> tuple[list[str], list[str]
                 failed[call["name"]] = f"{_call_text(call)} failed: {_result_text(result, call.get('args'))}"
             else:
                 failed.pop(call["name"], None)
-                if not call["name"].startswith(READ_ONLY_PREFIXES):
+                if call["name"] in changing:  # a change that went through is a decision; lookups are not
                     decisions.append(_call_text(call))
     open_steps = list(failed.values())
     last = groups[-1].first if groups else None
@@ -151,21 +150,23 @@ def _decisions_and_open_steps(groups: list[Group]) -> tuple[list[str], list[str]
     return decisions, open_steps
 
 
-def extract_structure(groups: list[Group], fact_card: dict[str, Any],
-                      entity_types: Sequence[EntityType] = ()) -> tuple[dict[str, Any], list[str]]:
+def extract_structure(groups: list[Group], fact_card: dict[str, Any], entity_types: Sequence[EntityType] = (),
+                      changing: Collection[str] = ()) -> tuple[dict[str, Any], list[str]]:
     """Fact-card updates and constraints from the groups about to be compressed.
 
     Args:
         groups: The compressed groups, in order.
         fact_card: The current fact card (lists are extended, not replaced).
         entity_types: The domain's entity types, whose mentions go on the card.
+        changing: The tools that change state (``ToolSpec.changes_state``): their successful calls are
+            the decisions the card keeps.
 
     Returns:
         The fact updates (only keys whose value changes) and the constraints, in order.
     """
     human_texts = [message_text(g.first) for g in groups if g.is_human]
     updates = card_updates(entity_types, human_texts, fact_card, MAX_IDS)
-    decisions, open_steps = _decisions_and_open_steps(groups)
+    decisions, open_steps = _decisions_and_open_steps(groups, changing)
     if decisions:
         updates["decisions"] = list(dict.fromkeys([*_as_list(fact_card.get("decisions")), *decisions]))[-MAX_DECISIONS:]
     if open_steps:
@@ -233,7 +234,8 @@ def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_
              summarize: Callable[[list[BaseMessage]], str] | None = None, previous_summary: str = "",
              first_turn: int = 1, keep_ids: Collection[str] = (),
              max_lines: int = MAX_SUMMARY_LINES, max_tokens: int | None = None,
-             count: Count = count_tokens, entity_types: Sequence[EntityType] = ()) -> Compression:
+             count: Count = count_tokens, entity_types: Sequence[EntityType] = (),
+             changing: Collection[str] = ()) -> Compression:
     """Compress the turns of ``history`` up to ``upto_turn``: structure out first, then a summary.
 
     Args:
@@ -252,6 +254,7 @@ def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_
             layer's budget, since lines beyond it are never shown.
         count: Token counter for ``max_tokens``.
         entity_types: The domain's entity types, whose mentions move to the fact card.
+        changing: The tools that change state; their successful calls become the card's decisions.
 
     Returns:
         The compression; when nothing is compressible, the previous summary and no changes.
@@ -259,7 +262,8 @@ def compress(history: Sequence[BaseMessage], *, upto_turn: int, lang: str, fact_
     groups = compressible_groups(history, upto_turn, first_turn, keep_ids)
     if not groups:
         return Compression(previous_summary, upto_turn=upto_turn)
-    fact_updates, constraints = extract_structure([g for g in groups if g.valid], fact_card, entity_types)
+    fact_updates, constraints = extract_structure([g for g in groups if g.valid], fact_card, entity_types,
+                                                 changing)
     previous = _summary_body(previous_summary)
     if summarize is not None:
         context: list[BaseMessage] = [SystemMessage("\n".join(previous))] if previous else []
@@ -299,7 +303,8 @@ def maybe_compress(history: Sequence[BaseMessage], *, assembly: Assembly, policy
                    fact_card: dict[str, Any], previous_summary: str = "", first_turn: int = 1,
                    keep_ids: Collection[str] = (), keep_ratio: float = 0.5,
                    summarize: Callable[[list[BaseMessage]], str] | None = None,
-                   count: Count = count_tokens, entity_types: Sequence[EntityType] = ()) -> Compression | None:
+                   count: Count = count_tokens, entity_types: Sequence[EntityType] = (),
+                   changing: Collection[str] = ()) -> Compression | None:
     """Compress when ``assembly``'s history reached ``policy.compress_at`` of the working budget.
 
     The oldest turns are compressed until the rest fits in ``keep_ratio`` of the working budget, so the
@@ -316,7 +321,8 @@ def maybe_compress(history: Sequence[BaseMessage], *, assembly: Assembly, policy
         return None
     comp = compress(history, upto_turn=upto, lang=lang, fact_card=fact_card, summarize=summarize,
                     previous_summary=previous_summary, first_turn=first_turn, keep_ids=keep_ids,
-                    max_tokens=policy.budgets()["memory"], count=count, entity_types=entity_types)
+                    max_tokens=policy.budgets()["memory"], count=count, entity_types=entity_types,
+                    changing=changing)
     return comp if comp.removed_ids else None
 
 

@@ -111,7 +111,8 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain) 
                           lang=(state.get("fact_card") or {}).get("language", "en"),
                           fact_card=dict(state.get("fact_card") or {}), previous_summary=state.get("summary") or "",
                           first_turn=first_turn_of(history, (state.get("turn") or 0) + 1),
-                          keep_ids={anchor_id} if anchor_id else set(), entity_types=domain.entity_types)
+                          keep_ids={anchor_id} if anchor_id else set(), entity_types=domain.entity_types,
+                          changing=domain.changing_tools())
     removed: set[str] = set()
     if comp is not None:
         span_event("context.compress", removed=len(comp.removed_ids), upto_turn=comp.upto_turn)

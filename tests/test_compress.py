@@ -130,7 +130,7 @@ def test_compress_removes_only_whole_tool_groups_with_turn_offset():
 
 def test_structure_is_extracted_before_the_summary():
     comp = compress(shop_history(), upto_turn=4, lang="en", fact_card={"order_ids": ["ORD-09999"], "open_steps": ["x"]},
-                    entity_types=SHOP.entity_types)
+                    entity_types=SHOP.entity_types, changing=SHOP.changing_tools())
     facts = comp.fact_updates
     # mentions stay in the order they were first given ("the first one"); the latest has its own key
     assert facts["order_ids"] == ["ORD-09999", "ORD-10001", "ORD-10002"]

@@ -185,8 +185,9 @@ def need(name: str, prop: dict[str, Any], lang: str) -> str:
     what = " ".join(head.split()[:8]) or name.replace("_", " ")
     what = what[:1].lower() + what[1:] if what[1:2].islower() else what  # "Keywords" -> "keywords", not "ID"
     if lang == "zh":
-        parts = [w for w in re.findall(r"[A-Za-z]+", what.lower()) if w not in STOP]
-        if parts and all(p in ZH_WORD or stem(p) in ZH_WORD for p in parts) and not CJK.search(what):
+        short = re.split(r"\s+(?:to|for|of|with)\b", what)[0]  # the thing itself: "order to return" -> "order"
+        parts = [w for w in re.findall(r"[A-Za-z]+", short.lower()) if w not in STOP]
+        if parts and all(p in ZH_WORD or stem(p) in ZH_WORD for p in parts) and not CJK.search(short):
             what = "".join(ZH_WORD.get(p) or ZH_WORD[stem(p)] for p in parts)
         return (what if CJK.search(what) else f" {what} ") + (f"（例如 {example}）" if example else "")
     return f"the {what}" + (f" (e.g. {example})" if example else "")

@@ -170,7 +170,7 @@ def words(text: str, *, negations: bool = False) -> list[str]:
 # "How do I add a printer?": the verbs of a how-to question are its topic, not a request to act.
 _HOW_CLAUSE = re.compile(r"\bhow\s+(?:do|can|could|should|would)\s+(?:i|we|you)\s+([^?.!,;]+)|\bhow\s+to\s+([^?.!,;]+)|"
                          r"\b(?:that|which)?\s*(?:i|we)\s+(?:can|could|may|am able to)\s+(\w+)|"  # "the coupons I can claim"
-                         r"(?:如何|怎么|怎样)([\u3400-\u9fff]{1,8})", re.I)
+                         r"(?:如何|怎么|怎样)([\u3400-\u9fff]{1,8})|(?:可以|能够|能)([\u3400-\u9fff]{1,3})", re.I)
 
 
 def without_negations(text: str) -> str:

@@ -264,6 +264,44 @@ def test_extra_lookup_comes_before_the_intended_call():
     assert "renew_loan" in names and len(names) > 1 and names <= {"renew_loan", "get_loan", "search_catalog"}
 
 
+def test_after_the_needless_lookup_the_intended_call_follows():
+    profile = FaultProfile(extra_lookup_per_extra=0.5)
+    seed = next(s for s in range(100)
+                if calls(ask("renew LN-123456", LIBRARY, profile=profile, dice=Dice(s, "x")))[0][0] != "renew_loan")
+    first = ask("renew LN-123456", LIBRARY, profile=profile, dice=Dice(seed, "x")).tool_calls[0]
+    messages = [HumanMessage("renew LN-123456"), AIMessage("", tool_calls=[first]),
+                ToolMessage(json.dumps({"loan_id": "LN-123456", "title": "Dune"}), tool_call_id=first["id"])]
+    assert calls(respond(messages, LIBRARY)) == [("renew_loan", {"loan_id": "LN-123456"})]
+
+
+def test_a_tool_the_descriptions_require_first_runs_first():
+    verify = tool("verify_member", "Check the member's card number. Use it before renew_loan.",
+                  {"card": {"type": "string", "pattern": r"^C\d{4}$", "description": "Card number, e.g. C1234."}},
+                  ["card"])
+    tools = [verify, *LIBRARY]
+    first = respond([HumanMessage("renew LN-123456, my card is C7777")], tools)
+    assert calls(first) == [("verify_member", {"card": "C7777"})]
+    done = [HumanMessage("renew LN-123456, my card is C7777"), first,
+            ToolMessage(json.dumps({"card": "C7777", "verified": True}), tool_call_id=first.tool_calls[0]["id"])]
+    assert calls(respond(done, tools)) == [("renew_loan", {"loan_id": "LN-123456"})]
+
+
+def test_an_instruction_not_to_call_tools_is_obeyed():
+    reply = respond([HumanMessage("renew LN-123456"), SystemMessage("Answer now. Do not call tools.")], LIBRARY)
+    assert not reply.tool_calls and reply.text
+
+
+def test_a_follow_up_is_answered_from_the_earlier_result():
+    result = json.dumps({"loan_id": "LN-123456", "title": "Dune", "due_date": "2025-03-01"})
+    messages = [HumanMessage("When is LN-123456 due?"),
+                AIMessage("", tool_calls=[{"name": "get_loan", "args": {"loan_id": "LN-123456"}, "id": "call_1",
+                                           "type": "tool_call"}]),
+                ToolMessage(result, tool_call_id="call_1"), AIMessage("It is due on 2025-03-01."),
+                HumanMessage("Sorry, what was the due date again?")]
+    reply = respond(messages, LIBRARY)
+    assert not reply.tool_calls and "2025-03-01" in reply.text
+
+
 def test_invent_missing_takes_the_description_example_instead_of_asking():
     reply = ask("please renew my loan", LIBRARY, profile=FaultProfile(invent_missing=1.0), dice=Dice(0, "i"))
     assert calls(reply) == [("renew_loan", {"loan_id": "LN-123456"})]

@@ -199,8 +199,8 @@ def choose(call: Call, request: str) -> Choice:
     names = {t["function"]["name"] for t in call.tools}
     profiles = [tool_words(t, names) for t in call.tools]
     q = _Terms(set(words(request, negations=True)), bigrams(request),
-               {stem(w) for w in re.findall(r"[A-Za-z]+ed\b", request)}, {w.lower() for w in re.findall(r"[A-Za-z]+", request)},
-               topic_words(request))
+               {stem(w) for w in re.findall(r"[A-Za-z]+ed\b", request)},
+               {w.lower() for w in re.findall(r"[A-Za-z]+", request)}, topic_words(request))
     df = {t: sum(t in p.all for p in profiles) for t in q.terms}
     scored = [(*_score(call, p, q, df, len(profiles), request), p.tool) for p in profiles]
     score, evidence, strong, tool = max(scored, key=lambda x: x[0])

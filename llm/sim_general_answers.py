@@ -48,7 +48,8 @@ PHRASES = {
 _FACT_KEY = re.compile(r"(?:^|_)(?:id|no|number|code|ref)$|status|state|name|title|amount|total|price|cost|fee|"
                        r"balance|refund|date|_at$|due|eta|deadline|queue|position|message|next_step|count", re.I)
 _MONEY_KEY = re.compile(r"amount|total|price|cost|fee|balance|refund", re.I)
-_ERROR_WORDS = re.compile(r"(?<![A-Za-z])errors?(?![A-Za-z])|\b(?:failed|failure|invalid|not found|denied|forbidden|unauthori[sz]ed|"
+_ERROR_WORDS = re.compile(r"(?<![A-Za-z])errors?(?![A-Za-z])|"
+                          r"\b(?:failed|failure|invalid|not found|denied|forbidden|unauthori[sz]ed|"
                           r"not allowed|cannot|can't|unable|too many requests|rate.?limit\w*|unavailable|timed out|"
                           r"try again later)\b|\b[45]\d\d\s+[A-Z][a-z]+|错误|失败|无效|不存在|拒绝|无法|超时|稍后再试", re.I)
 _VARIANT = re.compile(r"_(zh|cn|en)$", re.I)

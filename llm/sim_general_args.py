@@ -29,17 +29,11 @@ MONEY = re.compile(r"[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:
 _NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w-]|\.\d)")
 EXAMPLE = re.compile(r"(?:e\.g\.|eg\.|for example|such as|like|例如|比如)\s*[:：,]?\s*"
                      r"(?:[\"“]([^\"”]{1,40})[\"”]|([^\s,;)\"'”。，、]*[^\s,;)\"'”。，、.]))", re.I)
-
-
-def example_of(description: str) -> str | None:
-    """The first example a description gives ("e.g. AB-1234", 'e.g. "blue shoes"')."""
-    m = EXAMPLE.search(description or "")
-    return (m.group(1) or m.group(2)) if m else None
-
 FIRST = re.compile(r"\b(?:first|1st|earliest|top)\b|第一|头一个|最早", re.I)
 _EARLY_KEY = re.compile(r"(?:^|[\W_])(?:first|earliest|initial|original|start)(?:$|[\W_])", re.I)
 LAST = re.compile(r"\b(?:last|bottom)\b(?! (?:week|month|year|time|night))|最后", re.I)
 CORRECTION = re.compile(r"\b(?:i mean|sorry|actually|instead|not\s+\S+\s*,)|不是|说错|应该是|改成", re.I)
+
 
 def wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -85,9 +79,13 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "怎样": ("how",), "设置": ("set", "setup", "configure"), "恢复": ("recover", "restore"), "连接": ("connect",),
     "认证": ("authentication",), "验证": ("verify",), "身份": ("identity",), "员工": ("employee",),
     "经理": ("manager",), "系统": ("system",), "指南": ("guide",), "文章": ("article",), "知识库": ("knowledge",),
-    "技术员": ("technician",), "保修": ("warranty",), "显示器": ("monitor",), "评论": ("comment",), "备注": ("comment", "note"),
+    "技术员": ("technician",), "保修": ("warranty",), "显示器": ("monitor",), "评论": ("comment",),
+    "备注": ("comment", "note"),
     "领": ("claim",), "待发货": ("pending",), "已发货": ("shipped",), "签收": ("delivered",), "其他": ("list",),
-    "哪些": ("list",), "所有": ("all", "list"), "全部": ("all", "list"), "推荐": ("recommend", "search"), "有没有": ("available",), "有卖": ("sell",), "买": ("buy",), "卖": ("sell",), "看看": ("show",), "坏": ("broken",), "无法使用": ("broken",), "不能用": ("broken",), "开个": ("open", "create"), "补充": ("add", "comment"), "积分": ("point",), "名称": ("name",), "合计": ("total",), "金额": ("amount",),
+    "哪些": ("list",), "所有": ("all", "list"), "全部": ("all", "list"), "推荐": ("recommend", "search"),
+    "有没有": ("available",), "有卖": ("sell",), "买": ("buy",), "卖": ("sell",), "看看": ("show",),
+    "坏": ("broken",), "无法使用": ("broken",), "不能用": ("broken",), "开个": ("open", "create"),
+    "补充": ("add", "comment"), "积分": ("point",), "名称": ("name",), "合计": ("total",), "金额": ("amount",),
 }
 # The English side back to Chinese, for wording answers and questions (first glossary entry wins).
 ZH_WORD: dict[str, str] = {}
@@ -113,10 +111,17 @@ _PHRASES = [(re.compile(r"\b(?:any|an|the|some)\s+updates?\b", re.I), " status "
             (re.compile(r"\bset\s+up\b", re.I), " set "), (re.compile(r"进度|进展"), " status "),
             (re.compile(r"\b(?:what|do|does)\s+(?:do\s+)?you\s+(?:have|sell|offer|carry)\b", re.I), " available "),
             (re.compile(r"\blooking\s+for\b", re.I), " search "),
-            (re.compile(r"\bshow\s+(?:me\s+)?(?:all|my|a list)\b", re.I), " list my "), (re.compile(r"\bhow\s+much\b", re.I), " price cost ")]
+            (re.compile(r"\bshow\s+(?:me\s+)?(?:all|my|a list)\b", re.I), " list my "),
+            (re.compile(r"\bhow\s+much\b", re.I), " price cost ")]
 # A negated request ("don't transfer me to a human", "不是要退货") asks for nothing: up to the clause's end.
 _ZH_NEGATION = re.compile(r"(?:不是要|不是想|不想|不要|别|不用|不需要|无需)[\u3400-\u9fff]{1,4}")
 _EN_NEGATION = re.compile(r"\b(?:don'?t|do not|never|no need to)\s+[^,.;!?]{0,40}", re.I)
+
+
+def example_of(description: str) -> str | None:
+    """The first example a description gives ("e.g. AB-1234", 'e.g. "blue shoes"')."""
+    m = EXAMPLE.search(description or "")
+    return (m.group(1) or m.group(2)) if m else None
 
 
 def clean(text: str) -> str:
@@ -124,8 +129,12 @@ def clean(text: str) -> str:
 
 
 def text_of(message: BaseMessage) -> str:
+    """A message's text; of content parts (``[{"type": "text", "text": ...}]``), the text ones."""
     content = message.content
-    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    if isinstance(content, str):
+        return content
+    parts = [p if isinstance(p, str) else p.get("text", "") for p in content if isinstance(p, str | dict)]
+    return "\n".join(p for p in parts if p) or json.dumps(content, ensure_ascii=False)
 
 
 def stem(word: str) -> str:

@@ -389,6 +389,15 @@ def test_verification_flags_ids_and_amounts_absent_from_the_evidence():
     assert verdict["ok"] is False and len(verdict["problems"]) == 2
 
 
+def test_json_for_a_schema_fills_its_required_keys():
+    schema = {"type": "object", "required": ["loan_id", "reason"], "properties": {
+        "loan_id": {"type": "string", "pattern": r"^LN-\d{6}$"}, "reason": {"type": "string"},
+        "urgent": {"type": "boolean"}}}
+    system = SystemMessage(f"Extract the request. Respond with JSON matching this schema: {json.dumps(schema)}")
+    data = json.loads(respond([system, HumanMessage("Please renew LN-123456, I am travelling")], []).text)
+    assert data["loan_id"] == "LN-123456" and "travelling" in data["reason"]
+
+
 def test_summary_keeps_identifiers():
     text = ("Summarize: The member returned LN-123456 late. A fee was charged. They asked for a waiver. "
             "The desk agreed. Later they renewed LN-654321 online and paid by card.")
@@ -408,7 +417,8 @@ def test_recall_quotes_the_earliest_user_message():
 # ------------------------------------------------------------------------------------------ independence
 
 ALLOWED_ROOTS = {"langchain_core", "__future__"}
-ALLOWED_LLM = {"lg_harness.llm.sim_faults", "lg_harness.llm.sim_general", "lg_harness.llm.sim_general_args", "lg_harness.llm.sim_general_answers"}
+ALLOWED_LLM = {"lg_harness.llm.sim_faults", "lg_harness.llm.sim_general", "lg_harness.llm.sim_general_args",
+               "lg_harness.llm.sim_general_answers"}
 
 
 @pytest.mark.parametrize("path", BRAIN_FILES, ids=lambda p: p.name)

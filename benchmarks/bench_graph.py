@@ -46,9 +46,9 @@ from lg_harness.benchmarks.bench_context import (
     lift_quotas,
 )
 from lg_harness.benchmarks.printing import print_report
+from lg_harness.core.design import load_design
+from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.design import load_design
-from lg_harness.graphs.domain import Domain
 from lg_harness.obs.tracing import setup_tracing, shutdown_tracing, trace_file
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import ToolError

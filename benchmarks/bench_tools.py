@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lg_harness.graphs.domain import Domain, load_domain
+from lg_harness.core.domain import Domain, load_domain
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.executor import ToolExecutor, ToolOutcome
 from lg_harness.tools.registry import ToolRegistry

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lg_harness.graphs.design import Design, load_design
+from lg_harness.core.design import Design, load_design
 from lg_harness.tools.errors import HarnessError
 
 CELLS = "cells.jsonl"

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from lg_harness.core.domain import Domain, load_domain
 from lg_harness.evals.scenario import Scenario, TurnExpect
-from lg_harness.graphs.domain import Domain, load_domain
 from pydantic import ValidationError as SchemaError
 
 RETRY_AFTER_S = 2.0

@@ -10,10 +10,10 @@ import hashlib
 import json
 from typing import Any
 
+from lg_harness.core.design import Design
+from lg_harness.core.domain import Domain, load_domain
+from lg_harness.core.guards import stop_reason
 from lg_harness.graphs.app import Harness, executor_for
-from lg_harness.graphs.design import Design
-from lg_harness.graphs.domain import Domain, load_domain
-from lg_harness.graphs.guards import stop_reason
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.faults import FaultPlan

@@ -17,9 +17,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
+from lg_harness.core.design import Design, load_design
+from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.builder import build_graph
-from lg_harness.graphs.design import Design, load_design
-from lg_harness.graphs.domain import Domain, load_domain
 from lg_harness.graphs.ordering import ThreadOrder
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.longterm import LongTermMemory

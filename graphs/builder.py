@@ -10,11 +10,11 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from lg_harness.graphs import guards
-from lg_harness.graphs.design import BUILTIN_RULES, ROLES, Design
-from lg_harness.graphs.domain import Domain
-from lg_harness.graphs.dsl import PYTHON_EQUIVALENT_RULES, compile_rules
-from lg_harness.graphs.state import HarnessState
+from lg_harness.core import guards
+from lg_harness.core.design import BUILTIN_RULES, ROLES, Design
+from lg_harness.core.domain import Domain
+from lg_harness.core.dsl import PYTHON_EQUIVALENT_RULES, compile_rules
+from lg_harness.core.state import HarnessState
 from lg_harness.memory.assembly import WORKING_STRATEGIES
 from lg_harness.nodes.base import NodeDeps, variants
 from lg_harness.nodes.handoff import wait_for_human

@@ -214,9 +214,9 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
           = "mermaid", output: Annotated[Path | None, typer.Option("-o", "--output", help="write to this file")] = None,
           domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Draw a design's topology offline."""
+    from lg_harness.core.design import load_design
+    from lg_harness.core.domain import load_domain
     from lg_harness.graphs.builder import build_graph
-    from lg_harness.graphs.design import load_design
-    from lg_harness.graphs.domain import load_domain
     from lg_harness.graphs.draw import draw_ascii, draw_png
     from lg_harness.llm.sim import SimChatModel
 
@@ -250,7 +250,7 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
 @cli_command
 def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The design presets, each one's node variants and knobs."""
-    from lg_harness.graphs.design import PRESETS, ROLES
+    from lg_harness.core.design import PRESETS, ROLES
 
     data = [{"name": d.name, "description": d.description, "variants": {r: d.variant(r) for r in ROLES},
              "knobs": d.knobs.model_dump()} for d in PRESETS.values()]
@@ -269,7 +269,7 @@ def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 @cli_command
 def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The installed domain packs: intents, entity types, tools, roles and scenario sets."""
-    from lg_harness.graphs.domain import installed_domains, load_domain
+    from lg_harness.core.domain import installed_domains, load_domain
 
     data = [load_domain(name).describe() for name in sorted(installed_domains())]
     if json_out:
@@ -350,12 +350,12 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets o
             Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A/B the designs on the same scenarios: results.json, report.md and plots in --out (resumable)."""
+    from lg_harness.core.domain import load_domain
     from lg_harness.evals.compare import run_compare
     from lg_harness.evals.metrics import aggregate
     from lg_harness.evals.plots import write_plots
     from lg_harness.evals.report import write_json, write_report
     from lg_harness.evals.scenario import load_scenarios, spread
-    from lg_harness.graphs.domain import load_domain
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if full:

@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.domain import Domain, load_domain
 from lg_harness.tools.errors import HarnessError
 from rich.console import Console
 from rich.table import Table

@@ -26,10 +26,10 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from lg_harness.core.design import PRESETS, load_design
+from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.app import prepare_data_dir
 from lg_harness.graphs.builder import build_graph
-from lg_harness.graphs.design import PRESETS, load_design
-from lg_harness.graphs.domain import Domain, load_domain
 from lg_harness.llm.factory import make_model
 from lg_harness.tools.errors import HarnessError
 

@@ -20,9 +20,9 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from lg_harness.graphs.design import Design
-from lg_harness.graphs.domain import Domain
-from lg_harness.graphs.state import HarnessState
+from lg_harness.core.design import Design
+from lg_harness.core.domain import Domain
+from lg_harness.core.state import HarnessState
 from lg_harness.memory.assembly import (
     Anchors,
     Assembly,

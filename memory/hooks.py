@@ -10,7 +10,7 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from lg_harness.graphs.state import HarnessState
+from lg_harness.core.state import HarnessState
 from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.tools.cleaning import DEFAULT_KEY_FIELDS
 

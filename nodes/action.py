@@ -15,8 +15,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.graphs.domain import Domain
-from lg_harness.graphs.state import HarnessState, ToolCallRecord
+from lg_harness.core.domain import Domain
+from lg_harness.core.state import HarnessState, ToolCallRecord
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context

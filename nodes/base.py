@@ -17,9 +17,9 @@ from typing import Any, Protocol
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.graphs.design import Design
-from lg_harness.graphs.domain import Domain
-from lg_harness.graphs.state import HarnessState, TurnStats
+from lg_harness.core.design import Design
+from lg_harness.core.domain import Domain
+from lg_harness.core.state import HarnessState, TurnStats
 from lg_harness.llm.text_tools import from_text, to_text_mode
 from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response
 from lg_harness.tools.executor import ToolExecutor

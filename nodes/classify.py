@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from lg_harness.graphs.domain import Domain
+from lg_harness.core.domain import Domain
 from lg_harness.tools.text import clean_text, is_low_information, keyword_hit, language, rule_text
 
 UNKNOWN = "unknown"

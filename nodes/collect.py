@@ -10,8 +10,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.graphs.domain import Domain
-from lg_harness.graphs.state import HarnessState
+from lg_harness.core.domain import Domain
+from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import last_human_text
 from lg_harness.nodes.base import NodeDeps, register_variant
 from lg_harness.nodes.phrases import has_phrase, say

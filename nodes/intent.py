@@ -12,8 +12,8 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.graphs.domain import Domain
-from lg_harness.graphs.state import HarnessState
+from lg_harness.core.domain import Domain
+from lg_harness.core.state import HarnessState
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall

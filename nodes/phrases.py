@@ -6,7 +6,7 @@ reword any generic phrase here.
 
 from __future__ import annotations
 
-from lg_harness.graphs.domain import Domain
+from lg_harness.core.domain import Domain
 
 _PHRASES: dict[str, dict[str, str]] = {
     "waiting_human": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from lg_harness.graphs.state import HarnessState
+from lg_harness.core.state import HarnessState
 from lg_harness.memory.hooks import remember
 from lg_harness.nodes.base import NodeDeps
 

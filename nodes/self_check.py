@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.graphs.state import HarnessState
+from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, register_variant
 from lg_harness.tools.entities import EntityType

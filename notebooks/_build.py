@@ -115,7 +115,7 @@ import tempfile
 from IPython.display import Image, Markdown, display
 
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.design import PRESETS, ROLES
+from lg_harness.core.design import PRESETS, ROLES
 from lg_harness.graphs.draw import draw_png
 
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb02-")
@@ -407,7 +407,7 @@ other result as JSON, so the replies below show the tool's result as it came bac
 
 # %%
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs.design import load_design
+from lg_harness.core.design import load_design
 
 
 def with_tracking(intent):
@@ -495,7 +495,7 @@ from typing import Annotated
 from pydantic import Field
 
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.domain import Domain, Intent, Route
+from lg_harness.core.domain import Domain, Intent, Route
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity, EntityType
 
@@ -566,7 +566,7 @@ you `pip install` registers there too): `shop` and `helpdesk`, an IT service des
 for the caller's identity to be verified.
 
 # %%
-from lg_harness.graphs.domain import installed_domains, load_domain
+from lg_harness.core.domain import installed_domains, load_domain
 
 print(sorted(installed_domains()))
 helpdesk = load_domain("helpdesk")

@@ -96,7 +96,7 @@ def patient_design(name: str = "harness"):
     ``model_timeout_s`` is real time while the sim's latency is virtual: on a loaded CI machine a sim call
     can pass 15 s and turn into a 'busy' reply. Deadlines are tested on their own, not by accident here.
     """
-    from lg_harness.graphs.design import load_design
+    from lg_harness.core.design import load_design
 
     design = load_design(name)
     design.knobs.model_timeout_s = max(design.knobs.model_timeout_s, 120.0)

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lg_harness.core.design import Design, load_design
 from lg_harness.domains.shop.backend import ShopDB
-from lg_harness.graphs.design import Design, load_design
 
 HARNESS = Path(sys.executable).with_name("harness")
 

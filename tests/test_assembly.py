@@ -479,8 +479,8 @@ def test_is_correction(text, expected):
 
 def test_a_context_strategy_registers_like_a_node_variant(tmp_path):
     """A new working-layer strategy is one call away: designs name it, and the graph builds with it."""
+    from lg_harness.core.design import load_design
     from lg_harness.graphs.builder import build_graph
-    from lg_harness.graphs.design import load_design
     from lg_harness.llm.sim import SimChatModel
     from lg_harness.memory.assembly import WorkingStrategy, register_strategy, select_none
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.design import load_design
 from lg_harness.memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
 from lg_harness.memory.clearing import clear_used_results, cleared, is_digest, result_digest
 from lg_harness.memory.compress import compress

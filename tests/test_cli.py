@@ -140,8 +140,8 @@ def test_missing_slot_asks_and_calls_no_tool(tmp_path):
 
 
 def design_nodes() -> list[str]:
+    from lg_harness.core.design import load_design
     from lg_harness.graphs.builder import build_graph
-    from lg_harness.graphs.design import load_design
     from lg_harness.llm.sim import SimChatModel
 
     graph = build_graph(load_design("harness"), SimChatModel()).get_graph()
@@ -174,7 +174,7 @@ def test_graph_text_formats_name_every_node(tmp_path, fmt):
 
 
 def test_designs_json(tmp_path):
-    from lg_harness.graphs.design import PRESETS, ROLES, Knobs
+    from lg_harness.core.design import PRESETS, ROLES, Knobs
 
     proc = harness("designs", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -13,15 +13,14 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any
 
-import lg_harness.graphs.dsl as dsl
+import lg_harness.core.dsl as dsl
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs import guards
-from lg_harness.graphs.design import Knobs
-from lg_harness.graphs.dsl import (
+from lg_harness.core import guards
+from lg_harness.core.design import Knobs
+from lg_harness.core.dsl import (
     DEFAULT_NODES,
     KNOB_FIELDS,
     KNOWN_FIELDS,
@@ -41,6 +40,7 @@ from lg_harness.graphs.dsl import (
     compile_rules,
     facts_from_state,
 )
+from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.tools.errors import HarnessError
 from typing_extensions import TypedDict
 

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
+from lg_harness.core.design import load_design
+from lg_harness.core.dsl import PYTHON_EQUIVALENT_RULES
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.design import load_design
-from lg_harness.graphs.dsl import PYTHON_EQUIVALENT_RULES
 
 CONVERSATION = [
     "hi",

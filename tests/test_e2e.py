@@ -10,9 +10,9 @@ import json
 import re
 
 import pytest
+from lg_harness.core.design import Design, Knobs
 from lg_harness.domains.shop import nlu
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.design import Design, Knobs
 from lg_harness.tools.errors import HarnessError
 
 STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消"}

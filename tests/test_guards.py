@@ -1,4 +1,4 @@
-"""Guards: the conditional-edge functions of graphs/guards.py, every branch firing and not firing, and pure."""
+"""Guards: the conditional-edge functions of core/guards.py, every branch firing and not firing, and pure."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
+from lg_harness.core import guards
+from lg_harness.core.design import Knobs
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs import guards
-from lg_harness.graphs.design import Knobs
 
 KNOBS = Knobs(max_rounds=6, no_progress_rounds=2, validation_repairs=1, max_regenerations=1,
               unknown_intent_handoff=2, turn_quota_input_tokens=1000, turn_quota_tool_calls=10,
@@ -155,8 +155,8 @@ def test_guard_is_pure(guard, label, state, expected):
 
 def test_guard_targets_exist_in_the_graph():
     """Every value a guard can return is an edge of the built graph (no dangling route)."""
+    from lg_harness.core.design import load_design
     from lg_harness.graphs.builder import build_graph
-    from lg_harness.graphs.design import load_design
     from lg_harness.llm.sim import SimChatModel
 
     graph = build_graph(load_design("harness"), SimChatModel()).get_graph()

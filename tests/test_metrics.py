@@ -352,8 +352,8 @@ def test_plots_are_valid_pngs(summary: dict, tmp_path: Path) -> None:
 
 
 def test_run_cell_records_aggregate_and_harness_args_are_no_worse_than_naive() -> None:
+    from lg_harness.core.design import PRESETS
     from lg_harness.evals.runner import run_cell
-    from lg_harness.graphs.design import PRESETS
 
     tiny = [
         Scenario.model_validate({"id": "tiny-status", "user_id": "U001", "tags": ["en", "single"], "turns": [

@@ -16,11 +16,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph.message import add_messages
+from lg_harness.core import guards
+from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.backend import claim_coupon
-from lg_harness.graphs import guards
-from lg_harness.graphs.design import load_design
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.nodes.base import NodeDeps, variants
 from lg_harness.nodes.phrases import say

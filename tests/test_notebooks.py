@@ -105,8 +105,8 @@ def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():
 
 
 def test_02_topology_draws_every_preset_and_its_differences():
+    from lg_harness.core.design import PRESETS
     from lg_harness.graphs.builder import NODE_ROLES
-    from lg_harness.graphs.design import PRESETS
 
     nb = execute("02_topology")
     assert len(rich(nb, "image/png")) == len(PRESETS) == 6

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from lg_harness.core.domain import load_domain
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.domain import load_domain
 from lg_harness.tools.errors import HarnessError
 
 try:

@@ -1,7 +1,7 @@
 """The model-based self-check: the model judges grounding; the simulated model does it honestly."""
 
+from lg_harness.core.design import load_design
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.design import load_design
 from lg_harness.nodes.self_check import parse_verdict
 
 

@@ -221,9 +221,9 @@ def test_model_output_does_not_depend_on_the_design(tmp_path, recording_sim_cls,
     """Two harnesses whose designs differ only in name and in knobs that do not change the prompt feed the
     model identical inputs and get identical outputs; process-level state (env vars, other designs built)
     does not change what the model answers either."""
+    from lg_harness.core.design import Design, Knobs, load_design
     from lg_harness.graphs.app import Harness
     from lg_harness.graphs.builder import build_graph
-    from lg_harness.graphs.design import Design, Knobs, load_design
 
     order = u001_orders["delivered"][0]
     script = [f"Where is my order {order}?", "I want to return it", "有没有蓝牙耳机？"]

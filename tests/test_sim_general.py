@@ -80,7 +80,7 @@ def shop_tools() -> list[dict]:
         return [s.json_schema() for s in registry.offer(None, "customer")]
     except Exception:  # the shop is being moved to domains/: its schemas, then small inline ones
         try:
-            from lg_harness.graphs.domain import load_domain
+            from lg_harness.core.domain import load_domain
 
             return [s.json_schema() for s in load_domain("shop").registry().offer(None, "customer")]
         except Exception:

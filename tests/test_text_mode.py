@@ -1,9 +1,9 @@
 """Models without native tool calling: instructions in the prompt, TOOL: lines parsed back into calls."""
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.design import load_design
 from lg_harness.llm.sim import SimChatModel, as_text_calls
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL, from_text, to_text_mode, tools_from_instructions
 

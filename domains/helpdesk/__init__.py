@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from lg_harness.core.domain import NO_ROUTE, Domain, Handoff, Intent, Route
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import SYSTEMS
 from lg_harness.domains.helpdesk.tools import CHANGING_TOOLS, HELPDESK_TOOLS
-from lg_harness.graphs.domain import NO_ROUTE, Domain, Handoff, Intent, Route
 from lg_harness.tools.entities import EntityType, normalise_text
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lg_harness.core.domain import BenchScript
 from lg_harness.domains.helpdesk.db import HelpdeskDB
-from lg_harness.graphs.domain import BenchScript
 
 RECALL_QUESTION = "Which ticket number did I give you at the very start?"
 

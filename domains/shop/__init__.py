@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lg_harness.core.domain import NO_ROUTE, Domain, Handoff, Intent, Route
 from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.bench import BENCH
 from lg_harness.domains.shop.db import ShopDB
 from lg_harness.domains.shop.tools import SHOP_TOOLS
-from lg_harness.graphs.domain import NO_ROUTE, Domain, Handoff, Intent, Route
 from lg_harness.tools.entities import EntityType
 
 SYSTEM_PROMPT = (

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lg_harness.core.domain import BenchScript
 from lg_harness.domains.shop.db import ShopDB
-from lg_harness.graphs.domain import BenchScript
 
 USER = "U001"
 RECALL_QUESTION = "Which order number did I give you at the very start?"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from lg_harness.graphs.domain import Domain, Handoff, Intent, Route
+from lg_harness.core.domain import Domain, Handoff, Intent, Route
 from lg_harness.tools.entities import EntityType
 from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 from langgraph.graph import END
-from lg_harness.graphs.knobs import Knobs
-from lg_harness.graphs.state import HarnessState
+from lg_harness.core.knobs import Knobs
+from lg_harness.core.state import HarnessState
 
 
 def _stats(state: HarnessState) -> dict[str, Any]:

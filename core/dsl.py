@@ -44,8 +44,8 @@ from typing import Any, ClassVar, Literal, NamedTuple, NoReturn
 
 from langchain_core.messages import AIMessage
 from langgraph.graph import END as LANGGRAPH_END
-from lg_harness.graphs import guards
-from lg_harness.graphs.knobs import Knobs
+from lg_harness.core import guards
+from lg_harness.core.knobs import Knobs
 from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel
 
@@ -1008,7 +1008,7 @@ def facts_from_state(state: Mapping[str, Any], knobs: Knobs | Mapping[str, Any] 
 # ------------------------------------------------------------------------------------------ the guards as rules
 
 
-# The Python guards of graphs.guards written as rules; intents are read by their domain kind.
+# The Python guards of core.guards written as rules; intents are read by their domain kind.
 PYTHON_EQUIVALENT_RULES: str = """\
 # after_intent
 intent -> handoff when intent_kind == "to-human"

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from lg_harness.graphs.dsl import compile_rules
-from lg_harness.graphs.knobs import Knobs
+from lg_harness.core.dsl import compile_rules
+from lg_harness.core.knobs import Knobs
 from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field
 
-BUILTIN_RULES = "builtin:guards"  # the DSL twin of graphs/guards.py (graphs.dsl.PYTHON_EQUIVALENT_RULES)
+BUILTIN_RULES = "builtin:guards"  # the DSL twin of core/guards.py (core.dsl.PYTHON_EQUIVALENT_RULES)
 ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff", "context")
 
 
@@ -26,7 +26,7 @@ class Design(BaseModel):
     description: str = ""
     variants: dict[str, str] = Field(default_factory=dict)
     knobs: Knobs = Field(default_factory=Knobs)
-    rules: str | None = Field(None, description="transition rules in the rule DSL (graphs/dsl.py); "
+    rules: str | None = Field(None, description="transition rules in the rule DSL (core/dsl.py); "
                               "edges they do not cover use the Python guards")
 
     def variant(self, role: str) -> str:

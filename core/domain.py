@@ -275,7 +275,7 @@ def _from_object(obj: Any, origin: str) -> Domain:
     value = obj() if callable(obj) and not isinstance(obj, Domain) else obj
     if not isinstance(value, Domain):
         raise HarnessError(f"{origin} is not a Domain (got {type(value).__name__}); "
-                           "export a graphs.domain.Domain value or a function returning one")
+                           "export a core.domain.Domain value or a function returning one")
     return value
 
 
@@ -292,7 +292,7 @@ def _from_file(path: Path, attr: str | None, spec: str) -> Domain:
     from lg_harness.tools.errors import HarnessError
 
     if path.suffix in (".yaml", ".yml"):
-        from lg_harness.graphs.domain_yaml import domain_from_yaml
+        from lg_harness.core.domain_yaml import domain_from_yaml
 
         return domain_from_yaml(path)
     module_name = f"_harness_domain_{abs(hash(str(path.resolve())))}"

@@ -128,3 +128,17 @@ def test_installed_packs_are_listed():
     names = {d["name"]: d for d in json.loads(listed.stdout)["domains"]}
     assert {"shop", "helpdesk"} <= set(names)
     assert "get_order_status" in names["shop"]["tools"] and "get_ticket" in names["helpdesk"]["tools"]
+
+
+def test_cli_runs_the_helpdesk_pack_with_a_real_tool_call(tmp_path: Path):
+    from lg_harness.domains.helpdesk import HelpdeskDB
+
+    with HelpdeskDB.open(tmp_path / "helpdesk.sqlite") as db:  # the file the CLI opens in this data dir
+        ticket = db.query("SELECT id, status FROM tickets WHERE owner_id = 'E1001' ORDER BY id")[-1]
+    out = harness("run", "--domain", "helpdesk", f"What is the status of {ticket['id']}?", "--json",
+                  "--model", "sim:clean", "--data-dir", str(tmp_path), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["domain"] == "helpdesk" and result["intent"] == "ticket_status"
+    assert calls(result) == [("get_ticket", {"ticket_id": ticket["id"]}, "ok")]
+    assert ticket["status"] in result["reply"]

@@ -125,7 +125,8 @@ class Harness:
         self.model = make_model(model, domain=self.domain) if isinstance(model, str) else model
         # How to open this harness again: the preset name or design file, and the model spec if it had one.
         self.setup = (design if isinstance(design, str) else self.design.name,
-                      model if isinstance(model, str) else None)
+                      model if isinstance(model, str) else None,
+                      domain if isinstance(domain, str) else (None if domain is not None else "shop"))
         self._owns_model = isinstance(model, str)
         self._owned: list[Any] = []
         self.last_values: dict[str, Any] = {}

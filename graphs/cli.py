@@ -168,19 +168,23 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
                                                       "(default: the one the thread last ran with)")] = None,
            model: Annotated[str | None, typer.Option(help="with --finish: the model to finish with "
                                                      "(default: the one the thread last ran with)")] = None,
-           domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+           domain: Annotated[str | None, typer.Option("--domain", envvar="HARNESS_DOMAIN", help="the domain pack "
+                                                      "(default: the one the thread last ran with)")] = None,
+           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Show where a thread stands; with --checkpoint, fork it so the next run continues from there; with
-    --finish, complete the message the thread stopped in, with the design and model it ran with."""
+    --finish, complete the message the thread stopped in, with the design, model and domain it ran with."""
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
+    domain = domain or thread_domain(data_dir, thread) or "shop"
     with open_harness(data_dir, design or "harness", model or "sim", domain) as h:
         if finish:
             print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
             return
         forked = h.fork(thread, checkpoint) if checkpoint else None
         state = h.state(thread)
-    summary = {"thread_id": thread, "checkpoint_id": state["checkpoint_id"], "forked_from": checkpoint,
-               "next": state["next"], **_public_state(state["values"])}
+        domain_name = h.domain.name
+    summary = {"thread_id": thread, "domain": domain_name, "checkpoint_id": state["checkpoint_id"],
+               "forked_from": checkpoint, "next": state["next"], **_public_state(state["values"])}
     if json_out:
         emit_json(summary)
         return
@@ -191,6 +195,20 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     if pending:
         err.print(f"the thread stopped mid-message before {', '.join(pending)}: `harness resume --thread {thread} "
                   "--finish` completes it; `harness run` starts a new message instead")
+
+
+def thread_domain(data_dir: Path, thread: str) -> str | None:
+    """The domain spec ``thread`` last ran with, if the data dir recorded one."""
+    from lg_harness.memory.transcript import TranscriptStore
+
+    path = data_dir / "transcripts.sqlite"
+    if not path.exists():
+        return None
+    store = TranscriptStore(path)
+    try:
+        return store.domain_of(thread)
+    finally:
+        store.close()
 
 
 def thread_setup(data_dir: Path, thread: str, design: str | None, model: str | None) -> tuple[str, str]:

@@ -27,22 +27,29 @@ class TranscriptStore:
             "CREATE TABLE IF NOT EXISTS threads (thread_id TEXT PRIMARY KEY, design TEXT NOT NULL, "
             "model TEXT, updated_at REAL NOT NULL)"
         )
+        if "domain" not in {row[1] for row in self.conn.execute("PRAGMA table_info(threads)")}:
+            self.conn.execute("ALTER TABLE threads ADD COLUMN domain TEXT")  # stores made before domains
         # Threads waiting for a human, whatever the domain's own ticket system (if it has one) recorded.
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS handoffs (thread_id TEXT NOT NULL, ticket TEXT NOT NULL, "
             "status TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (thread_id, ticket))"
         )
 
-    def record_setup(self, thread_id: str, design: str, model: str | None) -> None:
-        """Note the design (preset name or file) and model spec a message on the thread runs with."""
+    def record_setup(self, thread_id: str, design: str, model: str | None, domain: str | None = None) -> None:
+        """Note the design (preset name or file), model spec and domain spec a message on the thread runs with."""
         with self.lock:
-            self.conn.execute("INSERT OR REPLACE INTO threads VALUES (?, ?, ?, ?)",
-                              (thread_id, design, model, time.time()))
+            self.conn.execute("INSERT OR REPLACE INTO threads (thread_id, design, model, updated_at, domain) "
+                              "VALUES (?, ?, ?, ?, ?)", (thread_id, design, model, time.time(), domain))
 
     def setup(self, thread_id: str) -> tuple[str, str | None] | None:
         """(design, model spec or None when the model was passed as an object) the thread last ran with."""
         row = self.conn.execute("SELECT design, model FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
         return (row[0], row[1]) if row else None
+
+    def domain_of(self, thread_id: str) -> str | None:
+        """The domain spec the thread last ran with (None: passed as an object, or recorded before domains)."""
+        row = self.conn.execute("SELECT domain FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        return row[0] if row else None
 
     def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
         with self.lock:

@@ -142,3 +142,14 @@ def test_cli_runs_the_helpdesk_pack_with_a_real_tool_call(tmp_path: Path):
     assert result["domain"] == "helpdesk" and result["intent"] == "ticket_status"
     assert calls(result) == [("get_ticket", {"ticket_id": ticket["id"]}, "ok")]
     assert ticket["status"] in result["reply"]
+
+
+def test_resume_continues_a_thread_in_the_domain_it_ran_in(tmp_path: Path):
+    ran = harness("run", "--domain", "helpdesk", "hello", "--json", "--model", "sim:clean", "--thread", "hd",
+                  "--data-dir", str(tmp_path), cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    resumed = harness("resume", "--thread", "hd", "--json", "--data-dir", str(tmp_path), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["domain"] == "helpdesk"
+    told = harness("resume", "--thread", "hd", "--json", "--domain", "shop", "--data-dir", str(tmp_path), cwd=tmp_path)
+    assert json.loads(told.stdout)["domain"] == "shop"  # what the user says wins

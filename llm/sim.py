@@ -163,7 +163,11 @@ class SimChatModel(BaseChatModel):
         tool_tokens = count_tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0
         visible = fit_window(messages, self.context_window - tool_tokens)
         tokens = [message_tokens(m) for m in visible]
-        key = json.dumps([[m.type, m.content, getattr(m, "tool_calls", None)] for m in visible] + [tools],
+        # Call ids are left out: a provider's ids are fresh on every call, and the same conversation must
+        # draw the same faults however its earlier calls were numbered.
+        key = json.dumps([[m.type, m.content, [{k: v for k, v in c.items() if k != "id"}
+                                                for c in getattr(m, "tool_calls", None) or []]]
+                          for m in visible] + [tools],
                          ensure_ascii=False, sort_keys=True, default=str)
         dice = Dice(self.seed, key)
         profile = self.fault_profile

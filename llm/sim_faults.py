@@ -21,8 +21,10 @@ class FaultProfile:
     long_context_tokens: int = 1500    # inputs longer than this count as long
     repeat_after_error: float = 0.0    # calls the same tool again after an error result
     malformed_args: float = 0.0        # emits an argument with the wrong format
-    wrong_tool_per_extra: float = 0.0  # per tool offered beyond three: picks a neighbouring tool
-    extra_lookup_per_extra: float = 0.0  # per tool offered beyond three: makes an unneeded lookup first
+    # per extra tool offered: the general brain counts every tool beyond the first, the shop's legacy
+    # brain every tool beyond three; the realistic rates were set for the latter (issue 13 refits them)
+    wrong_tool_per_extra: float = 0.0  # picks a neighbouring tool
+    extra_lookup_per_extra: float = 0.0  # makes an unneeded lookup first
     follow_injection: float = 0.0      # obeys an instruction found in a tool result when the tool is offered
     copy_invisible: float = 0.0        # copies invisible characters from the user's text into arguments
     timeout: float = 0.0               # does not answer in time

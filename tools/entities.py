@@ -77,10 +77,16 @@ class EntityType:
         value = self.canonical.format(*match.groups()) if self.canonical else match.group(0)
         return value.upper() if self.upper else value
 
+    def _forms(self, text: str) -> list[str]:
+        return [v for m in self.regex.finditer(normalise_text(text)) if (v := self._form(m)) not in self.exclude]
+
     def find(self, text: str) -> list[str]:
         """Distinct canonical mentions in ``text``, ordered by their last appearance (``[-1]`` is latest)."""
-        found = [v for m in self.regex.finditer(normalise_text(text)) if (v := self._form(m)) not in self.exclude]
-        return list(reversed(dict.fromkeys(reversed(found))))
+        return list(reversed(dict.fromkeys(reversed(self._forms(text)))))
+
+    def in_order(self, text: str) -> list[str]:
+        """Distinct canonical mentions in ``text``, ordered by their first appearance."""
+        return list(dict.fromkeys(self._forms(text)))
 
     def canonicalize(self, value: str) -> str | None:
         """The canonical form when ``value`` is exactly one mention of this type, else None."""
@@ -137,9 +143,8 @@ def card_updates(types: Sequence[EntityType], texts: Sequence[str], card: dict[s
                 updates[t.latest_key] = values[-1]
             if t.remember and t.slot:
                 known = updates.get(f"{t.slot}s", card.get(f"{t.slot}s")) or []
-                # order of appearance in this text, then first mention overall
-                ordered = [m.group(0) for m in t.regex.finditer(normalise_text(text))]
-                fresh = [v for v in dict.fromkeys(t.canonicalize(o) or o for o in ordered) if v in values]
+                # in order of first appearance; ``values`` already left out what a stricter type took
+                fresh = [v for v in t.in_order(text) if v in values]
                 merged = list(dict.fromkeys([*known, *fresh]))
                 updates[f"{t.slot}s"] = merged[-cap:]
                 if not card.get(f"first_{t.slot}") and f"first_{t.slot}" not in updates:

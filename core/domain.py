@@ -138,7 +138,6 @@ class Domain:
             (``":memory:"`` without one). Backends with ``close()`` are closed with the harness.
         fresh_resources: Backends for one evaluation cell (a fresh copy of the seeded data).
         scenarios: ``set name -> file or folder`` of scenario files; ``builtin`` is the default set.
-        sim_brain: The legacy simulated model's brain for this domain, when it has one of its own.
         demo: The user messages ``harness demo`` plays (at least four: it forks after the third).
         demo_check: ``resources -> (what, value)`` the demo prints after replaying the fourth message, to
             show that the replay changed nothing twice.
@@ -168,7 +167,6 @@ class Domain:
     open_resources: Callable[[Callable[[str], str]], dict[str, Any]] | None = None
     fresh_resources: Callable[[], dict[str, Any]] | None = None
     scenarios: Mapping[str, str | Path] = field(default_factory=dict)
-    sim_brain: Callable[..., Any] | None = None
     demo: tuple[str, ...] = ()
     demo_check: Callable[[Mapping[str, Any]], tuple[str, Any]] | None = None
     empty_keys: tuple[str, ...] = ("results", "items")

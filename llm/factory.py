@@ -9,19 +9,22 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from lg_harness.tools.errors import HarnessError
 
-SPEC_HELP = ("use 'sim' (faults on), 'sim:clean', 'sim:<profile>:<seed>', 'ollama:<model>' "
-             "(e.g. ollama:qwen2.5:7b) or 'openai:<model>'")
+SPEC_HELP = ("use 'sim' (its default fault profile), 'sim:clean', 'sim:<profile>:<seed>', 'ollama:<model>' "
+             "(e.g. ollama:qwen2.5:7b), 'openai:<model>' or 'local:<model>' (e.g. local:qwen2.5-coder-0.5b)")
 
 
 def make_model(spec: str, *, timeout: float = 15.0, domain: Any = None) -> BaseChatModel:
     """A chat model from a spec string. Real models read their endpoint and key from the usual env vars.
 
-    ``domain``: only read for ``sim``, which uses the domain's own simulated brain when it has one
-    (``Domain.sim_brain``) and the domain-general brain otherwise; ``sim:general`` always takes the latter.
+    ``domain`` is accepted for callers that pass it and ignored: no model knows the domain it serves.
     """
     kind, _, name = spec.partition(":")
     if kind == "sim":
-        return _sim(name, getattr(domain, "sim_brain", None))
+        return _sim(name)
+    if kind == "local" and name:
+        from lg_harness.llm.local import make_local
+
+        return make_local(name)
     if kind == "ollama" and name:
         from langchain_ollama import ChatOllama
 
@@ -50,21 +53,19 @@ def close_model(model: BaseChatModel) -> None:
                 close()
 
 
-def _sim(rest: str, brain: Any = None) -> BaseChatModel:
-    """``sim``, ``sim:clean``, ``sim:realistic:7``, ``sim:7``, ``sim:general:clean``: a fault profile and a
-    seed, both optional, and ``general`` for the domain-general brain whatever the domain brings."""
+def _sim(rest: str) -> BaseChatModel:
+    """``sim``, ``sim:clean``, ``sim:flat:7``, ``sim:7``: a fault profile from ``simlm/profiles.yaml`` and a
+    seed, both optional."""
     from lg_harness.llm.sim import SimChatModel
-    from lg_harness.llm.sim_faults import PROFILES
 
-    profile, seed = "realistic", 0
+    from simlm import default_profile_name, profile_names
+
+    faults, seed = default_profile_name(), 0
     for part in filter(None, rest.split(":")):
         if part.isdigit():
             seed = int(part)
-        elif part in PROFILES:
-            profile = part
-        elif part == "general":
-            brain = None
+        elif part in profile_names():
+            faults = part
         else:
-            raise HarnessError(f"unknown sim option '{part}': profiles {', '.join(PROFILES)}, 'general', "
-                               "or a seed number")
-    return SimChatModel(seed=seed, faults=profile, brain=brain)
+            raise HarnessError(f"unknown sim option '{part}': profiles {', '.join(profile_names())}, or a seed number")
+    return SimChatModel(seed=seed, faults=faults)

@@ -2,13 +2,11 @@
 
 The harness side: ``to_text_mode`` adds the calling instructions to the prompt, and ``from_text`` turns the
 model's ``TOOL: name(...)`` lines into native tool calls (or a parse error the model gets to repair).
-The simulated model's side: ``tools_from_instructions`` reads the same instructions back, as a model would.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +14,6 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from lg_harness.tools.textcalls import TextCallParseError, format_tool_call_instructions, parse_tool_calls
 
 PARSE_ERROR_TOOL = "unparsed_tool_call"  # stands for a call the harness could not read
-_TOOL_LINE = re.compile(r"^- (\w+): (.*)$")
-_ARG_LINE = re.compile(r"^ {4}(\w+) \(([^)]*?)\b(required|optional)")
 
 
 def to_text_mode(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> list[BaseMessage]:
@@ -50,19 +46,11 @@ def _id(raw: str, i: int) -> str:
     return "text_" + hashlib.sha1(f"{i}:{raw}".encode()).hexdigest()[:16]
 
 
-def tools_from_instructions(system: str) -> list[dict[str, Any]]:
-    """Tool schemas as far as the written instructions describe them (names, arguments, which are required)."""
-    tools: list[dict[str, Any]] = []
-    lines = system.splitlines()
-    # Only the listing under "Tools:" declares tools; "- key: value" lines elsewhere (a fact card) are data.
-    start = next((i + 1 for i, line in enumerate(lines) if line.strip() == "Tools:"), len(lines))
-    for line in lines[start:]:
-        if (m := _TOOL_LINE.match(line)) and "TOOL:" not in line:
-            tools.append({"type": "function", "function": {"name": m.group(1), "description": m.group(2),
-                                                           "parameters": {"properties": {}, "required": []}}})
-        elif (m := _ARG_LINE.match(line)) and tools:
-            params = tools[-1]["function"]["parameters"]
-            params["properties"][m.group(1)] = {}
-            if m.group(3) == "required":
-                params["required"].append(m.group(1))
-    return tools
+def invalid_as_calls(reply: AIMessage) -> AIMessage:
+    """Tool calls a provider could not parse (``invalid_tool_calls``: arguments that are not JSON) as calls
+    the executor rejects, so the model hears what was wrong instead of the turn ending in silence."""
+    bad = [{"name": PARSE_ERROR_TOOL, "args": {"error": f"arguments of {c.get('name') or 'a call'} are not valid JSON: "
+                                               f"{(c.get('args') or '')[:200]}"},
+            "id": c.get("id") or _id(str(c.get("args")), i), "type": "tool_call"}
+           for i, c in enumerate(reply.invalid_tool_calls)]
+    return reply.model_copy(update={"tool_calls": [*reply.tool_calls, *bad], "invalid_tool_calls": []})

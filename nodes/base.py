@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, TurnStats
-from lg_harness.llm.text_tools import from_text, to_text_mode
+from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
 from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
@@ -115,6 +115,8 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
         record_model_response(span, reply)
     if text_mode:
         reply = from_text(reply, [t.name for t in tools])
+    if reply.invalid_tool_calls:
+        reply = invalid_as_calls(reply)
     if audit is not None:
         audit.record_model(name, {"messages": list(messages), "tools": [t.name for t in tools]}, reply,
                            duration_ms=(time.perf_counter() - started) * 1000)

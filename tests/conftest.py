@@ -138,15 +138,13 @@ def recording_sim_cls():
     """A ``SimChatModel`` subclass that keeps every call's input messages, offered tools and output.
 
     Its fault profile defaults to ``clean`` (node tests check the harness, not the model's faults); pass
-    ``faults="realistic"`` for the profile the ``sim`` spec uses.
+    ``faults="prior"`` for the profile the ``sim`` spec uses.
     """
-    from lg_harness.domains.shop import DOMAIN as SHOP
     from lg_harness.llm.sim import SimChatModel
     from pydantic import Field
 
     class RecordingSim(SimChatModel):
         faults: str = "clean"
-        brain: Any = Field(default=SHOP.sim_brain, exclude=True)  # the shop's own simulated model
         calls: list = Field(default_factory=list)
 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):

@@ -41,7 +41,7 @@ def make_deps(shop):
             assert hasattr(design.knobs, key), key
             setattr(design.knobs, key, value)
         registry = registry or SHOP.registry()
-        return NodeDeps(model=model or SimChatModel(faults="clean", brain=SHOP.sim_brain), registry=registry,
+        return NodeDeps(model=model or SimChatModel(faults="clean"), registry=registry,
                         executor=ToolExecutor(registry), domain=SHOP,
                         design=design, resources={"shop": shop})
 

@@ -14,7 +14,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import SYSTEM_PROMPT, nlu
 from lg_harness.domains.shop.backend import get_order_status
-from lg_harness.llm.sim import SimChatModel, fit_window, message_tokens
+from lg_harness.llm.sim import SimChatModel
+from simlm.provider import fit_window, message_tokens
 from lg_harness.nodes.intent import classify_prompt
 from lg_harness.tools.context import ToolContext
 
@@ -23,7 +24,7 @@ ORDER_ID_RE = re.compile(r"ORD-\d{5}")
 
 def clean(**kwargs) -> SimChatModel:
     """The sim without its fault profile: the behaviour a well-behaved model shows."""
-    return SimChatModel(faults="clean", brain=SHOP.sim_brain, **kwargs)
+    return SimChatModel(faults="clean", **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def tool_result(shop, order_id: str, call_id: str = "call_1") -> ToolMessage:
 # ------------------------------------------------------------------------------------------- determinism
 
 
-@pytest.mark.parametrize("faults", ["clean", "realistic"])
+@pytest.mark.parametrize("faults", ["clean", "prior"])
 def test_same_input_gives_same_output_including_tool_call_ids(registry, u001_orders, faults):
     """Determinism holds for the fault profile too: faults are drawn from the input, not from a clock."""
     order = u001_orders["shipped"][0]
@@ -61,8 +62,8 @@ def test_same_input_gives_same_output_including_tool_call_ids(registry, u001_ord
     conversations += [[HumanMessage("Where is my order?")], [HumanMessage("有没有蓝牙耳机？")]]
     outputs = []
     for messages in conversations:
-        first = SimChatModel(faults=faults, brain=SHOP.sim_brain).bind_tools(tools).invoke(messages)
-        second = SimChatModel(faults=faults, brain=SHOP.sim_brain).bind_tools(tools).invoke(list(messages))
+        first = SimChatModel(faults=faults).bind_tools(tools).invoke(messages)
+        second = SimChatModel(faults=faults).bind_tools(tools).invoke(list(messages))
         assert snapshot(first) == snapshot(second)
         outputs.append(first)
     ids = [c["id"] for ai in outputs for c in ai.tool_calls]
@@ -238,7 +239,7 @@ def test_model_output_does_not_depend_on_the_design(tmp_path, recording_sim_cls,
             monkeypatch.setenv("HARNESS_DESIGN", "x")
             monkeypatch.setenv("HARNESS_MODEL", "ollama:nothing")
             build_graph(load_design("harness"), clean())
-        model = recording_sim_cls(faults="realistic")  # what the 'sim' spec gives
+        model = recording_sim_cls(faults="prior")  # what the 'sim' spec gives
         with Harness(tmp_path / design.name, design=design, model=model) as h:
             for text in script:
                 h.send("t", text, "U001")
@@ -249,10 +250,10 @@ def test_model_output_does_not_depend_on_the_design(tmp_path, recording_sim_cls,
     # The same message list straight to fresh models, with and without the extra process state.
     messages = [SystemMessage(SYSTEM_PROMPT), HumanMessage(f"Where is {order}?")]
     tools = [t.json_schema() for t in SHOP.registry().offer(None, "customer")]
-    with_env = snapshot(SimChatModel(brain=SHOP.sim_brain).bind_tools(tools).invoke(messages))
+    with_env = snapshot(SimChatModel().bind_tools(tools).invoke(messages))
     monkeypatch.delenv("HARNESS_DESIGN")
     monkeypatch.delenv("HARNESS_MODEL")
-    without_env = snapshot(SimChatModel(brain=SHOP.sim_brain).bind_tools(tools).invoke(messages))
+    without_env = snapshot(SimChatModel().bind_tools(tools).invoke(messages))
     assert with_env == without_env
 
 
@@ -281,7 +282,7 @@ def cache_read(reply: AIMessage) -> int:
 
 
 def test_prompt_cache_serves_a_repeated_prefix_in_whole_blocks():
-    model = SimChatModel(faults="clean", brain=SHOP.sim_brain)
+    model = SimChatModel(faults="clean")
     system = SystemMessage(SYSTEM_PROMPT * 3)
     first = model.invoke([system, HumanMessage("Where is my order ORD-10134?")])
     assert cache_read(first) == 0, "a cold cache serves nothing"
@@ -297,7 +298,7 @@ def test_prompt_cache_serves_a_repeated_prefix_in_whole_blocks():
 
 
 def test_prompt_cache_breaks_where_the_prompt_first_differs():
-    model = SimChatModel(faults="clean", brain=SHOP.sim_brain)
+    model = SimChatModel(faults="clean")
     question = HumanMessage("Where is my order ORD-10134?")
     model.invoke([SystemMessage(SYSTEM_PROMPT * 3), question])
     edited = model.invoke([SystemMessage("Customer: U002. " + SYSTEM_PROMPT * 3), question])

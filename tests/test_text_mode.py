@@ -4,8 +4,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
-from lg_harness.llm.sim import SimChatModel, as_text_calls
-from lg_harness.llm.text_tools import PARSE_ERROR_TOOL, from_text, to_text_mode, tools_from_instructions
+from lg_harness.llm.sim import SimChatModel
+from lg_harness.llm.text_tools import PARSE_ERROR_TOOL, from_text, to_text_mode
+from simlm.wire import tool_call_json, tools_in_text
 
 
 def text_design():
@@ -19,13 +20,14 @@ def test_instructions_round_trip_to_the_schemas_a_model_needs() -> None:
     schemas = [registry.get(n).json_schema() for n in registry.names()]
     msgs = to_text_mode([SystemMessage("You help."), HumanMessage("hi")], schemas)
     assert isinstance(msgs[0], SystemMessage) and "TOOL:" in msgs[0].content and msgs[0].content.startswith("You help.")
-    read = {t["function"]["name"]: t["function"]["parameters"] for t in tools_from_instructions(msgs[0].content)}
+    read = {t["function"]["name"]: t["function"]["parameters"] for t in tools_in_text(msgs[0].content)}
     assert set(read) == set(registry.names())
     assert read["request_return"]["required"] == ["order_id", "reason"]
 
 
 def test_text_calls_with_invisible_prefix_become_native_calls() -> None:
-    text = as_text_calls([{"name": "get_order_status", "args": {"order_id": "ORD-10144"}}], prefix="\u200b\ufeff")
+    """The form chat-tuned open models write (Qwen, Hermes), as the sim writes it, with invisible junk."""
+    text = "\u200b\ufeff<tool_call>\n" + tool_call_json("get_order_status", {"order_id": "ORD-10144"}) + "\n</tool_call>"
     reply = from_text(AIMessage(text), ["get_order_status"])
     assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("get_order_status", {"order_id": "ORD-10144"})]
 
@@ -37,7 +39,7 @@ def test_an_unreadable_call_becomes_a_rejected_call_not_a_reply() -> None:
 
 
 def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
-    model = SimChatModel(faults="clean", brain=SHOP.sim_brain)
+    model = SimChatModel(faults="clean")
     with Harness(tmp_path, text_design(), model) as h:
         r = h.send("t", "where is my order ORD-10144?", "U001")
         assert [(c["name"], c["args"], c["status"]) for c in r["tool_calls"]] == [
@@ -51,7 +53,7 @@ def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
 def test_the_sim_reads_tools_only_from_the_tools_listing():
     """A fact card's "- key: value" lines in the system prompt are data, not tool declarations."""
     card = "You are an assistant.\n## Known facts\n- coupon_codes: ['SAVE20']\n- last_product_id: P1001"
-    assert tools_from_instructions(card) == []
+    assert tools_in_text(card) == []
     registry = SHOP.registry()
     msgs = to_text_mode([SystemMessage(card)], [registry.get("get_order_status").json_schema()])
-    assert [t["function"]["name"] for t in tools_from_instructions(msgs[0].content)] == ["get_order_status"]
+    assert [t["function"]["name"] for t in tools_in_text(msgs[0].content)] == ["get_order_status"]

@@ -128,12 +128,6 @@ def returns_recorded(resources: dict[str, Any]) -> tuple[str, Any]:
     return "returns recorded for ORD-10144", count
 
 
-def _sim_brain(*args: Any, **kwargs: Any) -> Any:
-    from lg_harness.domains.shop.sim_brain import respond
-
-    return respond(*args, **kwargs)
-
-
 DOMAIN = Domain(
     name="shop",
     description="an online shop's customer service: products, orders, returns and exchanges, coupons, complaints",
@@ -154,7 +148,6 @@ DOMAIN = Domain(
     open_resources=lambda path_for: {"shop": ShopDB.open(path_for("shop.sqlite"))},
     fresh_resources=lambda: {"shop": ShopDB.fresh_copy()},
     scenarios={"builtin": Path(__file__).parent / "scenarios"},
-    sim_brain=_sim_brain,
     demo=DEMO,
     demo_check=returns_recorded,
     empty_keys=("results", "orders", "available"),

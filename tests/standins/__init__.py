@@ -3,8 +3,8 @@
 Each stand-in is a real HTTP server on 127.0.0.1 (an ephemeral port, stdlib ``http.server`` in a daemon
 thread) that speaks a provider's wire protocol, so the real client libraries (``ollama`` /
 ``langchain-ollama``, ``openai`` / ``langchain-openai``) are exercised end to end without a network.
-The answers come from ``domains.shop.sim_brain.respond``: the wire messages and tool schemas are converted to
-LangChain messages, the brain answers, and the answer is converted back to the wire format.
+The answers come from the simulated model (``simlm``, fault-free): the wire messages and tool schemas are
+converted to LangChain messages, the model answers, and the answer is converted back to the wire format.
 
 Every request is recorded (``server.requests``: method, path, JSON body, headers with lower-case names) so tests can assert what the client really sent.
 """
@@ -26,15 +26,13 @@ def brain_reply(messages: Sequence[BaseMessage], tools: list[dict[str, Any]],
 
     Like a real server, the input is cut to the context window (system kept, oldest turns dropped) first.
     """
-    from lg_harness.domains.shop.sim_brain import respond
-    from lg_harness.llm.embeddings import count_tokens
-    from lg_harness.llm.sim import fit_window, message_tokens
+    from lg_harness.llm.sim import SimChatModel
 
-    tool_tokens = count_tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0
-    visible = fit_window(list(messages), context_window - tool_tokens)
-    reply = respond(visible, tools)
-    prompt = sum(message_tokens(m) for m in visible) + tool_tokens
-    return reply, prompt, message_tokens(reply)
+    model = SimChatModel(faults="clean", context_window=context_window)
+    reply = (model.bind_tools(tools) if tools else model).invoke(list(messages))
+    usage = reply.usage_metadata or {}
+    prompt = int(usage.get("input_tokens", 0)) - int(reply.response_metadata.get("truncated_tokens", 0))
+    return reply, prompt, int(usage.get("output_tokens", 0))
 
 
 def text_pieces(text: str, size: int = 3) -> list[str]:

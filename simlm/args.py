@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from lg_harness.llm.sim_faults import Dice, FaultProfile
 
-CLEAN = FaultProfile()
+from simlm.faults import CLEAN, Dice, FaultProfile
 
 INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad]")
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -266,12 +265,11 @@ class Call:
     def humans(self) -> list[str]:
         return [text_of(m) for m in self.messages if isinstance(m, HumanMessage)]
 
-    def middle(self, index: int) -> bool:
-        """Whether message ``index`` sits in the middle of a long input, where recall is weakest."""
-        total = sum(self.tokens)
-        if not self.tokens or total <= self.profile.long_context_tokens or index >= len(self.tokens):
+    def forgets(self, index: int) -> bool:
+        """Whether the fact in message ``index`` is lost: likelier the more input follows it."""
+        if not self.tokens or index >= len(self.tokens):
             return False
-        return 0.2 < sum(self.tokens[:index]) / total < 0.8
+        return self.roll(self.profile.forget_chance(sum(self.tokens[index + 1:])))
 
     def sources(self, name: str = "") -> list[tuple[int, str, bool]]:
         """(index, text, is_user) to look for values in: user messages newest first, then tool results, then
@@ -433,8 +431,8 @@ def patterned(name: str, pattern: str, call: Call, request: str) -> str | None:
     if first:
         found = _first_order(call, found)
     for index, hits, is_user, _ in found:
-        if call.middle(index) and call.roll(call.profile.forget_middle):
-            continue  # lost in the middle of a long input
+        if call.forgets(index):
+            continue  # lost: too far back in the input
         if is_user:
             return _as_typed(call, hits[0] if first else hits[-1])
         return hits[-1] if LAST.search(request) else hits[0]  # a list result: its first row by default

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from lg_harness.llm.sim_general_args import (
+
+from simlm.args import (
     CJK,
     EXAMPLE,
     FIRST,

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from lg_harness.llm.sim_faults import Dice, FaultProfile
-from lg_harness.llm.sim_general_answers import (
+
+from simlm.answers import (
     ask_for,
     auxiliary_reply,
     compose_answer,
@@ -37,7 +37,7 @@ from lg_harness.llm.sim_general_answers import (
     recall_answer,
     say,
 )
-from lg_harness.llm.sim_general_args import (
+from simlm.args import (
     CLEAN,
     CORRECTION,
     STOP,
@@ -62,6 +62,7 @@ from lg_harness.llm.sim_general_args import (
     words,
     wordset,
 )
+from simlm.faults import Dice, FaultProfile
 
 __all__ = ["CLEAN", "respond"]
 
@@ -85,7 +86,6 @@ _INJECTION = re.compile(
 _EACH = re.compile(r"\b(?:each|both|respectively|all of them)\b|分别|各自|两个都", re.I)  # asks for every value
 _NEEDS_FIRST = re.compile(r"\b(?:after|once|requires?|first)\b", re.I)
 _BEFORE = re.compile(r"\bbefore\b", re.I)
-_DELIMITED = 0.3  # obeying text that is clearly marked as data is less likely, per layer of marking
 # An instruction not to use tools now ("answer from the results above; do not call tools"), as a model obeys.
 _NO_TOOLS = re.compile(r"\b(?:do not|don't|never)\s+(?:call|use)\s+(?:any\s+)?(?:more\s+)?tools?\b"
                        r"(?!\s+(?:unless|except|when|if))|不要(?:再)?(?:调用|使用)(?:任何)?工具", re.I)
@@ -267,7 +267,7 @@ def user_text(call: Call, text: str) -> str:
     pasted = plain(text)  # tool-call markup or JSON pasted into the message: data, or an attempt at a command
     if _INJECTION.search(text) is None and pasted == text:
         return text
-    if call.memo.setdefault(("obey", text), call.roll(call.profile.follow_injection)):
+    if call.memo.setdefault(("obey", text), call.roll(call.profile.injection_chance(0))):
         return text
     hit = _INJECTION.search(pasted)
     return pasted if hit is None else pasted[: hit.start()] + pasted[hit.end():].partition("\n")[2]
@@ -300,8 +300,11 @@ def call_id(dice: Dice | None) -> str:
 
 
 def tool_calls(call: Call, planned: list[tuple[dict[str, Any], dict[str, Any]]]) -> AIMessage:
+    """The calls, each with a fresh id; a ``broken_json`` malformation asks the wire layer to cut the
+    arguments string of the first call short."""
+    extra = {"broken_json": True} if call.memo.pop("broken_json", False) else {}
     return AIMessage("", tool_calls=[{"name": t["function"]["name"], "args": a, "id": call_id(call.dice),
-                                      "type": "tool_call"} for t, a in planned])
+                                      "type": "tool_call"} for t, a in planned], additional_kwargs=extra)
 
 
 def _key(name: str, args: dict[str, Any]) -> str:
@@ -315,7 +318,7 @@ def _fault_args(call: Call, tool: dict[str, Any], args: dict[str, Any], missing:
         if call.roll(call.profile.invent_missing) and (value := invent(prop_schema(props[name]), call)) is not None:
             args, missing = {**args, name: value}, [m for m in missing if m != name]
     if args and call.roll(call.profile.malformed_args):
-        args = malform(args, props, call)
+        args = malform(args, tool, call)
     return args, missing
 
 
@@ -345,16 +348,57 @@ def _mutate(value: str, pattern: str, dice: Dice | None) -> str:
     return value
 
 
-def malform(args: dict[str, Any], props: dict[str, Any], call: Call) -> dict[str, Any]:
-    """Format drift on one argument: lower case, a dropped dash, or a number sent as a string."""
-    for key, value in args.items():
-        if isinstance(value, str) and prop_schema(props.get(key, {})).get("pattern"):
-            options = [v for v in (value.lower(), value.replace("-", "", 1)) if v != value]
-            if options:
-                return {**args, key: call.dice.choice(options) if call.dice else options[0]}
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return {**args, key: str(value)}
-    return args
+def _drift(value: str, dice: Dice) -> str:
+    """An identifier as models garble it: case, a dropped or doubled separator, a digit lost or swapped."""
+    options = {value.lower(), value.replace("-", "", 1), value.replace("-", " ", 1), value.replace("-", "--", 1)}
+    digits = [i for i, ch in enumerate(value) if ch.isdigit()]
+    if digits:
+        options.add(value[: digits[-1]] + value[digits[-1] + 1:])
+    if len(digits) > 1 and value[digits[-2]] != value[digits[-1]]:
+        a, b = digits[-2], digits[-1]
+        options.add(value[:a] + value[b] + value[a + 1:b] + value[a] + value[b + 1:])
+    options.discard(value)
+    return dice.choice(sorted(options)) if options else value
+
+
+def _retyped(value: Any) -> Any:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return value[0] if value else ""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return [value]
+
+
+def malform(args: dict[str, Any], tool: dict[str, Any], call: Call) -> dict[str, Any]:
+    """One malformation of the profile's mix: id drift, a wrong type, a required value left out, a key
+    the schema lacks, or JSON cut short (marked for the wire layer, which writes the arguments string)."""
+    if call.dice is None or not args:
+        return args
+    params = tool["function"].get("parameters") or {}
+    props, required = params.get("properties") or {}, [r for r in params.get("required") or [] if r in args]
+    kind = call.dice.weighted(call.profile.malformation_mix)
+    if kind == "id_drift":
+        ids = [k for k, v in args.items() if isinstance(v, str) and prop_schema(props.get(k, {})).get("pattern")]
+        if ids:
+            key = call.dice.choice(ids)
+            return {**args, key: _drift(args[key], call.dice)}
+        kind = "wrong_type"
+    if kind == "wrong_type":
+        key = call.dice.choice(sorted(args))
+        return {**args, key: _retyped(args[key])}
+    if kind == "missing_required" and required:
+        key = call.dice.choice(required)
+        return {k: v for k, v in args.items() if k != key}
+    if kind == "broken_json":
+        call.memo["broken_json"] = True
+        return args
+    # extra_key (and missing_required with nothing required): a plausible parameter the schema lacks
+    spare = [w for w in sorted(topic_words(tool["function"].get("description") or "")) if w not in props] or ["note"]
+    return {**args, call.dice.choice(spare): True}
 
 
 def plan(call: Call, tool: dict[str, Any], req: Request) -> tuple[list[tuple[dict, dict]], list[str]]:
@@ -374,11 +418,11 @@ def plan(call: Call, tool: dict[str, Any], req: Request) -> tuple[list[tuple[dic
 
 def _with_faults(call: Call, intended: dict[str, Any], req: Request) -> dict[str, Any]:
     """Usually the intended tool; each tool offered beyond one adds a little chance of a neighbouring
-    tool (``wrong_tool_per_extra``) or of a needless lookup first (``extra_lookup_per_extra``)."""
-    extra = len(call.tools) - 1
+    tool (``wrong_tool``) or of a needless lookup first (``extra_lookup``)."""
+    p, n = call.profile, len(call.tools)
     others = [t for t in call.tools if t is not intended]
-    wrong = call.roll(call.profile.wrong_tool_per_extra * extra)
-    lookup = call.roll(call.profile.extra_lookup_per_extra * extra)
+    wrong = call.roll(p.by_tools(p.wrong_tool, n))
+    lookup = call.roll(p.by_tools(p.extra_lookup, n))
     if wrong and others and call.dice is not None:
         return call.dice.choice(others)
     if not lookup or call.dice is None:
@@ -529,7 +573,7 @@ def obey_injection(call: Call, results: list[ToolMessage], done: set[str]) -> AI
             if tool is None:
                 continue
             layers = _delimiting(text, hit.start(), hit.group(0))
-            if call.roll(call.profile.follow_injection * _DELIMITED ** layers):
+            if call.roll(call.profile.injection_chance(layers)):
                 args, missing = fill_args(tool, call, order)
                 if not missing and _key(tool["function"]["name"], args) not in done:
                     return tool_calls(call, [(tool, args)])

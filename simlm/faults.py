@@ -1,0 +1,153 @@
+"""The simulated model's fault profile: what goes wrong, how often, and why we think so.
+
+Profiles live in ``profiles.yaml`` beside this file, each fault with its source. Rates are smooth
+functions of what the model sees, so no design's knob value sits on a threshold:
+
+- a wrong or a needless extra tool: ``1 - (1 - rate) ** (tools_offered - 1)``, rising with every tool;
+- a fact recalled from earlier in the input: lost with ``forget * d / (d + forget_half_tokens)``, where
+  ``d`` is how many tokens of input follow it (distance, and so context length);
+- injected instructions in data: obeyed with ``follow_injection * delimited_factor ** layers`` where
+  ``layers`` counts how clearly the text is marked as data (inside a JSON string, inside quotes);
+- argument malformations of several kinds, each with its own share.
+
+Faults are drawn from a random generator seeded by the model's seed and the exact input of the call, so
+the same input always gets the same behaviour, whichever harness built it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROFILE_FILE = Path(__file__).with_name("profiles.yaml")
+MALFORMATIONS = ("id_drift", "wrong_type", "missing_required", "extra_key", "broken_json")
+
+
+@dataclass(frozen=True)
+class FaultProfile:
+    """Rates of each misbehaviour; all zeros (``clean``) is a model that never errs."""
+
+    name: str = "custom"
+    calibrated: bool = False           # a rate was set to land on a target figure: reports label the row
+    invent_missing: float = 0.0        # invents a required value the input does not contain instead of asking
+    forget: float = 0.0                # ceiling of the chance to miss a fact far back in the input
+    forget_half_tokens: int = 2000     # distance (tokens after the fact) at which half that ceiling applies
+    repeat_after_error: float = 0.0    # calls the same tool with the same arguments after an error result
+    malformed_args: float = 0.0        # a call carries one malformed argument
+    malformation_mix: dict[str, float] = field(default_factory=lambda: {k: 1.0 for k in MALFORMATIONS})
+    wrong_tool: float = 0.0            # per tool offered beyond the first: picks a neighbouring tool
+    extra_lookup: float = 0.0          # per tool offered beyond the first: makes an unneeded lookup first
+    per_tool: bool = True              # False: the two above are flat per call, whatever the tools offered
+    follow_injection: float = 0.0      # obeys an instruction found in undelimited data
+    delimited_factor: float = 0.3      # each layer of clear delimiting multiplies that chance
+    copy_invisible: float = 0.0        # copies invisible characters from the user's text into arguments
+    timeout: float = 0.0               # does not answer in time
+    invisible_prefix: float = 0.0      # puts an invisible character before a call written as text
+    context_window: int = 4096         # tokens the model reads; older messages are dropped beyond it
+    # Latency in virtual seconds: fixed + per input token not served from cache + per output token.
+    latency_base_s: float = 0.35
+    latency_per_input_token_s: float = 0.0006
+    latency_per_output_token_s: float = 0.025
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def by_tools(self, rate: float, tools_offered: int) -> float:
+        if not self.per_tool:
+            return rate if tools_offered > 1 else 0.0
+        return 1.0 - (1.0 - rate) ** max(tools_offered - 1, 0)
+
+    def forget_chance(self, distance_tokens: int) -> float:
+        d = max(distance_tokens, 0)
+        return self.forget * d / (d + self.forget_half_tokens) if self.forget else 0.0
+
+    def injection_chance(self, layers: int) -> float:
+        return self.follow_injection * self.delimited_factor ** layers
+
+
+CLEAN = FaultProfile(name="clean")
+_FIELDS = {f.name for f in fields(FaultProfile)}
+
+
+def _profile(name: str, spec: dict[str, Any]) -> FaultProfile:
+    values: dict[str, Any] = {"name": name}
+    sources: dict[str, str] = {}
+    for key, value in spec.items():
+        if key in ("calibrated", "per_tool"):
+            values[key] = bool(value)
+            continue
+        if key not in _FIELDS or key in ("name", "sources"):
+            raise ValueError(f"profile '{name}': unknown fault '{key}' (known: {', '.join(sorted(_FIELDS - {'name', 'sources'}))})")
+        if isinstance(value, dict) and "rate" in value:  # {rate: 0.1, source: "..."}
+            sources[key] = str(value.get("source", ""))
+            value = value["rate"]
+        values[key] = value
+    mix = values.get("malformation_mix")
+    if mix is not None and set(mix) - set(MALFORMATIONS):
+        raise ValueError(f"profile '{name}': unknown malformation {sorted(set(mix) - set(MALFORMATIONS))}")
+    return FaultProfile(**values, sources=sources)
+
+
+@lru_cache(maxsize=4)
+def load_profiles(path: str | None = None) -> dict[str, FaultProfile]:
+    """Profiles by name from the YAML file; a profile may start from another (``base:``)."""
+    raw = yaml.safe_load(Path(path or PROFILE_FILE).read_text(encoding="utf-8"))["profiles"]
+    out: dict[str, FaultProfile] = {"clean": CLEAN}
+
+    def resolved(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        if name in seen:
+            raise ValueError(f"profile '{name}': circular base")
+        spec = dict(raw[name])
+        base = spec.pop("base", None)
+        return {**(resolved(base, (*seen, name)) if base else {}), **spec}
+
+    for name in raw:
+        out[name] = _profile(name, resolved(name))
+    return out
+
+
+def profile(name: str) -> FaultProfile:
+    profiles = load_profiles()
+    if name not in profiles:
+        raise KeyError(f"unknown sim profile '{name}' (known: {', '.join(profiles)})")
+    return profiles[name]
+
+
+def profile_names() -> list[str]:
+    return list(load_profiles())
+
+
+def default_profile_name() -> str:
+    """The profile plain ``sim`` runs with, as the profile file names it."""
+    return str(yaml.safe_load(PROFILE_FILE.read_text(encoding="utf-8")).get("default", "clean"))
+
+
+class Dice:
+    """Deterministic draws for one model call: seeded by the model seed and the call's input."""
+
+    def __init__(self, seed: int, key: str) -> None:
+        digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+        self._rng = random.Random(int.from_bytes(digest[:8], "big"))
+
+    def roll(self, p: float) -> bool:
+        # Always draw, so one fault's probability does not shift the others' outcomes.
+        return self._rng.random() < p
+
+    def choice(self, items):
+        return self._rng.choice(items)
+
+    def weighted(self, weights: dict[str, float]) -> str:
+        keys = [k for k, w in weights.items() if w > 0]
+        return self._rng.choices(keys, [weights[k] for k in keys])[0]
+
+    def randint(self, a: int, b: int) -> int:
+        return self._rng.randint(a, b)
+
+
+def latency_s(profile: FaultProfile, input_tokens: int, output_tokens: int) -> float:
+    return (profile.latency_base_s + profile.latency_per_input_token_s * input_tokens
+            + profile.latency_per_output_token_s * output_tokens)

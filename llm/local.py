@@ -25,6 +25,7 @@ use by ``llm.local_weights``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -180,10 +181,8 @@ def to_template_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]
                 fn = dict(call.get("function", {}))
                 args = fn.get("arguments")
                 if isinstance(args, str):
-                    try:
+                    with contextlib.suppress(ValueError):  # else keep the text as it was sent
                         fn["arguments"] = json.loads(args) if args.strip() else {}
-                    except ValueError:
-                        pass  # keep the text as it was sent
                 fixed.append({**call, "function": fn})
             msg["tool_calls"] = fixed
         out.append(msg)
@@ -250,9 +249,18 @@ class _Engine:
             out = llama.create_completion(prompt=tokens, max_tokens=min(max_tokens, self.n_ctx - len(tokens)),
                                           temperature=temperature, seed=seed, stop=stops,
                                           repeat_penalty=1.0)
+            # The completion's text drops special tokens, and Qwen's <tool_call> tags are special tokens:
+            # read the generated tokens back with them (what the model wrote, tags and all).
+            generated = llama._input_ids[len(tokens):].tolist()
+            written = llama.detokenize(generated, special=True).decode("utf-8", errors="replace")
         choice = out["choices"][0]
+        text = choice.get("text") or ""
+        if written.strip() and written.replace("<tool_call>", "").replace("</tool_call>", "").strip() != text.strip():
+            written = text  # the tokens were not what was written (a stop string cut the text): trust the text
+        for end in stops:
+            written = written.split(end, 1)[0] if end else written
         usage = out.get("usage") or {}
-        return {"text": choice.get("text") or "", "finish_reason": choice.get("finish_reason"),
+        return {"text": written or text, "finish_reason": choice.get("finish_reason"),
                 "prompt_tokens": int(usage.get("prompt_tokens", len(tokens))),
                 "completion_tokens": int(usage.get("completion_tokens", 0)), "cached_tokens": max(cached, 0),
                 "latency_s": time.perf_counter() - started, "prompt": result.prompt}

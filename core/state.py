@@ -53,6 +53,8 @@ class ToolCallRecord(TypedDict, total=False):
     round: int
     empty: bool  # ok but brought nothing new (empty list, or the same result as before)
     result_digest: str | None  # the result as the model saw it, to answer an identical call again
+    emitted_args: dict[str, Any]  # the arguments as the model emitted them, before any harness rewrite
+    reached_tool: bool  # handed to the executor (False: screened out and answered by the harness)
 
 
 class TurnStats(TypedDict, total=False):

@@ -115,8 +115,7 @@ def _play(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
         "path": r["path"],
         "phase": r["phase"],
         "handoff": bool(r["handoff"]) or r["waiting_for_human"],
-        "tool_calls": [{k: c.get(k) for k in ("name", "args", "status", "error_type", "exception", "attempts")}
-                       | {"result": _result(c)} for c in values.get("tool_log") or []],
+        "tool_calls": tool_calls_of(values),
         "model_calls": stats.get("model_calls", 0),
         "input_tokens": stats.get("input_tokens", 0),
         "cached_input_tokens": stats.get("cached_input_tokens"),  # None: the model does not report it
@@ -125,6 +124,17 @@ def _play(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
         "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),
         "stop_reason": stop_reason(values, h.design.knobs) if "action" in r["path"] else None,
     }
+
+
+# Per call: what reached the tools (``args``, after any harness rewrite), what the model emitted
+# (``emitted_args``) and whether the call reached the tools at all (``reached_tool``; False when the harness
+# answered it itself: a duplicate, an invented identifier, a forbidden tool, an unreadable text call).
+CALL_FIELDS = ("name", "args", "emitted_args", "reached_tool", "status", "error_type", "exception", "attempts")
+
+
+def tool_calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The turn's tool calls from the harness's tool log, as run records keep them."""
+    return [{k: c.get(k) for k in CALL_FIELDS} | {"result": _result(c)} for c in values.get("tool_log") or []]
 
 
 def _result(record: dict[str, Any]) -> Any:

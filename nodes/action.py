@@ -124,22 +124,25 @@ class ToolLoopAction:
             stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
                     "check": {"ok": True, "retryable": True}}
+        # The calls exactly as the model emitted them: an evaluation judges the model's arguments before any
+        # rewrite below, and the harness's arguments at the tool boundary after it (evals.metrics).
+        emitted = [dict(c.get("args") or {}) for c in ai.tool_calls]
         if self.knobs.normalize_args and ai.tool_calls:
             ai = ai.model_copy(update={"tool_calls": [
                 {**c, "args": canonical_args(c.get("args") or {}, self.entity_args(c["name"]), self.deps.domain)}
                 for c in ai.tool_calls]})
-        outcomes = self.run_calls(state, ai, config)
+        outcomes, reached = self.screen_and_run(state, ai, config)
         self.log_calls(outcomes)
         log = list(state.get("tool_log") or [])
         earlier = {json.dumps(r.get("result_digest")) for r in log}
-        for o in outcomes:
+        for o, emitted_args, to_tool in zip(outcomes, emitted, reached, strict=True):
             record = o.record()
             record["id"] = record.pop("call_id")
             digest = o.content() if o.status == "ok" else None
             log.append(ToolCallRecord(**record, signature=call_signature(o.name, o.args), round=stats["rounds"],
                                       empty=o.status == "ok" and (is_empty(o.result, self.deps.domain.empty_keys)
                                                                     or json.dumps(digest) in earlier),
-                                      result_digest=digest))
+                                      result_digest=digest, emitted_args=emitted_args, reached_tool=to_tool))
         stats["tool_calls"] = stats.get("tool_calls", 0) + len(outcomes)
         stats["tool_errors"] = stats.get("tool_errors", 0) + sum(o.status != "ok" for o in outcomes)
         stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
@@ -199,6 +202,11 @@ class ToolLoopAction:
         return True
 
     def run_calls(self, state: HarnessState, ai: AIMessage, config: RunnableConfig) -> list[ToolOutcome]:
+        return self.screen_and_run(state, ai, config)[0]
+
+    def screen_and_run(self, state: HarnessState, ai: AIMessage, config: RunnableConfig
+                       ) -> tuple[list[ToolOutcome], list[bool]]:
+        """Outcomes in call order, and per call whether it reached the tools (False: the harness answered it)."""
         # Every call this message already made, failed ones too: asking again will not change the answer.
         done = {r["signature"]: earlier_outcome(r) for r in state.get("tool_log") or []
                 if r.get("error_type") not in RETRYABLE_LATER}
@@ -215,13 +223,14 @@ class ToolLoopAction:
             return ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
                                idempotency_key=key, extras=self.deps.resources)
 
-        fresh, results = [], {}
+        fresh, results, screened = [], {}, set()
         for call in ai.tool_calls:
-            screened = self.screen(state, call, done)
-            if screened is None:
+            answer = self.screen(state, call, done)
+            if answer is None:
                 fresh.append(call)
             else:
-                results[call["id"]] = screened
+                results[call["id"]] = answer
+                screened.add(call["id"])
         for outcome in self.deps.executor.run_many(fresh, ctx_for):
             results[outcome.call_id] = outcome
-        return [results[c["id"]] for c in ai.tool_calls]
+        return [results[c["id"]] for c in ai.tool_calls], [c["id"] not in screened for c in ai.tool_calls]

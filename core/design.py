@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 from lg_harness.core.dsl import compile_rules
-from lg_harness.core.knobs import Knobs
+from lg_harness.core.knobs import Knobs, off_value
 from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -92,11 +92,52 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
 )}
 
 
+# A design spec that changes one thing of another design: ``harness-no:normalize_args`` (that knob off, see
+# core.knobs.KNOB_OFF) or ``harness-with:context=full`` (that role's variant swapped).
+NO, WITH = "-no:", "-with:"
+
+
+def ablation(design: Design, knob: str) -> Design:
+    """``design`` with just ``knob`` switched off (or back to its default), named ``<name>-no:<knob>``."""
+    try:
+        value = off_value(knob)
+    except KeyError:
+        raise HarnessError(f"unknown knob '{knob}'; knobs: {', '.join(Knobs.model_fields)}") from None
+    knobs = design.knobs.model_copy(update={knob: value})
+    return design.model_copy(deep=True, update={
+        "name": f"{design.name}{NO}{knob}", "knobs": knobs,
+        "description": f"{design.name} with {knob} = {value!r} (one-knob ablation)"})
+
+
+def with_variant(design: Design, role: str, variant: str) -> Design:
+    """``design`` with just one role's variant swapped, named ``<name>-with:<role>=<variant>``."""
+    if role not in ROLES:
+        raise HarnessError(f"unknown role '{role}'; roles: {', '.join(ROLES)}")
+    return design.model_copy(deep=True, update={
+        "name": f"{design.name}{WITH}{role}={variant}", "variants": {**design.variants, role: variant},
+        "description": f"{design.name} with the {role} variant {variant!r} (one-part swap)"})
+
+
+def ablations(design: Design) -> list[Design]:
+    """One design per knob whose value differs from its off value (or default), with just that knob set back."""
+    return [ablation(design, k) for k in Knobs.model_fields if getattr(design.knobs, k) != off_value(k)]
+
+
 def load_design(name_or_path: str | Path) -> Design:
-    """A preset by name, or a design file (.yaml/.yml/.toml/.json)."""
+    """A preset by name, a design file (.yaml/.yml/.toml/.json), or ``<design>-no:<knob>`` /
+    ``<design>-with:<role>=<variant>`` (one knob or one part of a design changed)."""
     key = str(name_or_path)
     if key in PRESETS:
         return PRESETS[key].model_copy(deep=True)
+    if NO in key:
+        base, _, knob = key.rpartition(NO)
+        return ablation(load_design(base), knob)
+    if WITH in key:
+        base, _, swap = key.rpartition(WITH)
+        role, sep, variant = swap.partition("=")
+        if not sep or not variant:
+            raise HarnessError(f"'{key}': write <design>-with:<role>=<variant>")
+        return with_variant(load_design(base), role, variant)
     path = Path(key)
     if not path.suffix:
         raise HarnessError(f"unknown design '{key}'; presets: {', '.join(PRESETS)}; or give a .yaml/.toml file")

@@ -6,7 +6,7 @@ Guards, the rule DSL and designs all read knobs, so they live below all three (`
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,3 +47,27 @@ class Knobs(BaseModel):
     turn_quota_tool_calls: int = Field(12, ge=1, description="tool calls per user message")
     session_quota_input_tokens: int = Field(400_000, ge=1, description="input tokens per thread")
     session_quota_tool_calls: int = Field(200, ge=1, description="tool calls per thread")
+
+
+# The value that switches each feature knob off, for one-knob ablations (core.design.ablation). Knobs not
+# listed (limits, deadlines, quotas, logging) have no "off": an ablation sets them back to their default.
+KNOB_OFF: dict[str, Any] = {
+    "align_entities": False,
+    "enforce_constraints": False,
+    "normalize_args": False,
+    "normalize_input": False,
+    "clean_results": False,
+    "clear_used_results": False,
+    "long_term_memory": False,
+    "identical_calls": "allow",  # no interception of a repeated identical call
+    "tool_offer": "all",  # no masking: every tool on every call
+    "validation_repairs": 0,
+    "executor": "raw",  # no retries, errors passed through
+}
+
+
+def off_value(knob: str) -> Any:
+    """What a one-knob ablation sets ``knob`` to: its off value, else its default."""
+    if knob not in Knobs.model_fields:
+        raise KeyError(knob)
+    return KNOB_OFF[knob] if knob in KNOB_OFF else Knobs.model_fields[knob].default

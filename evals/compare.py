@@ -143,3 +143,11 @@ def _execute(tasks: list[Task], workers: int) -> Iterable[dict[str, Any]]:
                 nxt = next(queue, None)
                 if nxt is not None:
                     pending.add(pool.submit(_work, nxt))
+
+
+def write_outputs(summary: dict[str, Any], out_dir: Path, command: str) -> list[Path]:
+    """``results.json``, ``report.md`` and the plots of one comparison, in that order."""
+    from lg_harness.evals.plots import write_plots
+    from lg_harness.evals.report import write_json, write_report
+
+    return [write_json(summary, out_dir), write_report(summary, out_dir, command), *write_plots(summary, out_dir)]

@@ -9,8 +9,9 @@ Layers, bottom up:
 - :func:`judge_turn` - which expectations of one turn held;
 - :func:`arg_validity` and :func:`retries_after_429` - run-level checks of tool calls and fault events;
 - :func:`cell_metrics` - everything one record contributes, as counts that can be pooled;
-- :func:`aggregate` - per design: each metric per seed, then mean and a 95% t-interval across seeds,
-  latency percentiles, token growth, pass^k, paired differences against a baseline, per-tag completion.
+- :func:`aggregate` - per design: each metric pooled over all runs with a 95% cluster-bootstrap interval
+  over scenario kinds (``evals.pooled``, ``evals.stats``), latency percentiles, token growth, pass^k,
+  paired differences against a baseline, one-knob ablations against their base, per-tag completion.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from functools import lru_cache
 from typing import Any
 
 from lg_harness.core.domain import Domain, load_domain
-from lg_harness.evals.scenario import Scenario, TurnExpect
+from lg_harness.evals import pooled, stats
+from lg_harness.evals.ablations import parse as parse_ablation
+from lg_harness.evals.scenario import Scenario, TurnExpect, split_of
+from lg_harness.evals.stats import cluster_of
 from pydantic import ValidationError as SchemaError
 
 RETRY_AFTER_S = 2.0
@@ -96,7 +100,8 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 METRICS: dict[str, tuple[str, str]] = {
     "task_completion": ("Task completion", "rate"),
     "turn_pass_rate": ("Turn pass rate", "rate"),
-    "arg_validity": ("Tool-argument validity", "rate"),
+    "arg_validity_emitted": ("Tool-argument validity at emission", "rate"),
+    "arg_validity_boundary": ("Tool-argument validity at the tool boundary", "rate"),
     "intent_accuracy": ("Intent accuracy", "rate"),
     "model_calls_per_msg": ("Model calls per message", "number"),
     "input_tokens_per_msg": ("Input tokens per message", "tokens"),
@@ -117,16 +122,7 @@ METRICS: dict[str, tuple[str, str]] = {
 """Per-seed metrics: key -> (label, kind). Kinds drive formatting in the report and plots."""
 
 # Ratio metrics pooled over a seed's cells: metric -> the cell count pair [numerator, denominator].
-_RATIO_METRICS = {
-    "turn_pass_rate": "turn_pass",
-    "intent_accuracy": "intent",
-    "arg_validity": "args",
-    "early_reference": "recall",
-    "handoff_accuracy": "handoff",
-    "retries_per_429": "retries",
-    "retry_after_honored": "honored",
-    "tool_failure_rate": "tool_failures",
-}
+_RATIO_METRICS = pooled.COUNTED
 _SUM_METRICS = ("repeated_questions", "loops_stopped", "handoffs")
 
 
@@ -324,8 +320,32 @@ def call_problems(call: Mapping[str, Any], seen: str, domain: DomainRef = None) 
     return problems + identifier_problems(args, seen, dom.tool_entities(spec))
 
 
-def arg_validity(record: Mapping[str, Any], scenario: Any, domain: DomainRef = None) -> dict[str, Any]:
-    """Validity of every attempted tool call of a run (blocked, failed and successful alike).
+AT = ("emitted", "boundary")
+
+
+def _as_judged(call: Mapping[str, Any], at: str) -> Mapping[str, Any] | None:
+    """The call as seen at one point: the model's emission (before any harness rewrite) or the tool boundary
+    (what the harness handed to the executor). None: the call never got there.
+
+    Records from before emission was logged carry neither field: their calls count as emitted as logged
+    and as all having reached the tools, which is what they measured.
+    """
+    if at == "emitted":
+        emitted = call.get("emitted_args")
+        return call if emitted is None else {**call, "args": emitted}
+    return None if call.get("reached_tool") is False else call
+
+
+def arg_validity(record: Mapping[str, Any], scenario: Any, domain: DomainRef = None,
+                 at: str = "boundary") -> dict[str, Any]:
+    """Validity of a run's tool calls, at emission or at the tool boundary.
+
+    ``at="emitted"``: every call the model emitted, with the arguments it wrote, before the harness
+    rewrote (``normalize_args``), blocked (duplicates, invented identifiers, forbidden tools) or answered
+    any of them; this is the model's own accuracy in the context the design gave it.
+    ``at="boundary"``: the calls that reached the tools, with the arguments they reached them with; this
+    is what the backend had to cope with. A harness that repairs or screens calls scores higher here than
+    at emission, and the gap is its work, not the model's.
 
     A call is valid when its tool exists, its arguments validate against the tool's ``args_model`` and
     every identifier argument appears verbatim in the user's messages up to that turn (read as the user
@@ -336,11 +356,14 @@ def arg_validity(record: Mapping[str, Any], scenario: Any, domain: DomainRef = N
         scenario: The record's scenario (``Scenario``, its dict form, or the list of user messages);
             records do not carry the user's words.
         domain: The run's domain (default: the one the record names).
+        at: "emitted" or "boundary".
 
     Returns:
         ``valid``, ``total``, ``rate`` (None without calls) and ``calls`` (per call: turn, name, args,
         valid, reasons).
     """
+    if at not in AT:
+        raise ValueError(f"at must be one of {AT}")
     dom = domain_of(domain if domain is not None else record.get("domain"))
     users = user_messages(scenario)
     results = ""
@@ -348,12 +371,15 @@ def arg_validity(record: Mapping[str, Any], scenario: Any, domain: DomainRef = N
     for pos, turn in enumerate(record.get("turns") or []):
         index = turn.get("index", pos)
         said = visible("\n".join(users[: index + 1])).casefold()
-        for call in turn.get("tool_calls") or []:
-            reasons = call_problems(call, said + "\n" + results, dom)
-            checked.append({"turn": index, "name": call.get("name"), "args": call.get("args"),
-                            "valid": not reasons, "reasons": reasons})
-            if call.get("status") == "ok" and call.get("result") is not None:
-                results += "\n" + json.dumps(call["result"], ensure_ascii=False).casefold()
+        for logged in turn.get("tool_calls") or []:
+            call = _as_judged(logged, at)
+            if call is not None:
+                reasons = call_problems(call, said + "\n" + results, dom)
+                checked.append({"turn": index, "name": call.get("name"), "args": call.get("args"),
+                                "valid": not reasons, "reasons": reasons})
+            # what a successful call showed may be used by later calls, whichever way this one is judged
+            if logged.get("status") == "ok" and logged.get("result") is not None:
+                results += "\n" + json.dumps(logged["result"], ensure_ascii=False).casefold()
     valid = sum(c["valid"] for c in checked)
     return {"valid": valid, "total": len(checked), "rate": valid / len(checked) if checked else None,
             "calls": checked}
@@ -473,14 +499,15 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
     judged = _judge_all(record, sc)
     turns = list(record.get("turns") or [])
     calls = [c for t in turns for c in t.get("tool_calls") or []]
-    args = arg_validity(record, sc)
+    args = {at: arg_validity(record, sc, at=at) for at in AT}
     retries = retries_after_429(record.get("fault_events") or [])
     counts = {
         "turn_pass": [sum(j["passed"] for j in judged), len(judged)],
         "intent": _pair(judged, "intent"),
         "recall": _pair(judged, "recall"),
         "handoff": _pair(judged, "handoff"),
-        "args": [args["valid"], args["total"]],
+        "args_emitted": [args["emitted"]["valid"], args["emitted"]["total"]],
+        "args_boundary": [args["boundary"]["valid"], args["boundary"]["total"]],
         "retries": [retries["retries"], retries["episodes"]],
         "honored": [retries["honored"], retries["after_429"]],
         "tool_failures": [sum(c.get("status") != "ok" for c in calls), len(calls)],
@@ -491,9 +518,11 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         "handoffs": handoff_count(turns),
     }
     return {"cell": record.get("cell"), "design": record.get("design"), "scenario": sc.id,
+            "cluster": cluster_of(sc), "split": split_of(sc),
             "seed": record.get("seed"), "tags": list(sc.tags), "success": all(j["passed"] for j in judged),
             "counts": counts, "sums": sums, "messages": [_message(t, p) for p, t in enumerate(turns) if handled(t)],
-            "turns": judged, "invalid_calls": [c for c in args["calls"] if not c["valid"]],
+            "turns": judged, "invalid_calls": [c for c in args["boundary"]["calls"] if not c["valid"]],
+            "invalid_emitted": [c for c in args["emitted"]["calls"] if not c["valid"]],
             "retry_episodes": retries["detail"]}
 
 
@@ -615,20 +644,15 @@ def _per_seed(cells: Sequence[Mapping[str, Any]], fn: Callable[[list], Any]) -> 
     return {seed: fn(group) for seed, group in sorted(by_seed.items(), key=lambda kv: seed_key(kv[0]))}
 
 
-def _with_stats(per_seed: Mapping[Any, float | None]) -> dict[str, Any]:
-    return interval(per_seed.values()) | {"per_seed": list(per_seed.values())}
+def _seed_stats(per_seed: Mapping[Any, float | None]) -> dict[str, Any]:
+    """The across-seed figures of one metric: kept in results.json, not the report's interval."""
+    return {"per_seed": list(per_seed.values()), "seed_ci": interval(per_seed.values())["ci"]}
 
 
-def _design_metrics(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _design_metrics(cells: Sequence[Mapping[str, Any]], latency: Mapping[str, Any]) -> dict[str, Any]:
     seeds = _per_seed(cells, seed_metrics)
-    return {k: _with_stats({s: v[k] for s, v in seeds.items()}) for k in METRICS}
-
-
-def _success_rates(cells: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    by_sc: dict[str, list[bool]] = defaultdict(list)
-    for c in cells:
-        by_sc[c["scenario"]].append(c["success"])
-    return {s: statistics.fmean(map(float, v)) for s, v in by_sc.items()}
+    per_seed = {k: _seed_stats({s: v[k] for s, v in seeds.items()}) for k in METRICS}
+    return pooled.design_stats(cells, list(METRICS), latency, per_seed)
 
 
 def pass_k(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -642,10 +666,9 @@ def pass_k(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def paired_difference(cells: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Mean over shared scenarios of (success rate - baseline success rate), with a paired 95% t-interval."""
-    mine, theirs = _success_rates(cells), _success_rates(base)
-    shared = sorted(set(mine) & set(theirs))
-    return interval(mine[s] - theirs[s] for s in shared)
+    """Task completion minus the baseline's over the scenarios both ran, with a paired cluster-bootstrap
+    95% interval (``significant``: the interval excludes 0; ``n``: shared scenarios)."""
+    return pooled.paired_completion(cells, base)
 
 
 def _tag_completion(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -654,15 +677,22 @@ def _tag_completion(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for tag in tags:
         tagged = [c for c in cells if tag in c["tags"]]
         per_seed = _per_seed(tagged, lambda g: _mean(float(c["success"]) for c in g))
-        out[tag] = _with_stats(per_seed) | {"n_scenarios": len({c["scenario"] for c in tagged})}
+        sums = pooled.completion_by_cluster(tagged)
+        n = len({c["scenario"] for c in tagged})
+        out[tag] = (stats.estimate(sums, proportion=True) | _seed_stats(per_seed)
+                    | {"n_scenarios": n, "n": n, "unit": "scenarios", "by_cluster": sums})
     return out
 
 
 def _long_block(long_cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     tokens = [m["input_tokens"] for c in long_cells for m in c["messages"]]
     per_seed = _per_seed(long_cells, lambda g: _mean(m["input_tokens"] for c in g for m in c["messages"]))
-    return {"n_scenarios": len({c["scenario"] for c in long_cells}),
-            "input_tokens_per_msg": _with_stats(per_seed),
+    sums = stats.by_cluster((c["cluster"], sum(m["input_tokens"] for m in c["messages"]), len(c["messages"]))
+                            for c in long_cells)
+    n = len({c["scenario"] for c in long_cells})
+    return {"n_scenarios": n,
+            "input_tokens_per_msg": stats.estimate(sums) | _seed_stats(per_seed)
+            | {"n": n, "unit": "messages", "by_cluster": sums},
             "max_input_tokens_per_msg": max(tokens) if tokens else None,
             "tokens_by_turn": tokens_by_turn(long_cells)}
 
@@ -683,34 +713,64 @@ def _cells_by_design(records: Iterable[Mapping[str, Any]], scenarios: Iterable[A
     return dict(by_design)
 
 
-def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any]) -> dict[str, Any]:
+def _ablations(by_design: Mapping[str, list], summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ablations and part swaps that ran beside their base design, each paired with the base."""
+    out = []
+    for design, cells in by_design.items():
+        change = parse_ablation(design)
+        if change is None or change["base"] not in by_design:
+            continue
+        metrics = summary["metrics"][design]["task_completion"]
+        out.append({"design": design, **change, "task_completion": {k: metrics.get(k) for k in ("mean", "ci", "n")},
+                    "paired": paired_difference(cells, by_design[change["base"]])})
+    return out
+
+
+def _split_counts(scenarios: Iterable[Any], ran: set[str]) -> dict[str, int]:
+    counts = {"dev": 0, "test": 0}
+    for sc in map(_scenario_of, scenarios):
+        if sc.id in ran:
+            counts[split_of(sc)] += 1
+    return counts
+
+
+def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any], split: str | None = None
+              ) -> dict[str, Any]:
     """Per-design summary of run records: everything the report, the plots and results.json need.
 
-    Each metric is computed per seed over all scenarios, then averaged across seeds with a 95% t-interval
-    (one seed gives [mean, mean]). The baseline of the paired differences is "harness" when it ran,
-    else the first design in record order.
+    Each metric is one pooled ratio over all of a design's runs (every scenario, every seed) with a 95%
+    cluster-bootstrap interval over scenario kinds (``evals.stats``; Wilson for a proportion on few kinds);
+    the across-seed figures are kept as ``per_seed``/``seed_ci``. The baseline of the paired differences
+    is "harness" when it ran, else the first design in record order. ``split`` names the scenarios' split
+    (dev, test, all) for the report header.
 
     Returns:
-        A JSON-serialisable dict: ``designs``, ``baseline``, ``seeds``, ``n_scenarios``, ``metrics``
-        (design -> metric -> mean/ci/n/per_seed), ``latency``, ``tokens_by_turn``, ``growth``,
-        ``pass_k``, ``paired``, ``by_tag``, ``long``, ``cells`` (per-record verdicts) and ``domains``.
+        A JSON-serialisable dict: ``designs``, ``baseline``, ``seeds``, ``n_scenarios``, ``n_clusters``,
+        ``split``, ``splits`` (scenarios per split), ``metrics`` (design -> metric -> mean/ci/method/n/
+        units/unit/clusters/by_cluster/per_seed/seed_ci), ``latency``, ``tokens_by_turn``, ``growth``,
+        ``pass_k``, ``paired``, ``ablations``, ``by_tag``, ``long``, ``cells`` (per-record verdicts) and
+        ``domains``.
     """
     records = list(records)
+    scenarios = list(scenarios)
     by_design = _cells_by_design(records, scenarios)
     designs = list(by_design)
     baseline = BASELINE_DESIGN if BASELINE_DESIGN in by_design else (designs[0] if designs else None)
+    ran = {c["scenario"] for cells in by_design.values() for c in cells}
     summary: dict[str, Any] = {
         "designs": designs, "baseline": baseline, "retry_after_s": RETRY_AFTER_S,
         "domains": sorted({str(r.get("domain") or "shop") for r in records}),
         "seeds": sorted({c["seed"] for cells in by_design.values() for c in cells}, key=seed_key),
-        "n_scenarios": len({c["scenario"] for cells in by_design.values() for c in cells}),
+        "n_scenarios": len(ran),
+        "n_clusters": len({c["cluster"] for cells in by_design.values() for c in cells}),
+        "split": split, "splits": _split_counts(scenarios, ran),
         "metrics": {}, "latency": {}, "tokens_by_turn": {}, "growth": {}, "pass_k": {}, "paired": [],
-        "by_tag": {}, "long": {}, "cells": [],
+        "ablations": [], "by_tag": {}, "long": {}, "cells": [],
     }
     for design, cells in by_design.items():
         long_cells = [c for c in cells if "long" in c["tags"]]
-        summary["metrics"][design] = _design_metrics(cells)
         summary["latency"][design] = _latency(cells)
+        summary["metrics"][design] = _design_metrics(cells, summary["latency"][design])
         summary["tokens_by_turn"][design] = tokens_by_turn(cells)
         summary["growth"][design] = _growth(cells, long_cells)
         summary["pass_k"][design] = pass_k(cells)
@@ -720,4 +780,5 @@ def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any]) ->
         if design != baseline:
             summary["paired"].append({"design": design, "baseline": baseline,
                                       **paired_difference(cells, by_design[baseline])})
+    summary["ablations"] = _ablations(by_design, summary)
     return summary

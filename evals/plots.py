@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from lg_harness.evals.metrics import METRICS
+from lg_harness.evals.report import main_designs
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 # Per-seed metrics that get a bar chart, in report order.
 BAR_METRICS = (
-    "task_completion", "arg_validity", "intent_accuracy", "turn_pass_rate", "model_calls_per_msg",
+    "task_completion", "arg_validity_emitted", "arg_validity_boundary", "intent_accuracy", "turn_pass_rate", "model_calls_per_msg",
     "input_tokens_per_msg", "input_tokens_per_call", "latency_p50_s", "latency_p95_s", "early_reference",
     "repeated_questions", "loops_stopped", "handoffs", "retries_per_429", "retry_after_honored",
     "tool_failure_rate",
@@ -39,15 +40,12 @@ def _bar_data(summary: Mapping[str, Any], key: str) -> tuple[list[str], list[flo
     """Designs with a value, their means and asymmetric error bars (rates scaled to percent)."""
     scale = 100.0 if METRICS[key][1] == "rate" else 1.0
     names, means, errs = [], [], [[], []]
-    for design in summary.get("designs") or []:
+    for design in main_designs(summary):
         stat = ((summary.get("metrics") or {}).get(design) or {}).get(key) or {}
         if stat.get("mean") is None:
             continue
         mean = stat["mean"] * scale
         lo, hi = (v * scale for v in stat["ci"]) if stat.get("ci") else (mean, mean)
-        if METRICS[key][1] == "rate":
-            # a t-interval over few seeds can leave 0-100%; a rate cannot
-            lo, hi = max(lo, 0.0), min(hi, 100.0)
         names.append(design)
         means.append(mean)
         errs[0].append(max(mean - lo, 0.0))
@@ -56,7 +54,8 @@ def _bar_data(summary: Mapping[str, Any], key: str) -> tuple[list[str], list[flo
 
 
 def bar_chart(summary: Mapping[str, Any], key: str, path: Path) -> Path | None:
-    """One metric per design, with the 95% interval across seeds as error bars; None if no design has it."""
+    """One metric per design, with its 95% interval (cluster bootstrap over scenario kinds) as error bars;
+    None if no design has it."""
     names, means, errs = _bar_data(summary, key)
     if not names:
         return None
@@ -66,7 +65,7 @@ def bar_chart(summary: Mapping[str, Any], key: str, path: Path) -> Path | None:
     bars = ax.bar(names, means, yerr=errs, capsize=5, color="#4C72B0", edgecolor="black", linewidth=0.5)
     fmt = "{:.1f}%" if kind == "rate" else ("{:,.0f}" if kind == "tokens" else "{:.2f}")
     ax.bar_label(bars, labels=[fmt.format(m) for m in means], padding=3, fontsize=9)
-    ax.set_title(f"{label} by design\n(error bars: 95% interval across seeds)")
+    ax.set_title(f"{label} by design\n(error bars: 95% interval, cluster bootstrap over scenario kinds)")
     ax.set_xlabel("design")
     ax.set_ylabel(f"{label} ({_UNITS[kind]})")
     ax.set_ylim(0, max(m + e for m, e in zip(means, errs[1], strict=True)) * 1.18 or 1.0)
@@ -77,10 +76,11 @@ def bar_chart(summary: Mapping[str, Any], key: str, path: Path) -> Path | None:
 
 def _token_curves(summary: Mapping[str, Any]) -> tuple[str, dict[str, Sequence[Mapping[str, Any]]]]:
     # long scenarios show growth best: short ones crowd turn 1 and end before growth shows
-    long = {d: (summary.get("long") or {}).get(d, {}).get("tokens_by_turn") or [] for d in summary.get("designs") or []}
+    designs = main_designs(summary)
+    long = {d: (summary.get("long") or {}).get(d, {}).get("tokens_by_turn") or [] for d in designs}
     if any(long.values()):
         return "long scenarios", long
-    return "all scenarios", {d: (summary.get("tokens_by_turn") or {}).get(d) or [] for d in summary.get("designs") or []}
+    return "all scenarios", {d: (summary.get("tokens_by_turn") or {}).get(d) or [] for d in designs}
 
 
 def tokens_by_turn_plot(summary: Mapping[str, Any], path: Path) -> Path | None:
@@ -105,7 +105,7 @@ def tokens_by_turn_plot(summary: Mapping[str, Any], path: Path) -> Path | None:
 def latency_cdf_plot(summary: Mapping[str, Any], path: Path) -> Path | None:
     """Cumulative distribution of latency per message, one step line per design."""
     latency = summary.get("latency") or {}
-    series = {d: (latency.get(d) or {}).get("values") or [] for d in summary.get("designs") or []}
+    series = {d: (latency.get(d) or {}).get("values") or [] for d in main_designs(summary)}
     if not any(series.values()):
         return None
     fig = _figure()
@@ -123,6 +123,25 @@ def latency_cdf_plot(summary: Mapping[str, Any], path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def ablation_plot(summary: Mapping[str, Any], path: Path) -> Path | None:
+    """Task completion of each ablation minus its base's, with the paired 95% interval; None without any."""
+    rows = [(a["design"], a["paired"]) for a in summary.get("ablations") or [] if a["paired"].get("mean") is not None]
+    if not rows:
+        return None
+    fig = _figure(8, 0.9 + 0.35 * len(rows))
+    ax = fig.add_subplot()
+    means = [100 * p["mean"] for _, p in rows]
+    lo = [max(m - 100 * p["ci"][0], 0.0) if p.get("ci") else 0.0 for m, (_, p) in zip(means, rows, strict=True)]
+    hi = [max(100 * p["ci"][1] - m, 0.0) if p.get("ci") else 0.0 for m, (_, p) in zip(means, rows, strict=True)]
+    ax.barh([d for d, _ in rows], means, xerr=[lo, hi], capsize=4, color="#C44E52", edgecolor="black", linewidth=0.5)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.invert_yaxis()
+    ax.set_title("One-knob ablations: task completion minus the base design's\n(error bars: paired 95% interval)")
+    ax.set_xlabel("difference (percentage points)")
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, path)
+
+
 def write_plots(summary: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     """Write the comparison's PNGs into ``out_dir`` (created if needed) and return their paths.
 
@@ -134,4 +153,5 @@ def write_plots(summary: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     written = [bar_chart(summary, key, out / f"{key}.png") for key in BAR_METRICS]
     written.append(tokens_by_turn_plot(summary, out / "tokens_by_turn.png"))
     written.append(latency_cdf_plot(summary, out / "latency_cdf.png"))
+    written.append(ablation_plot(summary, out / "ablations.png"))
     return [p for p in written if p is not None]

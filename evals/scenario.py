@@ -6,7 +6,9 @@ user sees and what tools ran), so every design is judged the same way. The model
 
 from __future__ import annotations
 
+import hashlib
 import json
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Literal
 
@@ -102,15 +104,55 @@ KIND_ORDER = ("long", "injection", "unicode", "tool-faults", "correction", "nega
 
 
 def spread(scenarios: list[Scenario], k: int) -> list[Scenario]:
-    """``k`` scenarios that cover the suite: round-robin over (first tag, language) groups, in file order."""
-    groups: dict[tuple[str, str], list[Scenario]] = {}
+    """``k`` scenarios that cover the suite: round-robin over scenario kinds (the clusters the report's
+    intervals resample, :func:`evals.stats.cluster_of`), alternating languages inside each kind.
+
+    Covering as many kinds as possible matters more than covering tags: an interval over few clusters is
+    wide, and a subset that leaves templates out says nothing about them.
+    """
+    from lg_harness.evals.stats import cluster_of  # stats reads KIND_ORDER from here
+
+    groups: dict[str, dict[str, list[Scenario]]] = {}
     for s in scenarios:
-        key = (next((t for t in KIND_ORDER if t in s.tags), "single"), s.lang)
-        groups.setdefault(key, []).append(s)
+        groups.setdefault(cluster_of(s), {}).setdefault(s.lang, []).append(s)
+    queues = []
+    for i, (_, by_lang) in enumerate(sorted(groups.items())):
+        langs = sorted(by_lang, reverse=bool(i % 2))  # kinds take turns at which language comes first
+        queues.append([s for row in zip_longest(*(by_lang[lang] for lang in langs)) for s in row if s is not None])
     picked: list[Scenario] = []
-    queues = [list(g) for _, g in sorted(groups.items())]
     while len(picked) < k and any(queues):
         for q in queues:
             if q and len(picked) < k:
                 picked.append(q.pop(0))
     return picked
+
+
+# ------------------------------------------------------------------------------------------ dev / test
+
+SPLITS = ("dev", "test", "all")
+DEV_FRACTION = 0.30
+HELD_OUT_TAGS = frozenset({"handwritten", "held-out"})
+
+
+def split_of(scenario: Scenario) -> str:
+    """``dev`` or ``test``, by a rule that depends on the scenario alone, so it never moves between runs.
+
+    - A held-out scenario (tag ``handwritten`` or ``held-out``: written independently of the templates) is
+      always ``test``.
+    - Any other scenario is ``dev`` when the first 8 hex digits of the SHA-256 of its id, read as a
+      fraction of 2**32, fall below ``DEV_FRACTION`` (about 30%), else ``test``.
+
+    Rules, budgets and knobs are tuned on ``dev`` only; reports are on ``test`` (``harness compare``'s
+    default split). Tuning on a scenario and then reporting on it measures the tuning, not the harness.
+    """
+    if HELD_OUT_TAGS & set(scenario.tags):
+        return "test"
+    share = int(hashlib.sha256(scenario.id.encode("utf-8")).hexdigest()[:8], 16) / 2**32
+    return "dev" if share < DEV_FRACTION else "test"
+
+
+def select_split(scenarios: list[Scenario], split: str) -> list[Scenario]:
+    """The scenarios of one split (``all``: every one), in their original order."""
+    if split not in SPLITS:
+        raise HarnessError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+    return [s for s in scenarios if split == "all" or split_of(s) == split]

@@ -357,59 +357,103 @@ QUICK_LIMIT = 36
 
 @app.command()
 @cli_command
-def compare(designs: Annotated[str, typer.Option(help="comma-separated presets or design files")] =
+def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, design files or specs such as "
+                                                 "harness-no:<knob>, harness-with:<role>=<variant>")] =
             "naive,framework-default,custom-lightweight,state-machine,layered,harness",
             scenarios: Annotated[str, typer.Option(help="'builtin' or a scenario file/folder")] = "builtin",
             seeds: Annotated[int, typer.Option(min=1, help="runs per scenario, each with its own model seed")] = 1,
             limit: Annotated[int | None, typer.Option(min=1, help="only the first K scenarios (a spread subset)")]
             = QUICK_LIMIT,
             full: Annotated[bool, typer.Option("--full", help="every scenario, 3 seeds")] = False,
+            split: Annotated[str, typer.Option(help="dev | test | all: which scenarios (tune on dev, report on "
+                                               "test)")] = "test",
+            ablations: Annotated[bool, typer.Option("--ablations", help="add harness with each knob off alone, "
+                                                    "and the part swaps the claims need")] = False,
+            profiles: Annotated[str | None, typer.Option(help="comma-separated sim profiles: one comparison per "
+                                                         "profile in --out/<profile>/, and sensitivity.md")] = None,
             model: ModelOpt = "sim", out_dir: Annotated[Path, typer.Option("--out", help="output folder")] =
             Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A/B the designs on the same scenarios: results.json, report.md and plots in --out (resumable)."""
     from lg_harness.core.domain import load_domain
-    from lg_harness.evals.compare import run_compare
+    from lg_harness.evals.ablations import ABLATED, ablation_specs
+    from lg_harness.evals.compare import run_compare, write_outputs
     from lg_harness.evals.metrics import aggregate
-    from lg_harness.evals.plots import write_plots
-    from lg_harness.evals.report import write_json, write_report
-    from lg_harness.evals.scenario import load_scenarios, spread
+    from lg_harness.evals.scenario import load_scenarios, select_split, spread
+    from lg_harness.evals.sensitivity import profile_model, write_sensitivity
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if full:
         seeds, limit = max(seeds, 3), None
     pack = load_domain(domain)
     suite = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
+    suite = select_split(suite, split)  # the split first, so a quick subset never mixes in dev scenarios
     suite = spread(suite, limit) if limit else suite
+    if not suite:
+        raise HarnessError(f"no scenarios in the {split} split of {scenarios}; try --split all")
     names = [d.strip() for d in designs.split(",") if d.strip()]
-    with Progress(TextColumn("compare"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, disable=json_out) as progress:
-        bar = progress.add_task("cells", total=None)
-        records = run_compare(names, suite, seeds=seeds, model=model, out_dir=out_dir, workers=workers,
-                              domain=domain,
-                              on_done=lambda done, total: progress.update(bar, completed=done, total=total))
-    summary = aggregate(records, suite)
+    if ablations:
+        names += [n for n in [ABLATED, *ablation_specs(ABLATED)] if n not in names]
+    runs = [(None, model, out_dir)]
+    if profiles:
+        runs = [(p, profile_model(p), out_dir / p) for p in _profiles(profiles, model)]
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["compare"] else "harness compare"
-    paths = [write_json(summary, out_dir), write_report(summary, out_dir, command), *write_plots(summary, out_dir)]
+    done: dict[str | None, dict[str, Any]] = {}
+    for profile, spec, folder in runs:
+        with Progress(TextColumn(f"compare {profile or ''}".strip()), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err, disable=json_out) as progress:
+            bar = progress.add_task("cells", total=None)
+            records = run_compare(names, suite, seeds=seeds, model=spec, out_dir=folder, workers=workers,
+                                  domain=domain,
+                                  on_done=lambda n, total, bar=bar, progress=progress:
+                                  progress.update(bar, completed=n, total=total))
+        summary = aggregate(records, suite, split=split)
+        done[profile] = {"summary": summary, "cells": len(records), "out": folder,
+                         "files": write_outputs(summary, folder, command)}
+    sensitivity = write_sensitivity({p: d["summary"] for p, d in done.items()}, out_dir, command) if profiles else []
     if json_out:
-        emit_json({"out": str(out_dir), "files": [str(p) for p in paths], "cells": len(records),
-                   "metrics": summary["metrics"]})
+        docs = {p: {"out": str(d["out"]), "files": [str(f) for f in d["files"]], "cells": d["cells"], "split": split,
+                    "n_scenarios": d["summary"]["n_scenarios"], "metrics": d["summary"]["metrics"]}
+                for p, d in done.items()}
+        emit_json(docs[None] if not profiles else
+                  {"out": str(out_dir), "files": [str(f) for f in sensitivity], "profiles": docs})
         return
-    out.print(summary_table(summary))
-    out.print(f"{len(records)} cells over {len(suite)} scenarios x {seeds} seed(s); report: {out_dir / 'report.md'}; "
-              f"results.json and {len(paths) - 2} plots in {out_dir}")
+    for profile, d in done.items():
+        out.print(summary_table(d["summary"], profile))
+        out.print(f"{d['cells']} cells over {len(suite)} {split} scenarios x {seeds} seed(s); report: "
+                  f"{d['out'] / 'report.md'}; results.json and {len(d['files']) - 2} plots in {d['out']}")
+    if sensitivity:
+        out.print(f"ranking per profile: {sensitivity[0]}")
 
 
-# The columns that fit a terminal; report.md has them all with intervals.
-SUMMARY_COLUMNS = (("task_completion", "done"), ("arg_validity", "valid args"), ("model_calls_per_msg", "calls/msg"),
+def _profiles(profiles: str, model: str) -> list[str]:
+    """The sim profiles to run, each checked before any cell runs (a typo would crash every cell)."""
+    from lg_harness.evals.sensitivity import profile_model
+    from lg_harness.llm.factory import close_model, make_model
+
+    if model != "sim":
+        raise HarnessError("--profiles runs the simulated model under each profile; leave --model out")
+    names = [p.strip() for p in profiles.split(",") if p.strip()]
+    if not names or len(set(names)) != len(names):
+        raise HarnessError(f"--profiles needs distinct profile names, got '{profiles}'")
+    for name in names:
+        close_model(make_model(profile_model(name)))
+    return names
+
+
+# The columns that fit a terminal; report.md has them all with intervals and n.
+SUMMARY_COLUMNS = (("task_completion", "done"), ("arg_validity_emitted", "args emitted"),
+                   ("arg_validity_boundary", "args at tool"), ("model_calls_per_msg", "calls/msg"),
                    ("input_tokens_per_msg", "tokens/msg"), ("latency_p50_s", "p50 s"), ("early_reference", "early refs"))
 
 
-def summary_table(summary: dict[str, Any]) -> Table:
+def summary_table(summary: dict[str, Any], profile: str | None = None) -> Table:
     from lg_harness.evals.metrics import METRICS
     from lg_harness.evals.report import fmt_value
 
-    table = Table("design", *(label for _, label in SUMMARY_COLUMNS), title="mean across seeds")
+    title = f"pooled over {summary.get('n_scenarios', 0)} {summary.get('split') or ''} scenarios".replace("  ", " ")
+    table = Table("design", *(label for _, label in SUMMARY_COLUMNS),
+                  title=f"{title} (sim:{profile})" if profile else title)
     for design in summary["designs"]:
         stats = summary["metrics"][design]
         table.add_row(design, *(fmt_value((stats.get(key) or {}).get("mean"), METRICS[key][1])

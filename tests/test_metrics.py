@@ -22,6 +22,7 @@ from lg_harness.evals.metrics import (
 from lg_harness.evals.plots import write_plots
 from lg_harness.evals.report import claim_rows, write_json, write_report
 from lg_harness.evals.scenario import Scenario, TurnExpect
+from lg_harness.evals.stats import wilson
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ORDER = "ORD-10134"
@@ -238,13 +239,17 @@ def test_interval_with_one_and_three_seeds() -> None:
     assert three["mean"] == pytest.approx(0.6) and three["ci"] == pytest.approx([0.6 - half, 0.6 + half])
     assert interval([None, None]) == {"mean": None, "ci": None, "n": 0}
 
+    # The across-seed t-interval is kept beside the figure (seed_ci); the figure's own interval is over
+    # scenario kinds: Wilson's on the pooled count here, as two scenarios are two kinds (see test_stats).
     one = aggregate(runs("harness", range(1), lambda s: True), TWO)["metrics"]["harness"]["task_completion"]
-    assert one["mean"] == 1.0 and one["ci"] == [1.0, 1.0]
+    assert one["mean"] == 1.0 and one["seed_ci"] == [1.0, 1.0]
+    assert one["method"] == "wilson" and one["ci"] == pytest.approx(wilson(2, 2)) and one["n"] == 2
     # seeds 0 and 2 succeed on both scenarios, seed 1 on one of two: per seed 1, 0.5, 1
     many = aggregate(runs("harness", range(3), lambda s: s != 1), TWO)["metrics"]["harness"]["task_completion"]
     assert many["per_seed"] == [1.0, 0.5, 1.0]
     expected = interval([1.0, 0.5, 1.0])
-    assert many["mean"] == pytest.approx(5 / 6) and many["ci"] == pytest.approx(expected["ci"])
+    assert many["mean"] == pytest.approx(5 / 6) and many["seed_ci"] == pytest.approx(expected["ci"])
+    assert many["ci"] == pytest.approx(wilson(5, 6)) and many["units"] == 6 and many["n"] == 2
 
 
 def test_pass_k_needs_every_seed() -> None:
@@ -272,7 +277,8 @@ def test_aggregate_metrics_from_records() -> None:
     assert h["intent_accuracy"]["mean"] == 1.0
     assert h["model_calls_per_msg"]["mean"] == 1.0  # (2 + 0) / 2 messages
     assert h["input_tokens_per_msg"]["mean"] == 500.0 and h["input_tokens_per_call"]["mean"] == 500.0
-    assert n["arg_validity"]["mean"] == 0.0 and h["arg_validity"]["mean"] == 1.0
+    for at in ("emitted", "boundary"):  # records without emitted_args: the logged calls are both
+        assert n[f"arg_validity_{at}"]["mean"] == 0.0 and h[f"arg_validity_{at}"]["mean"] == 1.0
     assert n["tool_failure_rate"]["mean"] == 1.0
     assert summary["latency"]["harness"]["p50"] == pytest.approx(1.05)
     assert summary["by_tag"]["naive"]["single"]["mean"] == 0.0 and summary["by_tag"]["naive"]["multi-turn"]["mean"] == 1.0
@@ -329,7 +335,10 @@ def test_report_has_command_date_and_a_row_per_design(summary: dict, tmp_path: P
         assert f"| {design} |" in text
     assert "## Figures from the write-ups" in text and "Tool-argument validity 82% -> 97.4%" in text
     assert "## Paired differences" in text and "## Task completion by tag" in text
-    assert "| harness | 100.0% ± 0.0 |" in text
+    # 6 of 6 runs over 2 scenarios (2 kinds: a Wilson interval), n beside the figure
+    low = 100 * wilson(6, 6)[0]
+    assert f"| harness | 100.0% [{low:.1f}–100.0]† (n=2) |" in text
+    assert "Split: 2 scenarios in 2 kinds; of them dev" in text
     assert "n/a (design not run)" in text  # no layered or state-machine in this run
     data = json.loads(write_json(summary, tmp_path / "out").read_text(encoding="utf-8"))
     assert data["designs"] == ["naive", "framework-default", "harness"] and data["claims"]
@@ -340,7 +349,8 @@ def test_plots_are_valid_pngs(summary: dict, tmp_path: Path) -> None:
 
     paths = write_plots(summary, tmp_path / "plots")
     names = {p.name for p in paths}
-    assert {"task_completion.png", "arg_validity.png", "tokens_by_turn.png", "latency_cdf.png"} <= names
+    assert {"task_completion.png", "arg_validity_emitted.png", "arg_validity_boundary.png", "tokens_by_turn.png",
+            "latency_cdf.png"} <= names
     for p in paths:
         assert p.read_bytes()[:8] == PNG_MAGIC
         assert imread(p).shape[0] > 100
@@ -367,9 +377,13 @@ def test_run_cell_records_aggregate_and_harness_args_are_no_worse_than_naive() -
     records = [run_cell(PRESETS[d], s, 0) for d in ("naive", "harness") for s in tiny]
     summary = aggregate(records, tiny)
     assert summary["designs"] == ["naive", "harness"] and summary["seeds"] == [0]
-    naive = summary["metrics"]["naive"]["arg_validity"]["mean"]
-    harness = summary["metrics"]["harness"]["arg_validity"]["mean"]
+    naive = summary["metrics"]["naive"]["arg_validity_boundary"]["mean"]
+    harness = summary["metrics"]["harness"]["arg_validity_boundary"]["mean"]
     assert harness is not None and naive is not None and harness >= naive
+    # every call the tools saw was emitted first: at emission there are at least as many to judge
+    for design in ("naive", "harness"):
+        m = summary["metrics"][design]
+        assert m["arg_validity_emitted"]["units"] >= m["arg_validity_boundary"]["units"]
     json.dumps(summary)
 
 

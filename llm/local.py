@@ -69,55 +69,47 @@ def _new_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-def extract_tool_calls(text: str, known_tools: Sequence[str] | None = None
-                       ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+def extract_tool_calls(text: str) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
     """Read the tool calls a Qwen-style reply writes.
 
     Each ``<tool_call>...</tool_call>`` block (an unclosed last one too) is parsed on its own by
-    ``tools.textcalls.parse_tool_calls``, so one broken block does not hide the others; fenced JSON blocks
-    and JSON call objects in the remaining text are read the same way. Calls to tools that were not offered
-    are kept as they are (the executor refuses them, as it would a provider's).
+    ``tools.textcalls.parse_tool_calls``, so one broken block does not hide the others. Without such tags,
+    fenced JSON blocks and then JSON call objects anywhere in the text are read the same way (this 0.5B
+    model mostly writes the bare object, sometimes fenced). Calls to tools that were not offered are kept as
+    written: the executor refuses them, as it would a provider's.
 
     Args:
         text: The model's reply.
-        known_tools: Unused for acceptance; kept for symmetry with ``parse_tool_calls`` callers.
 
     Returns:
         ``(content, tool_calls, invalid_tool_calls)``: the text left once the calls are taken out, the
         calls as LangChain ``ToolCall`` dicts with fresh ids, and the blocks that did not parse as
-        ``InvalidToolCall`` dicts (their error message in ``error``).
+        ``InvalidToolCall`` dicts (the parser's message in ``error``).
     """
-    del known_tools
     calls: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
-    spans: list[tuple[int, int]] = []
-    for block in _TOOL_CALL_BLOCK.finditer(text):
-        spans.append(block.span())
-        body = block.group(1)
-        _parse_into(body, calls, invalid, bare_name=True)
-    rest = _cut(text, spans)
-    if not calls and not invalid:
-        spans = []
-        for fence in _FENCE.finditer(rest):
-            before = len(calls) + len(invalid)
-            _parse_into(fence.group(1), calls, invalid, bare_name=False, quiet=True)
-            if len(calls) + len(invalid) > before:
-                spans.append(fence.span())
-        rest = _cut(rest, spans)
-        if not calls and not invalid:
-            before = len(calls)
-            try:
-                found = parse_tool_calls(rest)
-            except TextCallParseError as err:
-                found = []
-                invalid.append(_invalid(rest, str(err)))
-                rest = ""
-            for call in found:
-                calls.append(_tool_call(call.name, call.args))
-                rest = rest.replace(call.raw, "", 1)
-            if len(calls) == before and not invalid:
-                return text.strip(), [], []
-    return rest.strip(), calls, invalid
+    blocks = list(_TOOL_CALL_BLOCK.finditer(text))
+    for block in blocks:
+        _parse_into(block.group(1), calls, invalid, tagged=True)
+    if blocks:
+        return _cut(text, [b.span() for b in blocks]).strip(), calls, invalid
+    fences = []
+    for fence in _FENCE.finditer(text):
+        before = len(calls) + len(invalid)
+        _parse_into(fence.group(1), calls, invalid, tagged=False)
+        if len(calls) + len(invalid) > before:
+            fences.append(fence.span())
+    if fences:
+        return _cut(text, fences).strip(), calls, invalid
+    try:
+        found = parse_tool_calls(text)
+    except TextCallParseError as err:
+        return text.strip(), [], [_invalid(text, str(err))]
+    rest = text
+    for call in found:
+        calls.append(_tool_call(call.name, call.args))
+        rest = rest.replace(call.raw, "", 1)
+    return rest.strip(), calls, []
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:
@@ -137,18 +129,18 @@ def _invalid(raw: str, error: str, name: str | None = None) -> dict[str, Any]:
 _NAME_ONLY = re.compile(r'^\s*\{\s*"name"\s*:\s*"([^"\\]+)"\s*\}\s*$')
 
 
-def _parse_into(body: str, calls: list[dict[str, Any]], invalid: list[dict[str, Any]], *, bare_name: bool,
-                quiet: bool = False) -> None:
-    """Parse one block's text; append its calls, or one invalid entry when it does not parse."""
+def _parse_into(body: str, calls: list[dict[str, Any]], invalid: list[dict[str, Any]], *, tagged: bool) -> None:
+    """Parse one block's text and append its calls. Inside ``<tool_call>`` tags a block that does not parse,
+    or holds no call, is one invalid call; a fenced block without a call is just text."""
     try:
         found = parse_tool_calls(body)
     except TextCallParseError as err:
         invalid.append(_invalid(body, str(err)))
         return
-    if not found and bare_name and (match := _NAME_ONLY.match(body)):
+    if not found and tagged and (match := _NAME_ONLY.match(body)):
         calls.append(_tool_call(match.group(1), {}))  # a tool without parameters, written without arguments
         return
-    if not found and not quiet:
+    if not found and tagged:
         invalid.append(_invalid(body, "no tool call found inside <tool_call>; expected "
                                       '{"name": "...", "arguments": {...}}'))
         return

@@ -62,7 +62,7 @@ def send(text):
 
 # %%
 status = send(f"Where is my order {order_id}?")
-assert f"Order {order_id} is {db_status}" in status["reply"]
+assert order_id in status["reply"] and db_status in status["reply"]
 
 # %% [markdown]
 "Return it" names no order: the harness fills the `order_id` slot from the fact card (what the user said
@@ -77,7 +77,7 @@ print("slots of this message:", ret["slots"])
 zh = send("有没有蓝牙耳机？")   # "any bluetooth headphones?"
 recall = send("What order number did I give you at the start?")
 thanks = send("Thanks!")
-assert zh["intent"] == "product" and "有货" in zh["reply"] and order_id in recall["reply"]
+assert zh["intent"] == "product" and "蓝牙耳机" in zh["reply"] and order_id in recall["reply"]
 
 # %% [markdown]
 The checkpointed state of the thread: the graph's phase and intent after the last message, the slots of the
@@ -286,8 +286,8 @@ print(f"{len(records)} cells in {time.perf_counter() - started:.1f} s; crashed: 
 
 # %%
 summary = aggregate(records, subset)
-KEYS = ["task_completion", "turn_pass_rate", "arg_validity", "intent_accuracy", "model_calls_per_msg",
-        "input_tokens_per_msg", "latency_p50_s", "handoffs"]
+KEYS = ["task_completion", "turn_pass_rate", "arg_validity_emitted", "arg_validity_boundary", "intent_accuracy",
+        "model_calls_per_msg", "input_tokens_per_msg", "latency_p50_s", "handoffs"]
 table = {d: {METRICS[k][0]: summary["metrics"][d][k]["mean"] for k in KEYS} for d in summary["designs"]}
 try:
     import pandas as pd
@@ -310,9 +310,11 @@ for name in ("task_completion", "input_tokens_per_msg", "model_calls_per_msg", "
         display(Image(filename=str(plots[name])))
 
 # %% [markdown]
-The report `harness compare` writes (`report.md`) from the same summary: the main table with intervals, the
-write-ups' figures next to what this run measured, paired differences against `harness`, completion by tag.
-With one seed every interval is ±0, and claims about long conversations have no data in this subset.
+The report `harness compare` writes (`report.md`) from the same summary: the main tables with 95% intervals
+(a cluster bootstrap over scenario kinds, Wilson's on few kinds) and n beside every figure, the write-ups'
+figures next to what this run measured, paired differences against `harness`, completion by tag. On 8
+scenarios the intervals are wide and most differences are not significant, and claims about long
+conversations have no data in this subset.
 
 # %%
 display(Markdown(render_report(summary, command="notebooks/04_ab_designs.ipynb")))
@@ -441,7 +443,7 @@ for text in (f"When will my order {shipped} arrive?", f"我的订单 {pending} �
         print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
 h.close()
 assert all(r["tool_calls"][0]["name"] == "track_order_status" for r in replies[:2])
-assert "estimated_delivery" in replies[0]["reply"] and replies[0]["reply"].endswith(SURVEY["en"])
+assert "estimated delivery" in replies[0]["reply"].lower() and replies[0]["reply"].endswith(SURVEY["en"])
 assert replies[1]["reply"].endswith(SURVEY["zh"]) and SURVEY["en"] not in replies[2]["reply"]
 
 # %% [markdown]
@@ -463,7 +465,8 @@ subset = spread(load_scenarios(SHOP.scenario_path()), 4)
 records = run_compare(["harness", str(design_file)], subset, seeds=1, model="sim",
                       out_dir=Path(workdir.name) / "ab", workers=1)
 summary = aggregate(records, subset)
-KEYS = ["task_completion", "turn_pass_rate", "arg_validity", "model_calls_per_msg", "input_tokens_per_msg"]
+KEYS = ["task_completion", "turn_pass_rate", "arg_validity_emitted", "arg_validity_boundary", "model_calls_per_msg",
+        "input_tokens_per_msg"]
 variant_of = {"harness": base.variant("reply"), design.name: design.variant("reply")}
 lines = ["| design | reply variant | " + " | ".join(METRICS[k][0] for k in KEYS) + " | replies with the survey |",
          "|---" * (len(KEYS) + 3) + "|"]

@@ -21,6 +21,7 @@ from simlm.args import (
     IDENT,
     MONEY,
     STOP,
+    ZH_VALUE,
     ZH_WORD,
     Call,
     bare_pattern,
@@ -47,7 +48,8 @@ PHRASES = {
     "failed": {"en": "Sorry, that didn't work: {msg}", "zh": "抱歉，操作没有成功：{msg}"},
 }
 _FACT_KEY = re.compile(r"(?:^|_)(?:id|no|number|code|ref)$|status|state|name|title|amount|total|price|cost|fee|"
-                       r"balance|refund|date|_at$|due|eta|deadline|queue|position|message|next_step|count", re.I)
+                       r"balance|refund|date|_at$|due|eta|deadline|deliver|expected|estimated|queue|position|message|"
+                       r"next_step|count", re.I)
 _MONEY_KEY = re.compile(r"amount|total|price|cost|fee|balance|refund", re.I)
 _ERROR_WORDS = re.compile(r"(?<![A-Za-z])errors?(?![A-Za-z])|"
                           r"\b(?:failed|failure|invalid|not found|denied|forbidden|unauthori[sz]ed|"
@@ -122,6 +124,8 @@ def _facts(data: dict[str, Any], zh: bool) -> list[str]:
         elif _scalar(value) and _FACT_KEY.search(key) and value not in ("", None):
             money = f" {currency}" if currency and _MONEY_KEY.search(key) else ""
             shown = value.rstrip(".。") if isinstance(value, str) else value
+            if zh and isinstance(shown, str) and shown.lower() in ZH_VALUE:
+                shown = f"{ZH_VALUE[shown.lower()]}（{shown}）"
             facts.append(f"{label(key, zh)}{'：' if zh else ': '}{shown}{money}")
     if not facts:  # nothing looks like a key fact: the first few plain fields
         facts = [f"{label(k, zh)}{'：' if zh else ': '}{v}" for k, v in data.items() if _scalar(v) and k != "currency"][:6]

@@ -95,7 +95,13 @@ for _zh, _ens in GLOSSARY.items():
         ZH_WORD.setdefault(_en, _zh)
 ZH_WORD.update({"id": "编号", "number": "编号", "title": "标题", "total": "合计", "name": "名称", "your": "您的",
                 "code": "代码", "due": "到期", "created": "创建时间", "item": "项目", "quantity": "数量",
-                "no": "号", "at": "", "qty": "数量", "items": "项目", "available": "可用"})
+                "no": "号", "at": "", "qty": "数量", "items": "项目", "available": "可用", "updated": "更新时间",
+                "results": "结果", "query": "查询"})
+# Common status words in Chinese, for stating a value in a Chinese answer (the English word follows).
+ZH_VALUE = {"pending": "待处理", "shipped": "已发货", "delivered": "已送达", "cancelled": "已取消", "canceled": "已取消",
+            "open": "处理中", "in_progress": "处理中", "closed": "已关闭", "resolved": "已解决", "new": "新建",
+            "approved": "已批准", "rejected": "已拒绝", "active": "有效", "expired": "已过期", "requested": "已申请",
+            "completed": "已完成", "failed": "失败", "returned": "已退回", "refunded": "已退款"}
 # English words that mean the same for a request (a model's general vocabulary), both sides of a match.
 _SAME = {"guide": "how", "manual": "how", "tutorial": "how", "instructions": "how", "steps": "how",
          "troubleshoot": "fix", "repair": "fix", "setup": "set", "configure": "set", "install": "set",

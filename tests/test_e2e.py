@@ -15,7 +15,9 @@ from lg_harness.domains.shop import nlu
 from lg_harness.graphs.app import Harness
 from lg_harness.tools.errors import HarnessError
 
-STATUS_ZH = {"pending": "待发货", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消"}
+# What a Chinese answer may call each status (a general model says 已送达 where the shop's staff say 已签收).
+STATUS_ZH = {"pending": ("待发货", "待处理"), "shipped": ("已发货",), "delivered": ("已签收", "已送达"),
+             "cancelled": ("已取消",)}
 PRODUCT_ID_RE = re.compile(r"\bP\d{4}\b")
 NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 
@@ -107,7 +109,7 @@ def test_order_status_english_and_chinese(harness_app, shop, u001_orders, status
     zh = harness_app.send(f"os-zh-{status}", f"我的订单 {order} 到哪了？", "U001")
     assert zh["intent"] == "order_status"
     assert ok_calls(zh) == [("get_order_status", {"order_id": order})], zh["tool_calls"]
-    assert order in zh["reply"] and STATUS_ZH[row["status"]] in zh["reply"]
+    assert order in zh["reply"] and any(word in zh["reply"] for word in STATUS_ZH[row["status"]])
     assert nlu.language(zh["reply"]) == "zh"
 
 
@@ -139,8 +141,9 @@ def test_return_delivered_order_creates_one_return(harness_app, shop, u001_order
     text = f"I want to return {order}, the shoes are the wrong size"
     r = harness_app.send("ret", text, "U001")
     assert r["intent"] == "return_order"
-    [(name, args)] = ok_calls(r)
-    assert name == "request_return" and args["order_id"] == order and args["reason"]
+    # A faulty model may look the order up first; the change itself must succeed exactly once.
+    [args] = [a for name, a in ok_calls(r) if name == "request_return"]
+    assert args["order_id"] == order and args["reason"]
     rows = shop.query("SELECT id, reason, status FROM returns WHERE order_id = ?", (order,))
     assert len(rows) == 1 and rows[0]["status"] == "requested"
     assert f"RMA-{rows[0]['id']}" in r["reply"]

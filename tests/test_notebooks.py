@@ -93,11 +93,12 @@ def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():
     text = stdout(nb)
     order_id = user_orders("delivered")[0]
     replies = bot_lines(text)
-    assert any(r.startswith(f"Order {order_id} is delivered") for r in replies), replies
+    assert any(order_id in r and "delivered" in r for r in replies), replies
     assert f'request_return({{"order_id": "{order_id}"' in text and "RMA-" in text
     chinese = [r for r in replies if CJK.search(r)]
-    assert chinese and "有货" in chinese[0], replies
-    assert f"The order number you gave me at the start was {order_id}" in text
+    assert chinese and re.search(r"^- P\d{4} · [^·\n]*蓝牙耳机", text, re.M), replies  # listed in Chinese
+    recall = next(r for r in replies if "start" in r.lower())
+    assert order_id in recall, replies
     assert re.search(r"model_calls=\d+ input_tokens=[1-9]\d* output_tokens=[1-9]", text)
     for key in ("phase", "intent", "slots", "fact_card", "context_account"):
         assert re.search(rf"^{key} +\S", text, re.M), key
@@ -131,7 +132,8 @@ def test_03_resume_continues_from_the_fork():
     for turn in (1, 2):  # the history listed after reopening holds the end of both messages
         assert re.search(rf"^ *\d+ +{turn} +done +\(end\) +[0-9a-f-]{{36}}$", text, re.M), turn
     assert f"current order: {second}" in text and f"current order after the fork: {first}" in text
-    assert f"cancel_order({{'order_id': '{first}'" in text and f"Order {first} is cancelled" in text
+    assert f"cancel_order({{'order_id': '{first}'" in text
+    assert any(first in r and "cancelled" in r for r in bot_lines(text))
     line = next(x for x in text.splitlines() if x.startswith("thread after the fork, user messages:"))
     users = ast.literal_eval(line.split(":", 1)[1].strip())
     assert users == [f"Where is my order {first}?", "Please cancel it"]
@@ -156,8 +158,7 @@ def test_05_custom_node_and_tool_are_used_and_compared():
     shipped = user_orders("shipped")[0]
     assert f"tool track_order_status({{'order_id': '{shipped}'}}) -> ok" in text
     replies = bot_lines(text)
-    assert any(f'"order": "{shipped}"' in r and re.search(r'"estimated_delivery": "\d{4}-\d\d-\d\d"', r)
-               for r in replies), replies
+    assert any(re.search(r"estimated delivery: \d{4}-\d\d-\d\d", r, re.I) for r in replies), replies
     assert "Did that help? (yes/no)" in text and "这个回答对您有帮助吗？" in text
     table = next(t for t in tables(nb) if "reply variant" in t)
     survey = re.search(r"^\| harness-survey \| survey \|.*\| (\d+) of (\d+) \|$", table, re.M)

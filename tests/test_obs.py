@@ -294,7 +294,7 @@ def test_traced_nodes_nest_under_the_message_in_a_real_langgraph_run():
 def test_model_identity_of_the_sim_model():
     from lg_harness.llm.sim import SimChatModel
 
-    assert model_identity(SimChatModel()) == ("sim", "harness-sim")
+    assert model_identity(SimChatModel()) == ("sim", "simlm")
 
 
 # --------------------------------------------------------------------------------- exporters and files

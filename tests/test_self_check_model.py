@@ -23,7 +23,15 @@ def test_model_check_passes_a_grounded_answer_with_one_extra_call(tmp_path) -> N
 
 
 def test_the_simulated_verifier_flags_an_invented_identifier() -> None:
-    from lg_harness.domains.shop.sim_brain import verification_reply
+    """The harness's own verification prompt, sent to the simulated model as any model would get it."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from lg_harness.llm.sim import SimChatModel
+    from lg_harness.nodes.self_check import VERIFY_PROMPT
 
-    verdict = parse_verdict(verification_reply("ANSWER:\nOrder ORD-10999 is shipped.\n\nEVIDENCE:\nORD-10144").text)
-    assert verdict["ok"] is False and "ORD-10999" in verdict["problems"][0]
+    def verdict(answer: str, evidence: str) -> dict:
+        prompt = f"ANSWER:\n{answer}\n\nEVIDENCE:\n{evidence}"
+        return parse_verdict(SimChatModel(faults="clean").invoke([SystemMessage(VERIFY_PROMPT), HumanMessage(prompt)]).text)
+
+    bad = verdict("Order ORD-10999 is shipped.", "ORD-10144")
+    assert bad["ok"] is False and "ORD-10999" in bad["problems"][0]
+    assert verdict("Order ORD-10144 is shipped.", '{"order_id": "ORD-10144", "status": "shipped"}')["ok"] is True

@@ -35,7 +35,7 @@ def brain_reply(messages: Sequence[BaseMessage], tools: list[dict[str, Any]],
     return reply, prompt, int(usage.get("output_tokens", 0))
 
 
-def text_pieces(text: str, size: int = 3) -> list[str]:
+def text_pieces(text: str, size: int = 2) -> list[str]:
     """``text`` cut into pieces of ``size`` words (whitespace kept), as a server streams tokens."""
     if not text:
         return []

@@ -734,15 +734,16 @@ def _split_counts(scenarios: Iterable[Any], ran: set[str]) -> dict[str, int]:
     return counts
 
 
-def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any], split: str | None = None
-              ) -> dict[str, Any]:
+def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any], split: str | None = None,
+              order: Sequence[str] = ()) -> dict[str, Any]:
     """Per-design summary of run records: everything the report, the plots and results.json need.
 
     Each metric is one pooled ratio over all of a design's runs (every scenario, every seed) with a 95%
     cluster-bootstrap interval over scenario kinds (``evals.stats``; Wilson for a proportion on few kinds);
     the across-seed figures are kept as ``per_seed``/``seed_ci``. The baseline of the paired differences
     is "harness" when it ran, else the first design in record order. ``split`` names the scenarios' split
-    (dev, test, all) for the report header.
+    (dev, test, all) for the report header; designs named in ``order`` come first, in that order (records
+    arrive in the order cells finished).
 
     Returns:
         A JSON-serialisable dict: ``designs``, ``baseline``, ``seeds``, ``n_scenarios``, ``n_clusters``,
@@ -754,6 +755,8 @@ def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any], sp
     records = list(records)
     scenarios = list(scenarios)
     by_design = _cells_by_design(records, scenarios)
+    rank = {name: i for i, name in enumerate(order)}
+    by_design = dict(sorted(by_design.items(), key=lambda kv: rank.get(kv[0], len(rank))))  # stable for the rest
     designs = list(by_design)
     baseline = BASELINE_DESIGN if BASELINE_DESIGN in by_design else (designs[0] if designs else None)
     ran = {c["scenario"] for cells in by_design.values() for c in cells}

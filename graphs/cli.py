@@ -375,6 +375,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
             Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A/B the designs on the same scenarios: results.json, report.md and plots in --out (resumable)."""
+    from lg_harness.core.design import load_design
     from lg_harness.core.domain import load_domain
     from lg_harness.evals.ablations import ABLATED, ablation_specs
     from lg_harness.evals.compare import run_compare, write_outputs
@@ -407,7 +408,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                                   domain=domain,
                                   on_done=lambda n, total, bar=bar, progress=progress:
                                   progress.update(bar, completed=n, total=total))
-        summary = aggregate(records, suite, split=split)
+        summary = aggregate(records, suite, split=split, order=[load_design(n).name for n in names])
         done[profile] = {"summary": summary, "cells": len(records), "out": folder,
                          "files": write_outputs(summary, folder, command)}
     sensitivity = write_sensitivity({p: d["summary"] for p, d in done.items()}, out_dir, command) if profiles else []

@@ -162,7 +162,8 @@ def under_8k_row(summary: Summary) -> dict[str, str]:
     def peak(design: str) -> float | None:
         return ((summary.get("long") or {}).get(design) or {}).get("max_input_tokens_per_msg")
 
-    base = f"naive: max {fmt_value(peak('naive'), 'tokens')}" if "naive" in ran else "naive: not run"
+    base = f"naive: max {fmt_value(peak('naive'), 'tokens')} ({_long_n(summary, 'naive')})" if "naive" in ran \
+        else "naive: not run"
     top = peak("harness") if "harness" in ran else None
     target = f"harness: max {fmt_value(top, 'tokens')}" if "harness" in ran else "harness: not run"
     if top is None:
@@ -196,7 +197,7 @@ def cache_row(summary: Summary, design: str) -> dict[str, str]:
     ran = set(summary.get("designs") or [])
     key = "prompt_cache_hit_rate"
     naive = stat_of(summary, "naive", key) if "naive" in ran else None
-    base = f"naive: {fmt_value((naive or {}).get('mean'), 'rate')}" if "naive" in ran else "naive: not run"
+    base = f"naive: {fmt_stat(naive, 'rate')}" if "naive" in ran else "naive: not run"
     st = stat_of(summary, design, key) if design in ran else None
     rate = (st or {}).get("mean")
     if rate is None:

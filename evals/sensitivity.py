@@ -33,8 +33,13 @@ def ranking(summary: Summary) -> list[dict[str, Any]]:
         stat = summary["metrics"][design]["task_completion"]
         rows.append({"design": design, "task_completion": {k: stat.get(k) for k in ("mean", "ci", "method", "n")},
                      "paired": paired.get(design)})
-    rows.sort(key=lambda r: -(r["task_completion"]["mean"] if r["task_completion"]["mean"] is not None else -1))
-    return [{"rank": i, **r} for i, r in enumerate(rows, start=1)]
+    def value(row: Mapping[str, Any]) -> float:
+        mean = row["task_completion"]["mean"]
+        return mean if mean is not None else -1.0
+
+    rows.sort(key=lambda r: -value(r))
+    # equal completion shares a rank ("1, 1, 3"): an order between equals would be the order they ran in
+    return [{"rank": next(j for j, o in enumerate(rows, start=1) if value(o) == value(r)), **r} for r in rows]
 
 
 def sensitivity(summaries: Mapping[str, Summary]) -> dict[str, Any]:
@@ -68,7 +73,8 @@ def _ranked(ranking: list[Mapping[str, Any]], i: int) -> str:
     if i >= len(ranking):
         return ""
     row = ranking[i]
-    return f"{row['design']}: {fmt_stat(row['task_completion'] | {'unit': 'scenarios'}, 'rate')}"
+    tied = " (tied)" if sum(r["rank"] == row["rank"] for r in ranking) > 1 else ""
+    return f"{row['design']}{tied}: {fmt_stat(row['task_completion'] | {'unit': 'scenarios'}, 'rate')}"
 
 
 def _diff(profile: Mapping[str, Any], design: str) -> str:

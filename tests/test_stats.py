@@ -17,6 +17,11 @@ from lg_harness.evals.metrics import aggregate, arg_validity
 from lg_harness.evals.runner import tool_calls_of
 from lg_harness.evals.scenario import DEV_FRACTION, Scenario, load_scenarios, select_split, split_of
 
+try:
+    from support import patient_design, u001_order
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design, u001_order
+
 # ------------------------------------------------------------------------------------------------ Wilson
 
 
@@ -169,11 +174,6 @@ def _record_of(design: str, order: str, scenario: Scenario) -> dict:
     from lg_harness.domains.shop.backend import ShopDB
     from lg_harness.graphs.app import Harness
 
-    try:
-        from support import patient_design
-    except ImportError:  # tests/ imported as a package
-        from tests.support import patient_design
-
     shop = ShopDB.fresh_copy()
     h = Harness(None, patient_design(design), SlipThenAnswer(order=order), domain="shop", resources={"shop": shop})
     try:
@@ -187,8 +187,6 @@ def _record_of(design: str, order: str, scenario: Scenario) -> dict:
 
 
 def test_a_rewritten_call_is_invalid_as_emitted_and_valid_at_the_boundary():
-    from support import u001_order
-
     order = u001_order("shipped")
     scenario = Scenario(id="slip", user_id="U001", turns=[{"user": f"Where is my order {order}?"}])
     record = _record_of("harness", order, scenario)

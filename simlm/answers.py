@@ -251,7 +251,7 @@ def context_answer(messages: Sequence[BaseMessage], question: str, lang: str) ->
 # ------------------------------------------------------------------------------------------ recall
 
 _RECALL = re.compile(
-    r"\b(?:at|from) the (?:start|beginning)\b|\bwhat did i (?:say|tell|ask|write|give|mention)|"
+    r"\b(?:at|from) the (?:very )?(?:start|beginning)\b|\bwhat did i (?:say|tell|ask|write|give|mention)|"
     r"\b(?:first|originally|earlier|initially)\b.{0,40}\b(?:gave|give|given|told|tell|said|say|mention\w*|"
     r"ask\w*|provid\w*|sent)\b|\b(?:gave|give|given|told|said|mention\w*|provid\w*|sent)\b.{0,40}"
     r"\b(?:first|earlier|initially|originally)\b|一开始|最开始|刚开始|开始时|最早|最初|我(?:之前|刚才)(?:说|提|给)", re.I)
@@ -305,10 +305,13 @@ def _earliest(earlier: list[str], kinds: list[re.Pattern[str]], nouns: set[str])
     return [], ""
 
 
-def recall_answer(messages: Sequence[BaseMessage], lang: str, tools: Sequence[dict[str, Any]] = ()) -> str:
+def recall_answer(messages: Sequence[BaseMessage], lang: str, tools: Sequence[dict[str, Any]] = (),
+                  call: Call | None = None) -> str:
     """Answer "what did I say at the start": what the instructions state came first, else the earliest
-    user messages still visible, preferring the kind of id the question names."""
-    humans = [text_of(m) for m in messages if isinstance(m, HumanMessage)]
+    user messages still visible and not forgotten (``call.forgets``: likelier the further back), preferring
+    the kind of id the question names."""
+    humans = [text_of(m) for i, m in enumerate(messages) if isinstance(m, HumanMessage)
+              and (call is None or i == len(messages) - 1 or not call.forgets(i))]
     question, earlier = (humans[-1] if humans else ""), humans[:-1]
     nouns = set(words(question)) - _RECALL_WORDS
     zh = lang == "zh"

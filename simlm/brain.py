@@ -468,7 +468,7 @@ def first_step(call: Call, lang: str) -> AIMessage:
         # a greeting (or nothing) opens the conversation; "ok", "thanks", "no" close a step: acknowledge it
         return AIMessage(say("help" if _GREETING.search(latest) or not latest.strip() else "ack", lang))
     if is_recall(latest):
-        return AIMessage(recall_answer(call.messages, lang, call.tools))
+        return AIMessage(recall_answer(call.messages, lang, call.tools, call))
     if not choose(call, latest).strong and (known := context_answer(call.messages, latest, lang)) is not None:
         return AIMessage(known)
     if (human := _human_tool(call, latest)) is not None:

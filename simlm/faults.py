@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 PROFILE_FILE = Path(__file__).with_name("profiles.yaml")
+FITTED_FILE = Path(__file__).with_name("fitted.yaml")  # written by `harness calibrate --write`
 MALFORMATIONS = ("id_drift", "wrong_type", "missing_required", "extra_key", "broken_json")
 
 
@@ -92,10 +93,15 @@ def _profile(name: str, spec: dict[str, Any]) -> FaultProfile:
     return FaultProfile(**values, sources=sources)
 
 
+def _raw(path: Path) -> dict[str, Any]:
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("profiles") or {} if path.exists() else {}
+
+
 @lru_cache(maxsize=4)
 def load_profiles(path: str | None = None) -> dict[str, FaultProfile]:
-    """Profiles by name from the YAML file; a profile may start from another (``base:``)."""
-    raw = yaml.safe_load(Path(path or PROFILE_FILE).read_text(encoding="utf-8"))["profiles"]
+    """Profiles by name from the hand-written file and the measured one beside it; a profile may start
+    from another (``base:``)."""
+    raw = {**_raw(Path(path or PROFILE_FILE)), **({} if path else _raw(FITTED_FILE))}
     out: dict[str, FaultProfile] = {"clean": CLEAN}
 
     def resolved(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -201,8 +201,10 @@ def judge(probe: Probe, reply: AIMessage) -> dict[str, Any]:
     if probe.kind == "choice":
         names = out["calls"]
         out["called"] = bool(names)
-        out["wrong_tool"] = bool(names) and names[0] != e["tool"] and names[0] not in e["reads"]
-        out["extra_lookup"] = bool(names) and names[0] != e["tool"] and names[0] in e["reads"]
+        # One step cannot tell a wrong pick from a needless lookup before the right call: both are "off".
+        out["off_tool"] = bool(names) and names[0] != e["tool"]
+        out["missed"] = not names or names[0] != e["tool"]  # a wrong pick often ends in a question instead
+        out["off_to_read"] = out["off_tool"] and names[0] in e["reads"]
         own = next((c for c in calls if c["name"] == e["tool"]), None)
         bad = any(c.get("name") == e["tool"] for c in reply.invalid_tool_calls)
         schema = next(t for t in probe.tools if _name(t) == e["tool"])
@@ -252,10 +254,12 @@ def _loglik(p: float, k: int, n: int) -> float:
     return k * math.log(p) + (n - k) * math.log(1 - p)
 
 
-def _fit_per_tool(points: list[tuple[int, int, int]]) -> float:
-    """``rate`` maximising the likelihood of ``1 - (1 - rate) ** (offered - 1)`` over (offered, k, n)."""
+def _fit_per_tool(points: list[tuple[int, int, int]], base: float = 0.0) -> float:
+    """``rate`` maximising the likelihood of ``base + (1 - base) * (1 - (1 - rate) ** (offered - 1))`` over
+    (offered, k, n): ``base`` is what happens with the one right tool offered."""
     grid = [i / 1000 for i in range(0, 501)]
-    return max(grid, key=lambda a: sum(_loglik(1 - (1 - a) ** max(o - 1, 0), k, n) for o, k, n in points if o > 1))
+    return max(grid, key=lambda a: sum(_loglik(base + (1 - base) * (1 - (1 - a) ** max(o - 1, 0)), k, n)
+                                       for o, k, n in points if o > 1))
 
 
 def _fit_forget(points: list[tuple[int, int, int]]) -> tuple[float, int]:
@@ -279,14 +283,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         rates[name] = {"k": k, "n": n, "rate": k / n if n else None, "ci": wilson(k, n) if n else None, **extra}
 
     offered = sorted({r["offered"] for r in rows if r["kind"] == "choice"})
-    per_tool_wrong, per_tool_lookup = [], []
+    per_tool_missed = []
     for o in offered:
-        k, n = _count(rows, "choice", "wrong_tool", lambda r, o=o: r["offered"] == o)
-        rate(f"wrong_tool@{o}", k, n)
-        per_tool_wrong.append((o, k, n))
-        k, n = _count(rows, "choice", "extra_lookup", lambda r, o=o: r["offered"] == o)
-        rate(f"extra_lookup@{o}", k, n)
-        per_tool_lookup.append((o, k, n))
+        rate(f"off_tool@{o}", *_count(rows, "choice", "off_tool", lambda r, o=o: r["offered"] == o))
+        k, n = _count(rows, "choice", "missed", lambda r, o=o: r["offered"] == o)
+        rate(f"missed@{o}", k, n)
+        per_tool_missed.append((o, k, n))
+    one = next(((k, n) for o, k, n in per_tool_missed if o == 1 and n), (0, 1))
+    rate("off_tool_to_a_read", *_count(rows, "choice", "off_to_read", lambda r: r.get("off_tool")))
     rate("no_call_when_one_was_needed", *(_n_not(rows)))
     calls = [r for r in rows if r["kind"] == "choice" and "malformation" in r]
     bad = [r for r in calls if r["malformation"]]
@@ -304,7 +308,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     forget, half = _fit_forget([p for p in forget_points if p[2]])
     plain, marked = rates["injection@0"]["rate"], rates["injection@1"]["rate"]
     fitted = {
-        "wrong_tool": _fit_per_tool(per_tool_wrong), "extra_lookup": _fit_per_tool(per_tool_lookup),
+        # Every off pick is modelled as a wrong pick: one step cannot show a lookup followed by the right call.
+        "wrong_tool": _fit_per_tool(per_tool_missed, one[0] / one[1]), "extra_lookup": 0.0,
         "malformed_args": rates["malformed_args"]["rate"] or 0.0,
         "malformation_mix": {m: (c / len(bad) if bad else 0.2) for m, c in mix.items()},
         "invent_missing": rates["invent_missing"]["rate"] or 0.0,
@@ -335,10 +340,11 @@ def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str) ->
     import yaml
 
     fitted, rates = summary["fitted"], summary["rates"]
-    n_choice = sum(v["n"] for k, v in rates.items() if k.startswith("wrong_tool@"))
+    n_choice = sum(v["n"] for k, v in rates.items() if k.startswith("off_tool@"))
     evidence = {
-        "wrong_tool": f"{n_choice} tool-choice probes at 1-13 tools offered",
-        "extra_lookup": f"{n_choice} tool-choice probes at 1-13 tools offered",
+        "wrong_tool": f"{n_choice} tool-choice probes at 1-13 tools offered (the intended tool not called first, "
+                      "over the rate with it alone offered)",
+        "extra_lookup": "not separable from wrong picks in one step: counted there",
         "malformed_args": f"{rates['malformed_args']['n']} calls of the intended tool",
         "invent_missing": f"{rates['invent_missing']['n']} requests missing a required value",
         "repeat_after_error": f"{rates['repeat_after_error']['n']} transient errors",

@@ -1,0 +1,110 @@
+"""Calibration: probes measure a model's faults, and the fit recovers the rates that produced them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import yaml
+from lg_harness.core.domain import load_domain
+from lg_harness.evals.calibrate import (
+    _fit_forget,
+    _fit_per_tool,
+    build_probes,
+    fitted_yaml,
+    malformation,
+    run_probes,
+    side_by_side,
+    summarise,
+)
+from lg_harness.evals.scenario import load_scenarios, split_of
+from lg_harness.llm.sim import SimChatModel
+
+SCHEMA = {"type": "function", "function": {"name": "renew", "parameters": {
+    "type": "object", "required": ["loan_id"],
+    "properties": {"loan_id": {"type": "string", "pattern": r"^LN-\d{6}$"}, "weeks": {"type": "integer"}}}}}
+
+
+@pytest.mark.parametrize(("args", "invalid", "kind"), [
+    ({"loan_id": "LN-123456"}, False, None),
+    ({"loan_id": "LN-123456", "weeks": 2}, False, None),
+    ({"loan_id": "ln123456"}, False, "id_drift"),
+    ({"loan_id": "LN-123456", "weeks": "2"}, False, "wrong_type"),
+    ({"weeks": 2}, False, "missing_required"),
+    ({"loan_id": "LN-123456", "note": True}, False, "extra_key"),
+    (None, True, "broken_json"),
+])
+def test_each_malformation_is_named(args, invalid, kind):
+    call = None if args is None else {"name": "renew", "args": args}
+    assert malformation(call, invalid, SCHEMA) == kind
+
+
+def test_the_per_tool_fit_recovers_the_rate_that_made_the_counts():
+    rng = random.Random(4)
+    points = []
+    for offered in (3, 6, 10, 13):
+        p = 1 - (1 - 0.04) ** (offered - 1)
+        points.append((offered, sum(rng.random() < p for _ in range(400)), 400))
+    assert abs(_fit_per_tool(points) - 0.04) < 0.01
+
+
+def test_the_forget_fit_recovers_ceiling_and_half_distance():
+    points = [(d, round(400 * 0.6 * d / (d + 1000)), 400) for d in (150, 600, 1200, 2400)]
+    ceiling, half = _fit_forget(points)
+    assert abs(ceiling - 0.6) < 0.05 and half == 1000
+
+
+def test_probes_come_from_the_dev_split_only_and_are_stable():
+    shop = load_domain("shop")
+    dev = {s.id for s in load_scenarios(shop.scenario_path()) if split_of(s) == "dev"}
+    probes = build_probes(shop, per_kind=6)
+    assert {p.scenario for p in probes} <= dev
+    assert {p.kind for p in probes} == {"choice", "repeat", "recall", "injection", "missing"}
+    again = build_probes(shop, per_kind=6)
+    assert [(p.kind, p.scenario, [t["function"]["name"] for t in p.tools]) for p in probes] == \
+           [(p.kind, p.scenario, [t["function"]["name"] for t in p.tools]) for p in again]
+
+
+@pytest.fixture(scope="module")
+def probes():
+    return [p for d in ("shop", "helpdesk") for p in build_probes(load_domain(d), per_kind=6)]
+
+
+def test_a_fault_free_model_measures_clean(probes):
+    """On requests without invisible characters (the sim misreads some of those even when fault-free)."""
+    unicode = {s.id for d in ("shop", "helpdesk") for s in load_scenarios(load_domain(d).scenario_path())
+               if "unicode" in s.tags}
+    s = summarise(run_probes(SimChatModel(faults="clean"), [p for p in probes if p.scenario not in unicode]))
+    r = s["rates"]
+    assert all(r[k]["k"] == 0 for k in r if k.startswith(("off_tool@", "injection@")))
+    assert r["malformed_args"]["k"] == 0 and r["repeat_after_error"]["k"] == 0 and r["invent_missing"]["k"] == 0
+    assert all(r[k]["rate"] == 1 for k in r if k.startswith("recall@"))
+    assert s["fitted"]["wrong_tool"] < 0.02 and s["errors"] == 0  # a few lexical misses when many tools are offered
+
+
+def test_a_faulty_model_measures_faulty_and_the_fit_sees_it(probes):
+    from simlm import FaultProfile
+
+    class Faulty(SimChatModel):
+        @property
+        def fault_profile(self):
+            return FaultProfile(name="t", wrong_tool=0.2, malformed_args=0.5, repeat_after_error=1.0)
+
+    s = summarise(run_probes(Faulty(), probes))
+    r = s["rates"]
+    assert r["off_tool@1"]["k"] == 0 and r["off_tool@6"]["rate"] > 0.3
+    assert r["malformed_args"]["rate"] > 0.25 and r["repeat_after_error"]["rate"] == 1
+    assert 0.1 < s["fitted"]["wrong_tool"] < 0.3
+
+
+def test_the_fitted_profile_loads_as_a_profile(tmp_path, probes):
+    from simlm.faults import PROFILE_FILE, _profile
+
+    s = summarise(run_probes(SimChatModel(faults="clean"), probes[:40]))
+    text = fitted_yaml(s, "sim:clean", "harness calibrate --model sim:clean --write", "2026-12-01")
+    spec = yaml.safe_load(text)["profiles"]["fitted"]
+    assert spec["base"] == "prior" and "measured on sim:clean" in spec["wrong_tool"]["source"]
+    prior = yaml.safe_load(PROFILE_FILE.read_text())["profiles"]["prior"]
+    merged = _profile("fitted", {**prior, **{k: v for k, v in spec.items() if k != "base"}})
+    assert merged.wrong_tool == spec["wrong_tool"]["rate"] and merged.sources["wrong_tool"].startswith("measured")
+    assert "| off_tool@1 |" in side_by_side({"a": s, "b": s})

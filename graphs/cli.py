@@ -485,6 +485,60 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], 
         module.main(domain=domain)
 
 
+@app.command()
+@cli_command
+def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separated model specs, measured on the "
+                                                  "same probes; the first is the one --write fits")] = "sim",
+              per_kind: Annotated[int, typer.Option(min=1, help="scenarios per probe kind and domain")] = 10,
+              split: Annotated[str, typer.Option(help="the scenarios probes come from (never 'test')")] = "dev",
+              out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
+              write: Annotated[bool, typer.Option("--write", help="write simlm/fitted.yaml from the first model")]
+              = False,
+              json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Measure models' faults with probes from both domains' dev scenarios; fit the sim's profile to one."""
+    import datetime
+
+    from lg_harness.core.domain import load_domain
+    from lg_harness.evals.calibrate import build_probes, fitted_yaml, run_probes, side_by_side, summarise
+    from lg_harness.llm.factory import make_model
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from simlm.faults import FITTED_FILE
+
+    if split == "test":
+        raise HarnessError("calibrating on the test split would tune the sim to the scenarios reports are on; "
+                           "use --split dev")
+    specs = [m.strip() for m in models.split(",") if m.strip()]
+    probes = [p for d in ("shop", "helpdesk") for p in build_probes(load_domain(d), split=split, per_kind=per_kind)]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summaries = {}
+    for spec in specs:
+        rows_file = out_dir / f"rows-{spec.replace(':', '_')}.json"
+        if rows_file.exists() and len(rows := json.loads(rows_file.read_text())) == len(probes):
+            pass  # measured before on these probes: reuse (delete the file to measure again)
+        else:
+            with Progress(TextColumn(f"calibrate {spec}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=err, disable=json_out) as progress:
+                bar = progress.add_task("probes", total=len(probes))
+                rows = run_probes(make_model(spec), probes, lambda i, n: progress.update(bar, completed=i))
+            rows_file.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
+        summaries[spec] = summarise(rows)
+    command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["calibrate"] else "harness calibrate"
+    table = side_by_side(summaries)
+    (out_dir / "calibration.md").write_text(
+        f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of shop and "
+        f"helpdesk. Rates with Wilson 95% intervals and n.\n\n{table}\n", encoding="utf-8")
+    (out_dir / "calibration.json").write_text(json.dumps(summaries, indent=1, default=str), encoding="utf-8")
+    if write:
+        today = datetime.date.today().isoformat()
+        FITTED_FILE.write_text(fitted_yaml(summaries[specs[0]], specs[0], command, today), encoding="utf-8")
+    if json_out:
+        emit_json({"out": str(out_dir), "probes": len(probes), "models": summaries,
+                   "wrote": str(FITTED_FILE) if write else None})
+        return
+    out.print(table)
+    out.print(f"{len(probes)} probes; {out_dir / 'calibration.md'}" + (f"; wrote {FITTED_FILE}" if write else ""))
+
+
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")
 app.add_typer(handoff_app, name="handoff")
 

@@ -502,6 +502,7 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
     from lg_harness.evals.calibrate import build_probes, fitted_yaml, run_probes, side_by_side, summarise
     from lg_harness.llm.factory import make_model
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from simlm.faults import FITTED_FILE
 
     if split == "test":
@@ -519,7 +520,8 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
             with Progress(TextColumn(f"calibrate {spec}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, disable=json_out) as progress:
                 bar = progress.add_task("probes", total=len(probes))
-                rows = run_probes(make_model(spec), probes, lambda i, n: progress.update(bar, completed=i))
+                rows = run_probes(make_model(spec), probes,
+                                  lambda i, n, bar=bar, progress=progress: progress.update(bar, completed=i))
             rows_file.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
         summaries[spec] = summarise(rows)
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["calibrate"] else "harness calibrate"

@@ -15,9 +15,10 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import SYSTEM_PROMPT, nlu
 from lg_harness.domains.shop.backend import get_order_status
 from lg_harness.llm.sim import SimChatModel
-from simlm.provider import fit_window, message_tokens
 from lg_harness.nodes.intent import classify_prompt
 from lg_harness.tools.context import ToolContext
+
+from simlm.provider import fit_window, message_tokens
 
 ORDER_ID_RE = re.compile(r"ORD-\d{5}")
 SCHEMA_EXAMPLE = "ORD-10042"  # the example in the shop's order_id parameter description

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
 from simlm.brain import respond
 from simlm.faults import Dice, FaultProfile, profile
 
@@ -527,6 +528,7 @@ def test_injection_resistance_comes_from_delimiting_not_from_one_marker():
 
 def test_broken_json_arrives_as_an_invalid_tool_call_the_harness_can_reject():
     from lg_harness.llm.sim import from_wire
+
     from simlm import Provider
 
     faulty = FaultProfile(malformed_args=1.0, malformation_mix={"broken_json": 1.0})

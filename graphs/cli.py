@@ -503,12 +503,13 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
     from lg_harness.llm.factory import make_model
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from simlm.faults import FITTED_FILE
+    from simlm.faults import FITTED_FILE, load_profiles
 
     if split == "test":
         raise HarnessError("calibrating on the test split would tune the sim to the scenarios reports are on; "
                            "use --split dev")
     specs = [m.strip() for m in models.split(",") if m.strip()]
+    command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["calibrate"] else "harness calibrate"
     probes = [p for d in ("shop", "helpdesk") for p in build_probes(load_domain(d), split=split, per_kind=per_kind)]
     out_dir.mkdir(parents=True, exist_ok=True)
     summaries = {}
@@ -524,15 +525,15 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                                   lambda i, n, bar=bar, progress=progress: progress.update(bar, completed=i))
             rows_file.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
         summaries[spec] = summarise(rows)
-    command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["calibrate"] else "harness calibrate"
+        if write and spec == specs[0]:  # written now, so later specs may measure sim:fitted beside it
+            FITTED_FILE.write_text(fitted_yaml(summaries[spec], spec, command, datetime.date.today().isoformat()),
+                                   encoding="utf-8")
+            load_profiles.cache_clear()
     table = side_by_side(summaries)
     (out_dir / "calibration.md").write_text(
         f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of shop and "
         f"helpdesk. Rates with Wilson 95% intervals and n.\n\n{table}\n", encoding="utf-8")
     (out_dir / "calibration.json").write_text(json.dumps(summaries, indent=1, default=str), encoding="utf-8")
-    if write:
-        today = datetime.date.today().isoformat()
-        FITTED_FILE.write_text(fitted_yaml(summaries[specs[0]], specs[0], command, today), encoding="utf-8")
     if json_out:
         emit_json({"out": str(out_dir), "probes": len(probes), "models": summaries,
                    "wrote": str(FITTED_FILE) if write else None})

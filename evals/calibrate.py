@@ -227,11 +227,14 @@ def judge(probe: Probe, reply: AIMessage) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ running
 
 
-def run_probes(model: BaseChatModel, probes: Iterable[Probe], progress: Callable[[int, int], None] | None = None
+def run_probes(model: BaseChatModel, probes: Iterable[Probe], progress: Callable[[int, int], None] | None = None,
+               done: Sequence[dict[str, Any]] = (), save: Callable[[list[dict[str, Any]]], None] | None = None
                ) -> list[dict[str, Any]]:
+    """Each probe once; ``done`` rows (from an interrupted run on the same probes) are kept, not re-asked,
+    and ``save`` gets the rows after every probe, so a slow model's run can stop and go on."""
     probes = list(probes)
-    rows = []
-    for i, probe in enumerate(probes, 1):
+    rows = list(done)[: len(probes)]
+    for i, probe in enumerate(probes[len(rows):], len(rows) + 1):
         started = time.perf_counter()
         bound = model.bind_tools(probe.tools) if probe.tools else model
         try:
@@ -241,6 +244,8 @@ def run_probes(model: BaseChatModel, probes: Iterable[Probe], progress: Callable
             verdict = {"error": f"{type(err).__name__}: {err}"[:300]}
         rows.append({"kind": probe.kind, "domain": probe.domain, "scenario": probe.scenario, **probe.expect,
                      **verdict, "seconds": round(time.perf_counter() - started, 3)})
+        if save:
+            save(rows)
         if progress:
             progress(i, len(probes))
     return rows

@@ -515,15 +515,15 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
     summaries = {}
     for spec in specs:
         rows_file = out_dir / f"rows-{spec.replace(':', '_')}.json"
-        if rows_file.exists() and len(rows := json.loads(rows_file.read_text())) == len(probes):
-            pass  # measured before on these probes: reuse (delete the file to measure again)
-        else:
+        # Rows measured before on these probes are reused, an interrupted run goes on (delete to re-measure).
+        rows = json.loads(rows_file.read_text()) if rows_file.exists() else []
+        if len(rows) < len(probes):
             with Progress(TextColumn(f"calibrate {spec}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, disable=json_out) as progress:
-                bar = progress.add_task("probes", total=len(probes))
+                bar = progress.add_task("probes", total=len(probes), completed=len(rows))
                 rows = run_probes(make_model(spec), probes,
-                                  lambda i, n, bar=bar, progress=progress: progress.update(bar, completed=i))
-            rows_file.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
+                                  lambda i, n, bar=bar, progress=progress: progress.update(bar, completed=i),
+                                  done=rows, save=lambda r, f=rows_file: f.write_text(json.dumps(r, ensure_ascii=False)))
         summaries[spec] = summarise(rows)
         if write and spec == specs[0]:  # written now, so later specs may measure sim:fitted beside it
             FITTED_FILE.write_text(fitted_yaml(summaries[spec], spec, command, datetime.date.today().isoformat()),

@@ -23,7 +23,7 @@ Build a `Harness` (a data dir, a design and a model), hold a short conversation 
 message did: the reply, the tool calls, the usage, and the checkpointed state behind it.
 
 The model is `sim:clean`: the offline simulated chat model with its fault profile switched off, so the
-outputs below are deterministic and the assertions hold. Plain `sim` (the CLI default) carries the realistic
+outputs below are deterministic and the assertions hold. Plain `sim` (the CLI default) carries the fitted
 fault profile: invented arguments, repeated calls after errors, malformed arguments, timeouts. Everything
 lives in a temporary data dir that is removed at the end.
 
@@ -173,7 +173,7 @@ Every user message is one run of the graph on a thread; the checkpointer (SQLite
 state after every step. So a conversation survives the process that held it, and any earlier checkpoint
 can become the head of the thread again: the next message then continues from there (a fork).
 
-Model `sim:clean` (no faults) keeps the outputs deterministic; `sim` would add its realistic fault profile.
+Model `sim:clean` (no faults) keeps the outputs deterministic; `sim` would add its fitted fault profile.
 
 # %%
 import tempfile
@@ -249,7 +249,7 @@ NB04 = r'''
 
 Three designs on the same scenarios: `naive` (the first customer-service bot: every tool, full history, raw
 errors), `state-machine` (its rework) and `harness` (this project's default). `run_compare` plays every
-scenario on every design with the `sim` model and its realistic fault profile (seeded per cell, so reruns
+scenario on every design with the `sim` model and its fitted fault profile (seeded per cell, so reruns
 give the same records), with tool faults injected by the backend; latency is modelled in virtual seconds.
 
 This is a demo-sized subset (8 scenarios spread over the suite's kinds, 1 seed). For a decision, run
@@ -335,7 +335,7 @@ with `harness`.
   computed from the shop database;
 - the variant, reply `survey`: the built-in reply, plus a short satisfaction question after a task.
 
-The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim` (realistic faults).
+The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim` (fitted faults).
 
 # %%
 import dataclasses
@@ -548,7 +548,7 @@ print({spec: library.tool_entities(library.registry().get(spec)) for spec in lib
 
 # %% [markdown]
 Run it like any domain: the same graph, design and simulated model. `sim` understands a request from the tool
-schemas and the conversation alone (`llm.sim_general`), so it works on a domain it has never seen. "the first
+schemas and the conversation alone (`simlm`), so it works on a domain it has never seen. "the first
 one" picks the first book mentioned, from the fact card that remembers mentions in order.
 
 # %%

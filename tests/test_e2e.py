@@ -27,13 +27,13 @@ def calls(result: dict) -> list[tuple[str, dict]]:
 
 
 def ok_calls(result: dict) -> list[tuple[str, dict]]:
-    """The calls that succeeded. The default ``sim`` has a realistic fault profile (malformed arguments,
+    """The calls that succeeded. The default ``sim`` has a fitted fault profile (malformed arguments,
     repeats...), so a failed attempt the harness repaired is allowed; what counts is what succeeded."""
     return [(c["name"], c["args"]) for c in result["tool_calls"] if c["status"] == "ok"]
 
 
 def answered(h, thread: str, text: str, user: str = "U001") -> dict:
-    """Send ``text``; when the realistic sim timed out (the 'busy' reply asks to send again), send it again, as
+    """Send ``text``; when the faulty sim timed out (the 'busy' reply asks to send again), send it again, as
     the reply tells the user to. The busy turn must have changed nothing."""
     from lg_harness.nodes.phrases import say
 

@@ -1,8 +1,8 @@
 """The shop's text understanding: its identifiers and its intent classifier, from plain text.
 
-The shop's domain pack gives this classifier to the harness (``Domain.classifier``), and the shop's legacy
-simulated model (``domains.shop.sim_brain``) reads with it too. Language-level helpers (cleaning, negation,
-corrections) are the core's, in ``tools.text``.
+The shop's domain pack gives this classifier to the harness (``Domain.classifier``). The simulated model
+shares none of it (it is ``simlm``, which imports nothing of the harness or any domain). Language-level
+helpers (cleaning, negation, corrections) are the core's, in ``tools.text``.
 
 Intent detection is keyword/pattern rules first (they carry Chinese, where the bundled English-centric
 MiniLM is weak) and nearest prototype by MiniLM embeddings second, for paraphrases the rules miss.

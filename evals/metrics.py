@@ -763,6 +763,7 @@ def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any], sp
     summary: dict[str, Any] = {
         "designs": designs, "baseline": baseline, "retry_after_s": RETRY_AFTER_S,
         "domains": sorted({str(r.get("domain") or "shop") for r in records}),
+        "models": sorted({str(r.get("model") or "sim") for r in records}),
         "seeds": sorted({c["seed"] for cells in by_design.values() for c in cells}, key=seed_key),
         "n_scenarios": len(ran),
         "n_clusters": len({c["cluster"] for cells in by_design.values() for c in cells}),

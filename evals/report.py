@@ -192,6 +192,25 @@ def _split_line(summary: Summary) -> str:
             "`harness compare --split`).")
 
 
+def model_lines(models: list[str]) -> list[str]:
+    """Which model judged, and for the sim its profile: the files' digest, and whether any rate was set to
+    land on a target figure ("calibrated") rather than measured or sourced."""
+    import hashlib
+
+    from simlm.faults import FITTED_FILE, PROFILE_FILE, default_profile_name, profile
+
+    lines = []
+    for spec in models:
+        if not spec.startswith("sim"):
+            lines.append(f"Model: `{spec}` (a real model; no fault profile).")
+            continue
+        name = next((p for p in spec.split(":")[1:] if not p.isdigit()), None) or default_profile_name()
+        digest = hashlib.sha256(b"".join(f.read_bytes() for f in (PROFILE_FILE, FITTED_FILE) if f.exists())).hexdigest()
+        flag = "calibrated to a target figure" if profile(name).calibrated else "no rate calibrated to a target figure"
+        lines.append(f"Model: `{spec}`, simulated, fault profile `{name}` ({flag}; profile files sha256 {digest[:12]}).")
+    return [*lines, ""] if lines else []
+
+
 def render_report(summary: Summary, command: str, date: str | None = None) -> str:
     """The markdown text of the report."""
     when = date or datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
@@ -205,7 +224,7 @@ def render_report(summary: Summary, command: str, date: str | None = None) -> st
         f"Domain: {', '.join(summary.get('domains') or []) or NA}; "
         f"scenarios: {summary.get('n_scenarios', 0)}; seeds: {seeds or NA}; "
         f"baseline for paired differences: {summary.get('baseline') or NA}.", "",
-        _split_line(summary), "",
+        _split_line(summary), "", *model_lines(summary.get("models") or []),
     ]
     body = (_main_section(summary) + _claims_section(summary) + _paired_section(summary)
             + _ablation_section(summary) + _tag_section(summary) + _growth_section(summary))

@@ -94,7 +94,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
             _chroma_client().delete_collection(f"c{digest}")
             memory.close()
     return {"cell": cid, "design": design.name, "domain": domain.name, "scenario": scenario.id, "seed": seed,
-            "tags": scenario.tags,
+            "model": model, "tags": scenario.tags,
             "lang": scenario.lang, "turns": turns, "fault_events": plan.events}
 
 

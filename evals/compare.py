@@ -93,13 +93,17 @@ def plan_tasks(designs: Iterable[Design], scenarios: list[Any], seeds: int, mode
 
 def run_compare(designs: list[str], scenarios: list[Any], *, seeds: int, model: str, out_dir: Path,
                 workers: int | None = None, on_done: Callable[[int, int], None] | None = None,
-                domain: str = "shop") -> list[dict[str, Any]]:
+                domain: str = "shop", model_timeout_s: float | None = None) -> list[dict[str, Any]]:
     """Run the missing cells and return all records of this comparison (old and new).
 
     ``domain`` is a spec ``load_domain`` reads (a pack name, ``module:attr`` or a file), so worker
-    processes can load it too.
+    processes can load it too. ``model_timeout_s`` sets every design's per-call deadline alike (a model on
+    a CPU answers in tens of seconds, not the 15 s a hosted one is given).
     """
     resolved = [load_design(d) for d in designs]
+    if model_timeout_s is not None:
+        resolved = [d.model_copy(update={"knobs": d.knobs.model_copy(update={"model_timeout_s": model_timeout_s})})
+                    for d in resolved]
     names = [d.name for d in resolved]
     if len(set(names)) != len(names):
         raise HarnessError(f"designs named twice: {', '.join(names)}")

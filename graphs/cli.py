@@ -373,6 +373,8 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                                                          "profile in --out/<profile>/, and sensitivity.md")] = None,
             model: ModelOpt = "sim", out_dir: Annotated[Path, typer.Option("--out", help="output folder")] =
             Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
+            model_timeout: Annotated[float | None, typer.Option(min=1, help="every design's per-call deadline "
+                                                                "in s (a local CPU model needs more than 15)")] = None,
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A/B the designs on the same scenarios: results.json, report.md and plots in --out (resumable)."""
     from lg_harness.core.design import load_design
@@ -405,7 +407,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                       TimeElapsedColumn(), console=err, disable=json_out) as progress:
             bar = progress.add_task("cells", total=None)
             records = run_compare(names, suite, seeds=seeds, model=spec, out_dir=folder, workers=workers,
-                                  domain=domain,
+                                  domain=domain, model_timeout_s=model_timeout,
                                   on_done=lambda n, total, bar=bar, progress=progress:
                                   progress.update(bar, completed=n, total=total))
         summary = aggregate(records, suite, split=split, order=[load_design(n).name for n in names])

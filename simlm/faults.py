@@ -128,8 +128,10 @@ def profile_names() -> list[str]:
 
 
 def default_profile_name() -> str:
-    """The profile plain ``sim`` runs with, as the profile file names it."""
-    return str(yaml.safe_load(PROFILE_FILE.read_text(encoding="utf-8")).get("default", "clean"))
+    """The profile plain ``sim`` runs with: ``$SIMLM_PROFILE``, else the one the profile file names."""
+    import os
+
+    return os.environ.get("SIMLM_PROFILE") or str(yaml.safe_load(PROFILE_FILE.read_text(encoding="utf-8")).get("default", "clean"))
 
 
 class Dice:

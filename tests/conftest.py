@@ -23,6 +23,11 @@ _REQUIRED = ("_generate", "_agenerate")
 _OPTIONAL = ("_stream", "_astream")
 
 
+# The tests check the harness against a faulty model whose faults they were written for: the sourced priors.
+# Reports use the measured `fitted` profile (the default for plain `sim` outside the tests).
+os.environ.setdefault("SIMLM_PROFILE", "prior")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{REAL_MODEL_MARKER}: the test may call a real model endpoint (Ollama / OpenAI-compatible)"

@@ -195,9 +195,9 @@ def _split_line(summary: Summary) -> str:
 def model_lines(models: list[str]) -> list[str]:
     """Which model judged, and for the sim its profile: the files' digest, and whether any rate was set to
     land on a target figure ("calibrated") rather than measured or sourced."""
-    import hashlib
+    from lg_harness.evals.compare import profiles_digest
 
-    from simlm.faults import FITTED_FILE, PROFILE_FILE, default_profile_name, profile
+    from simlm.faults import default_profile_name, profile
 
     lines = []
     for spec in models:
@@ -205,7 +205,7 @@ def model_lines(models: list[str]) -> list[str]:
             lines.append(f"Model: `{spec}` (a real model; no fault profile).")
             continue
         name = next((p for p in spec.split(":")[1:] if not p.isdigit()), None) or default_profile_name()
-        digest = hashlib.sha256(b"".join(f.read_bytes() for f in (PROFILE_FILE, FITTED_FILE) if f.exists())).hexdigest()
+        digest = profiles_digest()
         flag = "calibrated to a target figure" if profile(name).calibrated else "no rate calibrated to a target figure"
         lines.append(f"Model: `{spec}`, simulated, fault profile `{name}` ({flag}; profile files sha256 {digest[:12]}).")
     return [*lines, ""] if lines else []

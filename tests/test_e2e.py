@@ -344,3 +344,17 @@ def test_message_limit_is_the_design_knob(tmp_path):
         assert ok["reply"]
         with pytest.raises(HarnessError, match=f"{limit}"):
             h.send("t", "Hello " + "x" * (limit - 5), "U001")
+
+
+def test_the_first_one_i_asked_about_is_the_first_order_not_the_latest(tmp_path, u001_orders):
+    """Mentions are remembered in order: after two orders, "the first one" is the first, on the shop too."""
+    from lg_harness.graphs.app import Harness
+
+    first, second = u001_orders["pending"][:2]
+    with Harness(tmp_path, model="sim:clean") as h:
+        h.send("t", f"Where is my order {first}?", "U001")
+        h.send("t", f"And where is {second}?", "U001")
+        r = h.send("t", "Cancel the first one I asked about", "U001")
+        assert ok_calls(r) == [("cancel_order", {"order_id": first})], r["tool_calls"]
+        shop = h.resources["shop"]
+        assert order_row(shop, first)["status"] == "cancelled" and order_row(shop, second)["status"] == "pending"

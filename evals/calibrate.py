@@ -283,11 +283,6 @@ def _count(rows: list[dict[str, Any]], kind: str, key: str, where: Callable[[dic
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Measured rates (with Wilson intervals and n) and the fitted profile parameters."""
     rates: dict[str, Any] = {}
-    for r in rows:  # rows measured before "missed" was recorded say it through their calls
-        if r["kind"] == "choice" and "error" not in r and "missed" not in r:
-            r["missed"] = not r["calls"] or r["calls"][0] != r["tool"]
-            r["off_tool"] = bool(r["calls"]) and r["calls"][0] != r["tool"]
-            r["off_to_read"] = r["off_tool"] and r["calls"][0] in r["reads"]
 
     def rate(name: str, k: int, n: int, **extra: Any) -> None:
         rates[name] = {"k": k, "n": n, "rate": k / n if n else None, "ci": wilson(k, n) if n else None, **extra}

@@ -29,6 +29,9 @@ NODE_ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff")
 
 def check_design(design: Design) -> None:
     """Fail early, listing the valid choices, when a design names a variant that does not exist."""
+    if design.name.startswith("peer:"):
+        raise HarnessError(f"'{design.name}' is a peer framework, not a design of this harness: it runs in "
+                           "harness compare and harness graph only")
     for role in design.variants:
         if role not in ROLES:
             raise HarnessError(f"design '{design.name}': unknown part '{role}'; parts: {', '.join(ROLES)}")

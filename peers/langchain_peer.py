@@ -21,6 +21,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
 from lg_harness.peers.recorder import PeerCell, virtual_sleep
 from lg_harness.tools.errors import classify
 from lg_harness.tools.registry import ToolSpec
@@ -36,6 +37,10 @@ ANSWERED = frozenset({"business", "not_found", "validation", "permanent"})
 SUMMARY_TRIGGER_TOKENS = 3000
 CLEAR_TRIGGER_TOKENS = 2000
 MODEL_CALLS_PER_MESSAGE = 6
+# LangGraph's recursion limit was 25 supersteps (12 model calls of the bare loop) until LangGraph 1.2 raised
+# its default to 10,007; at that default one bare conversation whose model repeats a failing call ran for
+# minutes and held 6 GB of checkpoints in its InMemorySaver. The bare row keeps the long-standing 25.
+BARE_RECURSION_LIMIT = 25
 TOOL_CALLS_PER_MESSAGE = 12
 
 
@@ -104,17 +109,23 @@ def run_cell(cell: PeerCell, with_middleware: bool) -> dict[str, Any]:
     from langchain.agents.middleware import model_retry, tool_retry
 
     agent = build_agent(cell, with_middleware)
-    config = {"configurable": {"thread_id": "eval"}}  # LangGraph's own recursion limit
+    config: dict[str, Any] = {"configurable": {"thread_id": "eval"}}
+    if not with_middleware:  # the bare loop's only bound; with middleware ModelCallLimitMiddleware bounds it
+        config["recursion_limit"] = BARE_RECURSION_LIMIT
 
     def send(text: str) -> dict[str, Any]:
         before = agent.get_state(config)
         if before.interrupts:  # paused for a human who has not answered: the bot stays out
             return {"reply": "", "waiting": True, "handoff": True}
         path: list[str] = []
-        for update in agent.stream({"messages": [HumanMessage(text)]}, config, stream_mode="updates"):
-            path.extend(k for k in update if k != "__interrupt__")
+        try:
+            for update in agent.stream({"messages": [HumanMessage(text)]}, config, stream_mode="updates"):
+                path.extend(k for k in update if k != "__interrupt__")
+        except GraphRecursionError as err:  # LangGraph stopped the loop: the user gets no reply
+            return {"reply": "", "path": path, "stop_reason": "recursion_limit", "error": str(err)[:300]}
         state = agent.get_state(config)
-        if state.interrupts:
+        if state.interrupts:  # HumanInTheLoopMiddleware paused on the handoff tool: a human is asked for
+            cell.hold_for_human(str(cell.handoff_tool))
             return {"reply": "", "path": path, "handoff": True}
         messages = state.values.get("messages") or []
         stopped = "model_call_limit" if with_middleware and _limit_hit(messages) else None

@@ -15,6 +15,7 @@ a history processor to the last user turns; ``UsageLimits`` caps requests and to
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -152,15 +153,22 @@ def run_cell(cell: PeerCell) -> dict[str, Any]:
     agent = build_agent(cell)
     limits = UsageLimits(request_limit=REQUESTS_PER_MESSAGE, tool_calls_limit=TOOL_CALLS_PER_MESSAGE)
     history: list[Any] = []
+    # One event loop for the conversation: run_sync's per-call loops leave the previous run's async
+    # generators to be finalised on a loop that has already shut down (a ResourceWarning each turn).
+    loop = asyncio.new_event_loop()
 
     def send(text: str) -> dict[str, Any]:
         nonlocal history
         try:
-            result = agent.run_sync(text, message_history=history, usage_limits=limits)
+            result = loop.run_until_complete(agent.run(text, message_history=history, usage_limits=limits))
         except UsageLimitExceeded as err:
             return {"reply": "", "path": ["agent"], "stop_reason": "usage_limit", "error": str(err)}
         history = result.all_messages()
         output = result.output
         return {"reply": output if isinstance(output, str) else json.dumps(output, default=str), "path": ["agent"]}
 
-    return cell.play(send)
+    try:
+        return cell.play(send)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()

@@ -193,6 +193,13 @@ class PeerCell:
             log.result = to_jsonable_python(result, fallback=str)
         return result
 
+    def hold_for_human(self, name: str) -> None:
+        """Calls of ``name`` this turn that a human-approval interrupt paused: not refused, never run."""
+        with self._lock:
+            for call in self._current().calls:
+                if call.name == name and not call.reached_tool:
+                    call.status, call.error_type = "pending", "awaiting_human"
+
     # -- turns
 
     def play(self, send: Callable[[str], dict[str, Any]]) -> dict[str, Any]:

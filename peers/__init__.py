@@ -73,7 +73,7 @@ PEERS: dict[str, Peer] = {p.name: p for p in (
          "and a history processor keeping the recent messages",
          ("Agent run loop", "tool signature validation (RetryPromptPart back to the model)",
           "ModelRetry for tool failures, retries=3", "UsageLimits: 6 requests, 12 tool calls per message",
-          "history processor: the last 20 messages", "message_history across turns"),
+          "history processor (ProcessHistory): the last 6 user turns", "message_history across turns"),
          (*_COMMON_LACKS, "human handoff: no pause for a human; the bot keeps answering after the handoff tool",
           "model retries: a model timeout ends the run",
           "backoff: a failed tool is retried at once by the model, no wait")),

@@ -48,6 +48,7 @@ class Peer:
 _COMMON_LACKS = (
     "role masking: every tool is offered to every user (the tools' own ownership and role checks still apply)",
     "identifier checks: an invented or drifted id reaches the backend",
+    "identical-call interception: a model that repeats a failing call loops until the run's limit",
 )
 
 PEERS: dict[str, Peer] = {p.name: p for p in (

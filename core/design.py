@@ -12,8 +12,9 @@ from typing import Any
 import yaml
 from lg_harness.core.knobs import Knobs, off_value
 from lg_harness.core.routing import design_rules
-from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field
+
+from lg_harness.errors import HarnessError
 
 ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff", "context")
 

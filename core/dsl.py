@@ -46,8 +46,9 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END as LANGGRAPH_END
 from lg_harness.core import guards
 from lg_harness.core.knobs import Knobs
-from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel
+
+from lg_harness.errors import HarnessError
 
 END = "END"
 

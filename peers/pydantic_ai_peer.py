@@ -148,7 +148,7 @@ def build_agent(cell: PeerCell) -> Any:
 
 def run_cell(cell: PeerCell) -> dict[str, Any]:
     from pydantic_ai import UsageLimits
-    from pydantic_ai.exceptions import UsageLimitExceeded
+    from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 
     agent = build_agent(cell)
     limits = UsageLimits(request_limit=REQUESTS_PER_MESSAGE, tool_calls_limit=TOOL_CALLS_PER_MESSAGE)
@@ -163,6 +163,11 @@ def run_cell(cell: PeerCell) -> dict[str, Any]:
             result = loop.run_until_complete(agent.run(text, message_history=history, usage_limits=limits))
         except UsageLimitExceeded as err:
             return {"reply": "", "path": ["agent"], "stop_reason": "usage_limit", "error": str(err)}
+        except UnexpectedModelBehavior as err:
+            if "exceeded max retries" not in str(err):
+                raise
+            # The run stopped a tool that kept failing (its ``retries``): a loop stopped, no reply.
+            return {"reply": "", "path": ["agent"], "stop_reason": "tool_retries", "error": str(err)[:300]}
         history = result.all_messages()
         output = result.output
         return {"reply": output if isinstance(output, str) else json.dumps(output, default=str), "path": ["agent"]}

@@ -6,6 +6,7 @@ messages are written once.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,7 @@ class Harness:
                       domain if isinstance(domain, str) else (None if domain is not None else "shop"))
         self._owns_model = isinstance(model, str)
         self._owned: list[Any] = []
-        self.last_values: dict[str, Any] = {}
+        self._last = threading.local()  # one harness may serve several threads at once (graphs.service)
         self.resources: dict[str, Any] = dict(resources) if resources is not None else self._open_backends()
         self.stores = self._own(open_stores(self.data_dir, database_url, chroma_url))
         self.checkpointer = checkpointer or self.stores.checkpointer
@@ -151,6 +152,15 @@ class Harness:
         self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
                                  registry=self.registry, executor=executor or executor_for(self.design, self.registry),
                                  resources=graph_resources)
+
+    @property
+    def last_values(self) -> dict[str, Any]:
+        """The state after this thread's (the calling Python thread's) last message."""
+        return getattr(self._last, "values", {})
+
+    @last_values.setter
+    def last_values(self, values: dict[str, Any]) -> None:
+        self._last.values = values
 
     def _open_backends(self) -> dict[str, Any]:
         """The domain's backends in the data dir (in memory without one); closed with the harness."""

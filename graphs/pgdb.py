@@ -12,6 +12,7 @@ a moment and find nothing to do.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from lg_harness.tools.errors import HarnessError
@@ -99,7 +100,10 @@ def migrate(pool: Any, checkpointer: Any | None = None) -> list[int]:
     statements, the others wait for it and find nothing left to do."""
     applied: list[int] = []
     with pool.connection() as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATE_LOCK,))
+        # Wait with try-lock and sleep, not inside a blocking statement: LangGraph's migrations build indexes
+        # CONCURRENTLY, which wait for every open transaction, a blocked lock call included (a deadlock).
+        while not conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (_MIGRATE_LOCK,)).fetchone()["got"]:
+            time.sleep(0.1)
         try:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.migrations (version INTEGER PRIMARY KEY, "

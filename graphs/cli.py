@@ -592,6 +592,28 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
               **STORAGE)
 
 
+@app.command()
+@cli_command
+def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads idle longer than this: 30d, 12h, "
+                                                  "90m")],
+          keep_latest: Annotated[bool, typer.Option("--keep-latest", help="keep each thread (its latest checkpoint, "
+                                                    "transcript and audit); drop only older checkpoints")] = False,
+          data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
+          debug: DebugOpt = False) -> None:
+    """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints)."""
+    from lg_harness.graphs.prune import parse_age
+    from lg_harness.graphs.prune import prune as run_prune
+
+    age = parse_age(older_than)
+    with open_harness(data_dir, "harness", "sim", domain) as h:
+        report = run_prune(h, age, keep_latest=keep_latest)
+    if json_out:
+        emit_json(report)
+        return
+    out.print(f"{report['strategy']}: {report['threads']} thread(s) idle for over {older_than}; checkpoints "
+              f"{report['checkpoints_before']} -> {report['checkpoints_after']}")
+
+
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")
 app.add_typer(handoff_app, name="handoff")
 

@@ -327,3 +327,43 @@ def test_migrations_are_versioned_and_run_once_even_concurrently(database_url: s
         assert migrate(pool) == []
     finally:
         pool.close()
+
+
+# ------------------------------------------------------------------------------------------ retention
+
+
+def test_prune_keep_latest_then_delete_only_idle_threads(backend: Backend) -> None:
+    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.prune import prune
+
+    with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url) as h:
+        h.send("old", "where is my order ORD-10134?")
+        h.send("old", "thanks")
+        time.sleep(0.05)
+        cutoff = time.time()
+        time.sleep(0.05)
+        h.send("new", "hello")
+        new_history = len(h.history("new"))
+        old_turn = h.state("old")["values"]["turn"]
+        assert len(h.history("old")) > 2
+
+        kept = prune(h, 60, keep_latest=True, now=cutoff + 60)
+        assert kept["thread_ids"] == ["old"] and kept["strategy"] == "keep_latest"
+        assert kept["checkpoints_before"] > kept["checkpoints_after"] == 1
+        assert len(h.history("old")) == 1
+        assert h.state("old")["values"]["turn"] == old_turn  # still resumable, state intact
+        assert len(h.transcripts.read("old")) == 4
+        assert h.send("old", "thanks again")["phase"] == "done"
+        assert len(h.history("new")) == new_history
+
+        deleted = prune(h, 60, now=time.time() + 61)
+        assert set(deleted["thread_ids"]) == {"old", "new"} and deleted["checkpoints_after"] == 0
+        assert not h.thread_exists("old") and h.transcripts.read("old") == [] and h.audit.messages("old") == []
+
+
+def test_prune_age_is_checked() -> None:
+    from lg_harness.graphs.prune import parse_age
+
+    assert parse_age("30d") == 30 * 86400 and parse_age("12h") == 43200 and parse_age("90m") == 5400
+    with pytest.raises(HarnessError, match="e.g. 30d"):
+        parse_age("30 days")

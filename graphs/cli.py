@@ -491,12 +491,12 @@ def summary_table(summary: dict[str, Any], profile: str | None = None) -> Table:
     return table
 
 
-BENCHES = ("tools", "context", "graph")
+BENCHES = ("tools", "context", "graph", "serve")
 
 
 @app.command()
 @cli_command
-def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], domain: DomainOpt = "shop",
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url)")], domain: DomainOpt = "shop",
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Benchmarks that print figures as ratios against a baseline measured in the same run."""
     import importlib
@@ -506,12 +506,13 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], 
     if kind not in BENCHES:
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
     module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
+    storage = STORAGE if kind == "serve" else {}  # serving is measured on the database the options name
     if json_out:
         with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
-            figures = getattr(module, f"run_bench_{kind}")(domain=domain)
+            figures = getattr(module, f"run_bench_{kind}")(domain=domain, **storage)
         emit_json({"bench": kind, "figures": figures})
     else:
-        module.main(domain=domain)
+        module.main(domain=domain, **storage)
 
 
 @app.command()

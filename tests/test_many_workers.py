@@ -32,7 +32,8 @@ def serve(data_dir: Path, db_url: str, chroma: str, *, workers: int, model: str,
           threads: int = 2) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    env.update(HF_HUB_OFFLINE="1", HARNESS_API_KEYS=f"{KEY}=U001", HARNESS_DATABASE_URL=db_url,
+    env.update(HF_HUB_OFFLINE="1", HARNESS_API_KEYS=f"{KEY}=U001,other-key=U002,desk-key=@agent",
+               HARNESS_DATABASE_URL=db_url,
                HARNESS_CHROMA_URL=chroma)
     data_dir.mkdir(parents=True, exist_ok=True)
     log = data_dir / "serve.log"
@@ -136,6 +137,8 @@ def test_a_killed_workers_message_is_finished_by_another_after_its_lease_expires
             while not rows("SELECT 1 FROM message_events WHERE message_id = %s", mid):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
+            busy = client.post("/threads/k/messages", json={"text": "and another", "policy": "reject"})
+            assert busy.status_code == 409 and "busy" in busy.json()["error"]
             victim = row["worker"]
             os.kill(int(victim.split(":")[1]), signal.SIGKILL)
             killed_at = time.monotonic()
@@ -150,8 +153,34 @@ def test_a_killed_workers_message_is_finished_by_another_after_its_lease_expires
             transcript = client.get("/threads/k/transcript").json()["messages"]
             assert [(m["role"], m["content"]) for m in transcript] == [
                 ("user", "where is my order ORD-10134?"), ("assistant", row["result"]["reply"])]
-            # The thread goes on as usual.
-            r = client.post("/threads/k/messages", json={"text": "thanks"})
-            assert r.status_code == 200 and r.json()["phase"] == "done"
+            # The thread goes on as usual; this time its node events stream as they happen.
+            with client.stream("POST", "/threads/k/messages/stream", json={"text": "thanks"}) as stream:
+                events = [line.removeprefix("event: ") for line in stream.iter_lines() if line.startswith("event: ")]
+            assert events[0] == "queued" and events[-1] == "result" and "node" in events
+            assert [m["role"] for m in client.get("/threads/k/transcript").json()["messages"]] == ["user", "assistant"] * 2
+            _service_guards(client)
     finally:
         stop(proc)
+
+
+def _service_guards(client: httpx.Client) -> None:
+    """Who may do what: the user comes from the key, never from the body."""
+    bare = {"Authorization": ""}
+    assert client.post("/threads/k/messages", json={"text": "hi"}, headers=bare).status_code == 401
+    assert client.post("/threads/k/messages", json={"text": "hi"},
+                       headers={"Authorization": "Bearer nope"}).status_code == 401
+    other = {"Authorization": "Bearer other-key"}
+    assert client.get("/threads/k/history", headers=other).status_code == 403
+    assert client.post("/threads/k/messages", json={"text": "cancel my order", "user_id": "U001"},
+                       headers=other).status_code == 403
+    assert client.get("/handoffs").status_code == 403
+    desk = client.get("/handoffs", headers={"Authorization": "Bearer desk-key"})
+    assert desk.status_code == 200 and desk.json() == {"waiting": []}
+    history = client.get("/threads/k/history").json()
+    assert history["thread_id"] == "k" and {"checkpoint_id", "step", "phase"} <= set(history["checkpoints"][0])
+    state = client.get("/threads/k/state").json()
+    assert state["turn"] == 2 and state["next"] == []
+    metrics = client.get("/metrics").text
+    assert "harness_queue_messages{status=\"done\"}" in metrics
+    assert client.get("/readyz").json()["backend"] == "postgres"
+    assert "/threads/{thread_id}/messages" in client.get("/openapi.json").json()["paths"]

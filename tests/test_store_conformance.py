@@ -16,7 +16,7 @@ import pytest
 from lg_harness.graphs.leases import LeaseOrder, ThreadBusy, ThreadQueue
 from lg_harness.tools.errors import HarnessError
 
-from tests.engines import database_url, postgres_server  # noqa: F401 - fixtures
+from tests.engines import chroma_server, database_url, postgres_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
@@ -367,3 +367,47 @@ def test_prune_age_is_checked() -> None:
     assert parse_age("30d") == 30 * 86400 and parse_age("12h") == 43200 and parse_age("90m") == 5400
     with pytest.raises(HarnessError, match="e.g. 30d"):
         parse_age("30 days")
+
+
+# ---------------------------------------------------------------------------------- experiences
+
+
+@pytest.fixture(params=["embedded", "server"])
+def chroma_client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    import uuid
+
+    from lg_harness.graphs.storage import chroma_client as http_client
+
+    if request.param == "embedded":
+        import chromadb
+        from chromadb.config import Settings
+
+        client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    else:
+        client = http_client(request.getfixturevalue("chroma_server"))
+    yield client, f"exp-{uuid.uuid4().hex[:8]}"
+
+
+def test_batched_experience_writes_equal_one_by_one(chroma_client: Any) -> None:
+    from lg_harness.memory.experiences import ExperienceStore
+
+    client, name = chroma_client
+    texts = ["get_order_status(order_id=ORD-1) succeeded: status=shipped",
+             "get_order_status(order_id=ORD-1) succeeded: status=shipped",  # a duplicate inside the batch
+             "the customer prefers email over phone",
+             "the customer does not prefer email over phone"]  # a conflict with the one before
+    one = ExperienceStore(client=client, collection=name + "a", clock=lambda: 1000.0)
+    many = ExperienceStore(client=client, collection=name + "b", clock=lambda: 1000.0)
+    one.add("u1", "the customer prefers email over phone", kind="outcome")  # already known to both
+    many.add("u1", "the customer prefers email over phone", kind="outcome")
+    ids_one = [one.add("u1", t, kind="outcome", confidence=0.9) for t in texts]
+    ids_many = many.add_many("u1", texts, kind="outcome", confidence=0.9)
+    assert ids_many == ids_one
+    assert ids_many[0] == ids_many[1] and ids_many[2] not in ids_many[:2]
+
+    def shape(store: ExperienceStore) -> list[tuple[Any, ...]]:
+        return sorted((e.id, e.text, e.mentions, e.confidence, e.conflicts_with) for e in store.all("u1"))
+
+    assert shape(many) == shape(one)
+    assert many.add_many("u1", []) == []
+    assert many.all("u2") == []

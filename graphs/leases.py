@@ -267,6 +267,11 @@ class ThreadQueue:
         cancel = db.run("SELECT cancel FROM thread_queue WHERE id = %s", (claim.id,))
         return bool(held), bool(cancel and cancel[0]["cancel"])
 
+    def cancelled(self, claim: Claim) -> bool:
+        """Whether a newer message asked this one to stop (policy ``interrupt``)."""
+        row = self.db.run("SELECT cancel FROM thread_queue WHERE id = %s", (claim.id,))
+        return bool(row and row[0]["cancel"])
+
     def note_turn(self, claim: Claim, turn: int) -> None:
         """Record the thread's turn before the message ran (a later worker finishing it compares)."""
         self.db.run("UPDATE thread_queue SET turn_before = %s WHERE id = %s AND turn_before IS NULL", (turn, claim.id))

@@ -230,7 +230,8 @@ class Runtime:
         for node, values in update.items():
             keys = sorted(values) if isinstance(values, dict) else []
             self.queue.add_event(claim.id, {"node": node, "keys": keys})
-        if self.local.cancel.is_set():
+        if self.local.cancel.is_set() or self.queue.cancelled(claim):  # checked at every node, not only on renewal
+            self.local.cancel.set()
             raise HarnessError("interrupted by a newer message on the thread")
 
     # -- answering requests

@@ -159,6 +159,15 @@ def test_a_killed_workers_message_is_finished_by_another_after_its_lease_expires
             assert events[0] == "queued" and events[-1] == "result" and "node" in events
             assert [m["role"] for m in client.get("/threads/k/transcript").json()["messages"]] == ["user", "assistant"] * 2
             _service_guards(client)
+            # interrupt: the running message stops at its next node, the newer one runs instead.
+            slow = client.post("/threads/k/messages", json={"text": "where is my order ORD-10135?", "wait": False})
+            slow_id = slow.json()["message_id"]
+            while client.get(f"/messages/{slow_id}").json()["status"] != "running":
+                time.sleep(0.1)
+            newer = client.post("/threads/k/messages", json={"text": "thanks", "policy": "interrupt"})
+            assert newer.status_code == 200 and newer.json()["phase"] == "done"
+            stopped = client.get(f"/messages/{slow_id}").json()
+            assert stopped["status"] == "cancelled" and "interrupted" in stopped["error"]
     finally:
         stop(proc)
 

@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -116,6 +117,9 @@ def _rendered(message: BaseMessage) -> str:
 _IDS = itertools.count(1)
 
 
+_OWN_IDS = re.compile(r"call_[0-9a-f]{24}")  # the form brain.call_id writes
+
+
 class Provider:
     """One simulated model endpoint: a seed, a fault profile and its prompt cache."""
 
@@ -130,9 +134,10 @@ class Provider:
         tool_tokens = count_tokens(json.dumps(wire_tools, ensure_ascii=False)) if wire_tools else 0
         visible = fit_window(messages, self.profile.context_window - tool_tokens)
         tokens = [message_tokens(m) for m in visible]
-        # Call ids are left out: the same conversation must draw the same faults however its earlier calls
-        # were numbered (providers issue fresh ids).
-        key = json.dumps([[m.type, text(m.content), [{k: v for k, v in c.items() if k != "id"}
+        # Call ids are left out, also where a client copied them into text (a summary of the conversation):
+        # the same conversation must draw the same faults however its earlier calls were numbered
+        # (providers issue fresh ids).
+        key = json.dumps([[m.type, _OWN_IDS.sub("call_", text(m.content)), [{k: v for k, v in c.items() if k != "id"}
                                                      for c in getattr(m, "tool_calls", None) or []]]
                           for m in visible] + [wire_tools], ensure_ascii=False, sort_keys=True, default=str)
         dice = Dice(self.seed, key)

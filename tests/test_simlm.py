@@ -243,6 +243,24 @@ def test_same_input_and_seed_give_the_same_output_apart_from_ids(shop_tools):
             assert len(runs) == 1
 
 
+def test_ids_a_client_copied_into_text_do_not_change_the_draws():
+    # A summarising client writes the provider's call ids into its prompt; fresh ids on a rerun must not
+    # change the conversation's faults, or two runs of the same code differ.
+    from simlm import Provider
+    from simlm.brain import call_id
+
+    def body(summary_id: str) -> dict:
+        request = {"messages": [
+            {"role": "system", "content": f"Summary: earlier, {summary_id} looked up loan LN-123456; it was active."},
+            {"role": "user", "content": "please renew it"}], "tools": LIBRARY}
+        out = Provider(profile("prior"), seed=5).complete(request)["choices"][0]["message"]
+        return {**out, "tool_calls": [{**c, "id": ""} for c in out.get("tool_calls") or []]}
+
+    first, second = call_id(Dice(1, "a")), call_id(Dice(1, "a"))
+    assert first != second  # fresh ids, as providers issue
+    assert body(first) == body(second)
+
+
 # ------------------------------------------------------------------------------------------ faults
 
 

@@ -302,14 +302,17 @@ def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 
 @app.command()
 @cli_command
-def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness",
+def demo(scratch: Annotated[Path | None, typer.Option("--data-dir", help="run here instead of a new scratch "
+                            "folder (must be empty, new, or an earlier demo's; HARNESS_DATA_DIR is ignored)")]
+         = None, design: DesignOpt = "harness",
          model: Annotated[str, typer.Option("--model", help="the tour runs on the fault-free sim by default")]
          = "sim:clean", domain: DomainOpt = "shop",
          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
     from lg_harness.graphs.demo import run_demo
 
-    report = run_demo(data_dir, design, model, console=None if json_out else out, domain=domain)
+    # Not named data_dir: the shared error wrapper would set up tracing in that folder before it is checked.
+    report = run_demo(scratch, design, model, console=None if json_out else out, domain=domain)
     if json_out:
         emit_json(report)
 

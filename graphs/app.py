@@ -20,6 +20,7 @@ from langgraph.types import Command
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.model_health import model_unavailable, unanswered
 from lg_harness.graphs.ordering import ThreadOrder
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.longterm import LongTermMemory
@@ -285,6 +286,8 @@ class Harness:
                                f"or send the message again") from err
         snapshot = self.graph.get_state(config)
         self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
+        if (failure := unanswered(snapshot.values.get("turn_stats") or {})) is not None:
+            raise model_unavailable(self.setup[1], failure, thread_id)
         self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
         if "human" in snapshot.next:
             ticket = str((snapshot.values.get("handoff") or {}).get("ticket", "pending"))

@@ -58,16 +58,21 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
         except HarnessError as exc:
             if debug:
                 raise
-            err.print(f"error: {exc}", markup=False, highlight=False)
-            raise typer.Exit(1) from None
+            fail(str(exc), kwargs.get("json_out", False))
         except Exception as exc:  # noqa: BLE001 - last line of defence: never a bare traceback
             if debug:
                 raise
-            err.print(f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)", markup=False,
-                      highlight=False)
-            raise typer.Exit(1) from None
+            fail(f"{type(exc).__name__}: {exc} (rerun with --debug for details)", kwargs.get("json_out", False))
 
     return wrapper
+
+
+def fail(message: str, json_out: bool) -> None:
+    """One line on stderr (and, with --json, the one JSON document: ``{"error": ...}``), exit 1."""
+    err.print(f"error: {message}", markup=False, highlight=False)
+    if json_out:
+        emit_json({"error": message})
+    raise typer.Exit(1) from None
 
 
 def emit_json(data: Any) -> None:

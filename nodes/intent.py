@@ -155,7 +155,8 @@ class LLMIntent:
             reply, update["turn_stats"] = call_model(
                 self.deps, [SystemMessage(classify_prompt(self.deps.domain)), HumanMessage(text)],
                 update["turn_stats"])
-        except ModelCallFailed:
+        except ModelCallFailed as err:
+            update["turn_stats"] = err.stats
             return UNKNOWN, 0.0
         return parse_intent_json(reply.text, self.deps.domain.intent_names())
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from lg_harness.core.claims import Claim
 from lg_harness.tools.entities import EntityType, entity_args, find_mentions
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
@@ -144,6 +145,9 @@ class Domain:
         empty_keys: Result keys whose lists being empty means "found nothing".
         languages: Languages the rules and phrases cover.
         bench: The conversation ``harness bench context|graph`` plays, or None (those benchmarks refuse).
+        claims: Phrases a reply states facts with and what the results must hold for them
+            (``core.claims``); the self-check corrects a reply whose claim a result contradicts.
+        currency: The currency the domain's amounts are in (``USD``), for money shown to people.
     """
 
     name: str
@@ -172,6 +176,8 @@ class Domain:
     empty_keys: tuple[str, ...] = ("results", "items")
     languages: tuple[str, ...] = ("en",)
     bench: BenchScript | None = None
+    claims: Sequence[Claim] = ()
+    currency: str = ""
 
     # -- intents and routes
 

@@ -47,6 +47,8 @@ _COUNTS: list[tuple[str, str]] = [
     ("Handoffs", "handoffs"),
     ("Handoff accuracy", "handoff_accuracy"),
     ("Tool failure rate", "tool_failure_rate"),
+    ("Replies with a false fact", "false_facts"),
+    ("Replies with internal text", "internal_text"),
 ]
 
 

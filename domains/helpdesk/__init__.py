@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lg_harness.core.domain import NO_ROUTE, Domain, Handoff, Intent, Route
+from lg_harness.domains.helpdesk.claims import CLAIMS
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import SYSTEMS
 from lg_harness.domains.helpdesk.tools import CHANGING_TOOLS, HELPDESK_TOOLS
@@ -283,6 +284,7 @@ def make_domain() -> Domain:
         demo=DEMO,
         demo_check=comments_recorded,
         bench=BENCH,
+        claims=CLAIMS,
     )
 
 

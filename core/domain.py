@@ -147,6 +147,8 @@ class Domain:
         bench: The conversation ``harness bench context|graph`` plays, or None (those benchmarks refuse).
         claims: Phrases a reply states facts with and what the results must hold for them
             (``core.claims``); the self-check corrects a reply whose claim a result contradicts.
+        follow_up: ``(message, previous intent, previous slots) -> (intent, slots)`` for a message that only
+            refines the previous request ("what about in black?"), else None.
         currency: The currency the domain's amounts are in (``USD``), for money shown to people.
     """
 
@@ -177,6 +179,7 @@ class Domain:
     languages: tuple[str, ...] = ("en",)
     bench: BenchScript | None = None
     claims: Sequence[Claim] = ()
+    follow_up: Callable[[str, str | None, Mapping[str, Any]], tuple[str, dict[str, Any]] | None] | None = None
     currency: str = ""
 
     # -- intents and routes

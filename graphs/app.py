@@ -19,6 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain, load_domain
+from lg_harness.graphs import human_hold
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
 from lg_harness.graphs.ordering import ThreadOrder
@@ -244,6 +245,8 @@ class Harness:
         self.transcripts.record_setup(thread_id, *self.setup)
         if "human" in snapshot.next:
             return self._while_waiting(thread_id, snapshot)
+        if human_hold.is_held(self, thread_id):
+            return human_hold.while_held(self, thread_id, snapshot, message)
         return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
 
     def _while_waiting(self, thread_id: str, snapshot: Any) -> dict[str, Any]:
@@ -303,9 +306,15 @@ class Harness:
             snap = self.graph.get_state(self.config(thread_id))
             if "human" in snap.next:
                 waiting.append({"thread_id": thread_id, "user": snap.values.get("user"),
-                                "handoff": snap.values.get("handoff"),
+                                "handoff": snap.values.get("handoff"), "status": "waiting",
                                 "last_message": self._last_user_message(thread_id)})
         return waiting
+
+    def held_threads(self) -> list[dict[str, Any]]:
+        """Threads a human answered and still holds (``harness handoff release`` gives them back)."""
+        return [{"thread_id": t, "user": (v := self.graph.get_state(self.config(t)).values).get("user"),
+                 "handoff": v.get("handoff"), "status": "held", "last_message": self._last_user_message(t)}
+                for t in self.transcripts.held_handoffs()]
 
     def _last_user_message(self, thread_id: str) -> str:
         rows = [r for r in self.transcripts.read(thread_id) if r["role"] == "user"]
@@ -317,10 +326,17 @@ class Harness:
         with self.order.turn(thread_id):
             snapshot = self.graph.get_state(self.config(thread_id))
             if "human" not in snapshot.next:
+                if human_hold.is_held(self, thread_id):
+                    return human_hold.held_answer(self, thread_id, message)
                 raise HarnessError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
             result = self._run(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
-            self.transcripts.answer_handoff(thread_id)
+            self.transcripts.hold_handoff(thread_id)  # the human keeps the thread until they release it
             return result
+
+    def release(self, thread_id: str) -> dict[str, Any]:
+        """The human hands a thread they hold back to the bot."""
+        with self.order.turn(thread_id):
+            return human_hold.release(self, thread_id)
 
     def result(self, thread_id: str, snapshot: Any, path: list[str]) -> SendResult:
         values = snapshot.values

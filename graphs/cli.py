@@ -104,8 +104,9 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
         return
     calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {c['status']}"
                       for c in result["tool_calls"])
-    err.print(f"[dim]intent={result['intent']} phase={result['phase']} tools=[{calls}] "
-              f"checkpoint={result['checkpoint_id']}[/dim]")
+    # markup=False: the "[...]" of the call list is text, not Rich markup (it used to vanish).
+    err.print(f"intent={result['intent']} phase={result['phase']} tools=[{calls}] "
+              f"checkpoint={result['checkpoint_id']}", markup=False, highlight=False, style="dim")
     out.print(result["reply"], markup=False, highlight=False)
 
 
@@ -562,16 +563,16 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop
                  debug: DebugOpt = False) -> None:
     """Threads paused for a human: reason, ticket, the customer's last message."""
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        rows = h.waiting_threads()
+        rows, held = h.waiting_threads(), h.held_threads()
     if json_out:
-        emit_json({"waiting": rows})
+        emit_json({"waiting": rows, "held": held})
         return
-    table = Table("thread", "user", "ticket", "reason", "last message")
-    for r in rows:
+    table = Table("thread", "status", "user", "ticket", "reason", "last message")
+    for r in rows + held:
         ho = r["handoff"] or {}
-        table.add_row(r["thread_id"], (r["user"] or {}).get("id", "-"), str(ho.get("ticket")), ho.get("reason", "-"),
-                      r["last_message"])
-    out.print(table if rows else "no threads are waiting for a human")
+        table.add_row(r["thread_id"], r["status"], (r["user"] or {}).get("id", "-"), str(ho.get("ticket")),
+                      ho.get("reason", "-"), r["last_message"], )
+    out.print(table if rows or held else "no threads are waiting for or held by a human")
 
 
 @handoff_app.command("reply")
@@ -579,13 +580,27 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop
 def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's answer")], thread: ThreadOpt,
                   data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
                   debug: DebugOpt = False) -> None:
-    """Answer a waiting thread as the human agent; the thread resumes."""
+    """Answer a waiting or held thread as the human agent; the human holds it until `handoff release`."""
     with open_harness(data_dir, "harness", "sim", domain) as h:
         result = h.human_reply(thread, message)
     if json_out:
         emit_json(result)
     else:
-        out.print(f"thread {thread} resumed; reply sent: {result['reply']}", markup=False)
+        out.print(f"reply sent on thread {thread}: {result['reply']}\nthe customer's messages now come to you; "
+                  f"hand the thread back with: harness handoff release --thread {thread}", markup=False)
+
+
+@handoff_app.command("release")
+@cli_command
+def handoff_release(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
+                    json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Hand a thread you hold back to the bot; the customer's next message goes to it."""
+    with open_harness(data_dir, "harness", "sim", domain) as h:
+        result = h.release(thread)
+    if json_out:
+        emit_json(result)
+    else:
+        out.print(f"thread {thread} is back with the bot")
 
 
 def main() -> None:  # pragma: no cover - console entry point

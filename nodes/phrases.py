@@ -13,6 +13,10 @@ _PHRASES: dict[str, dict[str, str]] = {
         "en": "A human colleague has your conversation (ticket {ticket}) and will answer here.",
         "zh": "人工客服已接手您的会话（工单 {ticket}），会在这里回复您。",
     },
+    "with_human": {
+        "en": "Thanks, your message is with our colleague (ticket {ticket}), who will answer you here.",
+        "zh": "收到，您的消息已转给人工客服同事（工单 {ticket}），他们会在这里回复您。",
+    },
     "ask_generic": {
         "en": "Could you tell me a bit more so I can help?",
         "zh": "能再具体说一下您的需求吗？",

@@ -16,6 +16,7 @@ from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.bench import BENCH
 from lg_harness.domains.shop.claims import CLAIMS
 from lg_harness.domains.shop.db import ShopDB
+from lg_harness.domains.shop.follow_up import follow_up
 from lg_harness.domains.shop.tools import SHOP_TOOLS
 from lg_harness.tools.entities import EntityType
 
@@ -156,6 +157,7 @@ DOMAIN = Domain(
     bench=BENCH,
     claims=CLAIMS,
     currency="USD",
+    follow_up=follow_up,
 )
 
 __all__ = ["DOMAIN", "ENTITY_TYPES", "INTENTS", "ShopDB"]

@@ -24,6 +24,7 @@ from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
 from lg_harness.graphs.ordering import ThreadOrder
 from lg_harness.llm.factory import close_model, make_model
+from lg_harness.memory.context import last_human_text
 from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.memory.transcript import TranscriptStore
 from lg_harness.obs.audit import AuditLog
@@ -105,6 +106,8 @@ class Checkpoint:
     created_at: str
     next: list[str]
     parent_id: str | None
+    turn: int = 0
+    message: str = ""  # the user message the checkpoint's turn is about
 
 
 class Harness:
@@ -373,7 +376,8 @@ class Harness:
             out.append(Checkpoint(checkpoint_id=snap.config["configurable"]["checkpoint_id"],
                                   step=int((snap.metadata or {}).get("step", -1)),
                                   phase=str(snap.values.get("phase") or "-"), created_at=snap.created_at or "",
-                                  next=list(snap.next), parent_id=parent))
+                                  next=list(snap.next), parent_id=parent, turn=int(snap.values.get("turn") or 0),
+                                  message=last_human_text(snap.values.get("messages") or [])))
         return out
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -408,5 +412,7 @@ class Harness:
     def fork(self, thread_id: str, checkpoint_id: str) -> str:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""
         self.state(thread_id, checkpoint_id)  # validates both ids
-        new = self.graph.update_state(self.config(thread_id, checkpoint_id), None, as_node="__copy__")
+        config = self.config(thread_id, checkpoint_id)
+        config["configurable"]["checkpoint_ns"] = ""  # the thread's first checkpoint has no parent to take it from
+        new = self.graph.update_state(config, None, as_node="__copy__")
         return new["configurable"]["checkpoint_id"]

@@ -38,6 +38,24 @@ ThreadOpt = Annotated[str, typer.Option("--thread", "-t", help="conversation thr
 DEFAULT_DATA_DIR = Path(".harness")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("lg-harness")
+        except PackageNotFoundError:  # run from a source tree without installing
+            number = "unknown"
+        sys.stdout.write(f"harness {number}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                        help="print the version and exit")] = False) -> None:
+    """An agent harness as a LangGraph StateGraph."""
+
+
 def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn any failure into one clear line on stderr and a non-zero exit (traceback with --debug)."""
 
@@ -115,30 +133,46 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
 def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness",
          model: ModelOpt = "sim", domain: DomainOpt = "shop", user: UserOpt = None, role: RoleOpt = None,
          debug: DebugOpt = False) -> None:
-    """An interactive conversation (/quit, /state, /history)."""
+    """An interactive conversation (/help, /state, /history, /quit)."""
     with open_harness(data_dir, design, model, domain) as h:
         user = user or h.domain.default_user
-        err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /quit to leave, /state, /history")
+        err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /help for commands, /quit to leave")
         while True:
             try:
                 line = input("you> ")
             except (EOFError, KeyboardInterrupt):
                 break
-            if line.strip() in ("/quit", "/exit"):
+            command = line.strip()
+            if command in ("/quit", "/exit"):
                 break
-            if line.strip() == "/state":
-                out.print_json(json.dumps(_public_state(h.state(thread)["values"]), ensure_ascii=False, default=str))
+            if command == "/help":
+                err.print(CHAT_HELP, markup=False)
                 continue
-            if line.strip() == "/history":
+            if command == "/state":
+                try:
+                    out.print_json(json.dumps(_public_state(h.state(thread)["values"]), ensure_ascii=False,
+                                              default=str))
+                except HarnessError as exc:  # a thread with no message yet
+                    err.print(f"error: {exc}", markup=False)
+                continue
+            if command == "/history":
                 for row in h.transcripts.read(thread):
                     out.print(f"[{row['turn']}] {row['role']}: {row['content']}", markup=False)
                 continue
+            if command.startswith("/") and not command.startswith("//"):
+                err.print(f"unknown command '{command.split()[0]}'; {CHAT_HELP}", markup=False)
+                continue
+            line = line.replace("//", "/", 1) if command.startswith("//") else line
             try:
                 result = h.send(thread, line, user, role)
             except HarnessError as exc:
                 err.print(f"error: {exc}", markup=False)
                 continue
             out.print(f"agent> {result['reply']}", markup=False, highlight=False)
+
+
+CHAT_HELP = ("commands: /help this list; /state where the thread stands; /history its transcript; /quit (or "
+             "/exit) leave; start a message with // to send text that begins with /")
 
 
 def _public_state(values: dict[str, Any]) -> dict[str, Any]:
@@ -151,17 +185,25 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 @cli_command
 def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """The thread's checkpoints, newest first: id, step, phase, time."""
+    """The thread's checkpoints, newest first: turn, phase, the user message, checkpoint id."""
+    from rich import box
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
         rows = h.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
         return
-    table = Table("step", "phase", "next", "time", "checkpoint")
-    table.columns[-1].overflow = "fold"
+    # The id never wraps (it is copied into `resume --checkpoint`); the message gives way at 80 columns.
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("turn", justify="right", no_wrap=True, min_width=4)
+    table.add_column("phase", no_wrap=True, min_width=7)
+    table.add_column("message", overflow="ellipsis", no_wrap=True, max_width=20)
+    table.add_column("checkpoint", no_wrap=True, min_width=36)
     for r in rows:
-        table.add_row(str(r.step), r.phase, ",".join(r.next) or "-", r.created_at[:19], r.checkpoint_id)
+        table.add_row(str(r.turn), r.phase, r.message or "-", r.checkpoint_id)
     out.print(table)
+    err.print(f"fork with: harness resume --thread {thread} --checkpoint ID (--json: steps, times, next nodes)",
+              markup=False, highlight=False)
 
 
 @app.command()

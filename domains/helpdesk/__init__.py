@@ -117,7 +117,7 @@ INTENTS = (
             examples=("my screen cracked, please log it",), examples_zh=("电脑坏了帮我报修",)),
     _intent("ticket_status", route=Route(required=(TICKET,), tools=("get_ticket",)), hint="ticket",
             description="the status of one ticket",
-            en=("ticket", "incident"), zh=("工单", "事件单", "故障单"),
+            en=("ticket", "incident", "resolved yet", "fixed yet", "any update"), zh=("工单", "事件单", "故障单"),
             examples=("any news on my incident",), examples_zh=("我的工单处理到哪了",)),
     _intent("my_assets", route=Route(tools=("list_my_assets", "get_asset")),
             description="the devices assigned to the user",

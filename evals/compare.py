@@ -176,4 +176,5 @@ def write_outputs(summary: dict[str, Any], out_dir: Path, command: str) -> list[
     from lg_harness.evals.plots import write_plots
     from lg_harness.evals.report import write_json, write_report
 
-    return [write_json(summary, out_dir), write_report(summary, out_dir, command), *write_plots(summary, out_dir)]
+    plots = write_plots(summary, out_dir)  # first, so the report can link them
+    return [write_json(summary, out_dir), write_report(summary, out_dir, command, plots), *plots]

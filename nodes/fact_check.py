@@ -190,13 +190,18 @@ def check_claims(clause: str, recs: Sequence[Record], claims: Sequence[Claim]) -
     return out
 
 
-def check_pairs(clause: str, recs: Sequence[Record]) -> list[Contradiction]:
-    """``Status: shipped``-style statements: the label names a result key; some record must hold the value."""
+def check_pairs(clause: str, recs: Sequence[Record], line: str = "") -> list[Contradiction]:
+    """``Status: shipped``-style statements: the label names a result key, and the record the line names
+    (or, when it names none, some record) must hold the value."""
     out = []
     for m in _PAIR.finditer(clause):
         label, stated = m.group(1).strip(), m.group(2).strip()
         key = label.lower().replace(" ", "_")
         holders = [r for r in recs if key in r.fields and r.fields[key] is not None]
+        scored = [(_score(r, line or clause)[1], r) for r in holders]
+        if any(s for s, _ in scored):  # the line names its record by one of its own values
+            best = max(s for s, _ in scored)
+            holders = [r for s, r in scored if s == best]
         if not holders or any(len(str(r.fields[key])) > 40 for r in holders):
             continue  # free text (a note, a next step) is quoted in part; only short values are facts
         values = {_norm(r.fields[key]) for r in holders}
@@ -252,10 +257,13 @@ def contradictions(draft: str, results: Sequence[Any], claims: Sequence[Claim] =
     out: list[Contradiction] = []
     for m in _CLAUSE.finditer(draft):
         clause = m.group(0)
+        start = draft.rfind("\n", 0, m.start()) + 1
+        end = draft.find("\n", m.end() - 1 if m.group(0).endswith("\n") else m.end())
+        line = draft[start:end if end >= 0 else len(draft)]
         if not clause.strip() or _squash(clause.strip(" .;；。")) in flat:
             continue  # quoted from a result as it is
         # A clause of "Label: value" pairs states its facts by key; its words are values, not claims.
-        out += check_pairs(clause, recs) if _PAIR.search(clause) else check_claims(clause, recs, claims)
+        out += check_pairs(clause, recs, line) if _PAIR.search(clause) else check_claims(clause, recs, claims)
         out += check_amounts(clause, recs)
         out += check_dates(clause, evidence)
     return out

@@ -21,6 +21,7 @@ from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, register_variant
 from lg_harness.nodes.customer_text import customer_safe, outcome_phrase
 from lg_harness.nodes.fact_check import contradictions, corrected, results_of
+from lg_harness.nodes.money import with_currency
 from lg_harness.tools.entities import EntityType
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
@@ -43,14 +44,18 @@ def ungrounded_claims(reply: str, evidence: str, entity_types: Sequence[EntityTy
         stated = t.find(reply or "")
         known = set(t.find(evidence)) if stated else set()
         claims += [c for c in stated if c not in evidence and c not in known]
-    claims += [a for a in _AMOUNT.findall(reply or "") if a not in evidence]
+    amounts = [a for a in _AMOUNT.findall(reply or "") if a not in evidence]
+    if amounts:  # "131.00" is grounded by a result's 131.0: compare as numbers
+        known = {round(float(n), 2) for n in re.findall(r"\d+(?:\.\d+)?", evidence)}
+        claims += [a for a in amounts if round(float(a), 2) not in known]
     return list(dict.fromkeys(claims))
 
 
 def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) -> tuple[str, list[str]]:
     """The draft as the customer may read it, and the contradictions to regenerate for (if allowed).
 
-    Internal text is rewritten away (``customer_text``); facts the tool results contradict
+    Internal text is rewritten away (``customer_text``), amounts get the domain's currency (``money``);
+    facts the tool results contradict
     (``fact_check``) are sent back for one more answer while regenerations are left, then corrected in
     place from the results.
     """
@@ -60,7 +65,9 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     text = customer_safe(draft, deps.registry.names())
     if text is None:
         text = outcome_phrase(log, lang, deps.domain)
-    found = contradictions(text, results_of(log), deps.domain.claims, deps.domain.currency, grounding_text(state))
+    results = results_of(log)
+    text = with_currency(text, results, deps.domain.currency)
+    found = contradictions(text, results, deps.domain.claims, deps.domain.currency, grounding_text(state))
     if found and may_regenerate:
         return draft, [c.problem for c in found]
     if found:

@@ -134,3 +134,15 @@ def test_bench_context_reports_progress_on_stderr(capsys: pytest.CaptureFixture[
     assert "bench context shop hybrid: 1/3 messages" in captured.err
     assert "3/3 messages" in captured.err
     assert captured.out == ""
+
+
+def test_money_prints_with_the_domains_currency(tmp_path: Path) -> None:
+    from lg_harness.nodes.money import with_currency
+
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        r = h.send("t", "Where is my order ORD-10134?")
+    assert "131.00 USD" in r["reply"] and "· 131.0 ·" not in r["reply"], r["reply"]
+    results = [{"total": 288.49, "currency": "USD", "items": [{"price": 131.0, "qty": 2}]}]
+    assert with_currency("Total: 288.49 USD, 131.0 each, qty 2", results, "USD") == \
+        "Total: 288.49 USD, 131.00 USD each, qty 2"
+    assert with_currency("131.0", results, "") == "131.0"  # a domain without a currency is left alone

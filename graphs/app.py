@@ -6,7 +6,7 @@ messages are written once.
 
 from __future__ import annotations
 
-import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,20 +14,16 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs import human_hold
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
-from lg_harness.graphs.ordering import ThreadOrder
+from lg_harness.graphs.storage import open_stores
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.context import last_human_text
 from lg_harness.memory.longterm import LongTermMemory
-from lg_harness.memory.transcript import TranscriptStore
-from lg_harness.obs.audit import AuditLog
 from lg_harness.obs.tracing import current_trace_id, message_span
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import RetryPolicy, ToolExecutor
@@ -117,8 +113,13 @@ class Harness:
                  model: BaseChatModel | str = "sim", *, domain: Domain | str | None = None,
                  resources: dict[str, Any] | None = None, checkpointer: BaseCheckpointSaver | None = None,
                  memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
-                 executor: ToolExecutor | None = None) -> None:
+                 executor: ToolExecutor | None = None, database_url: str | None = None,
+                 chroma_url: str | None = None) -> None:
         """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
+
+        ``database_url`` (``postgresql://...``) keeps checkpoints, transcripts, facts, audit, the handoff
+        queue and per-thread leases in Postgres, ``chroma_url`` experiences in a Chroma server
+        (``graphs.storage``); the domain's backends stay in the data dir.
 
         ``domain`` is a ``Domain``, an installed pack's name, ``module:attr`` or a file (default ``shop``).
         The keyword arguments replace single parts (the evaluation runner injects the domain's fresh
@@ -134,15 +135,19 @@ class Harness:
                       domain if isinstance(domain, str) else (None if domain is not None else "shop"))
         self._owns_model = isinstance(model, str)
         self._owned: list[Any] = []
-        self.last_values: dict[str, Any] = {}
+        self._last = threading.local()  # one harness may serve several threads at once (graphs.service)
         self.resources: dict[str, Any] = dict(resources) if resources is not None else self._open_backends()
-        self.checkpointer = checkpointer or self._open_checkpointer()
-        self.transcripts = self._own(TranscriptStore(self._path("transcripts.sqlite")))
+        self.stores = self._own(open_stores(self.data_dir, database_url, chroma_url))
+        self.checkpointer = checkpointer or self.stores.checkpointer
+        self.transcripts = self.stores.transcripts
         self.memory = memory
-        if memory is None and self.design.knobs.long_term_memory and self.data_dir is not None:
-            self.memory = self._own(LongTermMemory(self.data_dir))
-        self.audit = self._own(AuditLog.in_dir(self.data_dir)) if self.data_dir is not None else None
-        self.order = ThreadOrder(self.data_dir / "locks" if self.data_dir else None)
+        if memory is None and self.design.knobs.long_term_memory:
+            self.memory = self.stores.memory()
+            if self.memory is not None:
+                self._own(self.memory)
+        self.audit = self.stores.audit
+        self.order = self.stores.order
+        self.on_update: Any = None  # called with (thread_id, update) for each node's update (graphs.service)
         self.registry = registry or self.domain.registry()
         graph_resources = dict(self.resources)
         if self.memory is not None:
@@ -152,6 +157,15 @@ class Harness:
         self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
                                  registry=self.registry, executor=executor or executor_for(self.design, self.registry),
                                  resources=graph_resources)
+
+    @property
+    def last_values(self) -> dict[str, Any]:
+        """The state after this thread's (the calling Python thread's) last message."""
+        return getattr(self._last, "values", {})
+
+    @last_values.setter
+    def last_values(self, values: dict[str, Any]) -> None:
+        self._last.values = values
 
     def _open_backends(self) -> dict[str, Any]:
         """The domain's backends in the data dir (in memory without one); closed with the harness."""
@@ -167,18 +181,6 @@ class Harness:
     def _own(self, resource: Any) -> Any:
         self._owned.append(resource)
         return resource
-
-    def _open_checkpointer(self) -> BaseCheckpointSaver:
-        if self.data_dir is None:
-            return InMemorySaver()
-        try:
-            conn = self._own(sqlite3.connect(self._path("checkpoints.sqlite"), check_same_thread=False))
-            saver = SqliteSaver(conn)
-            saver.setup()
-            return saver
-        except sqlite3.DatabaseError as err:
-            raise HarnessError(f"cannot open the checkpoint database in {self.data_dir}: {err}; "
-                               "move the broken file away or use another --data-dir") from err
 
     def close(self) -> None:
         for resource in reversed(self._owned):
@@ -284,6 +286,8 @@ class Harness:
         try:
             for update in self.graph.stream(graph_input, config, stream_mode="updates"):
                 path.extend(k for k in update if k != "__interrupt__")
+                if self.on_update is not None:
+                    self.on_update(thread_id, update)
         except Exception as err:  # noqa: BLE001 - the checkpoint keeps the state up to the failing step
             saved = self.graph.get_state(config)
             ckpt = (saved.config.get("configurable") or {}).get("checkpoint_id")

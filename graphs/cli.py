@@ -6,11 +6,12 @@ Errors print one line on stderr and exit non-zero; ``--debug`` shows the traceba
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,6 +37,21 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document o
 DebugOpt = Annotated[bool, typer.Option("--debug", help="show tracebacks")]
 ThreadOpt = Annotated[str, typer.Option("--thread", "-t", help="conversation thread id")]
 DEFAULT_DATA_DIR = Path(".harness")
+# Where state lives (graphs.storage): set once for every command by the options before the command name.
+STORAGE: dict[str, str | None] = {"database_url": None, "chroma_url": None}
+
+
+@app.callback()
+def storage_options(
+        database_url: Annotated[str | None, typer.Option("--database-url", envvar="HARNESS_DATABASE_URL",
+                                                         help="postgresql://... keeps checkpoints, transcripts, facts, "
+                                                         "audit, handoffs and leases in Postgres (default: files in "
+                                                         "the data dir)")] = None,
+        chroma_url: Annotated[str | None, typer.Option("--chroma-url", envvar="HARNESS_CHROMA_URL",
+                                                       help="http://host:port of a Chroma server for experiences")]
+        = None) -> None:
+    """An agent harness as a LangGraph StateGraph."""
+    STORAGE.update(database_url=database_url, chroma_url=chroma_url)
 
 
 def _print_version(value: bool) -> None:
@@ -100,7 +116,7 @@ def emit_json(data: Any) -> None:
 def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop"):
     from lg_harness.graphs.app import Harness
 
-    return Harness(data_dir, design, model, domain=domain)
+    return Harness(data_dir, design, model, domain=domain, **STORAGE)
 
 
 @app.command()
@@ -246,31 +262,42 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
 
 
 def thread_domain(data_dir: Path, thread: str) -> str | None:
-    """The domain spec ``thread`` last ran with, if the data dir recorded one."""
+    """The domain spec ``thread`` last ran with, if the data dir (or the database) recorded one."""
+    with recorded_threads(data_dir) as store:
+        return store.domain_of(thread) if store is not None else None
+
+
+@contextlib.contextmanager
+def recorded_threads(data_dir: Path) -> Iterator[Any]:
+    """The transcript store that records each thread's setup, without opening a harness (None: none yet)."""
     from lg_harness.memory.transcript import TranscriptStore
 
+    if STORAGE["database_url"]:
+        from lg_harness.graphs.pgdb import migrate, open_pool
+        from lg_harness.memory.pg_stores import PgTranscriptStore
+
+        pool = open_pool(STORAGE["database_url"], max_size=1)
+        try:
+            migrate(pool)
+            yield PgTranscriptStore(pool)
+        finally:
+            pool.close()
+        return
     path = data_dir / "transcripts.sqlite"
     if not path.exists():
-        return None
+        yield None
+        return
     store = TranscriptStore(path)
     try:
-        return store.domain_of(thread)
+        yield store
     finally:
         store.close()
 
 
 def thread_setup(data_dir: Path, thread: str, design: str | None, model: str | None) -> tuple[str, str]:
     """The design and model to continue ``thread`` with: as given, else as it last ran, else the defaults."""
-    from lg_harness.memory.transcript import TranscriptStore
-
-    path = data_dir / "transcripts.sqlite"
-    recorded: tuple[str, str | None] | None = None
-    if path.exists():
-        store = TranscriptStore(path)
-        try:
-            recorded = store.setup(thread)
-        finally:
-            store.close()
+    with recorded_threads(data_dir) as store:
+        recorded = store.setup(thread) if store is not None else None
     return design or (recorded[0] if recorded else "harness"), model or (recorded and recorded[1]) or "sim"
 
 
@@ -515,12 +542,12 @@ def summary_table(summary: dict[str, Any], profile: str | None = None) -> Table:
     return table
 
 
-BENCHES = ("tools", "context", "graph")
+BENCHES = ("tools", "context", "graph", "serve")
 
 
 @app.command()
 @cli_command
-def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], domain: DomainOpt = "shop",
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url)")], domain: DomainOpt = "shop",
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Benchmarks that print figures as ratios against a baseline measured in the same run."""
     import importlib
@@ -530,12 +557,13 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], 
     if kind not in BENCHES:
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
     module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
+    storage = STORAGE if kind == "serve" else {}  # serving is measured on the database the options name
     if json_out:
         with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
-            figures = getattr(module, f"run_bench_{kind}")(domain=domain)
+            figures = getattr(module, f"run_bench_{kind}")(domain=domain, **storage)
         emit_json({"bench": kind, "figures": figures})
     else:
-        module.main(domain=domain)
+        module.main(domain=domain, **storage)
 
 
 @app.command()
@@ -593,6 +621,49 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
         return
     out.print(table)
     out.print(f"{len(probes)} probes; {out_dir / 'calibration.md'}" + (f"; wrote {FITTED_FILE}" if write else ""))
+
+
+@app.command()
+@cli_command
+def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+          workers: Annotated[int, typer.Option(min=1, help="worker processes (more than 1 needs --database-url)")]
+          = 1,
+          threads: Annotated[int, typer.Option(min=1, help="messages one worker runs at once")] = 2,
+          lease_ttl: Annotated[float, typer.Option(min=1, help="seconds a dead worker's thread stays leased")] = 30.0,
+          policy: Annotated[str, typer.Option(help="a message on a busy thread: enqueue | reject | interrupt")]
+          = "enqueue",
+          data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
+          domain: DomainOpt = "shop", debug: DebugOpt = False) -> None:
+    """The HTTP service (OpenAPI docs at /docs); authentication by HARNESS_API_KEYS or
+    HARNESS_TRUSTED_USER_HEADER."""
+    from lg_harness.graphs.serve import serve as run_serve
+
+    run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model, domain=domain,
+              threads=threads, lease_ttl=lease_ttl, policy=policy, log_level="debug" if debug else "warning",
+              **STORAGE)
+
+
+@app.command()
+@cli_command
+def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads idle longer than this: 30d, 12h, "
+                                                  "90m")],
+          keep_latest: Annotated[bool, typer.Option("--keep-latest", help="keep each thread (its latest checkpoint, "
+                                                    "transcript and audit); drop only older checkpoints")] = False,
+          data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
+          debug: DebugOpt = False) -> None:
+    """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints)."""
+    from lg_harness.graphs.prune import parse_age
+    from lg_harness.graphs.prune import prune as run_prune
+
+    age = parse_age(older_than)
+    with open_harness(data_dir, "harness", "sim", domain) as h:
+        report = run_prune(h, age, keep_latest=keep_latest)
+    if json_out:
+        emit_json(report)
+        return
+    out.print(f"{report['strategy']}: {report['threads']} thread(s) idle for over {older_than}; checkpoints "
+              f"{report['checkpoints_before']} -> {report['checkpoints_after']}")
 
 
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")

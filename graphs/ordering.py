@@ -2,9 +2,8 @@
 
 In one process a ticket lock (FIFO, unlike ``threading.Lock``) per thread id is enough. Across processes
 sharing one data dir (several CLI calls), an ``fcntl`` lock file per thread serialises them too.
-With many workers on Postgres, the same contract is kept by a per-thread advisory lock
-(``pg_advisory_xact_lock(hash(thread_id))``) taken around the run, or by routing each thread to one
-worker through a queue keyed by thread id.
+With many workers on Postgres, ``graphs.leases.LeaseOrder`` keeps the same contract with a queue row per
+message and a lease row per thread (``graphs.storage`` picks which one a harness uses).
 """
 
 from __future__ import annotations

@@ -21,6 +21,16 @@ def make_model(spec: str, *, timeout: float = 15.0, domain: Any = None) -> BaseC
     kind, _, name = spec.partition(":")
     if kind == "sim":
         return _sim(name)
+    if kind == "paced":  # paced:<seconds>[:<sim options>]: the sim, taking real time per call (llm/paced.py)
+        from lg_harness.llm.paced import PacedSimChatModel
+
+        delay, _, rest = name.partition(":")
+        try:
+            seconds = float(delay)
+        except ValueError:
+            raise HarnessError(f"paced models need seconds per call first, e.g. paced:0.25:clean; got '{spec}'") from None
+        sim = _sim(rest)
+        return PacedSimChatModel(seed=sim.seed, faults=sim.faults, delay_s=seconds)
     if kind == "local" and name:
         from lg_harness.llm.local import make_local
 

@@ -39,7 +39,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -178,6 +178,12 @@ class SearchHit:
         return self.record.text
 
 
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
 def negated(text: str) -> bool:
     """Polarity heuristic: an odd number of negation words means the statement is negated."""
     return len(_NEGATION.findall(text)) % 2 == 1
@@ -310,6 +316,55 @@ class ExperienceStore:
             conflicts = self._find_conflicts(text, neighbours)
             meta = {"conflicts_with": _join(conflicts)}
             return self._insert(user_id, text, kind, confidence, vector, ts, meta)
+
+    def add_many(self, user_id: str, texts: Sequence[str], *, kind: str = "note", confidence: float = 0.8,
+                 now: float | datetime | None = None) -> list[str]:
+        """``add`` for several texts at once, with the same outcome as adding them one by one, in order.
+
+        One embedding call, one neighbour query, one insert and one update in all: against a Chroma server
+        each call is a network round trip, so a message's outcomes are written in one batch.
+        """
+        texts = list(texts)
+        if not texts:
+            return []
+        ts = to_epoch(now, self._clock)
+        with self._lock:
+            vectors = [list(map(float, v)) for v in self._ef(texts)]
+            got = self._col.query(query_embeddings=vectors, n_results=5, where=_where(user_id, kind=kind,
+                                                                                     current_only=True),
+                                  include=["documents", "metadatas", "distances"])
+            out: list[str] = []
+            fresh: list[tuple[Experience, list[float], dict[str, Any]]] = []  # inserted by this batch
+            refresh: dict[str, dict[str, Any]] = {}
+            for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+                neighbours = [(_to_record(rid, d, m), 1.0 - dist) for rid, d, m, dist in
+                              zip(got["ids"][i], got["documents"][i], got["metadatas"][i], got["distances"][i],
+                                  strict=True)]
+                neighbours += [(rec, _cosine(vector, vec)) for rec, vec, _ in fresh]
+                neighbours.sort(key=lambda pair: -pair[1])
+                duplicate = self._find_duplicate(text, neighbours)
+                if duplicate is not None:
+                    pending = next((meta for rec, _, meta in fresh if rec.id == duplicate.id), None)
+                    target = pending if pending is not None else refresh.setdefault(duplicate.id, {
+                        "updated_at": duplicate.updated_at, "confidence": duplicate.confidence,
+                        "mentions": duplicate.mentions})
+                    target.update(updated_at=max(target["updated_at"], ts),
+                                  confidence=max(target["confidence"], float(confidence)),
+                                  mentions=target["mentions"] + 1)
+                    out.append(duplicate.id)
+                    continue
+                taken = {rec.id for rec, _, _ in fresh}
+                rid = self._new_id(user_id, text, ts, taken)
+                meta = self._meta(user_id, kind, confidence, ts,
+                                  {"conflicts_with": _join(self._find_conflicts(text, neighbours))})
+                fresh.append((_to_record(rid, text, meta), vector, meta))
+                out.append(rid)
+            if fresh:
+                self._col.add(ids=[r.id for r, _, _ in fresh], documents=[r.text for r, _, _ in fresh],
+                              embeddings=[v for _, v, _ in fresh], metadatas=[m for _, _, m in fresh])
+            if refresh:
+                self._col.update(ids=list(refresh), metadatas=list(refresh.values()))
+            return out
 
     def record_hits(self, user_id: str, ids: Iterable[str], *, count: int = 1) -> None:
         """Credit records that helped a task succeed; each distinct id gets ``count`` more hits.
@@ -503,7 +558,13 @@ class ExperienceStore:
         links: Mapping[str, str],
     ) -> str:
         rid = self._new_id(user_id, text, ts)
-        meta = {
+        meta = self._meta(user_id, kind, confidence, ts, links)
+        self._col.add(ids=[rid], documents=[text], embeddings=[vector], metadatas=[meta])
+        return rid
+
+    @staticmethod
+    def _meta(user_id: str, kind: str, confidence: float, ts: float, links: Mapping[str, str]) -> dict[str, Any]:
+        return {
             "user_id": user_id,
             "kind": kind,
             "confidence": float(confidence),
@@ -518,14 +579,12 @@ class ExperienceStore:
             "conflicts_with": "",
             **links,
         }
-        self._col.add(ids=[rid], documents=[text], embeddings=[vector], metadatas=[meta])
-        return rid
 
-    def _new_id(self, user_id: str, text: str, ts: float) -> str:
+    def _new_id(self, user_id: str, text: str, ts: float, taken: Collection[str] = ()) -> str:
         """Content-derived id (reproducible runs give reproducible ids); a suffix resolves collisions."""
         base = hashlib.sha256(f"{user_id}\x00{text}\x00{ts!r}".encode()).hexdigest()[:20]
         rid, n = f"exp-{base}", 1
-        while self._col.get(ids=[rid], include=[])["ids"]:
+        while rid in taken or self._col.get(ids=[rid], include=[])["ids"]:
             rid, n = f"exp-{base}-{n}", n + 1
         return rid
 

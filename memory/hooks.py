@@ -37,16 +37,17 @@ def remember(memory: LongTermMemory, state: HarnessState, remembered: Collection
     ``remembered``: the slots whose identifiers are kept as long-term facts (the domain's remembered types).
     """
     user_id = (state.get("user") or {}).get("id", "")
-    written = []
+    outcomes = []
     for record in state.get("tool_log") or []:
         if record.get("status") != "ok":
             continue
         result = json.loads(record.get("result_digest") or "{}")
-        written.append(memory.experiences.add(user_id, outcome_sentence(record, result), kind="outcome",
-                                              confidence=0.9))
+        outcomes.append(outcome_sentence(record, result))
         for key, value in (record.get("args") or {}).items():
             if key in remembered and isinstance(value, str):  # the identifier a confirmed call acted on
                 memory.facts.put(user_id, f"last_{key}", value, confirmed=True, source="tool")
+    # One batch per message: with a Chroma server every write is a round trip.
+    written = memory.experiences.add_many(user_id, outcomes, kind="outcome", confidence=0.9)
     lang = (state.get("fact_card") or {}).get("language")
     if lang:
         memory.facts.put(user_id, "language", lang, confirmed=True, source="user")

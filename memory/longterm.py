@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from chromadb.api import ClientAPI
 from lg_harness.memory.experiences import (
@@ -47,6 +48,7 @@ class LongTermMemory:
         chroma_path: Chroma persistent folder (overrides the data-dir default).
         chroma_client: an existing Chroma client (e.g. ``HttpClient``), used instead of a path; it is
             not closed by ``close()``.
+        facts: a fact store to use instead of the SQLite one (e.g. ``memory.pg_stores.PgFactStore``).
         clock: epoch-seconds time source shared by both stores.
         weights: default retrieval weights of the experience store.
         policy: dedupe/conflict thresholds and decay constants of the experience store.
@@ -62,16 +64,18 @@ class LongTermMemory:
         facts_path: str | Path | None = None,
         chroma_path: str | Path | None = None,
         chroma_client: ClientAPI | None = None,
+        facts: FactStore | Any | None = None,
         collection: str | None = None,
         clock: Clock = time.time,
         weights: RetrievalWeights | None = None,
         policy: MemoryPolicy | None = None,
     ) -> None:
         root = Path(data_dir) / "memory" if data_dir is not None else None
-        facts_path = facts_path if facts_path is not None else _under(root, "facts.sqlite", "facts_path")
+        if facts is None:
+            facts_path = facts_path if facts_path is not None else _under(root, "facts.sqlite", "facts_path")
         if chroma_client is None and chroma_path is None:
             chroma_path = _under(root, "chroma", "chroma_path or chroma_client")
-        self.facts = FactStore(facts_path, clock=clock)
+        self.facts = facts if facts is not None else FactStore(facts_path, clock=clock)
         try:
             extra = {"collection": collection} if collection else {}
             self.experiences = ExperienceStore(

@@ -395,7 +395,7 @@ class AuditLog:
         return list(merged.values())
 
     def _tool_failure_rate(self, thread_id: str | None) -> float | None:
-        sql = "SELECT COUNT(*) AS total, COALESCE(SUM(status != 'ok'), 0) AS failed FROM calls{where}"
+        sql = "SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN status != 'ok' THEN 1 ELSE 0 END), 0) AS failed FROM calls{where}"
         row = self._select(sql, thread_id, kind="tool")[0]
         return row["failed"] / row["total"] if row["total"] else None
 

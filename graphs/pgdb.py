@@ -1,0 +1,132 @@
+"""Postgres for harness state: one connection pool per process and versioned schema migrations.
+
+Every table the harness keeps (checkpoints through LangGraph's ``PostgresSaver``, transcripts, facts, the
+audit log, the handoff queue, per-thread message queue and leases) lives in the schema ``harness`` of the
+database the URL names, so the harness shares a database without touching anyone else's tables.
+
+Migrations are numbered; ``migrate`` applies the ones a database has not seen, in order, recording each in
+``harness.migrations``. Several workers starting at once is normal, so the whole step (LangGraph's own
+migrations included) runs under an advisory lock held for those few statements: one worker migrates, the others wait
+a moment and find nothing to do.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from lg_harness.tools.errors import HarnessError
+
+SCHEMA = "harness"
+_MIGRATE_LOCK = 0x4C474853  # an arbitrary constant key for pg_advisory_lock: "LGHS"
+
+# (version, what it adds, SQL). Append only: a released migration never changes.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "transcripts, thread setup and the handoff queue", """
+CREATE TABLE transcript (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, turn INTEGER NOT NULL, role TEXT NOT NULL,
+    content TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (thread_id, seq));
+CREATE TABLE threads (thread_id TEXT PRIMARY KEY, design TEXT NOT NULL, model TEXT,
+    updated_at DOUBLE PRECISION NOT NULL, domain TEXT);
+CREATE TABLE handoffs (thread_id TEXT NOT NULL, ticket TEXT NOT NULL, status TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (thread_id, ticket));
+"""),
+    (2, "facts", """
+CREATE TABLE facts (id BIGSERIAL PRIMARY KEY, user_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+    confidence DOUBLE PRECISION NOT NULL, source TEXT NOT NULL DEFAULT '', created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL, stale INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX facts_user_key ON facts (user_id, key, stale);
+"""),
+    (3, "audit log", """
+CREATE TABLE calls (id BIGSERIAL PRIMARY KEY, ts TEXT NOT NULL, thread_id TEXT, turn INTEGER, trace_id TEXT,
+    kind TEXT NOT NULL CHECK (kind IN ('model', 'tool')), name TEXT, input TEXT, output TEXT, input_tokens INTEGER,
+    output_tokens INTEGER, duration_ms DOUBLE PRECISION, status TEXT NOT NULL, error_type TEXT);
+CREATE INDEX calls_by_message ON calls (thread_id, turn);
+CREATE TABLE messages (id BIGSERIAL PRIMARY KEY, ts TEXT NOT NULL, thread_id TEXT NOT NULL, turn INTEGER NOT NULL,
+    trace_id TEXT, completed INTEGER NOT NULL, rounds INTEGER, latency_ms DOUBLE PRECISION, input_tokens INTEGER);
+CREATE INDEX messages_by_thread ON messages (thread_id, turn);
+"""),
+    (4, "per-thread message queue, leases and node events", """
+CREATE TABLE thread_queue (id BIGSERIAL PRIMARY KEY, thread_id TEXT NOT NULL, kind TEXT NOT NULL,
+    payload TEXT NOT NULL, status TEXT NOT NULL, result TEXT, error TEXT, worker TEXT, attempts INTEGER NOT NULL
+    DEFAULT 0, cancel INTEGER NOT NULL DEFAULT 0, turn_before INTEGER, waiter_expires_at DOUBLE PRECISION,
+    created_at DOUBLE PRECISION NOT NULL, started_at DOUBLE PRECISION, finished_at DOUBLE PRECISION);
+CREATE INDEX thread_queue_open ON thread_queue (thread_id, id) WHERE status IN ('queued', 'running');
+CREATE TABLE thread_leases (thread_id TEXT PRIMARY KEY, worker TEXT NOT NULL, message_id BIGINT NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE message_events (message_id BIGINT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (message_id, seq));
+"""),
+]
+
+
+def is_postgres_url(url: str | None) -> bool:
+    return bool(url) and str(url).split(":", 1)[0] in ("postgresql", "postgres")
+
+
+def open_pool(url: str, *, max_size: int = 8) -> Any:
+    """A psycopg pool for ``url`` whose connections see the ``harness`` schema first, in autocommit mode
+    with dict rows (what ``PostgresSaver`` requires; the harness stores open transactions explicitly)."""
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    if not is_postgres_url(url):
+        raise HarnessError(f"--database-url must start with postgresql://, got '{url}'")
+    pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, name="harness",
+                          kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+                                  "options": f"-c search_path={SCHEMA}"})
+    try:
+        pool.open(wait=True, timeout=15)
+    except Exception as err:  # noqa: BLE001 - PoolTimeout hides the server's reason; say what to check
+        pool.close()
+        raise HarnessError(f"cannot connect to the database at {redact_url(url)} ({err}); is PostgreSQL running "
+                           "and does the role exist? (see README, Running many workers)") from err
+    return pool
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for error messages and logs."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def migrate(pool: Any, checkpointer: Any | None = None) -> list[int]:
+    """Apply the migrations this database lacks (and the checkpointer's own ``setup``); returns the versions
+    applied now. Safe to call from many workers at once: the first holds an advisory lock for the few
+    statements, the others wait for it and find nothing left to do."""
+    applied: list[int] = []
+    with pool.connection() as conn:
+        # Wait with try-lock and sleep, not inside a blocking statement: LangGraph's migrations build indexes
+        # CONCURRENTLY, which wait for every open transaction, a blocked lock call included (a deadlock).
+        while not conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (_MIGRATE_LOCK,)).fetchone()["got"]:
+            time.sleep(0.1)
+        try:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.migrations (version INTEGER PRIMARY KEY, "
+                         "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            done = {r["version"] for r in conn.execute(f"SELECT version FROM {SCHEMA}.migrations").fetchall()}
+            for version, name, sql in MIGRATIONS:
+                if version in done:
+                    continue
+                with conn.transaction():  # a migration applies whole or not at all
+                    for statement in sql.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"INSERT INTO {SCHEMA}.migrations (version, name) VALUES (%s, %s)",
+                                 (version, name))
+                applied.append(version)
+            if checkpointer is not None:  # LangGraph's own migrations are not safe to run concurrently
+                checkpointer.setup()
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATE_LOCK,))
+    return applied
+
+
+def schema_version(pool: Any) -> int:
+    with pool.connection() as conn:
+        row = conn.execute(f"SELECT COALESCE(MAX(version), 0) AS v FROM {SCHEMA}.migrations").fetchone()
+    return int(row["v"])

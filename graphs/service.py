@@ -1,0 +1,499 @@
+"""``harness serve``: the harness as an HTTP service (FastAPI on uvicorn), one or many worker processes.
+
+Every message goes through the per-thread queue (``graphs.leases``): the request adds a row, whichever
+worker's executor holds the thread's lease serves it, and the request waits for the row's outcome (or streams
+its node events as server-sent events). So several workers behind one port, or several machines on one
+Postgres, serve each thread one message at a time in arrival order, and a message whose worker dies is
+finished by another when the lease expires.
+
+Settings come from the environment (``harness serve`` sets them for its workers): ``HARNESS_DATA_DIR``,
+``HARNESS_DATABASE_URL``, ``HARNESS_CHROMA_URL``, ``HARNESS_DOMAIN``, ``HARNESS_DESIGN``, ``HARNESS_MODEL``,
+``HARNESS_LEASE_TTL`` (seconds, default 30), ``HARNESS_SERVE_THREADS`` (messages one worker runs at once,
+default 2), ``HARNESS_BUSY_POLICY`` (``enqueue`` | ``reject`` | ``interrupt``).
+
+Authentication (one of them is required): ``HARNESS_API_KEYS`` maps keys to users, ``key=U001,key2=U002``,
+sent as ``Authorization: Bearer <key>``; the user ``@agent`` is the human-agent desk (handoff list and reply,
+any thread). Or ``HARNESS_TRUSTED_USER_HEADER`` names a header a proxy in front sets to the authenticated user
+id (``X-Harness-Agent: 1`` from that proxy marks a human agent). The user never comes from the request body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from lg_harness.graphs.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
+from lg_harness.tools.errors import HarnessError
+
+AGENT = "@agent"
+RESULT_STATES = ("done", "failed", "cancelled", "abandoned")
+
+
+@dataclass
+class Settings:
+    data_dir: Path
+    database_url: str | None
+    chroma_url: str | None
+    domain: str = "shop"
+    design: str = "harness"
+    model: str = "sim"
+    lease_ttl: float = 30.0
+    threads: int = 2
+    policy: str = "enqueue"
+    api_keys: dict[str, str] = field(default_factory=dict)
+    user_header: str | None = None
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        keys = {}
+        for pair in filter(None, (p.strip() for p in env.get("HARNESS_API_KEYS", "").split(","))):
+            key, sep, user = pair.partition("=")
+            if not sep or not key or not user:
+                raise HarnessError(f"HARNESS_API_KEYS entries are key=user_id; got '{pair}'")
+            keys[key] = user
+        settings = cls(data_dir=Path(env.get("HARNESS_DATA_DIR") or ".harness"),
+                       database_url=env.get("HARNESS_DATABASE_URL") or None,
+                       chroma_url=env.get("HARNESS_CHROMA_URL") or None, domain=env.get("HARNESS_DOMAIN") or "shop",
+                       design=env.get("HARNESS_DESIGN") or "harness", model=env.get("HARNESS_MODEL") or "sim",
+                       lease_ttl=float(env.get("HARNESS_LEASE_TTL") or 30), threads=int(env.get("HARNESS_SERVE_THREADS") or 2),
+                       policy=env.get("HARNESS_BUSY_POLICY") or "enqueue", api_keys=keys,
+                       user_header=env.get("HARNESS_TRUSTED_USER_HEADER") or None)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        if not self.api_keys and not self.user_header:
+            raise HarnessError("harness serve needs authentication: set HARNESS_API_KEYS=key=user_id[,...] or "
+                               "HARNESS_TRUSTED_USER_HEADER=<header your proxy sets to the user id>")
+        if self.policy not in POLICIES:
+            raise HarnessError(f"HARNESS_BUSY_POLICY must be one of {', '.join(POLICIES)}, got '{self.policy}'")
+
+
+class Metrics:
+    """Counters for ``/metrics`` in Prometheus' text format (per worker process)."""
+
+    BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.served: dict[str, int] = {}
+        self.recovered = 0
+        self.latency_counts = [0] * (len(self.BUCKETS) + 1)
+        self.latency_sum = 0.0
+        self.requests: dict[str, int] = {}
+
+    def message(self, status: str, seconds: float, recovered: bool) -> None:
+        with self.lock:
+            self.served[status] = self.served.get(status, 0) + 1
+            self.recovered += int(recovered)
+            self.latency_sum += seconds
+            index = next((i for i, b in enumerate(self.BUCKETS) if seconds <= b), len(self.BUCKETS))
+            self.latency_counts[index] += 1
+
+    def request(self, route: str) -> None:
+        with self.lock:
+            self.requests[route] = self.requests.get(route, 0) + 1
+
+    def text(self, depth: dict[str, int], worker: str) -> str:
+        lines = ["# HELP harness_messages_served_total Messages this worker served, by outcome.",
+                 "# TYPE harness_messages_served_total counter"]
+        with self.lock:
+            for status, n in sorted(self.served.items()):
+                lines.append(f'harness_messages_served_total{{worker="{worker}",status="{status}"}} {n}')
+            lines += ["# HELP harness_messages_recovered_total Messages this worker finished after another's lease "
+                      "expired.", "# TYPE harness_messages_recovered_total counter",
+                      f'harness_messages_recovered_total{{worker="{worker}"}} {self.recovered}',
+                      "# HELP harness_message_run_seconds Time this worker spent serving one message.",
+                      "# TYPE harness_message_run_seconds histogram"]
+            cumulative = 0
+            for bound, count in zip((*self.BUCKETS, "+Inf"), self.latency_counts, strict=True):
+                cumulative += count
+                lines.append(f'harness_message_run_seconds_bucket{{worker="{worker}",le="{bound}"}} {cumulative}')
+            lines += [f'harness_message_run_seconds_sum{{worker="{worker}"}} {self.latency_sum:.6f}',
+                      f'harness_message_run_seconds_count{{worker="{worker}"}} {cumulative}',
+                      "# HELP harness_http_requests_total Requests this worker answered, by route.",
+                      "# TYPE harness_http_requests_total counter"]
+            for route, n in sorted(self.requests.items()):
+                lines.append(f'harness_http_requests_total{{worker="{worker}",route="{route}"}} {n}')
+        lines += ["# HELP harness_queue_messages Messages in the shared queue, by status (all workers).",
+                  "# TYPE harness_queue_messages gauge"]
+        lines += [f'harness_queue_messages{{status="{s}"}} {n}' for s, n in sorted(depth.items())]
+        return "\n".join(lines) + "\n"
+
+
+class Runtime:
+    """One worker process: its harness, the queue, the executor threads and the waiters of its requests."""
+
+    def __init__(self, settings: Settings) -> None:
+        from lg_harness.graphs.app import Harness
+
+        self.settings = settings
+        self.harness = Harness(settings.data_dir, settings.design, settings.model, domain=settings.domain,
+                               database_url=settings.database_url, chroma_url=settings.chroma_url)
+        stores = self.harness.stores
+        if stores.queue is None:  # embedded: the queue is a file in the data dir, for this one process
+            stores.queue = ThreadQueue.sqlite(Path(settings.data_dir) / "queue.sqlite", ttl=settings.lease_ttl)
+            stores._owned.append(stores.queue)
+        self.queue: ThreadQueue = stores.queue
+        self.queue.ttl = settings.lease_ttl
+        self.metrics = Metrics()
+        self.stop = threading.Event()
+        self.wake = threading.Event()
+        self.local = threading.local()
+        self.harness.on_update = self._on_update
+        self.executors = [threading.Thread(target=self._serve_loop, name=f"executor-{i}", daemon=True)
+                          for i in range(max(1, settings.threads))]
+
+    def start(self) -> None:
+        for t in self.executors:
+            t.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.wake.set()
+        for t in self.executors:
+            t.join(timeout=self.settings.lease_ttl)
+        self.harness.close()
+
+    # -- executing claimed messages
+
+    def _serve_loop(self) -> None:
+        idle = 0.01
+        while not self.stop.is_set():
+            try:
+                claim = self.queue.claim()
+            except Exception:  # noqa: BLE001 - the database blinked; try again shortly
+                claim = None
+            if claim is None:
+                self.wake.wait(idle)
+                self.wake.clear()
+                idle = min(idle * 2, 0.1)
+                continue
+            idle = 0.01
+            self.serve(claim)
+
+    def serve(self, claim: Claim) -> None:
+        started = time.monotonic()
+        status, result, error = "done", None, None
+        cancel = threading.Event()
+        self.local.claim, self.local.cancel = claim, cancel
+        try:
+            with self.queue.holding(claim, cancel), self._held(claim.thread_id):
+                result = self._execute(claim)
+        except HarnessError as exc:
+            status, error = "failed", str(exc)
+        except Exception as exc:  # noqa: BLE001 - the outcome is stored for the waiting client, not lost
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            self.local.claim = None
+        if cancel.is_set() and status == "failed":
+            status = "cancelled"
+        self.queue.complete(claim, status, result, error)
+        self.metrics.message(status, time.monotonic() - started, claim.recovered)
+
+    def _held(self, thread_id: str) -> Any:
+        held = getattr(self.harness.order, "held", None)
+        return held(thread_id) if held else contextlib.nullcontext()
+
+    def _execute(self, claim: Claim) -> dict[str, Any]:
+        h, p, thread = self.harness, claim.payload, claim.thread_id
+        if claim.kind == "finish":
+            return h.finish(thread, p.get("checkpoint_id"))
+        if claim.kind == "human_reply":
+            return h.human_reply(thread, p["text"])
+        snapshot = h.graph.get_state(h.config(thread))
+        turn = int(snapshot.values.get("turn") or 0)
+        if claim.recovered and claim.turn_before is not None:
+            # Another worker started this message and died. Its checkpoints say how far it got.
+            pending = [n for n in snapshot.next if n != "human"]
+            if pending:
+                return h.finish(thread)
+            if turn > claim.turn_before or "human" in snapshot.next:
+                return h.result(thread, snapshot, [])  # it ran to the end but died before storing the outcome
+        self.queue.note_turn(claim, turn)
+        return h.send(thread, p["text"], p.get("user_id"), p.get("role"))
+
+    def _on_update(self, thread_id: str, update: dict[str, Any]) -> None:
+        claim = getattr(self.local, "claim", None)
+        if claim is None or claim.thread_id != thread_id:
+            return
+        for node, values in update.items():
+            keys = sorted(values) if isinstance(values, dict) else []
+            self.queue.add_event(claim.id, {"node": node, "keys": keys})
+        if self.local.cancel.is_set() or self.queue.cancelled(claim):  # checked at every node, not only on renewal
+            self.local.cancel.set()
+            raise HarnessError("interrupted by a newer message on the thread")
+
+    # -- answering requests
+
+    def submit(self, thread_id: str, kind: str, payload: dict[str, Any], policy: str | None) -> int:
+        mid = self.queue.enqueue(thread_id, kind, payload, policy=policy or self.settings.policy)
+        self.wake.set()
+        return mid
+
+
+class Waiters:
+    """Requests waiting for their messages' outcomes: one query per tick for all of this worker's waiters."""
+
+    def __init__(self, queue: ThreadQueue, tick: float = 0.025) -> None:
+        self.queue = queue
+        self.tick = tick
+        self.futures: dict[int, list[asyncio.Future]] = {}
+        self.task: asyncio.Task | None = None
+
+    async def wait(self, message_id: int) -> dict[str, Any]:
+        fut = asyncio.get_running_loop().create_future()
+        self.futures.setdefault(message_id, []).append(fut)
+        await fut
+        return await asyncio.to_thread(self.queue.get, message_id)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick)
+            if not self.futures:
+                continue
+            try:
+                states = await asyncio.to_thread(self.queue.statuses, list(self.futures))
+            except Exception:  # noqa: BLE001 - try again next tick
+                continue
+            for mid, status in states.items():
+                if status in RESULT_STATES:
+                    for fut in self.futures.pop(mid, []):
+                        if not fut.done():
+                            fut.set_result(status)
+
+
+class Api:
+    """What the routes share: the settings, this worker's runtime, authentication and ownership."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.state: dict[str, Any] = {}
+
+    @property
+    def rt(self) -> Runtime:
+        return self.state["runtime"]
+
+    def caller(self, request: Request) -> str:
+        from fastapi import HTTPException
+
+        s = self.settings
+        auth = request.headers.get("authorization", "")
+        if s.api_keys and auth.lower().startswith("bearer "):
+            user = s.api_keys.get(auth[7:].strip())
+            if user is None:
+                raise HTTPException(401, "unknown API key")
+            return user
+        if s.user_header and (user := request.headers.get(s.user_header)):
+            return AGENT if request.headers.get("x-harness-agent") == "1" else user
+        raise HTTPException(401, "authenticate with Authorization: Bearer <key>"
+                            + (f" or the {s.user_header} header" if s.user_header else ""))
+
+    def owned(self, thread_id: str, user: str) -> None:
+        """A user reads and changes only their own threads (the desk reads any)."""
+        from fastapi import HTTPException
+
+        if user == AGENT:
+            return
+        h = self.rt.harness
+        owner = (h.graph.get_state(h.config(thread_id)).values.get("user") or {}).get("id")
+        if owner is not None and owner != user:
+            raise HTTPException(403, f"thread '{thread_id}' belongs to another user")
+
+    async def enqueue(self, thread_id: str, kind: str, payload: dict[str, Any], policy: str | None) -> int:
+        return await asyncio.to_thread(self.rt.submit, thread_id, kind, payload, policy)
+
+    async def finished(self, mid: int) -> Any:
+        from fastapi.responses import JSONResponse
+
+        row = await self.state["waiters"].wait(mid)
+        if row["status"] == "done":
+            return JSONResponse({**row["result"], "message_id": mid})
+        code = 409 if row["status"] == "cancelled" else 422
+        return JSONResponse({"error": row["error"] or row["status"], "message_id": mid, "status": row["status"]},
+                            status_code=code)
+
+    async def stream(self, mid: int, thread_id: str) -> AsyncIterator[str]:
+        """Server-sent events: ``queued``, one ``node`` per graph node as it finishes, then ``result``/``error``."""
+        q = self.rt.queue
+        yield _sse("queued", {"message_id": mid, "thread_id": thread_id})
+        seen, final = 0, None
+        while final is None:
+            row = await asyncio.to_thread(q.get, mid)
+            final = row if row["status"] in RESULT_STATES else None
+            for seq, event in await asyncio.to_thread(q.events, mid, seen):
+                seen = seq
+                yield _sse("node", event)
+            if final is None:
+                await asyncio.sleep(0.05)
+        if final["status"] == "done":
+            yield _sse("result", {**final["result"], "message_id": mid})
+        else:
+            yield _sse("error", {"error": final["error"], "status": final["status"], "message_id": mid})
+
+
+def create_app(settings: Settings | None = None) -> Any:
+    """The ASGI app (``uvicorn --factory lg_harness.graphs.service:create_app``); OpenAPI docs at ``/docs``."""
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    api = Api(settings or Settings.from_env())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runtime = await asyncio.to_thread(Runtime, api.settings)
+        runtime.start()
+        waiters = Waiters(runtime.queue)
+        waiters.task = asyncio.create_task(waiters.run())
+        api.state.update(runtime=runtime, waiters=waiters)
+        try:
+            yield
+        finally:
+            waiters.task.cancel()
+            await asyncio.to_thread(runtime.close)
+
+    app = FastAPI(title="lg-harness", version="0.1.0", lifespan=lifespan,
+                  description="The harness as an HTTP service: messages, node events, threads, handoffs.")
+
+    @app.exception_handler(HarnessError)
+    async def harness_error(request: Request, exc: HarnessError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=409 if isinstance(exc, ThreadBusy) else 400)
+
+    _message_routes(app, api)
+    _thread_routes(app, api)
+    _ops_routes(app, api)
+    return app
+
+
+def _message_routes(app: Any, api: Api) -> None:
+    from fastapi import Body, Depends, HTTPException
+    from fastapi.responses import JSONResponse, StreamingResponse
+
+    @app.post("/threads/{thread_id}/messages", summary="Send one user message; the reply as `harness run --json`")
+    async def send(thread_id: str, text: str = Body(embed=True), role: str | None = Body(None, embed=True),
+                   policy: str | None = Body(None, embed=True, description="enqueue | reject | interrupt"),
+                   wait: bool = Body(True, embed=True), user: str = Depends(api.caller)) -> Any:
+        api.rt.metrics.request("send")
+        if user == AGENT:
+            raise HTTPException(403, "the human-agent desk answers with /handoffs/{thread_id}/reply")
+        await asyncio.to_thread(api.owned, thread_id, user)
+        mid = await api.enqueue(thread_id, "send", {"text": text, "user_id": user, "role": role}, policy)
+        if not wait:
+            return JSONResponse({"message_id": mid, "status": "queued"}, status_code=202)
+        return await api.finished(mid)
+
+    @app.post("/threads/{thread_id}/messages/stream", summary="Send a message and stream its node events (SSE)")
+    async def send_stream(thread_id: str, text: str = Body(embed=True), role: str | None = Body(None, embed=True),
+                          policy: str | None = Body(None, embed=True), user: str = Depends(api.caller)) -> Any:
+        api.rt.metrics.request("stream")
+        if user == AGENT:
+            raise HTTPException(403, "the human-agent desk answers with /handoffs/{thread_id}/reply")
+        await asyncio.to_thread(api.owned, thread_id, user)
+        mid = await api.enqueue(thread_id, "send", {"text": text, "user_id": user, "role": role}, policy)
+        return StreamingResponse(api.stream(mid, thread_id), media_type="text/event-stream")
+
+    @app.get("/messages/{message_id}", summary="A message's place in its thread's queue and its outcome")
+    async def message(message_id: int, user: str = Depends(api.caller)) -> Any:
+        row = await asyncio.to_thread(api.rt.queue.get, message_id)
+        if row is None or (user != AGENT and row["payload"].get("user_id") not in (user, None)):
+            raise HTTPException(404, f"unknown message {message_id}")
+        await asyncio.to_thread(api.owned, row["thread_id"], user)
+        return {k: row[k] for k in ("id", "thread_id", "kind", "status", "result", "error", "worker", "attempts",
+                                    "created_at", "started_at", "finished_at")}
+
+
+def _thread_routes(app: Any, api: Api) -> None:
+    from fastapi import Body, Depends
+    from lg_harness.graphs.cli import _public_state as public_state
+
+    @app.get("/threads/{thread_id}/history", summary="The thread's checkpoints, as `harness history --json`")
+    async def history(thread_id: str, user: str = Depends(api.caller)) -> Any:
+        await asyncio.to_thread(api.owned, thread_id, user)
+        rows = await asyncio.to_thread(api.rt.harness.history, thread_id)
+        return {"thread_id": thread_id, "checkpoints": [r.__dict__ for r in rows]}
+
+    @app.get("/threads/{thread_id}/transcript", summary="Every user message and reply on the thread")
+    async def transcript(thread_id: str, user: str = Depends(api.caller)) -> Any:
+        await asyncio.to_thread(api.owned, thread_id, user)
+        await asyncio.to_thread(api.rt.harness.require_thread, thread_id)
+        return {"thread_id": thread_id, "messages": await asyncio.to_thread(api.rt.harness.transcripts.read, thread_id)}
+
+    @app.get("/threads/{thread_id}/state", summary="Where the thread stands, as `harness resume --json`")
+    async def thread_state(thread_id: str, checkpoint_id: str | None = None, user: str = Depends(api.caller)) -> Any:
+        await asyncio.to_thread(api.owned, thread_id, user)
+        st = await asyncio.to_thread(api.rt.harness.state, thread_id, checkpoint_id)
+        return {"thread_id": thread_id, "domain": api.rt.harness.domain.name, "checkpoint_id": st["checkpoint_id"],
+                "forked_from": None, "next": st["next"], **public_state(st["values"])}
+
+    @app.post("/threads/{thread_id}/fork", summary="Continue the thread from an earlier checkpoint")
+    async def fork(thread_id: str, checkpoint_id: str = Body(embed=True), user: str = Depends(api.caller)) -> Any:
+        await asyncio.to_thread(api.owned, thread_id, user)
+
+        def do() -> dict[str, Any]:
+            h = api.rt.harness
+            with h.order.turn(thread_id):  # never while a message runs on the thread
+                h.fork(thread_id, checkpoint_id)
+                st = h.state(thread_id)
+            return {"thread_id": thread_id, "domain": h.domain.name, "checkpoint_id": st["checkpoint_id"],
+                    "forked_from": checkpoint_id, "next": st["next"], **public_state(st["values"])}
+
+        return await asyncio.to_thread(do)
+
+    @app.post("/threads/{thread_id}/finish", summary="Finish the message the thread stopped in")
+    async def finish(thread_id: str, checkpoint_id: str | None = Body(None, embed=True),
+                     user: str = Depends(api.caller)) -> Any:
+        await asyncio.to_thread(api.owned, thread_id, user)
+        mid = await api.enqueue(thread_id, "finish", {"checkpoint_id": checkpoint_id, "user_id": user}, "enqueue")
+        return await api.finished(mid)
+
+
+def _ops_routes(app: Any, api: Api) -> None:
+    from fastapi import Body, Depends, HTTPException
+    from fastapi.responses import JSONResponse, PlainTextResponse
+
+    def agent(user: str = Depends(api.caller)) -> str:
+        if user != AGENT:
+            raise HTTPException(403, "only the human-agent desk may do this")
+        return user
+
+    @app.get("/handoffs", summary="Threads waiting for a human, as `harness handoff list --json`")
+    async def handoffs(user: str = Depends(agent)) -> Any:
+        return {"waiting": await asyncio.to_thread(api.rt.harness.waiting_threads)}
+
+    @app.post("/handoffs/{thread_id}/reply", summary="The human agent's answer; the thread resumes")
+    async def handoff_reply(thread_id: str, text: str = Body(embed=True), user: str = Depends(agent)) -> Any:
+        mid = await api.enqueue(thread_id, "human_reply", {"text": text}, "enqueue")
+        return await api.finished(mid)
+
+    @app.get("/healthz", summary="The worker process is up")
+    async def healthz() -> Any:
+        return {"status": "ok", "pid": os.getpid(), "worker": api.rt.queue.worker}
+
+    @app.get("/readyz", summary="The worker can reach its stores")
+    async def readyz() -> Any:
+        try:
+            depth = await asyncio.to_thread(api.rt.queue.depth)
+            if api.settings.chroma_url:
+                await asyncio.to_thread(api.rt.harness.stores._chroma.heartbeat)
+        except Exception as exc:  # noqa: BLE001 - not ready, and why
+            return JSONResponse({"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}, status_code=503)
+        return {"status": "ready", "backend": api.rt.harness.stores.backend, "queue": depth}
+
+    @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics of this worker")
+    async def metrics() -> str:
+        depth = await asyncio.to_thread(api.rt.queue.depth)
+        return api.rt.metrics.text(depth, api.rt.queue.worker)
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"

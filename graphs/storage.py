@@ -1,0 +1,155 @@
+"""Where a harness keeps its state: embedded files (the default) or a Postgres database and a Chroma server.
+
+One setting picks the backend. Without a database URL everything lives in the data dir: SQLite checkpoints,
+transcripts, the audit log, facts, an embedded Chroma, and per-thread order through ``graphs.ordering``
+(one machine). With ``HARNESS_DATABASE_URL=postgresql://...`` (or ``--database-url``) checkpoints go to
+LangGraph's ``PostgresSaver`` on a psycopg pool, and transcripts, facts, the audit log, the handoff queue
+and per-thread leases to tables beside them, migrated on start (``graphs.pgdb``). Long-term experiences then
+go to a Chroma server (``HARNESS_CHROMA_URL=http://host:port``): several writer processes are not safe on one
+embedded Chroma folder, and the Postgres alternative (pgvector) is an extension Debian's PostgreSQL 15 does
+not ship, so a Chroma server keeps the same store, embedder and ranking with nothing to compile.
+Without a Chroma URL on Postgres, the experiences stay in the data dir's embedded Chroma, which is right for
+one worker only.
+
+The domain's own backends (the shop and helpdesk SQLite databases) stay files in the data dir on either
+backend: several workers on one machine share them safely (WAL, busy timeout); workers on several machines
+need a shared data dir for them.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from lg_harness.graphs.ordering import ThreadOrder
+from lg_harness.tools.errors import HarnessError
+
+DATABASE_ENV = "HARNESS_DATABASE_URL"
+CHROMA_ENV = "HARNESS_CHROMA_URL"
+
+
+def settings_from_env(database_url: str | None = None, chroma_url: str | None = None) -> tuple[str | None, str | None]:
+    """The database and Chroma URLs: as given, else from the environment, else None (embedded)."""
+    return (database_url or os.environ.get(DATABASE_ENV) or None, chroma_url or os.environ.get(CHROMA_ENV) or None)
+
+
+def chroma_client(url: str) -> Any:
+    """A ``chromadb.HttpClient`` for ``http://host:port``, checked with a heartbeat."""
+    import chromadb
+    from chromadb.config import Settings
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise HarnessError(f"HARNESS_CHROMA_URL must look like http://127.0.0.1:8765, got '{url}'")
+    try:
+        client = chromadb.HttpClient(host=parts.hostname, port=parts.port or (443 if parts.scheme == "https" else 80),
+                                     ssl=parts.scheme == "https", settings=Settings(anonymized_telemetry=False))
+        client.heartbeat()
+    except Exception as err:  # noqa: BLE001 - connection errors come in many types; say what to do
+        raise HarnessError(f"cannot reach the Chroma server at {url} ({err}); start it with: "
+                           "chroma run --path DIR --port 8765") from err
+    return client
+
+
+class Stores:
+    """The opened stores of one harness; ``close`` releases what this object opened."""
+
+    def __init__(self) -> None:
+        self.backend = "embedded"
+        self.checkpointer: Any = None
+        self.transcripts: Any = None
+        self.audit: Any = None
+        self.order: Any = None
+        self.queue: Any = None
+        self.pool: Any = None
+        self._facts: Any = None
+        self._chroma: Any = None
+        self._data_dir: Path | None = None
+        self._owned: list[Any] = []
+
+    def memory(self) -> Any:
+        """The long-term memory (facts and experiences) on this backend, or None without anywhere to keep it;
+        the caller closes it."""
+        from lg_harness.memory.facts import FactStore
+        from lg_harness.memory.longterm import LongTermMemory
+
+        if self._chroma is not None:
+            if self._facts is None and self._data_dir is None:
+                return None
+            facts = self._facts or FactStore(self._data_dir / "memory" / "facts.sqlite")
+            return LongTermMemory(facts=facts, chroma_client=self._chroma)
+        if self._data_dir is None:
+            return None
+        return LongTermMemory(self._data_dir, facts=self._facts)
+
+    def close(self) -> None:
+        for resource in reversed(self._owned):
+            resource.close()
+        self._owned.clear()
+
+
+def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_url: str | None = None,
+                *, lease_ttl: float = 30.0) -> Stores:
+    """Open every store a harness needs on the backend the URLs pick (embedded when both are None)."""
+    from lg_harness.memory.transcript import TranscriptStore
+    from lg_harness.obs.audit import AuditLog
+
+    stores = Stores()
+    stores._data_dir = data_dir
+    try:
+        if chroma_url:
+            stores._chroma = chroma_client(chroma_url)
+        if database_url:
+            _open_postgres(stores, database_url, lease_ttl)
+            return stores
+        path = (lambda name: str(data_dir / name)) if data_dir is not None else (lambda name: ":memory:")
+        stores.checkpointer = sqlite_checkpointer(stores, data_dir)
+        stores.transcripts = _own(stores, TranscriptStore(path("transcripts.sqlite")))
+        stores.audit = _own(stores, AuditLog.in_dir(data_dir)) if data_dir is not None else None
+        stores.order = ThreadOrder(data_dir / "locks" if data_dir else None)
+        return stores
+    except BaseException:
+        stores.close()
+        raise
+
+
+def _own(stores: Stores, resource: Any) -> Any:
+    stores._owned.append(resource)
+    return resource
+
+
+def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if data_dir is None:
+        return InMemorySaver()
+    try:
+        conn = _own(stores, sqlite3.connect(str(data_dir / "checkpoints.sqlite"), check_same_thread=False))
+        saver = SqliteSaver(conn)
+        saver.setup()
+        return saver
+    except sqlite3.DatabaseError as err:
+        raise HarnessError(f"cannot open the checkpoint database in {data_dir}: {err}; "
+                           "move the broken file away or use another --data-dir") from err
+
+
+def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from lg_harness.graphs.leases import LeaseOrder, ThreadQueue
+    from lg_harness.graphs.pgdb import migrate, open_pool
+    from lg_harness.memory.pg_stores import PgFactStore, PgTranscriptStore
+    from lg_harness.obs.pg_audit import PgAuditLog
+
+    stores.backend = "postgres"
+    stores.pool = _own(stores, open_pool(url))
+    stores.checkpointer = PostgresSaver(stores.pool)
+    migrate(stores.pool, stores.checkpointer)
+    stores.transcripts = PgTranscriptStore(stores.pool)
+    stores.audit = PgAuditLog(stores.pool)
+    stores._facts = PgFactStore(stores.pool)
+    stores.queue = ThreadQueue.postgres(stores.pool, ttl=lease_ttl)
+    stores.order = LeaseOrder(stores.queue)

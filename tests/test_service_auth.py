@@ -1,0 +1,50 @@
+"""Who the HTTP service thinks the caller is: from a key or a trusted proxy header, never from the body."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi import HTTPException
+from lg_harness.graphs.service import AGENT, Api, Settings
+from lg_harness.tools.errors import HarnessError
+from starlette.requests import Request
+
+
+def request(**headers: str) -> Request:
+    raw = [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]
+    return Request({"type": "http", "method": "POST", "path": "/", "headers": raw})
+
+
+def settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> Settings:
+    for key in ("HARNESS_API_KEYS", "HARNESS_TRUSTED_USER_HEADER", "HARNESS_BUSY_POLICY"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return Settings.from_env()
+
+
+def test_serve_refuses_to_start_without_authentication(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(HarnessError, match="HARNESS_API_KEYS"):
+        settings(monkeypatch)
+    with pytest.raises(HarnessError, match="key=user_id"):
+        settings(monkeypatch, HARNESS_API_KEYS="just-a-key")
+    with pytest.raises(HarnessError, match="HARNESS_BUSY_POLICY"):
+        settings(monkeypatch, HARNESS_API_KEYS="k=U001", HARNESS_BUSY_POLICY="later")
+
+
+def test_api_keys_name_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = Api(settings(monkeypatch, HARNESS_API_KEYS="k1=U001,desk=@agent"))
+    assert api.caller(request(authorization="Bearer k1")) == "U001"
+    assert api.caller(request(authorization="Bearer desk")) == AGENT
+    for bad in (request(), request(authorization="Bearer k2"), request(x_user="U001")):
+        with pytest.raises(HTTPException) as err:
+            api.caller(bad)
+        assert err.value.status_code == 401
+
+
+def test_a_trusted_proxy_header_names_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = Api(settings(monkeypatch, HARNESS_TRUSTED_USER_HEADER="X-Auth-User"))
+    assert api.caller(request(x_auth_user="U002")) == "U002"
+    assert api.caller(request(x_auth_user="staff-7", x_harness_agent="1")) == AGENT
+    with pytest.raises(HTTPException) as err:
+        api.caller(request(authorization="Bearer anything"))
+    assert err.value.status_code == 401

@@ -124,11 +124,16 @@ def ablations(design: Design) -> list[Design]:
 
 
 def load_design(name_or_path: str | Path) -> Design:
-    """A preset by name, a design file (.yaml/.yml/.toml/.json), or ``<design>-no:<knob>`` /
-    ``<design>-with:<role>=<variant>`` (one knob or one part of a design changed)."""
+    """A preset by name, a design file (.yaml/.yml/.toml/.json), ``<design>-no:<knob>`` /
+    ``<design>-with:<role>=<variant>`` (one knob or one part of a design changed), or ``peer:<framework>``
+    (a real framework's agent, see ``lg_harness.peers``)."""
     key = str(name_or_path)
     if key in PRESETS:
         return PRESETS[key].model_copy(deep=True)
+    if key.startswith("peer:"):  # a real framework's row (lg_harness.peers); runs only in compare
+        from lg_harness.peers import peer_design
+
+        return peer_design(key)
     if NO in key:
         base, _, knob = key.rpartition(NO)
         return ablation(load_design(base), knob)

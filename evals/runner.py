@@ -62,6 +62,10 @@ def model_spec_for(model: str, seed: int) -> str:
 def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
              domain: Domain | str | None = None) -> dict[str, Any]:
     """Play every user turn of ``scenario`` on fresh copies of the domain's backends; return the run record."""
+    if design.name.startswith("peer:"):  # a real framework runs the loop; same world, same record
+        from lg_harness.peers import run_peer_cell
+
+        return run_peer_cell(design.name, scenario, seed, model, domain)
     domain = load_domain(domain)
     cid = cell_id(design.name, scenario.id, seed)
     digest = hashlib.sha1(cid.encode()).hexdigest()[:12]

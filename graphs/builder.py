@@ -27,6 +27,9 @@ NODE_ROLES = NODES
 
 def check_design(design: Design) -> None:
     """Fail early, listing the valid choices, when a design names a variant that does not exist."""
+    if design.name.startswith("peer:"):
+        raise HarnessError(f"'{design.name}' is a peer framework, not a design of this harness: it runs in "
+                           "harness compare and harness graph only")
     for role in design.variants:
         if role not in ROLES:
             raise HarnessError(f"design '{design.name}': unknown part '{role}'; parts: {', '.join(ROLES)}")

@@ -314,9 +314,14 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
     from lg_harness.llm.sim import SimChatModel
 
     spec = load_design(design)
-    # Drawing needs no stores, but the graph's shape depends on which ones a design uses.
-    resources = {"memory": None} if spec.knobs.long_term_memory else {}
-    topology = build_graph(spec, SimChatModel(), domain=load_domain(domain), resources=resources).get_graph()
+    if spec.name.startswith("peer:"):  # the framework's own compiled graph, where it has one
+        from lg_harness.peers.graphs import peer_graph
+
+        topology = peer_graph(spec.name, domain)
+    else:
+        # Drawing needs no stores, but the graph's shape depends on which ones a design uses.
+        resources = {"memory": None} if spec.knobs.long_term_memory else {}
+        topology = build_graph(spec, SimChatModel(), domain=load_domain(domain), resources=resources).get_graph()
     if fmt == "png":
         if output is None:
             raise HarnessError("--format png needs -o FILE")
@@ -344,11 +349,13 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
 def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The design presets, each one's node variants and knobs."""
     from lg_harness.core.design import PRESETS, ROLES
+    from lg_harness.peers import PEERS
 
     data = [{"name": d.name, "description": d.description, "variants": {r: d.variant(r) for r in ROLES},
              "knobs": d.knobs.model_dump()} for d in PRESETS.values()]
+    peers = [p.describe() for p in PEERS.values()]
     if json_out:
-        emit_json({"designs": data})
+        emit_json({"designs": data, "peers": peers})
         return
     table = Table("design", "variants", "knobs", "description", show_lines=True)
     for d in data:
@@ -356,6 +363,12 @@ def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
         knobs = "\n".join(f"{k}={v}" for k, v in d["knobs"].items())
         table.add_row(d["name"], variants, knobs, d["description"])
     out.print(table)
+    rows = Table("peer", "framework", "given", "lacks", title="peer frameworks (rows for harness compare)",
+                 show_lines=True)
+    for p in peers:
+        rows.add_row(p["name"], f"{p['framework']} {p['version'] or '(not installed: the peers extra)'}",
+                     "\n".join(p["features"]), "\n".join(p["lacks"]))
+    out.print(rows)
 
 
 @app.command()

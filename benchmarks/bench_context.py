@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lg_harness.benchmarks import progress
 from lg_harness.benchmarks.printing import print_report
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import BenchScript, Domain, load_domain
@@ -153,6 +154,7 @@ def run_thread(harness: Harness, messages: Sequence[str], byte_turns: Sequence[i
                            "waiting_turns": 0}
     for turn, text in enumerate(messages, 1):
         result = harness.send(THREAD, text, user)
+        progress.tick(turn, len(messages))
         run["tokens_by_turn"][turn] = int(result["usage"]["input_tokens"])
         run["waiting_turns"] += bool(result["waiting_for_human"])
         if turn in reply_turns:
@@ -255,6 +257,7 @@ def run_bench_context(turns: int = 40, long_turns: int = 200, model: str = "sim:
         "strategies": {},
     }
     for strategy in strategies:
+        progress.stage(f"context {domain.name} {strategy}")
         figures["strategies"][strategy] = run_strategy(strategy, turns, long_turns, model, domain)
     return figures
 

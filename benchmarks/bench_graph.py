@@ -39,6 +39,7 @@ from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from lg_harness.benchmarks import progress
 from lg_harness.benchmarks.bench_context import (
     bench_domain,
     database_bytes,
@@ -168,9 +169,11 @@ def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[st
     """Both systems answer the same messages in turn; each message timed on its own."""
     warm_up(harness, other, texts[0])
     ours_ms, theirs_ms = [], []
-    for text in texts:
+    progress.stage("graph")
+    for i, text in enumerate(texts, 1):
         ours_ms.append(timed_ms(lambda text=text: harness.send(THREAD, text, harness.domain.default_user)))
         theirs_ms.append(timed_ms(lambda text=text: other.send(text)))
+        progress.tick(i, len(texts))
     first, last = windows(len(texts))
     ours = side_figures(ours_ms, first, last, harness.data_dir / "checkpoints.sqlite")
     theirs = side_figures(theirs_ms, first, last, other.path)

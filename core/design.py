@@ -153,6 +153,8 @@ def load_design(name_or_path: str | Path) -> Design:
         data: Any = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
         design = Design.model_validate(data)
     except (OSError, ValueError, yaml.YAMLError) as err:
-        raise HarnessError(f"cannot read design {path}: {err}") from err
+        from lg_harness.core.design_errors import design_file_error
+
+        raise HarnessError(design_file_error(path, err, Design)) from err
     design_rules(design.rules)  # a typo in the rules fails when the design loads
     return design

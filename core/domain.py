@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from lg_harness.core.claims import Claim
 from lg_harness.tools.entities import EntityType, entity_args, find_mentions
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
@@ -144,6 +145,11 @@ class Domain:
         empty_keys: Result keys whose lists being empty means "found nothing".
         languages: Languages the rules and phrases cover.
         bench: The conversation ``harness bench context|graph`` plays, or None (those benchmarks refuse).
+        claims: Phrases a reply states facts with and what the results must hold for them
+            (``core.claims``); the self-check corrects a reply whose claim a result contradicts.
+        follow_up: ``(message, previous intent, previous slots) -> (intent, slots)`` for a message that only
+            refines the previous request ("what about in black?"), else None.
+        currency: The currency the domain's amounts are in (``USD``), for money shown to people.
     """
 
     name: str
@@ -172,6 +178,9 @@ class Domain:
     empty_keys: tuple[str, ...] = ("results", "items")
     languages: tuple[str, ...] = ("en",)
     bench: BenchScript | None = None
+    claims: Sequence[Claim] = ()
+    follow_up: Callable[[str, str | None, Mapping[str, Any]], tuple[str, dict[str, Any]] | None] | None = None
+    currency: str = ""
 
     # -- intents and routes
 

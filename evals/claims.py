@@ -124,6 +124,24 @@ def _row(claim: str, baseline: str, target: str, compared: str, measured: str, n
             "n": n, "verdict": verdict, "significance": signif, "magnitude": magnitude}
 
 
+# Below this many scenarios behind a claim's figures, no verdict is given: a handful of runs cannot tell.
+MIN_SCENARIOS = 10
+TOO_FEW = "too few scenarios to tell"
+
+
+def _fewest(*found: Mapping[str, Any] | None) -> int | None:
+    ns = [s.get("n", s.get("n_scenarios")) for s in found if s]
+    ns = [int(n) for n in ns if isinstance(n, int | float)]
+    return min(ns) if ns else None
+
+
+def too_few(row: dict[str, str], n: int | None) -> dict[str, str]:
+    """The row with its verdict withheld when ``n`` scenarios are fewer than ``MIN_SCENARIOS``."""
+    if n is None or n >= MIN_SCENARIOS or row["verdict"].startswith("n/a"):
+        return row
+    return {**row, "verdict": f"{TOO_FEW} (n={n}, need {MIN_SCENARIOS})", "magnitude": NA}
+
+
 def _n(*found: Mapping[str, Any] | None) -> str:
     ns = sorted({s.get("n", s.get("n_scenarios")) for s in found if s})
     return "n=" + " / ".join(map(str, ns)) if ns else NA
@@ -146,8 +164,14 @@ def change_row(summary: Summary, c: Claim) -> dict[str, str]:
         f"{fmt_value(t - b, kind)} ({_relative(b, t)})" if kind != "rate" else f"{100 * (t - b):+.1f} pp")
     moved = t > b if c.better == "up" else t < b
     signif = significance(diff) if diff else "n/a (no paired interval for a percentile)"
-    return _row(c.claim, left, right, compared, measured, _n(sb, st), "reproduced" if moved else "not reproduced",
-                signif, "meets claim" if moved and c.meets(b, t) else "smaller than claimed")
+    return too_few(_row(c.claim, left, right, compared, measured, _n(sb, st),
+                        "reproduced" if moved else "not reproduced", signif,
+                        "meets claim" if moved and c.meets(b, t) else "smaller than claimed"), _fewest(sb, st))
+
+
+def _long_count(summary: Summary, design: str) -> int | None:
+    n = ((summary.get("long") or {}).get(design) or {}).get("n_scenarios")
+    return int(n) if isinstance(n, int | float) else None
 
 
 def _long_n(summary: Summary, design: str) -> str:
@@ -170,9 +194,10 @@ def under_8k_row(summary: Summary) -> dict[str, str]:
         why = "n/a (design not run)" if "harness" not in ran else "n/a (no data)"
         return _row(claim, base, target, "one design (threshold)", NA, NA, why, NA, NA)
     held = top < 8000
-    return _row(claim, base, target, "one design (threshold)", f"max {top:,.0f} tokens/message",
-                _long_n(summary, "harness"), "reproduced" if held else "not reproduced",
-                "n/a (a maximum has no interval)", "meets claim" if held else "above 8K")
+    return too_few(_row(claim, base, target, "one design (threshold)", f"max {top:,.0f} tokens/message",
+                        _long_n(summary, "harness"), "reproduced" if held else "not reproduced",
+                        "n/a (a maximum has no interval)", "meets claim" if held else "above 8K"),
+                   _long_count(summary, "harness"))
 
 
 def resend_row(summary: Summary, design: str) -> dict[str, str]:
@@ -186,10 +211,11 @@ def resend_row(summary: Summary, design: str) -> dict[str, str]:
     note = "" if growth["reached"] else f" (turn 40 not reached; last turn is {turn})"
     # Direction: a late call costs more than an early one (the history is resent); size: over 15x.
     grows, over = growth["ratio"] > 1, growth["ratio"] > 15
-    return _row(claim, f"{design} turns 1-5: {fmt_value(growth['turn1'], 'tokens')}",
-                f"{design} turns 36-{turn}: {fmt_value(growth['turn_n'], 'tokens')}{note}", "one design (growth)",
-                f"{growth['ratio']:.1f}x", _long_n(summary, design), "reproduced" if grows else "not reproduced",
-                "n/a (a ratio of means over few conversations)", "meets claim" if over else "below 15x")
+    return too_few(_row(claim, f"{design} turns 1-5: {fmt_value(growth['turn1'], 'tokens')}",
+                        f"{design} turns 36-{turn}: {fmt_value(growth['turn_n'], 'tokens')}{note}",
+                        "one design (growth)", f"{growth['ratio']:.1f}x", _long_n(summary, design),
+                        "reproduced" if grows else "not reproduced", "n/a (a ratio of means over few conversations)",
+                        "meets claim" if over else "below 15x"), _long_count(summary, design))
 
 
 def cache_row(summary: Summary, design: str) -> dict[str, str]:
@@ -206,9 +232,9 @@ def cache_row(summary: Summary, design: str) -> dict[str, str]:
     held, ci = rate > 0.7, st.get("ci")
     signif = NA if not ci else ("interval above 70%" if ci[0] > 0.7 else
                                 "interval below 70%" if ci[1] <= 0.7 else "interval contains 70%")
-    return _row(claim, base, f"{design}: {fmt_stat(st, 'rate')}", "one design (threshold)", fmt_value(rate, "rate"),
-                _n(st), "reproduced" if held else "not reproduced", signif,
-                "meets claim" if held else "at or below 70%")
+    return too_few(_row(claim, base, f"{design}: {fmt_stat(st, 'rate')}", "one design (threshold)",
+                        fmt_value(rate, "rate"), _n(st), "reproduced" if held else "not reproduced", signif,
+                        "meets claim" if held else "at or below 70%"), _fewest(st))
 
 
 def claim_rows(summary: Summary) -> list[dict[str, str]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lg_harness.core.design import Design, load_design
+from lg_harness.evals import cell_health
 from lg_harness.tools.errors import HarnessError
 
 CELLS = "cells.jsonl"
@@ -120,21 +121,30 @@ def run_compare(designs: list[str], scenarios: list[Any], *, seeds: int, model: 
     planned = plan_tasks(resolved, scenarios, seeds, model, domain)
     wanted = {t.fingerprint for t in planned}
     # The newest record of each matching fingerprint (a cell may have been written twice by racing runs).
-    previous = list({r["fingerprint"]: r for r in read_cells(out_dir) if r.get("fingerprint") in wanted}.values())
+    # Failed cells (a crash, a model that gave no answer) are kept in the file but never reused.
+    previous = list({r["fingerprint"]: r for r in read_cells(out_dir)
+                     if r.get("fingerprint") in wanted and not cell_health.failed(r)}.values())
     done = {r["fingerprint"] for r in previous}
     tasks = [t for t in planned if t.fingerprint not in done]
     total, finished = len(planned), len(previous)
     if on_done:
         on_done(finished, total)
     records = list(previous)
-    with (out_dir / CELLS).open("a", encoding="utf-8") as sink:
-        for record in _execute(tasks, workers or min(2, os.cpu_count() or 1)):
-            sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-            sink.flush()
-            records.append(record)
-            finished += 1
-            if on_done:
-                on_done(finished, total)
+    fresh: list[dict[str, Any]] = []
+    try:
+        with (out_dir / CELLS).open("a", encoding="utf-8") as sink:
+            for record in _execute(tasks, workers or min(2, os.cpu_count() or 1)):
+                sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+                sink.flush()
+                records.append(record)
+                fresh.append(record)
+                finished += 1
+                if on_done:
+                    on_done(finished, total)
+                cell_health.check_early(fresh[:cell_health.EARLY_CELLS], model, out_dir / CELLS)
+    except KeyboardInterrupt:
+        raise HarnessError(f"interrupted: {finished} of {total} cells are saved in {out_dir / CELLS}; run the same "
+                           "command again to go on from there (finished cells are not rerun)") from None
     return records
 
 
@@ -142,7 +152,8 @@ def _execute(tasks: list[Task], workers: int) -> Iterable[dict[str, Any]]:
     if workers <= 1 or len(tasks) <= 1:
         yield from (_work(t) for t in tasks)
         return
-    with ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker)
+    try:
         pending = set()
         queue = iter(tasks)
         for task in queue:  # keep a bounded number in flight so results stream back in order of finish
@@ -156,6 +167,8 @@ def _execute(tasks: list[Task], workers: int) -> Iterable[dict[str, Any]]:
                 nxt = next(queue, None)
                 if nxt is not None:
                     pending.add(pool.submit(_work, nxt))
+    finally:  # stopped early or interrupted: drop the cells not started yet instead of running them
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def write_outputs(summary: dict[str, Any], out_dir: Path, command: str) -> list[Path]:
@@ -163,4 +176,5 @@ def write_outputs(summary: dict[str, Any], out_dir: Path, command: str) -> list[
     from lg_harness.evals.plots import write_plots
     from lg_harness.evals.report import write_json, write_report
 
-    return [write_json(summary, out_dir), write_report(summary, out_dir, command), *write_plots(summary, out_dir)]
+    plots = write_plots(summary, out_dir)  # first, so the report can link them
+    return [write_json(summary, out_dir), write_report(summary, out_dir, command, plots), *plots]

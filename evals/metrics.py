@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from lg_harness.core.domain import Domain, load_domain
-from lg_harness.evals import pooled, stats
+from lg_harness.evals import pooled, reply_quality, stats
 from lg_harness.evals.ablations import parse as parse_ablation
 from lg_harness.evals.scenario import Scenario, TurnExpect, split_of
 from lg_harness.evals.stats import cluster_of
@@ -118,6 +118,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "retries_per_429": ("Retries per 429", "number"),
     "retry_after_honored": ("Retries honoring Retry-After", "rate"),
     "tool_failure_rate": ("Tool failure rate", "rate"),
+    "false_facts": ("Replies with a false fact", "rate"),
+    "internal_text": ("Replies with internal text", "rate"),
 }
 """Per-seed metrics: key -> (label, kind). Kinds drive formatting in the report and plots."""
 
@@ -511,6 +513,8 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         "retries": [retries["retries"], retries["episodes"]],
         "honored": [retries["honored"], retries["after_429"]],
         "tool_failures": [sum(c.get("status") != "ok" for c in calls), len(calls)],
+        **reply_quality.counts(turns, domain_of(record.get("domain")), _registry(domain_of(record.get("domain"))).names(),
+                               [t.user for t in sc.turns]),
     }
     sums = {
         "repeated_questions": sum(j["repeated_question"] for j in judged),

@@ -47,6 +47,8 @@ _COUNTS: list[tuple[str, str]] = [
     ("Handoffs", "handoffs"),
     ("Handoff accuracy", "handoff_accuracy"),
     ("Tool failure rate", "tool_failure_rate"),
+    ("Replies with a false fact", "false_facts"),
+    ("Replies with internal text", "internal_text"),
 ]
 
 
@@ -233,18 +235,31 @@ def render_report(summary: Summary, command: str, date: str | None = None) -> st
     return "\n".join(header + body)
 
 
-def write_report(summary: Summary, out_dir: str | Path, command: str) -> Path:
+def plots_section(plots: list[Path], out_dir: Path) -> list[str]:
+    """Links to the comparison's plots (relative to the report, so the folder can be moved or committed)."""
+    if not plots:
+        return []
+    lines = ["", "## Plots", ""]
+    for plot in plots:
+        rel = plot.relative_to(out_dir) if plot.is_relative_to(out_dir) else plot
+        lines.append(f"- [{plot.stem.replace('_', ' ')}]({rel.as_posix()})")
+    return lines
+
+
+def write_report(summary: Summary, out_dir: str | Path, command: str, plots: list[Path] | None = None) -> Path:
     """Write ``report.md`` into ``out_dir`` (created if needed) and return its path.
 
     Args:
         summary: What :func:`evals.metrics.aggregate` returned.
         out_dir: Folder of the comparison's outputs.
         command: The exact command line that produced the run, quoted in the report.
+        plots: The plot files written beside it, linked at the end of the report.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "report.md"
-    path.write_text(render_report(summary, command), encoding="utf-8")
+    text = render_report(summary, command) + "\n".join(plots_section(list(plots or []), out))
+    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     return path
 
 

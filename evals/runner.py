@@ -14,6 +14,7 @@ from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.core.guards import stop_reason
 from lg_harness.graphs.app import Harness, executor_for
+from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.faults import FaultPlan
@@ -107,8 +108,10 @@ def _play(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
     try:
         r = h.send("eval", text, scenario.user_id, scenario.role)
     except HarnessError as err:
+        # A message the model never answered fails like any other error, and says so (evals.cell_health).
         return {"index": index, "error": str(err), "reply": "", "tool_calls": [], "model_calls": 0,
-                "input_tokens": 0, "call_input_tokens": [], "latency_s": 0.0}
+                "input_tokens": 0, "call_input_tokens": [], "latency_s": 0.0,
+                "model_failed": isinstance(err, ModelUnavailable)}
     values = h.last_values
     stats = values.get("turn_stats") or {}
     tool_s = plan.virtual_elapsed[0] - before[0] + clock.now - before[1]

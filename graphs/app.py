@@ -17,9 +17,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain, load_domain
+from lg_harness.graphs import human_hold
 from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.model_health import model_unavailable, unanswered
 from lg_harness.graphs.storage import open_stores
 from lg_harness.llm.factory import close_model, make_model
+from lg_harness.memory.context import last_human_text
 from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.obs.tracing import current_trace_id, message_span
 from lg_harness.tools.errors import HarnessError
@@ -99,6 +102,8 @@ class Checkpoint:
     created_at: str
     next: list[str]
     parent_id: str | None
+    turn: int = 0
+    message: str = ""  # the user message the checkpoint's turn is about
 
 
 class Harness:
@@ -245,6 +250,8 @@ class Harness:
         self.transcripts.record_setup(thread_id, *self.setup)
         if "human" in snapshot.next:
             return self._while_waiting(thread_id, snapshot)
+        if human_hold.is_held(self, thread_id):
+            return human_hold.while_held(self, thread_id, snapshot, message)
         return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
 
     def _while_waiting(self, thread_id: str, snapshot: Any) -> dict[str, Any]:
@@ -289,6 +296,8 @@ class Harness:
                                f"or send the message again") from err
         snapshot = self.graph.get_state(config)
         self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
+        if (failure := unanswered(snapshot.values.get("turn_stats") or {})) is not None:
+            raise model_unavailable(self.setup[1], failure, thread_id)
         self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
         if "human" in snapshot.next:
             ticket = str((snapshot.values.get("handoff") or {}).get("ticket", "pending"))
@@ -304,9 +313,15 @@ class Harness:
             snap = self.graph.get_state(self.config(thread_id))
             if "human" in snap.next:
                 waiting.append({"thread_id": thread_id, "user": snap.values.get("user"),
-                                "handoff": snap.values.get("handoff"),
+                                "handoff": snap.values.get("handoff"), "status": "waiting",
                                 "last_message": self._last_user_message(thread_id)})
         return waiting
+
+    def held_threads(self) -> list[dict[str, Any]]:
+        """Threads a human answered and still holds (``harness handoff release`` gives them back)."""
+        return [{"thread_id": t, "user": (v := self.graph.get_state(self.config(t)).values).get("user"),
+                 "handoff": v.get("handoff"), "status": "held", "last_message": self._last_user_message(t)}
+                for t in self.transcripts.held_handoffs()]
 
     def _last_user_message(self, thread_id: str) -> str:
         rows = [r for r in self.transcripts.read(thread_id) if r["role"] == "user"]
@@ -318,10 +333,17 @@ class Harness:
         with self.order.turn(thread_id):
             snapshot = self.graph.get_state(self.config(thread_id))
             if "human" not in snapshot.next:
+                if human_hold.is_held(self, thread_id):
+                    return human_hold.held_answer(self, thread_id, message)
                 raise HarnessError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
             result = self._run(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
-            self.transcripts.answer_handoff(thread_id)
+            self.transcripts.hold_handoff(thread_id)  # the human keeps the thread until they release it
             return result
+
+    def release(self, thread_id: str) -> dict[str, Any]:
+        """The human hands a thread they hold back to the bot."""
+        with self.order.turn(thread_id):
+            return human_hold.release(self, thread_id)
 
     def result(self, thread_id: str, snapshot: Any, path: list[str]) -> SendResult:
         values = snapshot.values
@@ -358,7 +380,8 @@ class Harness:
             out.append(Checkpoint(checkpoint_id=snap.config["configurable"]["checkpoint_id"],
                                   step=int((snap.metadata or {}).get("step", -1)),
                                   phase=str(snap.values.get("phase") or "-"), created_at=snap.created_at or "",
-                                  next=list(snap.next), parent_id=parent))
+                                  next=list(snap.next), parent_id=parent, turn=int(snap.values.get("turn") or 0),
+                                  message=last_human_text(snap.values.get("messages") or [])))
         return out
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -393,5 +416,7 @@ class Harness:
     def fork(self, thread_id: str, checkpoint_id: str) -> str:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""
         self.state(thread_id, checkpoint_id)  # validates both ids
-        new = self.graph.update_state(self.config(thread_id, checkpoint_id), None, as_node="__copy__")
+        config = self.config(thread_id, checkpoint_id)
+        config["configurable"]["checkpoint_ns"] = ""  # the thread's first checkpoint has no parent to take it from
+        new = self.graph.update_state(config, None, as_node="__copy__")
         return new["configurable"]["checkpoint_id"]

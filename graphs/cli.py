@@ -54,6 +54,24 @@ def storage_options(
     STORAGE.update(database_url=database_url, chroma_url=chroma_url)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("lg-harness")
+        except PackageNotFoundError:  # run from a source tree without installing
+            number = "unknown"
+        sys.stdout.write(f"harness {number}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                        help="print the version and exit")] = False) -> None:
+    """An agent harness as a LangGraph StateGraph."""
+
+
 def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn any failure into one clear line on stderr and a non-zero exit (traceback with --debug)."""
 
@@ -74,16 +92,21 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
         except HarnessError as exc:
             if debug:
                 raise
-            err.print(f"error: {exc}", markup=False, highlight=False)
-            raise typer.Exit(1) from None
+            fail(str(exc), kwargs.get("json_out", False))
         except Exception as exc:  # noqa: BLE001 - last line of defence: never a bare traceback
             if debug:
                 raise
-            err.print(f"error: {type(exc).__name__}: {exc} (rerun with --debug for details)", markup=False,
-                      highlight=False)
-            raise typer.Exit(1) from None
+            fail(f"{type(exc).__name__}: {exc} (rerun with --debug for details)", kwargs.get("json_out", False))
 
     return wrapper
+
+
+def fail(message: str, json_out: bool) -> None:
+    """One line on stderr (and, with --json, the one JSON document: ``{"error": ...}``), exit 1."""
+    err.print(f"error: {message}", markup=False, highlight=False)
+    if json_out:
+        emit_json({"error": message})
+    raise typer.Exit(1) from None
 
 
 def emit_json(data: Any) -> None:
@@ -115,8 +138,9 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
         return
     calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {c['status']}"
                       for c in result["tool_calls"])
-    err.print(f"[dim]intent={result['intent']} phase={result['phase']} tools=[{calls}] "
-              f"checkpoint={result['checkpoint_id']}[/dim]")
+    # markup=False: the "[...]" of the call list is text, not Rich markup (it used to vanish).
+    err.print(f"intent={result['intent']} phase={result['phase']} tools=[{calls}] "
+              f"checkpoint={result['checkpoint_id']}", markup=False, highlight=False, style="dim")
     out.print(result["reply"], markup=False, highlight=False)
 
 
@@ -125,30 +149,46 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
 def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness",
          model: ModelOpt = "sim", domain: DomainOpt = "shop", user: UserOpt = None, role: RoleOpt = None,
          debug: DebugOpt = False) -> None:
-    """An interactive conversation (/quit, /state, /history)."""
+    """An interactive conversation (/help, /state, /history, /quit)."""
     with open_harness(data_dir, design, model, domain) as h:
         user = user or h.domain.default_user
-        err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /quit to leave, /state, /history")
+        err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /help for commands, /quit to leave")
         while True:
             try:
                 line = input("you> ")
             except (EOFError, KeyboardInterrupt):
                 break
-            if line.strip() in ("/quit", "/exit"):
+            command = line.strip()
+            if command in ("/quit", "/exit"):
                 break
-            if line.strip() == "/state":
-                out.print_json(json.dumps(_public_state(h.state(thread)["values"]), ensure_ascii=False, default=str))
+            if command == "/help":
+                err.print(CHAT_HELP, markup=False)
                 continue
-            if line.strip() == "/history":
+            if command == "/state":
+                try:
+                    out.print_json(json.dumps(_public_state(h.state(thread)["values"]), ensure_ascii=False,
+                                              default=str))
+                except HarnessError as exc:  # a thread with no message yet
+                    err.print(f"error: {exc}", markup=False)
+                continue
+            if command == "/history":
                 for row in h.transcripts.read(thread):
                     out.print(f"[{row['turn']}] {row['role']}: {row['content']}", markup=False)
                 continue
+            if command.startswith("/") and not command.startswith("//"):
+                err.print(f"unknown command '{command.split()[0]}'; {CHAT_HELP}", markup=False)
+                continue
+            line = line.replace("//", "/", 1) if command.startswith("//") else line
             try:
                 result = h.send(thread, line, user, role)
             except HarnessError as exc:
                 err.print(f"error: {exc}", markup=False)
                 continue
             out.print(f"agent> {result['reply']}", markup=False, highlight=False)
+
+
+CHAT_HELP = ("commands: /help this list; /state where the thread stands; /history its transcript; /quit (or "
+             "/exit) leave; start a message with // to send text that begins with /")
 
 
 def _public_state(values: dict[str, Any]) -> dict[str, Any]:
@@ -161,17 +201,25 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 @cli_command
 def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """The thread's checkpoints, newest first: id, step, phase, time."""
+    """The thread's checkpoints, newest first: turn, phase, the user message, checkpoint id."""
+    from rich import box
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
         rows = h.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
         return
-    table = Table("step", "phase", "next", "time", "checkpoint")
-    table.columns[-1].overflow = "fold"
+    # The id never wraps (it is copied into `resume --checkpoint`); the message gives way at 80 columns.
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("turn", justify="right", no_wrap=True, min_width=4)
+    table.add_column("phase", no_wrap=True, min_width=7)
+    table.add_column("message", overflow="ellipsis", no_wrap=True, max_width=20)
+    table.add_column("checkpoint", no_wrap=True, min_width=36)
     for r in rows:
-        table.add_row(str(r.step), r.phase, ",".join(r.next) or "-", r.created_at[:19], r.checkpoint_id)
+        table.add_row(str(r.turn), r.phase, r.message or "-", r.checkpoint_id)
     out.print(table)
+    err.print(f"fork with: harness resume --thread {thread} --checkpoint ID (--json: steps, times, next nodes)",
+              markup=False, highlight=False)
 
 
 @app.command()
@@ -342,14 +390,17 @@ def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 
 @app.command()
 @cli_command
-def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness",
+def demo(scratch: Annotated[Path | None, typer.Option("--data-dir", help="run here instead of a new scratch "
+                            "folder (must be empty, new, or an earlier demo's; HARNESS_DATA_DIR is ignored)")]
+         = None, design: DesignOpt = "harness",
          model: Annotated[str, typer.Option("--model", help="the tour runs on the fault-free sim by default")]
          = "sim:clean", domain: DomainOpt = "shop",
          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
     from lg_harness.graphs.demo import run_demo
 
-    report = run_demo(data_dir, design, model, console=None if json_out else out, domain=domain)
+    # Not named data_dir: the shared error wrapper would set up tracing in that folder before it is checked.
+    report = run_demo(scratch, design, model, console=None if json_out else out, domain=domain)
     if json_out:
         emit_json(report)
 
@@ -638,16 +689,16 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop
                  debug: DebugOpt = False) -> None:
     """Threads paused for a human: reason, ticket, the customer's last message."""
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        rows = h.waiting_threads()
+        rows, held = h.waiting_threads(), h.held_threads()
     if json_out:
-        emit_json({"waiting": rows})
+        emit_json({"waiting": rows, "held": held})
         return
-    table = Table("thread", "user", "ticket", "reason", "last message")
-    for r in rows:
+    table = Table("thread", "status", "user", "ticket", "reason", "last message")
+    for r in rows + held:
         ho = r["handoff"] or {}
-        table.add_row(r["thread_id"], (r["user"] or {}).get("id", "-"), str(ho.get("ticket")), ho.get("reason", "-"),
-                      r["last_message"])
-    out.print(table if rows else "no threads are waiting for a human")
+        table.add_row(r["thread_id"], r["status"], (r["user"] or {}).get("id", "-"), str(ho.get("ticket")),
+                      ho.get("reason", "-"), r["last_message"], )
+    out.print(table if rows or held else "no threads are waiting for or held by a human")
 
 
 @handoff_app.command("reply")
@@ -655,13 +706,27 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop
 def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's answer")], thread: ThreadOpt,
                   data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
                   debug: DebugOpt = False) -> None:
-    """Answer a waiting thread as the human agent; the thread resumes."""
+    """Answer a waiting or held thread as the human agent; the human holds it until `handoff release`."""
     with open_harness(data_dir, "harness", "sim", domain) as h:
         result = h.human_reply(thread, message)
     if json_out:
         emit_json(result)
     else:
-        out.print(f"thread {thread} resumed; reply sent: {result['reply']}", markup=False)
+        out.print(f"reply sent on thread {thread}: {result['reply']}\nthe customer's messages now come to you; "
+                  f"hand the thread back with: harness handoff release --thread {thread}", markup=False)
+
+
+@handoff_app.command("release")
+@cli_command
+def handoff_release(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
+                    json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Hand a thread you hold back to the bot; the customer's next message goes to it."""
+    with open_harness(data_dir, "harness", "sim", domain) as h:
+        result = h.release(thread)
+    if json_out:
+        emit_json(result)
+    else:
+        out.print(f"thread {thread} is back with the bot")
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,31 @@ THREAD = "demo"
 FORK_AFTER = 3  # the demo forks the thread after this message and sends the next one again
 
 
-def _fresh(data_dir: Path) -> Path:
-    """The demo owns its data dir: start from the seeded backends each time so the story is the same."""
-    for db in data_dir.glob("*.sqlite*") if data_dir.is_dir() else ():
-        db.unlink(missing_ok=True)
-    shutil.rmtree(data_dir / "memory", ignore_errors=True)
-    return data_dir
+# Written into every folder the demo creates: only such a folder is ever cleared by a later demo.
+MARKER = ".harness-demo"
+
+
+def demo_dir(data_dir: str | Path | None) -> Path:
+    """Where the demo runs: a new scratch folder, or ``data_dir`` if it is empty, new or an earlier demo's.
+
+    The demo starts from the seeded backends each time so the story is the same; it clears only what an
+    earlier demo made there, and refuses a folder holding anything else (a user's checkpoints,
+    transcripts, waiting handoffs).
+    """
+    if data_dir is None:
+        path = Path(tempfile.mkdtemp(prefix="harness-demo-"))
+    else:
+        path = Path(data_dir).expanduser()
+        if path.is_dir() and any(path.iterdir()) and not (path / MARKER).exists():
+            raise HarnessError(f"data dir {path} already holds data the demo did not create; the demo never "
+                               "touches it: leave out --data-dir (a scratch folder is made) or pass a new folder")
+        path.mkdir(parents=True, exist_ok=True)
+    if (path / MARKER).exists():  # an earlier demo's folder: clear what that demo made
+        for db in path.glob("*.sqlite*"):
+            db.unlink(missing_ok=True)
+        shutil.rmtree(path / "memory", ignore_errors=True)
+    (path / MARKER).write_text("made by harness demo; a later demo may clear this folder\n", encoding="utf-8")
+    return path
 
 
 def _show_turn(console: Console | None, i: int, message: str, r: dict[str, Any]) -> None:
@@ -41,11 +61,14 @@ def _show_turn(console: Console | None, i: int, message: str, r: dict[str, Any])
     console.print(table)
 
 
-def run_demo(data_dir: str | Path, design: str = "harness", model: str = "sim",
+def run_demo(data_dir: str | Path | None = None, design: str = "harness", model: str = "sim",
              console: Console | None = None, domain: str | Domain | None = None) -> dict[str, Any]:
-    """The domain's demo script (``Domain.demo``), then a fork after message 3 and message 4 sent again."""
-    data_dir = _fresh(Path(data_dir))
+    """The domain's demo script (``Domain.demo``), then a fork after message 3 and message 4 sent again.
+
+    ``data_dir`` None runs in a new scratch folder (see ``demo_dir``); the report names the folder used.
+    """
     pack = load_domain(domain)
+    data_dir = demo_dir(data_dir)
     script = list(pack.demo)
     if len(script) <= FORK_AFTER:
         raise HarnessError(f"domain '{pack.name}' has no demo script of at least {FORK_AFTER + 1} messages")
@@ -69,7 +92,7 @@ def run_demo(data_dir: str | Path, design: str = "harness", model: str = "sim",
         if check is not None:
             console.print(f"{check[0]}: {check[1]} (the replayed call reused its idempotency key)")
         console.print(f"data dir: {data_dir.resolve()}")
-    report = {"thread_id": THREAD, "domain": pack.name, "turns": turns, "checkpoints": len(checkpoints),
+    report = {"thread_id": THREAD, "domain": pack.name, "data_dir": str(data_dir.resolve()), "turns": turns, "checkpoints": len(checkpoints),
               "forked_from": forked.checkpoint_id, "replay": replay}
     if check is not None:
         report["check"] = {"what": check[0], "value": check[1]}

@@ -68,6 +68,23 @@ class PgTranscriptStore:
             conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = %s AND status = 'waiting'",
                          (thread_id,))
 
+    def hold_handoff(self, thread_id: str) -> None:
+        with self.pool.connection() as conn:
+            conn.execute("UPDATE handoffs SET status = 'held' WHERE thread_id = %s AND status IN "
+                         "('waiting', 'answered')", (thread_id,))
+
+    def release_handoff(self, thread_id: str) -> bool:
+        with self.pool.connection() as conn:
+            cur = conn.execute("UPDATE handoffs SET status = 'released' WHERE thread_id = %s AND status = 'held'",
+                               (thread_id,))
+            return cur.rowcount > 0
+
+    def held_handoffs(self) -> list[str]:
+        with self.pool.connection() as conn:
+            rows = conn.execute("SELECT thread_id FROM handoffs WHERE status = 'held' "
+                                "GROUP BY thread_id ORDER BY MIN(created_at)").fetchall()
+        return [r["thread_id"] for r in rows]
+
     def waiting_handoffs(self) -> list[str]:
         with self.pool.connection() as conn:
             rows = conn.execute("SELECT thread_id FROM handoffs WHERE status = 'waiting' "

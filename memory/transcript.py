@@ -77,6 +77,25 @@ class TranscriptStore:
             self.conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = ? AND status = 'waiting'",
                               (thread_id,))
 
+    def hold_handoff(self, thread_id: str) -> None:
+        """A human answered: the thread stays with them (its messages go to them) until released."""
+        with self.lock:
+            self.conn.execute("UPDATE handoffs SET status = 'held' WHERE thread_id = ? AND status IN "
+                              "('waiting', 'answered')", (thread_id,))
+
+    def release_handoff(self, thread_id: str) -> bool:
+        """The human hands the thread back to the bot; False when no human held it."""
+        with self.lock:
+            cur = self.conn.execute("UPDATE handoffs SET status = 'released' WHERE thread_id = ? AND status = 'held'",
+                                    (thread_id,))
+        return cur.rowcount > 0
+
+    def held_handoffs(self) -> list[str]:
+        """Threads a human holds, oldest first."""
+        rows = self.conn.execute("SELECT thread_id FROM handoffs WHERE status = 'held' "
+                                 "GROUP BY thread_id ORDER BY MIN(created_at)").fetchall()
+        return [r[0] for r in rows]
+
     def waiting_handoffs(self) -> list[str]:
         """Threads queued for a human, oldest first."""
         rows = self.conn.execute("SELECT thread_id FROM handoffs WHERE status = 'waiting' "

@@ -119,7 +119,8 @@ class ToolLoopAction:
         messages, account = build_context(state, self.deps.design, self.deps.domain)
         try:
             ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
-        except ModelCallFailed:
+        except ModelCallFailed as err:
+            stats = {**stats, **err.stats, "rounds": stats["rounds"]}
             busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
             stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,

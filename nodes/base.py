@@ -69,7 +69,13 @@ log = logging.getLogger("harness.model")
 
 
 class ModelCallFailed(Exception):
-    """The model raised or timed out; the node answers with a retryable 'busy' reply."""
+    """The model raised or timed out; the node answers with a retryable 'busy' reply.
+
+    ``stats`` is the caller's per-message counters with this failure counted (``model_failures``,
+    ``model_error``), set by ``call_model``.
+    """
+
+    stats: dict[str, Any] = {}
 
 
 # One shared pool: a thread per call costs more than the simulated model itself. A call that hangs past its
@@ -107,6 +113,9 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
         try:
             reply = _invoke_with_deadline(model, list(messages), deps.design.knobs.model_timeout_s)
         except ModelCallFailed as err:
+            # The caller answers gracefully with these counters; the application turns a message the model
+            # never answered into an error (graphs.model_health).
+            err.stats = {**stats, "model_failures": stats.get("model_failures", 0) + 1, "model_error": str(err)}
             if audit is not None:
                 audit.record_model(name, {"messages": list(messages)}, None, status="error",
                                    error_type=type(err.__cause__).__name__,

@@ -19,12 +19,24 @@ EMBEDDING_THRESHOLD = 0.45
 
 
 def rule_intent(domain: Domain, text: str) -> str | None:
-    """The first intent, in declaration order, one of whose keywords (any language) occurs un-negated."""
+    """The first intent, in declaration order, one of whose keywords (any language) occurs un-negated; a
+    conversational one ("thanks") gives way to a task the same message also asks for ("ok thanks, is it
+    resolved yet?")."""
     t = rule_text(text)
-    for intent in domain.intents:
-        if any(keyword_hit(t, w.lower()) for words in intent.rules.values() for w in words):
-            return intent.name
-    return None
+    hits = [i for i in domain.intents if any(keyword_hit(t, w.lower()) for words in i.rules.values() for w in words)]
+    if not hits:
+        return None
+    if courtesy(domain, hits[0].name):
+        task = next((i for i in hits[1:] if i.kind != "conversational"), None)
+        return (task or hits[0]).name
+    return hits[0].name
+
+
+def courtesy(domain: Domain, intent: str) -> bool:
+    """A conversational intent answered with a set phrase (a greeting, thanks): it asks for nothing itself."""
+    from lg_harness.nodes.phrases import has_phrase
+
+    return domain.kind(intent) == "conversational" and has_phrase(intent, domain)
 
 
 def hinted_intent(domain: Domain, text: str) -> str | None:
@@ -63,7 +75,10 @@ def classify(domain: Domain, text: str, use_embeddings: bool = True) -> tuple[st
     if is_low_information(text):
         ack = domain.intent("thanks")
         return (ack.name if ack else UNKNOWN), 1.0  # an acknowledgement asks for nothing
-    if hit := rule_intent(domain, text):
+    hit = rule_intent(domain, text)
+    if hit and courtesy(domain, hit) and (hint := hinted_intent(domain, text)):
+        return hint, 1.0  # "thanks! what about INC0012346?": the identifier names the task
+    if hit:
         return hit, 1.0
     if hint := hinted_intent(domain, text):
         return hint, 0.6

@@ -78,7 +78,11 @@ class SlotCollect:
         needed = {name for group in domain.route(intent).required for name in group}
         card = state.get("fact_card") or {}
         facts = {k: v for k, v in slots_from_facts(domain, card, text).items() if k in needed}
-        slots = {**facts, **(state.get("slots") or {}), **slots_from_message(domain, intent, text)}
+        earlier = state.get("slots") or {}
+        said = slots_from_message(domain, intent, text)
+        if domain.follow_up and (carried := domain.follow_up(text, intent, earlier)) is not None:
+            said.update(carried[1])  # a follow-up's slots keep the product under discussion
+        slots = {**facts, **earlier, **said}
         missing = domain.missing_slots(intent, slots)
         if any(r.get("error_type") in ("validation", "invented_argument") for r in state.get("tool_log") or []):
             # Back from action: the model could not form a valid call, so ask the user instead of guessing.

@@ -105,10 +105,15 @@ def finish(deps: NodeDeps, state: HarnessState, update: dict[str, Any], intent: 
     domain = deps.domain
     text = last_human_text(state.get("messages") or [])
     intent = continue_or_switch(domain, state, intent, confidence, text)
+    carried = domain.follow_up(text, state.get("intent"), state.get("slots") or {}) if domain.follow_up else None
+    if carried is not None:  # "what about in black?": the previous request, refined
+        intent, confidence = carried[0], 1.0
     same_task = intent == state.get("intent") and bool(state.get("missing_slots"))
     kind = domain.kind(intent)
     update.update(intent=intent, intent_confidence=confidence, intent_kind=kind)
-    if not same_task:
+    if carried is not None:
+        update["slots"] = {"__reset__": True, **carried[1]}
+    elif not same_task:
         update["slots"] = {"__reset__": True}
         if kind != "conversational":
             human = next((m for m in reversed(state.get("messages") or []) if isinstance(m, HumanMessage)), None)
@@ -155,7 +160,8 @@ class LLMIntent:
             reply, update["turn_stats"] = call_model(
                 self.deps, [SystemMessage(classify_prompt(self.deps.domain)), HumanMessage(text)],
                 update["turn_stats"])
-        except ModelCallFailed:
+        except ModelCallFailed as err:
+            update["turn_stats"] = err.stats
             return UNKNOWN, 0.0
         return parse_intent_json(reply.text, self.deps.domain.intent_names())
 

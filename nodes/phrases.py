@@ -13,6 +13,10 @@ _PHRASES: dict[str, dict[str, str]] = {
         "en": "A human colleague has your conversation (ticket {ticket}) and will answer here.",
         "zh": "人工客服已接手您的会话（工单 {ticket}），会在这里回复您。",
     },
+    "with_human": {
+        "en": "Thanks, your message is with our colleague (ticket {ticket}), who will answer you here.",
+        "zh": "收到，您的消息已转给人工客服同事（工单 {ticket}），他们会在这里回复您。",
+    },
     "ask_generic": {
         "en": "Could you tell me a bit more so I can help?",
         "zh": "能再具体说一下您的需求吗？",
@@ -26,6 +30,23 @@ _PHRASES: dict[str, dict[str, str]] = {
     "busy": {
         "en": "Sorry, I'm a bit busy right now. Please send your message again in a moment.",
         "zh": "抱歉，系统有点忙，请稍后再发一次。",
+    },
+    "could_not_finish": {
+        "en": "Sorry, I couldn't get that done just now. Could you tell me again what you need, or shall I pass "
+              "you to a colleague?",
+        "zh": "抱歉，这件事我暂时没能办成。您可以再说一下需要什么，或者需要我为您转接人工客服吗？",
+    },
+    "service_down": {
+        "en": "Sorry, the system I need for this is not answering right now. Please try again in a moment.",
+        "zh": "抱歉，处理这件事的系统暂时没有响应，请稍后再试。",
+    },
+    "not_done_as_asked": {
+        "en": "As you asked, I have not done that. Is there anything else I can help with?",
+        "zh": "按照您的要求，我没有执行这个操作。还有什么可以帮您的吗？",
+    },
+    "facts_changed": {
+        "en": "Here is what I found: {facts}",
+        "zh": "查询结果如下：{facts}",
     },
     "partial": {
         "en": "I couldn't finish everything for this request. Here is what I found so far: {done}",

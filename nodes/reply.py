@@ -66,7 +66,8 @@ class ModelReply:
         try:
             ai, stats = call_model(self.deps, context, stats)  # type: ignore[arg-type]
             text = ai.text or say("ask_generic", lang_of(state), self.deps.domain)
-        except ModelCallFailed:
+        except ModelCallFailed as err:
+            stats = {**stats, **err.stats}
             text = say("busy", lang_of(state), self.deps.domain)
         if not last_human_text(messages):
             text = text or say("greeting", lang_of(state), self.deps.domain)

@@ -1,6 +1,8 @@
-"""Self-check: before the reply leaves, every identifier and amount it states must be grounded.
+"""Self-check: before the reply leaves, it must be true, grounded and meant for the customer.
 
-Variant ``grounded``: identifiers of the domain's grounded entity types (``EntityType.ground``) and amounts
+Every variant that checks rewrites internal text away (tool names, harness notes, "the user") and checks
+the facts the draft states against this message's tool results (``fact_check``): a contradicted draft is
+regenerated once, then corrected from the results. Variant ``grounded``: identifiers of the domain's grounded entity types (``EntityType.ground``) and amounts
 in the reply must appear in this turn's tool results, the fact card or the user's own words. ``off`` passes everything (for designs
 that rebuild harnesses without a check).
 """
@@ -12,11 +14,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, register_variant
+from lg_harness.nodes.customer_text import customer_safe, outcome_phrase
+from lg_harness.nodes.fact_check import contradictions, corrected, results_of
+from lg_harness.nodes.money import with_currency
 from lg_harness.tools.entities import EntityType
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
@@ -39,8 +44,51 @@ def ungrounded_claims(reply: str, evidence: str, entity_types: Sequence[EntityTy
         stated = t.find(reply or "")
         known = set(t.find(evidence)) if stated else set()
         claims += [c for c in stated if c not in evidence and c not in known]
-    claims += [a for a in _AMOUNT.findall(reply or "") if a not in evidence]
+    amounts = [a for a in _AMOUNT.findall(reply or "") if a not in evidence]
+    if amounts:  # "131.00" is grounded by a result's 131.0: compare as numbers
+        known = {round(float(n), 2) for n in re.findall(r"\d+(?:\.\d+)?", evidence)}
+        claims += [a for a in amounts if round(float(a), 2) not in known]
     return list(dict.fromkeys(claims))
+
+
+def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) -> tuple[str, list[str]]:
+    """The draft as the customer may read it, and the contradictions to regenerate for (if allowed).
+
+    Internal text is rewritten away (``customer_text``), amounts get the domain's currency (``money``);
+    facts the tool results contradict
+    (``fact_check``) are sent back for one more answer while regenerations are left, then corrected in
+    place from the results.
+    """
+    draft = state.get("reply") or ""
+    log = state.get("tool_log") or []
+    lang = (state.get("fact_card") or {}).get("language") or "en"
+    text = customer_safe(draft, deps.registry.names())
+    if text is None:
+        text = outcome_phrase(log, lang, deps.domain)
+    results = results_of(log)
+    text = with_currency(text, results, deps.domain.currency)
+    found = contradictions(text, results, deps.domain.claims, deps.domain.currency, grounding_text(state))
+    if found and may_regenerate:
+        return draft, [c.problem for c in found]
+    if found:
+        text = corrected(text, found) or outcome_phrase(log, lang, deps.domain)
+    return text, []
+
+
+def replaced(state: HarnessState, text: str) -> dict[str, Any]:
+    """The update that makes ``text`` the reply (and the last answer in the messages), if it changed."""
+    if text == (state.get("reply") or ""):
+        return {}
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    update: dict[str, Any] = {"reply": text}
+    if isinstance(last, AIMessage) and not last.tool_calls and last.id:
+        update["messages"] = [AIMessage(text, id=last.id)]  # same id: the reducer replaces the draft
+    return update
+
+
+def regenerations_left(state: HarnessState, deps: NodeDeps) -> bool:
+    return (state.get("turn_stats") or {}).get("regenerations", 0) < deps.design.knobs.max_regenerations
 
 
 @register_variant("self_check", "grounded")
@@ -49,9 +97,13 @@ class GroundedCheck:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
-        missing = ungrounded_claims(state.get("reply") or "", grounding_text(state), self.deps.domain.entity_types)
+        text, wrong = customer_draft(state, self.deps, may_regenerate=regenerations_left(state, self.deps))
+        if wrong:
+            return {"check": {"ok": False, "problems": wrong, "facts": True}, "phase": "self_check"}
+        missing = ungrounded_claims(text, grounding_text(state), self.deps.domain.entity_types)
         problems = [f"'{c}' does not come from a tool result or the customer" for c in missing]
-        return {"check": {"ok": not problems, "problems": problems}, "phase": "self_check" if problems else "done"}
+        return {"check": {"ok": not problems, "problems": problems}, "phase": "self_check" if problems else "done",
+                **replaced(state, text)}
 
 
 @register_variant("self_check", "off")
@@ -102,4 +154,6 @@ class ModelCheck:
             check = parse_verdict(verdict_msg.text)
         except ModelCallFailed:
             check = {"ok": True, "problems": [], "note": "model unavailable"}
-        return {"check": check, "turn_stats": stats, "phase": "done" if check["ok"] else "self_check"}
+        text, _ = customer_draft(state, self.deps, may_regenerate=False)
+        return {"check": check, "turn_stats": stats, "phase": "done" if check["ok"] else "self_check",
+                **(replaced(state, text) if check["ok"] else {})}

@@ -1,8 +1,10 @@
-"""Build the notebooks from the cell sources in this file: ``python notebooks/_build.py`` (``--check``: verify).
+"""Build the notebooks from the cell sources in this file: ``python notebooks/_build.py --execute`` (run
+them and keep their outputs, as committed), plain (sources only) or ``--check`` (verify the sources).
 
 Each notebook is one string below; a line ``# %% [markdown]`` starts a markdown cell (plain markdown follows)
-and a line ``# %%`` starts a code cell. The ``.ipynb`` files are written without outputs and with fixed cell
-ids, so rebuilding unchanged sources gives byte-identical files; review and edit the sources here, then rebuild.
+and a line ``# %%`` starts a code cell. Cell ids are fixed; the committed ``.ipynb`` files carry the outputs
+of one run (images as text, long text cut, no timings) so they read as executed on GitHub, and the test
+suite executes them again. Review and edit the sources here, then rebuild.
 """
 
 from __future__ import annotations
@@ -621,20 +623,52 @@ def render(name: str) -> str:
     return nbformat.writes(build(name)) + "\n"
 
 
+MAX_TEXT = 4000  # characters kept of one text output, so committed notebooks stay small
+
+
+def executed(name: str) -> nbformat.NotebookNode:
+    """The notebook run top to bottom (repository root as working directory), outputs kept small: no
+    timings, images as their text form, long text cut."""
+    from nbclient import NotebookClient
+
+    nb = build(name)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE.parent)}}).execute()
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        for out in cell.get("outputs", []):
+            data = out.get("data") or {}
+            if "image/png" in data:
+                data.pop("image/png")
+                data.setdefault("text/plain", "<image>")
+            for key in ("text",):
+                if isinstance(out.get(key), str) and len(out[key]) > MAX_TEXT:
+                    out[key] = out[key][:MAX_TEXT] + "\n[... cut]\n"
+            for mime, value in list(data.items()):
+                if isinstance(value, str) and len(value) > MAX_TEXT:
+                    data[mime] = value[:MAX_TEXT] + "\n[... cut]"
+    nbformat.validate(nb)
+    return nb
+
+
+def sources(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
+    """What a notebook is made of, outputs aside: (id, kind, source) per cell."""
+    return [(c.get("id", ""), c.cell_type, c.source) for c in nb.cells]
+
+
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
+    check, execute = "--check" in argv, "--execute" in argv
     stale = []
     for name in NOTEBOOKS:
         path = HERE / f"{name}.ipynb"
-        text = render(name)
-        current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current == text:
+        current = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4) if path.exists() else None
+        fresh = current is not None and sources(current) == sources(build(name))
+        if fresh and not execute:
             continue
         stale.append(path.name)
         if not check:
-            path.write_text(text, encoding="utf-8")
+            path.write_text(nbformat.writes(executed(name) if execute else build(name)) + "\n", encoding="utf-8")
     if check and stale:
-        print(f"out of date: {', '.join(stale)}; run: python notebooks/_build.py", file=sys.stderr)
+        print(f"out of date: {', '.join(stale)}; run: python notebooks/_build.py --execute", file=sys.stderr)
         return 1
     print(f"{'checked' if check else 'wrote'} {len(NOTEBOOKS)} notebooks" + (f" ({len(stale)} changed)" if stale else ""))
     return 0

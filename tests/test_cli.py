@@ -227,5 +227,6 @@ def test_bad_input_one_error_line_no_traceback_state_unchanged(tmp_path, case):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("error:") and hint in lines[0], lines[0]
-    assert proc.stdout.strip() == "", "no half result on stdout"
+    # --json: stdout is the one document, the error and nothing of a half result (issue 17)
+    assert json.loads(proc.stdout) == {"error": lines[0].removeprefix("error: ")}, "no half result on stdout"
     assert state_of(data_dir, "t") == before

@@ -33,11 +33,17 @@ def ok_calls(result: dict) -> list[tuple[str, dict]]:
 
 
 def answered(h, thread: str, text: str, user: str = "U001") -> dict:
-    """Send ``text``; when the faulty sim timed out (the 'busy' reply asks to send again), send it again, as
-    the reply tells the user to. The busy turn must have changed nothing."""
+    """Send ``text``; when the faulty sim timed out (the 'busy' reply asks to send again, or no call of the
+    message got an answer and ``send`` raised), send it again, as the reply or error tells the user to.
+    The failed turn must have changed nothing."""
+    from lg_harness.graphs.model_health import ModelUnavailable
     from lg_harness.nodes.phrases import say
 
-    r = h.send(thread, text, user)
+    try:
+        r = h.send(thread, text, user)
+    except ModelUnavailable:
+        assert not h.last_values.get("tool_log"), "a model timeout leaves nothing half-done"
+        return h.send(thread, text, user)
     if r["reply"] in (say("busy", "en"), say("busy", "zh")):
         assert r["tool_calls"] == [], "a model timeout leaves nothing half-done"
         r = h.send(thread, text, user)

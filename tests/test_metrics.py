@@ -309,10 +309,11 @@ def test_recall_and_long_growth() -> None:
     assert summary["long"]["harness"]["max_input_tokens_per_msg"] == 100
     rows = {r["claim"]: r for r in claim_rows(summary)}
     resend = rows["Full resend at turn 40 costs over 15x turn 1 (naive, long scenarios)"]
-    assert resend["verdict"] == "reproduced" and resend["measured"] == "40.0x"
-    assert rows["References to earlier turns answered 41% -> 89%"]["verdict"] == "reproduced"
+    # One long scenario shows the figures but is too few to call a claim reproduced (issue 17).
+    assert resend["verdict"].startswith("too few scenarios to tell (n=1") and resend["measured"] == "40.0x"
+    assert rows["References to earlier turns answered 41% -> 89%"]["verdict"].startswith("too few scenarios")
     under = rows["30-turn conversations held under 8K input tokens per message (harness, long scenarios)"]
-    assert under["verdict"] == "reproduced"
+    assert under["verdict"].startswith("too few scenarios") and under["measured"] == "max 100 tokens/message"
 
 
 # ------------------------------------------------------------------------------------------ report, plots
@@ -399,7 +400,7 @@ def test_prompt_cache_hit_rate_pools_cached_over_input_tokens_and_the_claim_need
     assert rate == {"naive": pytest.approx(0.9), "harness": pytest.approx(0.3), "layered": None}
     rows = {r["claim"]: r for r in claim_rows(summary)}
     harness = rows["Stable prompt prefix: prompt-cache hit rate over 70% (harness)"]
-    assert harness["verdict"] == "not reproduced"
+    assert harness["verdict"].startswith("too few scenarios to tell") and harness["measured"] == "30.0%"
     assert harness["baseline"] == "naive: 90.0% [90.0–90.0] (n=1, 4,000 input tokens)"
     # layered's model never reported its cache: unknown, not 0%
     assert rows["Stable prompt prefix: prompt-cache hit rate over 70% (layered)"]["verdict"] == "n/a (no cache data)"

@@ -2,7 +2,7 @@
 
 Each notebook is executed with nbclient (kernel ``python3``, working directory the repository root) and its
 outputs are checked against the shop database and the design presets, not only for having run. The files
-themselves must be what ``notebooks/_build.py`` generates: sources in one place, no stored outputs.
+themselves must be what ``notebooks/_build.py --execute`` generates: sources in one place, committed executed.
 """
 
 from __future__ import annotations
@@ -76,16 +76,21 @@ def user_orders(status: str) -> list[str]:
             "SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (status,))]
 
 
-def test_notebooks_are_built_from_their_sources_without_outputs():
+def test_notebooks_are_built_from_their_sources_and_committed_executed():
     build = _builder()
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(build.NOTEBOOKS)
     for name in build.NOTEBOOKS:
         path = NOTEBOOKS / f"{name}.ipynb"
-        assert path.read_text(encoding="utf-8") == build.render(name), f"{path.name} is stale: run notebooks/_build.py"
         nb = nbformat.read(path, as_version=4)
+        assert build.sources(nb) == build.sources(build.build(name)), \
+            f"{path.name} is stale: run notebooks/_build.py --execute"
         assert 5 <= len(nb.cells) <= 12
         code = [c for c in nb.cells if c.cell_type == "code"]
-        assert all(not c.outputs and c.execution_count is None for c in code)
+        # Executed, in order, with what they printed kept (small: no images, no timings).
+        assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), f"{path.name} is not executed"
+        assert any(c.outputs for c in code), f"{path.name} has no outputs"
+        assert path.stat().st_size < 200_000, f"{path.name} is too large to commit"
+        assert not any("image/png" in (o.get("data") or {}) for c in code for o in c.outputs)
 
 
 def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():

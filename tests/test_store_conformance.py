@@ -112,6 +112,15 @@ def test_handoff_queue_oldest_first_once_per_ticket(backend: Backend) -> None:
     assert t.waiting_handoffs() == ["b"]
 
 
+def test_a_human_holds_a_thread_until_released(backend: Backend) -> None:
+    t = backend.transcripts()
+    t.open_handoff("a", "T1")
+    t.hold_handoff("a")  # the human answered: no longer waiting, held
+    assert t.waiting_handoffs() == [] and t.held_handoffs() == ["a"]
+    assert t.release_handoff("a") is True
+    assert t.held_handoffs() == [] and t.release_handoff("a") is False
+
+
 def test_concurrent_appends_on_one_thread_never_collide(backend: Backend) -> None:
     t = backend.transcripts()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lg_harness.core.domain import NO_ROUTE, Domain, Handoff, Intent, Route
+from lg_harness.domains.helpdesk.claims import CLAIMS
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import SYSTEMS
 from lg_harness.domains.helpdesk.tools import CHANGING_TOOLS, HELPDESK_TOOLS
@@ -116,7 +117,7 @@ INTENTS = (
             examples=("my screen cracked, please log it",), examples_zh=("电脑坏了帮我报修",)),
     _intent("ticket_status", route=Route(required=(TICKET,), tools=("get_ticket",)), hint="ticket",
             description="the status of one ticket",
-            en=("ticket", "incident"), zh=("工单", "事件单", "故障单"),
+            en=("ticket", "incident", "resolved yet", "fixed yet", "any update"), zh=("工单", "事件单", "故障单"),
             examples=("any news on my incident",), examples_zh=("我的工单处理到哪了",)),
     _intent("my_assets", route=Route(tools=("list_my_assets", "get_asset")),
             description="the devices assigned to the user",
@@ -283,6 +284,7 @@ def make_domain() -> Domain:
         demo=DEMO,
         demo_check=comments_recorded,
         bench=BENCH,
+        claims=CLAIMS,
     )
 
 

@@ -14,7 +14,9 @@ from typing import Any
 from lg_harness.core.domain import NO_ROUTE, Domain, Handoff, Intent, Route
 from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.bench import BENCH
+from lg_harness.domains.shop.claims import CLAIMS
 from lg_harness.domains.shop.db import ShopDB
+from lg_harness.domains.shop.follow_up import follow_up
 from lg_harness.domains.shop.tools import SHOP_TOOLS
 from lg_harness.tools.entities import EntityType
 
@@ -153,6 +155,9 @@ DOMAIN = Domain(
     empty_keys=("results", "orders", "available"),
     languages=("en", "zh"),
     bench=BENCH,
+    claims=CLAIMS,
+    currency="USD",
+    follow_up=follow_up,
 )
 
 __all__ = ["DOMAIN", "ENTITY_TYPES", "INTENTS", "ShopDB"]

@@ -63,7 +63,7 @@ _RULES: list[tuple[str, tuple[str, ...]]] = [
                  "折扣", "券")),
     ("my_orders", ("my orders", "order history", "all my orders", "orders i placed", "recent orders",
                    "我的订单", "所有订单", "订单列表", "历史订单", "最近的订单")),
-    ("order_status", ("where is", "where's", "status", "track", "tracking", "shipped", "delivery",
+    ("order_status", ("where is", "where's", "status", "track", "tracking", "shipped", "delivery", "delivered",
                       "arrive", "物流", "到哪", "状态", "快递", "发货", "到了吗", "什么时候到", "订单")),
     ("product", ("do you have", "do you sell", "looking for", "recommend", "price", "how much", "in stock",
                  "available", "colors", "colour", "sizes", "有没有", "有卖", "推荐", "多少钱", "价格",
@@ -125,6 +125,21 @@ def extract_entities(text: str) -> Entities:
     return Entities(orders, products, coupons, _unique(EMAIL.findall(t)), _unique(PHONE.findall(t)))
 
 
+def _after_courtesy(t: str) -> str | None:
+    """The task a message asks for once its greeting or thanks words are taken out, if any."""
+    rest = t
+    for intent, words in _RULES:
+        if intent in ("greeting", "thanks"):
+            for w in sorted(words, key=len, reverse=True):
+                rest = re.sub(rf"(?<![a-z]){re.escape(w)}(?![a-z])" if not CJK.search(w) else re.escape(w), " ", rest)
+    if not re.search(r"[a-z\u4e00-\u9fff]{2,}", rest):
+        return None
+    for intent, words in _RULES:
+        if intent not in ("greeting", "thanks") and any(keyword_hit(rest, w) for w in words):
+            return "order_status" if intent == "my_orders" and ORDER_ID.search(rest) else intent
+    return None
+
+
 def rule_intent(text: str) -> str | None:
     """The first keyword rule that matches, or None."""
     t = rule_text(text)
@@ -136,6 +151,9 @@ def rule_intent(text: str) -> str | None:
             # "Hi, any update on ORD-10150?" is a request with a greeting in front.
             if intent in ("greeting", "thanks") and (ents := extract_entities(text)).order_ids + ents.product_ids:
                 return "order_status" if ents.order_ids else "product"
+            # "ok thanks, is it delivered yet?" asks something after the thanks: the question is the intent.
+            if intent in ("greeting", "thanks") and (asked := _after_courtesy(t)) is not None:
+                return asked
             return intent
     if _HAVE_QUESTION.search(t):  # "你们有蓝牙耳机吗？" asks whether the shop sells something
         return "product"

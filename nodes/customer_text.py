@@ -1,0 +1,98 @@
+"""What a customer may read: no tool names, error types, harness notes or talk of "the user".
+
+Tool errors and the harness's own screening notes are written for the model ("identical call already
+made for this message; use its result above", "Use list_x to see ...", "the user can follow up"). A
+model that quotes them shows internals to the customer. ``internal_text`` finds such text in a reply;
+``customer_safe`` rewrites a reply without it: third-person talk of the user becomes "you", clauses that
+name a tool, an error type or a harness note are dropped, and a reply left with nothing to say is
+replaced by the customer-facing phrase for what happened this message (``outcome_phrase``), in the
+customer's language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from lg_harness.core.domain import Domain
+from lg_harness.nodes.phrases import say
+
+# Text the harness writes for the model (tool-error notes, screening verdicts, reply instructions) and the
+# names of its error classes: none of it is meant for a customer.
+HARNESS_NOTES = (
+    "identical call already made", "use its result above", "not given by the customer or found in any result",
+    "ask the customer", "do not call it", "do not call tools", "the tool loop was stopped", "tool result",
+    "tool call", "tool_error", "error_type", "invalid arguments for", "extra inputs are not permitted",
+    "field required", "input should be", "string should", "traceback", "validation error",
+)
+ERROR_CLASSES = (
+    "DuplicateCall", "InventedArgument", "ConstraintViolation", "TextCallParseError", "ValidationError",
+    "BusinessError", "NotFoundError", "TransientError", "ToolTimeoutError", "MalformedPayloadError",
+    "RateLimitedError", "PermanentError", "ToolExecutionFailed", "ToolError", "HarnessError",
+    "ModelCallFailed",
+)
+_THIRD_PERSON = re.compile(r"\b(the (?:user|customer))('s)?\b", re.I)
+_GRAMMAR = ((r"\byou has\b", "you have"), (r"\byou is\b", "you are"), (r"\byou was\b", "you were"),
+            (r"\byou does\b", "you do"), (r"\byou wants\b", "you want"), (r"\byou needs\b", "you need"))
+_CLAUSE = re.compile(r".+?(?:[.!?](?=\s|$)|[。！？;；]|\n|$)", re.S)
+_DANGLING = re.compile(r"[:：]\s*$")
+
+
+def _fragments(tool_names: Iterable[str]) -> list[re.Pattern[str]]:
+    names = [n for n in tool_names if n]
+    pats = [re.compile(rf"(?<![\w]){re.escape(n)}(?![\w])") for n in names]
+    pats += [re.compile(re.escape(n), re.I) for n in HARNESS_NOTES]
+    pats += [re.compile(rf"\b{re.escape(n)}\b") for n in ERROR_CLASSES]
+    pats.append(re.compile(r"\{\s*\"error\"\s*:"))
+    return pats
+
+
+def internal_text(reply: str, tool_names: Iterable[str]) -> list[str]:
+    """The internal strings ``reply`` shows: tool names, harness notes, error classes, "the user"."""
+    found = [m.group(0) for p in _fragments(tool_names) for m in [p.search(reply or "")] if m]
+    found += [m.group(1) for m in _THIRD_PERSON.finditer(reply or "")]
+    return list(dict.fromkeys(found))
+
+
+def _second_person(text: str) -> str:
+    def swap(m: re.Match[str]) -> str:
+        word = "your" if m.group(2) else "you"
+        return word.capitalize() if m.group(1)[0].isupper() else word
+
+    text = _THIRD_PERSON.sub(swap, text)
+    for pattern, repl in _GRAMMAR:
+        text = re.sub(pattern, repl, text, flags=re.I)
+    return text.replace("该用户", "您")
+
+
+def customer_safe(reply: str, tool_names: Iterable[str]) -> str | None:
+    """``reply`` without internal text, or None when nothing worth saying is left."""
+    text = _second_person(reply or "")
+    pats = _fragments(tool_names)
+    kept = [c.group(0) for c in _CLAUSE.finditer(text) if not any(p.search(c.group(0)) for p in pats)]
+    out = "".join(kept).strip()
+    dangling = bool(_DANGLING.search(out))
+    out = _DANGLING.sub("", out).strip()
+    # A lead-in whose substance was dropped ("Sorry, that didn't work:") says nothing on its own.
+    if len(re.sub(r"\W", "", out)) < 2 or (dangling and len(kept) == 1):
+        return None
+    return out
+
+
+# Which customer-facing phrase a message's failed tool calls call for, by error type (first match wins).
+_OUTCOMES = (
+    ("constraint", "not_done_as_asked"),
+    (("timeout", "transient", "rate_limited", "server_error", "malformed", "tool_execution_failed"),
+     "service_down"),
+    (("invented_argument", "validation", "duplicate_call"), "could_not_finish"),
+)
+
+
+def outcome_phrase(tool_log: Sequence[Mapping[str, Any]], lang: str, domain: Domain | None = None) -> str:
+    """The customer-facing words for what this message's tool calls ran into."""
+    types = {str(r.get("error_type")) for r in tool_log if r.get("status") != "ok"}
+    for keys, phrase in _OUTCOMES:
+        if types & ({keys} if isinstance(keys, str) else set(keys)):
+            return say(phrase, lang, domain)
+    return say("could_not_finish", lang, domain)

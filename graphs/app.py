@@ -198,6 +198,21 @@ class Harness:
                                f"try --user {self.domain.default_user}")
         return {"id": str(found["id"]), "role": role or str(found.get("role") or self.domain.default_role)}
 
+    def owner_of(self, thread_id: str, values: dict[str, Any] | None = None) -> str | None:
+        """The user a thread belongs to: recorded with its first message (older threads: in the checkpoint)."""
+        if (owner := self.transcripts.owner(thread_id)) is not None:
+            return owner
+        if values is None:
+            tup = self.checkpointer.get_tuple(self.config(thread_id))
+            values = (tup.checkpoint.get("channel_values") or {}) if tup is not None else {}
+        return (values.get("user") or {}).get("id") or None
+
+    def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None) -> None:
+        """Refuse ``user_id`` a thread someone else started (reading it as much as writing to it)."""
+        owner = self.owner_of(thread_id, values)
+        if owner and owner != user_id:
+            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
+
     @staticmethod
     def config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
         configurable = {"thread_id": thread_id}
@@ -235,9 +250,8 @@ class Harness:
         config = self.config(thread_id)
         snapshot = self.graph.get_state(config)
         current = snapshot.values
-        owner = (current.get("user") or {}).get("id")
-        if owner and owner != user["id"]:
-            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
+        self.check_owner(thread_id, user["id"], current)
+        self.transcripts.claim(thread_id, user["id"])
         turn = (current.get("turn") or 0) + 1
         self.transcripts.append(thread_id, turn, "user", message)
         self.transcripts.record_setup(thread_id, *self.setup)
@@ -363,28 +377,57 @@ class Harness:
             raise HarnessError(f"unknown checkpoint '{checkpoint_id}' on thread '{thread_id}'; "
                                f"list them with: harness history --thread {thread_id}")
         snap = self.graph.get_state(self.config(thread_id, checkpoint_id))
+        # ``next`` leaves out tasks whose writes were saved before the crash: they are still owed their
+        # checkpoint and whatever follows them, so ``pending`` lists every task the checkpoint holds.
         return {"thread_id": thread_id, "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
-                "next": list(snap.next), "values": snap.values}
+                "next": list(snap.next), "pending": [t.name for t in snap.tasks], "values": snap.values}
+
+    def unanswered_message(self, thread_id: str, values: dict[str, Any]) -> tuple[int, str] | None:
+        """A user message the transcript holds beyond the thread's last finished turn, with no reply: the
+        process stopped before the graph saved its first checkpoint of that message."""
+        done = values.get("turn") or 0
+        rows = [r for r in self.transcripts.read(thread_id) if r["turn"] > done]
+        users = [r for r in rows if r["role"] == "user"]
+        if not users or any(r["role"] == "assistant" for r in rows):
+            return None
+        return users[0]["turn"], users[0]["content"]
 
     def finish(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-        """Run the pending steps of a message that stopped part-way (a crash, or ``checkpoint_id``: an earlier
-        mid-message checkpoint to fork from first) on the state it stopped with; the result is that
-        message's, as ``send`` returns it. Nothing is forked when there is nothing to finish."""
+        """Complete a message that stopped part-way (a crash, or ``checkpoint_id``: an earlier mid-message
+        checkpoint to fork from first) on the state it stopped with; the result is that message's, as
+        ``send`` returns it. A message the crash left only in the transcript runs from its start. Nothing
+        is forked when there is nothing to finish."""
         with self.order.turn(thread_id):
+            if not self.thread_exists(thread_id) and checkpoint_id is None:
+                return self._finish_unsaved(thread_id, {})
             stopped = self.state(thread_id, checkpoint_id)
             where = f"checkpoint {checkpoint_id}" if checkpoint_id else f"thread '{thread_id}'"
-            if "human" in stopped["next"]:
+            if "human" in stopped["pending"]:
                 raise HarnessError(f"{where} waits for a human; answer with: "
                                    f"harness handoff reply --thread {thread_id} TEXT")
-            if not stopped["next"]:
+            values = stopped["values"]
+            if not stopped["pending"]:
+                if checkpoint_id is None:
+                    return self._finish_unsaved(thread_id, values)
                 raise HarnessError(f"{where} has no unfinished message; send a new one with: "
                                    f"harness run --thread {thread_id} MESSAGE")
             if checkpoint_id:
                 self.fork(thread_id, checkpoint_id)
-            values = stopped["values"]
             # Before the intent node has run, the pending message has not been counted yet.
-            turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(stopped["next"]))
+            turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(stopped["pending"]))
             return self._run(thread_id, None, turn, (values.get("user") or {}).get("id"))
+
+    def _finish_unsaved(self, thread_id: str, values: dict[str, Any]) -> dict[str, Any]:
+        found = self.unanswered_message(thread_id, values)
+        owner = self.transcripts.owner(thread_id) or (values.get("user") or {}).get("id")
+        if found is None or not owner:
+            if not values:
+                self.require_thread(thread_id)
+            raise HarnessError(f"thread '{thread_id}' has no unfinished message; send a new one with: "
+                               f"harness run --thread {thread_id} MESSAGE")
+        turn, message = found
+        user = values.get("user") or self.user(owner)
+        return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
 
     def fork(self, thread_id: str, checkpoint_id: str) -> str:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""

@@ -191,7 +191,7 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     if forked:
         out.print(f"thread {thread} now continues from checkpoint {checkpoint} (new head {forked})")
     out.print_json(json.dumps(summary, ensure_ascii=False, default=str))
-    pending = [n for n in state["next"] if n != "human"]
+    pending = [n for n in state["pending"] if n != "human"]
     if pending:
         err.print(f"the thread stopped mid-message before {', '.join(pending)}: `harness resume --thread {thread} "
                   "--finish` completes it; `harness run` starts a new message instead")

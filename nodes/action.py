@@ -90,6 +90,28 @@ def canonical_args(args: dict[str, Any], entity_args: dict[str, str], domain: Do
     return out
 
 
+def spent(stats: dict[str, Any], began: float, now: float) -> float:
+    """The message's time so far: what earlier steps counted plus this step's own. Each step adds only the time
+    it ran, so a message finished or forked later (after a crash, or from an old checkpoint) is not charged
+    for the hours it sat in a checkpoint."""
+    return float(stats.get("elapsed_s") or 0.0) + max(now - began, 0.0)
+
+
+def with_call_ids(ai: AIMessage, log: list[dict[str, Any]], rnd: int) -> AIMessage:
+    """``ai`` with one distinct id per tool call: providers may send none, or one id (``call_0``) for several
+    calls. Results are paired with calls by these ids, and the change each call makes is keyed by what it is,
+    so an id only has to be unique within the message."""
+    seen = {r.get("id") for r in log}
+    calls, changed = [], False
+    for index, call in enumerate(ai.tool_calls):
+        cid = call.get("id")
+        if not cid or cid in seen:
+            cid, changed = f"{cid or 'call'}~r{rnd}.{index}", True
+        seen.add(cid)
+        calls.append({**call, "id": cid})
+    return ai.model_copy(update={"tool_calls": calls}) if changed else ai
+
+
 def is_empty(result: Any, empty_keys: tuple[str, ...]) -> bool:
     if result in (None, "", [], {}):
         return True
@@ -114,6 +136,7 @@ class ToolLoopAction:
         return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        began = self.deps.clock()
         stats = dict(state.get("turn_stats") or {})
         stats["rounds"] = stats.get("rounds", 0) + 1
         messages, account = build_context(state, self.deps.design, self.deps.domain)
@@ -121,11 +144,12 @@ class ToolLoopAction:
             ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
         except ModelCallFailed:
             busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
-            stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
+            stats["elapsed_s"] = spent(stats, began, self.deps.clock())
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
                     "check": {"ok": True, "retryable": True}}
         # The calls exactly as the model emitted them: an evaluation judges the model's arguments before any
         # rewrite below, and the harness's arguments at the tool boundary after it (evals.metrics).
+        ai = with_call_ids(ai, state.get("tool_log") or [], stats["rounds"])
         emitted = [dict(c.get("args") or {}) for c in ai.tool_calls]
         if self.knobs.normalize_args and ai.tool_calls:
             ai = ai.model_copy(update={"tool_calls": [
@@ -145,7 +169,7 @@ class ToolLoopAction:
                                       result_digest=digest, emitted_args=emitted_args, reached_tool=to_tool))
         stats["tool_calls"] = stats.get("tool_calls", 0) + len(outcomes)
         stats["tool_errors"] = stats.get("tool_errors", 0) + sum(o.status != "ok" for o in outcomes)
-        stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
+        stats["elapsed_s"] = spent(stats, began, self.deps.clock())
         tool_messages = [ToolMessage(self.model_text(o), tool_call_id=o.call_id, name=o.name,
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
         # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
@@ -223,14 +247,11 @@ class ToolLoopAction:
             return ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
                                idempotency_key=key, extras=self.deps.resources)
 
-        fresh, results, screened = [], {}, set()
-        for call in ai.tool_calls:
-            answer = self.screen(state, call, done)
-            if answer is None:
-                fresh.append(call)
-            else:
-                results[call["id"]] = answer
-                screened.add(call["id"])
-        for outcome in self.deps.executor.run_many(fresh, ctx_for):
-            results[outcome.call_id] = outcome
-        return [results[c["id"]] for c in ai.tool_calls], [c["id"] not in screened for c in ai.tool_calls]
+        # Paired with calls by position, not by id: ids may be missing or repeated (see ``with_call_ids``).
+        results: list[ToolOutcome | None] = [self.screen(state, call, done) for call in ai.tool_calls]
+        reached = [r is None for r in results]
+        fresh = [i for i, r in enumerate(results) if r is None]
+        for index, outcome in zip(fresh, self.deps.executor.run_many([ai.tool_calls[i] for i in fresh], ctx_for),
+                                  strict=True):
+            results[index] = outcome
+        return [r for r in results if r is not None], reached

@@ -71,7 +71,8 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
         "handoff": None,
         "handoff_blocked": blocked,
         "turn_stats": {"rounds": 0, "model_calls": 0, "input_tokens": 0, "output_tokens": 0,
-                       "tool_calls": 0, "tool_errors": 0, "regenerations": 0, "started_at": deps.clock()},
+                       "tool_calls": 0, "tool_errors": 0, "regenerations": 0, "started_at": deps.clock(),
+                       "elapsed_s": 0.0},
     }
 
 

@@ -101,7 +101,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
 def _play(h: Harness, scenario: Any, index: int, text: str, before: tuple[float, float], plan: FaultPlan,
           clock: VirtualClock) -> dict[str, Any]:
     try:
-        r = h.send("eval", text, scenario.user_id, scenario.role)
+        r = h.send("eval", text, scenario.user_id or h.domain.default_user, scenario.role)
     except HarnessError as err:
         return {"index": index, "error": str(err), "reply": "", "tool_calls": [], "model_calls": 0,
                 "input_tokens": 0, "call_input_tokens": [], "latency_s": 0.0}

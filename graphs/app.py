@@ -21,10 +21,11 @@ from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.ordering import ThreadOrder
+from lg_harness.graphs.storage import check_checkpoint_store, prove_writable, storage_problem
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.memory.transcript import TranscriptStore
-from lg_harness.obs.audit import AuditLog
+from lg_harness.obs.audit import AuditLog, default_redactor, redact_value
 from lg_harness.obs.tracing import current_trace_id, message_span
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import RetryPolicy, ToolExecutor
@@ -50,9 +51,7 @@ def prepare_data_dir(path: str | Path) -> Path:
     data_dir = Path(path).expanduser()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        probe = data_dir / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        prove_writable(data_dir)
     except OSError as err:
         raise HarnessError(f"data dir {data_dir} is not usable ({err.strerror or err}); "
                            "pass --data-dir or set HARNESS_DATA_DIR to a writable folder") from err
@@ -166,8 +165,9 @@ class Harness:
     def _open_checkpointer(self) -> BaseCheckpointSaver:
         if self.data_dir is None:
             return InMemorySaver()
+        check_checkpoint_store(self.data_dir)
         try:
-            conn = self._own(sqlite3.connect(self._path("checkpoints.sqlite"), check_same_thread=False))
+            conn = self._own(sqlite3.connect(self._path("checkpoints.sqlite"), check_same_thread=False, timeout=30))
             saver = SqliteSaver(conn)
             saver.setup()
             return saver
@@ -191,7 +191,10 @@ class Harness:
     # -- users and threads
 
     def user(self, user_id: str | None, role: str | None = None) -> dict[str, str]:
-        uid = user_id or self.domain.default_user
+        uid = (user_id or "").strip()
+        if not uid:
+            raise HarnessError(f"no user given: every message acts for one user; pass user_id (--user), e.g. "
+                               f"the domain's demo user {self.domain.default_user}")
         found = self.domain.user(uid, self.resources)
         if found is None:
             raise HarnessError(f"unknown user '{uid}' in domain '{self.domain.name}'; "
@@ -244,7 +247,32 @@ class Harness:
         message = self.check_message(text)
         user = self.user(user_id, role)
         with self.order.turn(thread_id):
-            return self._send(thread_id, message, user)
+            try:
+                return self._send(thread_id, message, user)
+            except HarnessError:
+                raise
+            except Exception as err:
+                if (problem := storage_problem(err)) is None:
+                    raise
+                raise HarnessError(f"{problem} ({err}); {self.saved_state(thread_id)}") from err
+
+    def saved_state(self, thread_id: str) -> str:
+        """What is saved of ``thread_id`` after a failure, and what to do about the message that failed."""
+        try:
+            snap = self.graph.get_state(self.config(thread_id))
+            told = self.transcripts.read(thread_id)
+        except Exception:  # noqa: BLE001 - reading may fail for the same reason writing did
+            return "nothing could be read back from the data dir: free or fix it, then send the message again"
+        ckpt = (snap.config.get("configurable") or {}).get("checkpoint_id")
+        turn = snap.values.get("turn") or 0
+        mid = bool(snap.tasks)
+        asked = max((r["turn"] for r in told if r["role"] == "user"), default=0)
+        where = (f"the newest saved checkpoint is {ckpt}, in the middle of message {turn}" if mid and ckpt else
+                 f"the newest saved checkpoint is {ckpt}, after message {turn}" if ckpt else "no checkpoint is saved")
+        if mid or asked > turn:
+            return (f"{where}; the message is kept: once the data dir is fixed, finish it with "
+                    f"harness resume --thread {thread_id} --finish")
+        return f"{where}; this message was not saved: send it again once the data dir is fixed"
 
     def _send(self, thread_id: str, message: str, user: dict[str, str]) -> dict[str, Any]:
         config = self.config(thread_id)
@@ -292,11 +320,9 @@ class Harness:
             for update in self.graph.stream(graph_input, config, stream_mode="updates"):
                 path.extend(k for k in update if k != "__interrupt__")
         except Exception as err:  # noqa: BLE001 - the checkpoint keeps the state up to the failing step
-            saved = self.graph.get_state(config)
-            ckpt = (saved.config.get("configurable") or {}).get("checkpoint_id")
-            raise HarnessError(f"the graph stopped with {type(err).__name__}: {err}; state is saved at "
-                               f"checkpoint {ckpt}: finish it with harness resume --thread {thread_id} --finish, "
-                               f"or send the message again") from err
+            problem = storage_problem(err)
+            cause = f"{problem} ({err})" if problem else f"the graph stopped with {type(err).__name__}: {err}"
+            raise HarnessError(f"{cause}; {self.saved_state(thread_id)}") from err
         snapshot = self.graph.get_state(config)
         self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
         self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
@@ -308,14 +334,17 @@ class Harness:
     # -- human handoff
 
     def waiting_threads(self) -> list[dict[str, Any]]:
-        """Threads paused for a human, with the handoff payload (reason, summary, fact card)."""
+        """Threads paused for a human, with what the operator needs (who, the handoff's reason, ticket, pinned
+        constraints, summary and fact card, the last message), personal data masked: contact details reach
+        the agent who answers through the thread itself, not through a queue listing every customer."""
         waiting = []
         for thread_id in self.transcripts.waiting_handoffs():
             snap = self.graph.get_state(self.config(thread_id))
             if "human" in snap.next:
-                waiting.append({"thread_id": thread_id, "user": snap.values.get("user"),
-                                "handoff": snap.values.get("handoff"),
-                                "last_message": self._last_user_message(thread_id)})
+                waiting.append(redact_value({"thread_id": thread_id, "user": snap.values.get("user"),
+                                             "handoff": snap.values.get("handoff"),
+                                             "last_message": self._last_user_message(thread_id)},
+                                            default_redactor))
         return waiting
 
     def _last_user_message(self, thread_id: str) -> str:

@@ -88,8 +88,13 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
         debug: DebugOpt = False) -> None:
     """Send one user message on a thread."""
     with open_harness(data_dir, design, model, domain) as h:
-        result = h.send(thread, message, user, role)
+        result = h.send(thread, message, caller(h, user), role)
     print_result(result, json_out)
+
+
+def caller(h: Any, user: str | None) -> str:
+    """Who runs the command: ``--user`` as given (an empty one is refused), else the domain's demo user."""
+    return h.domain.default_user if user is None else h.user(user)["id"]
 
 
 def print_result(result: dict[str, Any], json_out: bool) -> None:
@@ -111,7 +116,7 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
          debug: DebugOpt = False) -> None:
     """An interactive conversation (/quit, /state, /history)."""
     with open_harness(data_dir, design, model, domain) as h:
-        user = user or h.domain.default_user
+        user = caller(h, user)
         err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /quit to leave, /state, /history")
         while True:
             try:
@@ -120,7 +125,16 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
                 break
             if line.strip() in ("/quit", "/exit"):
                 break
+            if line.strip() in ("/state", "/history"):
+                try:
+                    h.check_owner(thread, user)
+                except HarnessError as exc:
+                    err.print(f"error: {exc}", markup=False)
+                    continue
             if line.strip() == "/state":
+                if not h.thread_exists(thread):
+                    err.print("nothing yet: the thread starts with your first message")
+                    continue
                 out.print_json(json.dumps(_public_state(h.state(thread)["values"]), ensure_ascii=False, default=str))
                 continue
             if line.strip() == "/history":
@@ -144,9 +158,11 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 @app.command()
 @cli_command
 def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
-            json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+            user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The thread's checkpoints, newest first: id, step, phase, time."""
     with open_harness(data_dir, "harness", "sim", domain) as h:
+        h.require_thread(thread)
+        h.check_owner(thread, caller(h, user))
         rows = h.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
@@ -170,13 +186,14 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
                                                      "(default: the one the thread last ran with)")] = None,
            domain: Annotated[str | None, typer.Option("--domain", envvar="HARNESS_DOMAIN", help="the domain pack "
                                                       "(default: the one the thread last ran with)")] = None,
-           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+           user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Show where a thread stands; with --checkpoint, fork it so the next run continues from there; with
     --finish, complete the message the thread stopped in, with the design, model and domain it ran with."""
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
     domain = domain or thread_domain(data_dir, thread) or "shop"
     with open_harness(data_dir, design or "harness", model or "sim", domain) as h:
+        h.check_owner(thread, caller(h, user))
         if finish:
             print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
             return
@@ -207,6 +224,20 @@ def thread_domain(data_dir: Path, thread: str) -> str | None:
     store = TranscriptStore(path)
     try:
         return store.domain_of(thread)
+    finally:
+        store.close()
+
+
+def recorded_owner(data_dir: Path, thread: str) -> str | None:
+    """The user ``thread`` belongs to, as the data dir's transcripts recorded it."""
+    from lg_harness.memory.transcript import TranscriptStore
+
+    path = data_dir / "transcripts.sqlite"
+    if not path.exists():
+        return None
+    store = TranscriptStore(path)
+    try:
+        return store.owner(thread)
     finally:
         store.close()
 
@@ -316,10 +347,18 @@ def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness
 
 @app.command()
 @cli_command
-def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False,
-          debug: DebugOpt = False) -> None:
+def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", user: UserOpt = None,
+          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
     from lg_harness.obs.render import load_trace, span_tree
+
+    from lg_harness.core.domain import load_domain
+
+    me = load_domain(thread_domain(data_dir, thread) or domain).default_user if user is None else user.strip()
+    if not me:
+        raise HarnessError("--user is empty: name the user whose thread this is")
+    if (owner := recorded_owner(data_dir, thread)) is not None and owner != me:
+        raise HarnessError(f"thread '{thread}' belongs to another user; use your own thread id")
 
     spans = load_trace(data_dir, thread_id=thread)
     if not spans:

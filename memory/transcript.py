@@ -83,7 +83,8 @@ class TranscriptStore:
     def open_handoff(self, thread_id: str, ticket: str) -> None:
         """Queue the thread for a human (once per ticket)."""
         with self.lock:
-            self.conn.execute("INSERT OR IGNORE INTO handoffs VALUES (?, ?, 'waiting', ?)",
+            self.conn.execute("INSERT INTO handoffs VALUES (?, ?, 'waiting', ?) "
+                              "ON CONFLICT (thread_id, ticket) DO UPDATE SET status = 'waiting'",
                               (thread_id, ticket, time.time()))
 
     def answer_handoff(self, thread_id: str) -> None:

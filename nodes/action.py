@@ -22,7 +22,7 @@ from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from lg_harness.nodes.phrases import say
-from lg_harness.obs.tracing import TOOL_LOGGERS
+from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import ToolError
@@ -192,8 +192,17 @@ class ToolLoopAction:
             return clean_result(o.result, tool=o.name)
         return clean_error(o.error_type or "error", o.error or "", tool=o.name)
 
-    def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome]) -> ToolOutcome | None:
-        """An outcome that replaces running the call (duplicate or invented argument), or None to run it."""
+    def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome],
+               offered: frozenset[str] | None = None) -> ToolOutcome | None:
+        """An outcome that replaces running the call (not offered, forbidden, duplicate or invented argument),
+        or None to run it."""
+        if offered is not None and call["name"] not in offered and call["name"] != PARSE_ERROR_TOOL:
+            # Masking is enforced where tools run, not only in what the model is shown: text in a result or
+            # a product description may name any tool, and the model may call it.
+            span_event("tool.refused", tool=call["name"], reason="not_offered")
+            return _failed(call, "not_offered", "ToolNotOffered",
+                           f"{call['name']} is not available for this request; use only the tools offered "
+                           f"({', '.join(sorted(offered))}) or answer the customer")
         words = self.deps.domain.constraint_words
         if self.knobs.enforce_constraints and (rule := forbidden_tools(state.get("constraints") or [], words).get(call["name"])):
             return _failed(call, "constraint", "ConstraintViolation", f"the customer said: {rule} Do not call it.")
@@ -248,7 +257,8 @@ class ToolLoopAction:
                                idempotency_key=key, extras=self.deps.resources)
 
         # Paired with calls by position, not by id: ids may be missing or repeated (see ``with_call_ids``).
-        results: list[ToolOutcome | None] = [self.screen(state, call, done) for call in ai.tool_calls]
+        offered = frozenset(t.name for t in self.offered(state))
+        results: list[ToolOutcome | None] = [self.screen(state, call, done, offered) for call in ai.tool_calls]
         reached = [r is None for r in results]
         fresh = [i for i, r in enumerate(results) if r is None]
         for index, outcome in zip(fresh, self.deps.executor.run_many([ai.tool_calls[i] for i in fresh], ctx_for),

@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, NotTheOwner
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
@@ -41,6 +41,9 @@ def message_language(domain: Domain, text: str) -> str | None:
 
 def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     """Per-message bookkeeping shared by every intent variant."""
+    if not str((state.get("user") or {}).get("id") or "").strip():
+        # Tools act for a user: a message without one would act for nobody, or for whoever a default names.
+        raise NotTheOwner("a message needs the id of the user who sends it (input key 'user': {'id': ...})")
     messages = state.get("messages") or []
     text = last_human_text(messages)
     card = card_updates(deps.domain.entity_types, [text], dict(state.get("fact_card") or {}))

@@ -555,7 +555,7 @@ one" picks the first book mentioned, from the fact card that remembers mentions 
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb06-")
 h = Harness(workdir.name, design="harness", model="sim:clean", domain=library)
 for text in ("Tell me about BOOK-0042", "and about book-0007?", "Renew the first one I asked about"):
-    r = h.send("t1", text)
+    r = h.send("t1", text, user_id="reader1")
     print(f"user: {text}\nbot:  {r['reply']}")
     for c in r["tool_calls"]:
         print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
@@ -575,7 +575,7 @@ print(sorted(installed_domains()))
 helpdesk = load_domain("helpdesk")
 with Harness(f"{workdir.name}/helpdesk", model="sim:clean", domain=helpdesk) as hd:
     ticket = hd.resources["helpdesk"].query("SELECT id FROM tickets WHERE owner_id = 'E1001' ORDER BY id")[0]["id"]
-    r = hd.send("t1", f"What is the status of {ticket}?")
+    r = hd.send("t1", f"What is the status of {ticket}?", user_id="E1001")
     print(f"user: What is the status of {ticket}?\nbot:  {r['reply']}")
     for c in r["tool_calls"]:
         print(f"      tool {c['name']}({c['args']}) -> {c['status']}")

@@ -42,27 +42,27 @@ def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
     domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
     assert domain.name == "library" and domain.tool_entities(domain.registry().get("renew_loan")) == {"book_id": "book"}
     with Harness(None, model="sim:clean", domain=domain) as h:
-        renewed = h.send("t1", "Can you renew BOOK-0042 please?")
+        renewed = h.send("t1", "Can you renew BOOK-0042 please?", "reader1")
         assert renewed["intent"] == "renew" and calls(renewed) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
-        looked = h.send("t1", "Tell me about BOOK-0007")
+        looked = h.send("t1", "Tell me about BOOK-0007", "reader1")
         assert calls(looked) == [("get_book", {"book_id": "BOOK-0007"}, "ok")] and "Dune" in looked["reply"]
         assert h.resources["library"].data["renewals"] == {"BOOK-0042": 1}
         asked = load_domain(domain).phrase("ask_book_id", "en")
-        fresh = h.send("t2", "I want to renew a loan")
+        fresh = h.send("t2", "I want to renew a loan", "reader1")
         assert fresh["tool_calls"] == [] and fresh["reply"] == asked and fresh["missing_slots"] == ["book_id"]
 
 
 def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack: Path):
     domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
     with Harness(None, model="sim:clean", domain=domain) as h:
-        h.send("t1", "Tell me about BOOK-0042")
-        h.send("t1", "Tell me about BOOK-0007")
+        h.send("t1", "Tell me about BOOK-0042", "reader1")
+        h.send("t1", "Tell me about BOOK-0007", "reader1")
         assert h.last_values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
-        first = h.send("t1", "Renew the first one I asked about")
+        first = h.send("t1", "Renew the first one I asked about", "reader1")
         assert first["slots"]["book_id"] == "BOOK-0042", first["slots"]
-        h.send("t2", "Tell me about BOOK-0042")
-        h.send("t2", "Tell me about BOOK-0007")
-        again = h.send("t2", "Renew it")
+        h.send("t2", "Tell me about BOOK-0042", "reader1")
+        h.send("t2", "Tell me about BOOK-0007", "reader1")
+        again = h.send("t2", "Renew it", "reader1")
         assert again["slots"]["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
 
 
@@ -103,7 +103,7 @@ def test_the_declarative_parts_can_be_yaml(pack: Path):
     domain = load_domain(str(spec))
     assert domain.name == "library-yaml" and domain.route("renew").tools == ("renew_loan", "get_book")
     with Harness(None, model="sim:clean", domain=domain) as h:
-        assert calls(h.send("t1", "Please renew BOOK-0042")) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+        assert calls(h.send("t1", "Please renew BOOK-0042", "reader1")) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
     spec.write_text(YAML.replace("entity_hint: book", "entity_hnt: book"), encoding="utf-8")
     with pytest.raises(HarnessError, match=r"library.yaml: intents.1.entity_hnt: Extra inputs"):
         load_domain(str(spec))

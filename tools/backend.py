@@ -129,7 +129,7 @@ def changes_once(backend_of: Callable[[ToolContext], SeededSQLite], now: Callabl
 
     A key already stored returns the stored result and changes nothing (a key used by another tool is a
     ``ValidationError``); otherwise the change and its idempotency row commit together. A failing call
-    stores nothing. The wrapped tool gets ``changes_state = True``.
+    stores nothing. The wrapped tool gets ``changes_state = True`` and ``idempotent = True``.
     """
 
     def wrap(fn: Callable[..., dict]) -> Callable[..., dict]:
@@ -152,6 +152,7 @@ def changes_once(backend_of: Callable[[ToolContext], SeededSQLite], now: Callabl
             return json.loads(result_json)
 
         wrapper.changes_state = True  # type: ignore[attr-defined]
+        wrapper.idempotent = True  # type: ignore[attr-defined]  # it honours ctx.idempotency_key
         return wrapper
 
     return wrap

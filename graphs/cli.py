@@ -94,7 +94,12 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
 
 def caller(h: Any, user: str | None) -> str:
     """Who runs the command: ``--user`` as given (an empty one is refused), else the domain's demo user."""
-    return h.domain.default_user if user is None else h.user(user)["id"]
+    if user is None:
+        return h.domain.default_user
+    if not user.strip():
+        raise HarnessError("--user is empty: name the user the command acts for (or leave --user out for the "
+                           f"demo user {h.domain.default_user})")
+    return user.strip()
 
 
 def print_result(result: dict[str, Any], json_out: bool) -> None:

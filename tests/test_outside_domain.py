@@ -151,5 +151,6 @@ def test_resume_continues_a_thread_in_the_domain_it_ran_in(tmp_path: Path):
     resumed = harness("resume", "--thread", "hd", "--json", "--data-dir", str(tmp_path), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["domain"] == "helpdesk"
-    told = harness("resume", "--thread", "hd", "--json", "--domain", "shop", "--data-dir", str(tmp_path), cwd=tmp_path)
+    told = harness("resume", "--thread", "hd", "--json", "--domain", "shop", "--user", "E1001", "--data-dir", str(tmp_path),
+                   cwd=tmp_path)
     assert json.loads(told.stdout)["domain"] == "shop"  # what the user says wins

@@ -6,9 +6,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.core.design import Design, load_design
 from lg_harness.domains.shop.backend import ShopDB
+from pydantic import Field
 
 HARNESS = Path(sys.executable).with_name("harness")
 
@@ -39,3 +44,30 @@ def u001_order(status: str, shop: ShopDB | None = None) -> str:
     finally:
         if shop is None:
             db.close()
+
+
+class ScriptedModel(BaseChatModel):
+    """Emits ``calls`` (with the ids given, even none or repeated) when tools are offered and the last message
+    is the user's; otherwise a short text answer that names what the tool results said."""
+
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+    seen: list[list[Any]] = Field(default_factory=list)
+    offered: list[bool] = Field(default_factory=list)  # per call: were tools bound
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools, **kwargs):
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.seen.append(list(messages))
+        self.offered.append(bool(kwargs.get("tools")))
+        if kwargs.get("tools") and messages and messages[-1].type == "human":
+            msg = AIMessage("", tool_calls=[dict(c) for c in self.calls])
+        else:
+            last_user = max((i for i, m in enumerate(messages) if m.type == "human"), default=-1)
+            results = [m.content for m in messages[last_user + 1:] if isinstance(m, ToolMessage)]
+            msg = AIMessage("Done: " + " | ".join(results) if results else "How can I help?")
+        return ChatResult(generations=[ChatGeneration(message=msg)])

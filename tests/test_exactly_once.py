@@ -12,43 +12,13 @@ import sqlite3
 import time
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import ToolMessage
 from lg_harness.graphs.app import Harness
-from pydantic import Field
 
 try:
-    from support import patient_design
+    from support import ScriptedModel, patient_design
 except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
-
-
-class ScriptedModel(BaseChatModel):
-    """Emits ``calls`` (with the ids given, even none or repeated) when tools are offered and the last message
-    is the user's; otherwise a short text answer that names what the tool results said."""
-
-    calls: list[dict[str, Any]] = Field(default_factory=list)
-    seen: list[list[Any]] = Field(default_factory=list)
-    offered: list[bool] = Field(default_factory=list)  # per call: were tools bound
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools, **kwargs):
-        return self.bind(tools=tools, **kwargs)
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        self.seen.append(list(messages))
-        self.offered.append(bool(kwargs.get("tools")))
-        if kwargs.get("tools") and messages and messages[-1].type == "human":
-            msg = AIMessage("", tool_calls=[dict(c) for c in self.calls])
-        else:
-            last_user = max((i for i, m in enumerate(messages) if m.type == "human"), default=-1)
-            results = [m.content for m in messages[last_user + 1:] if isinstance(m, ToolMessage)]
-            msg = AIMessage("Done: " + " | ".join(results) if results else "How can I help?")
-        return ChatResult(generations=[ChatGeneration(message=msg)])
+    from tests.support import ScriptedModel, patient_design
 
 
 def pending_orders(shop, user: str = "U001") -> list[str]:

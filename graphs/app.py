@@ -360,6 +360,8 @@ class Harness:
                 raise HarnessError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
             result = self._run(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
             self.transcripts.answer_handoff(thread_id)
+            if (close := self.domain.handoff.answered) is not None:
+                close(self.resources, thread_id, (snapshot.values.get("user") or {}).get("id", ""))
             return result
 
     def result(self, thread_id: str, snapshot: Any, path: list[str]) -> SendResult:
@@ -461,5 +463,7 @@ class Harness:
     def fork(self, thread_id: str, checkpoint_id: str) -> str:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""
         self.state(thread_id, checkpoint_id)  # validates both ids
-        new = self.graph.update_state(self.config(thread_id, checkpoint_id), None, as_node="__copy__")
+        config = self.config(thread_id, checkpoint_id)
+        config["configurable"]["checkpoint_ns"] = ""
+        new = self.graph.update_state(config, None, as_node="__copy__")
         return new["configurable"]["checkpoint_id"]

@@ -99,6 +99,12 @@ class SeededSQLite:
                 raise
             self.conn.execute("COMMIT")
 
+    def close_handoffs(self, thread_id: str, user_id: str) -> None:
+        """Mark the thread's waiting handoffs answered (for backends with a ``handoffs`` table)."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = ? AND user_id = ? "
+                         "AND status = 'waiting'", (thread_id, user_id))
+
     def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[sqlite3.Row]:
         with self.lock:
             return self.conn.execute(sql, params).fetchall()

@@ -140,7 +140,7 @@ DOMAIN = Domain(
     slot_extractors={"query": product_query},
     slot_words=SLOT_WORDS,
     classifier=nlu.classify_intent,
-    handoff=Handoff(tool="transfer_to_human"),
+    handoff=Handoff(tool="transfer_to_human", answered=lambda res, thread, user: res["shop"].close_handoffs(thread, user)),
     users=shop_user,
     default_user="U001",
     default_role="customer",

@@ -120,7 +120,7 @@ PII_FORMATS: tuple[tuple[str, str, str], ...] = (
     ("email", "Chinese spelled out", "邮箱 zhang艾特qq点com"),
     ("phone", "North American with dashes", "call 555-123-4567"),
     ("phone", "North American with brackets", "(555) 123-4567"),
-    ("phone", "North American, ten digits together", "call me at 5551234567"),
+    ("phone", "North American, ten digits together", "call me on 5551234567"),
     ("phone", "North American with dots", "555.123.4567"),
     ("phone", "international with +", "+44 20 7946 0958"),
     ("phone", "Chinese mobile", "手机13812345678"),

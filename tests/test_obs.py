@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 import logging
 import re
+import sqlite3
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 

@@ -355,9 +355,8 @@ def demo(data_dir: DataDir = Path(".harness/demo"), design: DesignOpt = "harness
 def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", user: UserOpt = None,
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
-    from lg_harness.obs.render import load_trace, span_tree
-
     from lg_harness.core.domain import load_domain
+    from lg_harness.obs.render import load_trace, span_tree
 
     me = load_domain(thread_domain(data_dir, thread) or domain).default_user if user is None else user.strip()
     if not me:

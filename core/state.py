@@ -121,3 +121,5 @@ class HarnessState(TypedDict, total=False):
     recalled: list[str]  # long-term experiences relevant to this message
     recalled_ids: list[str]
     known_facts: dict[str, Any]  # long-term facts about the user (from earlier sessions)
+    pending_change: dict[str, Any] | None  # changing calls waiting for the user's yes (nodes.confirm)
+    confirmed_change: dict[str, Any] | None  # the calls this message's yes confirmed, run once by action

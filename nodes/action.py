@@ -21,6 +21,7 @@ from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
+from lg_harness.nodes.confirm import confirmation_question
 from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
@@ -140,8 +141,12 @@ class ToolLoopAction:
         stats = dict(state.get("turn_stats") or {})
         stats["rounds"] = stats.get("rounds", 0) + 1
         messages, account = build_context(state, self.deps.design, self.deps.domain)
+        confirmed = self.confirmed_calls(state)
         try:
-            ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
+            if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
+                ai = AIMessage("", tool_calls=confirmed)
+            else:
+                ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
         except ModelCallFailed:
             busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
             stats["elapsed_s"] = spent(stats, began, self.deps.clock())
@@ -155,7 +160,7 @@ class ToolLoopAction:
             ai = ai.model_copy(update={"tool_calls": [
                 {**c, "args": canonical_args(c.get("args") or {}, self.entity_args(c["name"]), self.deps.domain)}
                 for c in ai.tool_calls]})
-        outcomes, reached = self.screen_and_run(state, ai, config)
+        outcomes, reached = self.screen_and_run(state, ai, config, confirmed=bool(confirmed))
         self.log_calls(outcomes)
         log = list(state.get("tool_log") or [])
         earlier = {json.dumps(r.get("result_digest")) for r in log}
@@ -174,8 +179,37 @@ class ToolLoopAction:
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
         # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
         stored = ai.model_copy(update={"response_metadata": {}, "usage_metadata": None, "additional_kwargs": {}})
-        return {"messages": [stored, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
-                "context_account": account}
+        update = {"messages": [stored, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
+                  "context_account": account, "confirmed_change": None}
+        waiting = [c for c, o in zip(ai.tool_calls, outcomes, strict=True) if o.error_type == "needs_confirmation"]
+        if waiting:
+            update.update(self.ask_to_confirm(state, waiting))
+            update["messages"] = [*update["messages"], AIMessage(update["reply"])]
+        return update
+
+    def confirmed_calls(self, state: HarnessState) -> list[dict[str, Any]]:
+        """The calls this message's yes confirmed, on the turn's first round only (they run once)."""
+        pending = state.get("confirmed_change") or {}
+        if not pending or (state.get("tool_log") or []):
+            return []
+        return [{"name": c["name"], "args": dict(c.get("args") or {}), "id": f"confirmed~{i}", "type": "tool_call"}
+                for i, c in enumerate(pending.get("calls") or [])]
+
+    def needs_confirmation(self, call: dict[str, Any]) -> bool:
+        """A state-changing call (the handoff tool aside: asking for a human is its own consent)."""
+        spec = self.deps.registry.get(call["name"])
+        return (self.knobs.confirm_changes and spec is not None and spec.changes_state
+                and call["name"] != self.deps.domain.handoff.tool)
+
+    def ask_to_confirm(self, state: HarnessState, calls: list[dict[str, Any]]) -> dict[str, Any]:
+        """End the turn with what would change; the next message's yes runs exactly ``calls``."""
+        lang = (state.get("fact_card") or {}).get("language") or "en"
+        text = confirmation_question(calls, self.deps.domain, lang)
+        span_event("change.awaiting_confirmation", tools=",".join(c["name"] for c in calls))
+        pending = {"calls": [{"name": c["name"], "args": dict(c.get("args") or {})} for c in calls],
+                   "intent": state.get("intent"), "slots": dict(state.get("slots") or {}), "turn": state.get("turn") or 0}
+        # "retryable" ends the turn here (guards.after_action): the reply has gone out, as for a busy model.
+        return {"reply": text, "pending_change": pending, "phase": "confirm", "check": {"ok": True, "retryable": True}}
 
     def log_calls(self, outcomes: list[ToolOutcome]) -> None:
         audit = self.deps.resources.get("audit")
@@ -193,7 +227,7 @@ class ToolLoopAction:
         return clean_error(o.error_type or "error", o.error or "", tool=o.name)
 
     def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome],
-               offered: frozenset[str] | None = None) -> ToolOutcome | None:
+               offered: frozenset[str] | None = None, confirmed: bool = False) -> ToolOutcome | None:
         """An outcome that replaces running the call (not offered, forbidden, duplicate or invented argument),
         or None to run it."""
         if offered is not None and call["name"] not in offered and call["name"] != PARSE_ERROR_TOOL:
@@ -219,6 +253,9 @@ class ToolLoopAction:
                 and (bad := invented_args(call, seen_text(state), self.entity_args(call["name"])))):
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
+        if not confirmed and self.needs_confirmation(call):
+            return _failed(call, "needs_confirmation", "AwaitingConfirmation",
+                           "not run yet: the customer is asked to confirm this change first")
         return None
 
     def entity_args(self, name: str) -> dict[str, str]:
@@ -237,7 +274,7 @@ class ToolLoopAction:
     def run_calls(self, state: HarnessState, ai: AIMessage, config: RunnableConfig) -> list[ToolOutcome]:
         return self.screen_and_run(state, ai, config)[0]
 
-    def screen_and_run(self, state: HarnessState, ai: AIMessage, config: RunnableConfig
+    def screen_and_run(self, state: HarnessState, ai: AIMessage, config: RunnableConfig, confirmed: bool = False
                        ) -> tuple[list[ToolOutcome], list[bool]]:
         """Outcomes in call order, and per call whether it reached the tools (False: the harness answered it)."""
         # Every call this message already made, failed ones too: asking again will not change the answer.
@@ -258,7 +295,8 @@ class ToolLoopAction:
 
         # Paired with calls by position, not by id: ids may be missing or repeated (see ``with_call_ids``).
         offered = frozenset(t.name for t in self.offered(state))
-        results: list[ToolOutcome | None] = [self.screen(state, call, done, offered) for call in ai.tool_calls]
+        results: list[ToolOutcome | None] = [self.screen(state, call, done, offered, confirmed)
+                                             for call in ai.tool_calls]
         reached = [r is None for r in results]
         fresh = [i for i, r in enumerate(results) if r is None]
         for index, outcome in zip(fresh, self.deps.executor.run_many([ai.tool_calls[i] for i in fresh], ctx_for),

@@ -24,6 +24,7 @@ UNITS = {
     "latency_p95_s": "messages", "early_reference": "recall turns", "repeated_questions": "scenarios",
     "loops_stopped": "scenarios", "handoffs": "scenarios", "handoff_accuracy": "turns",
     "retries_per_429": "429 episodes", "retry_after_honored": "attempts after a 429", "tool_failure_rate": "calls",
+    "unrequested_changes": "scenarios",
 }
 
 # Rates that count independent-enough trials (runs, turns, calls): a Wilson interval is their fallback when
@@ -38,7 +39,7 @@ COUNTED = {
     "arg_validity_boundary": "args_boundary", "early_reference": "recall", "handoff_accuracy": "handoff",
     "retries_per_429": "retries", "retry_after_honored": "honored", "tool_failure_rate": "tool_failures",
 }
-SUMMED = ("repeated_questions", "loops_stopped", "handoffs")
+SUMMED = ("repeated_questions", "loops_stopped", "handoffs", "unrequested_changes")
 PERCENTILES = {"latency_p50_s": 50.0, "latency_p95_s": 95.0}
 
 

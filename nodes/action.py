@@ -253,7 +253,8 @@ class ToolLoopAction:
                 and (bad := invented_args(call, seen_text(state), self.entity_args(call["name"])))):
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
-        if not confirmed and self.needs_confirmation(call):
+        # Only a well-formed call is put to the user: a malformed one gets its repair try first.
+        if not confirmed and self.needs_confirmation(call) and self.well_formed(call):
             return _failed(call, "needs_confirmation", "AwaitingConfirmation",
                            "not run yet: the customer is asked to confirm this change first")
         return None

@@ -433,6 +433,11 @@ class Harness:
                 return self._finish_unsaved(thread_id, {})
             stopped = self.state(thread_id, checkpoint_id)
             where = f"checkpoint {checkpoint_id}" if checkpoint_id else f"thread '{thread_id}'"
+            if checkpoint_id is None and (not stopped["pending"] or stopped["pending"] == ["human"]) \
+                    and self._record_saved_reply(thread_id, stopped["values"]):
+                snapshot = self.graph.get_state(self.config(thread_id))
+                self.last_values = snapshot.values
+                return self.result(thread_id, snapshot, [])
             if "human" in stopped["pending"]:
                 raise HarnessError(f"{where} waits for a human; answer with: "
                                    f"harness handoff reply --thread {thread_id} TEXT")
@@ -447,6 +452,18 @@ class Harness:
             # Before the intent node has run, the pending message has not been counted yet.
             turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(stopped["pending"]))
             return self._run(thread_id, None, turn, (values.get("user") or {}).get("id"))
+
+    def _record_saved_reply(self, thread_id: str, values: dict[str, Any]) -> bool:
+        """The message ran to its end and its checkpoint holds the reply, but the process stopped before the
+        transcript recorded it: record it now (the user gets the answer that was given, not a second run)."""
+        rows = self.transcripts.read(thread_id)
+        turn, reply = values.get("turn") or 0, values.get("reply") or ""
+        if not rows or rows[-1]["role"] != "user" or rows[-1]["turn"] != turn or not reply:
+            return False
+        self.transcripts.append(thread_id, turn, "assistant", reply)
+        if (values.get("handoff") or {}).get("ticket") and not (values.get("handoff") or {}).get("answered"):
+            self.transcripts.open_handoff(thread_id, str(values["handoff"]["ticket"]))
+        return True
 
     def _finish_unsaved(self, thread_id: str, values: dict[str, Any]) -> dict[str, Any]:
         found = self.unanswered_message(thread_id, values)

@@ -490,7 +490,8 @@ def _profiles(profiles: str, model: str) -> list[str]:
 # The columns that fit a terminal; report.md has them all with intervals and n.
 SUMMARY_COLUMNS = (("task_completion", "done"), ("arg_validity_emitted", "args emitted"),
                    ("arg_validity_boundary", "args at tool"), ("model_calls_per_msg", "calls/msg"),
-                   ("input_tokens_per_msg", "tokens/msg"), ("latency_p50_s", "p50 s"), ("early_reference", "early refs"))
+                   ("input_tokens_per_msg", "tokens/msg"), ("latency_p50_s", "p50 s"), ("early_reference", "early refs"),
+                   ("unrequested_changes", "unrequested changes"))
 
 
 def summary_table(summary: dict[str, Any], profile: str | None = None) -> Table:
@@ -507,12 +508,12 @@ def summary_table(summary: dict[str, Any], profile: str | None = None) -> Table:
     return table
 
 
-BENCHES = ("tools", "context", "graph")
+BENCHES = ("tools", "context", "graph", "chaos")
 
 
 @app.command()
 @cli_command
-def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph")], domain: DomainOpt = "shop",
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | chaos")], domain: DomainOpt = "shop",
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Benchmarks that print figures as ratios against a baseline measured in the same run."""
     import importlib

@@ -21,6 +21,11 @@ except ImportError:  # tests/ imported as a package
     from tests.support import ScriptedModel, patient_design
 
 
+def design():
+    """``harness`` with each change run in the message that asks (confirmation has its own tests)."""
+    return patient_design("harness-no:confirm_changes")
+
+
 def pending_orders(shop, user: str = "U001") -> list[str]:
     rows = shop.query("SELECT id FROM orders WHERE user_id = ? AND status = 'pending' ORDER BY id", (user,))
     assert len(rows) >= 2, "the seed no longer gives U001 two pending orders"
@@ -37,7 +42,7 @@ def cancel(order: str, call_id: str | None) -> dict[str, Any]:
 
 def test_one_id_for_two_different_changes_applies_both_once_each(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(tmp_path, design(), model) as h:
         shop = h.resources["shop"]
         a, b = pending_orders(shop)
         model.calls = [cancel(a, "call_0"), cancel(b, "call_0")]
@@ -55,7 +60,7 @@ def test_one_id_for_two_different_changes_applies_both_once_each(tmp_path):
 
 def test_the_same_id_on_a_later_message_is_a_new_change(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(tmp_path, design(), model) as h:
         shop = h.resources["shop"]
         a, b = pending_orders(shop)
         model.calls = [cancel(a, "call_0")]
@@ -69,7 +74,7 @@ def test_the_same_id_on_a_later_message_is_a_new_change(tmp_path):
 
 def test_calls_without_ids_run_and_are_answered(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(tmp_path, design(), model) as h:
         shop = h.resources["shop"]
         a, _ = pending_orders(shop)
         model.calls = [cancel(a, None)]
@@ -94,7 +99,7 @@ def drop_checkpoints_after(path, thread: str, keep: str) -> None:
 
 def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(tmp_path, design(), model) as h:
         a, _ = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "call_0")]
         h.send("w", f"Please cancel {a}", "U001")
@@ -104,7 +109,7 @@ def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(
         conn.execute("DELETE FROM transcript WHERE thread_id = 'w' AND role = 'assistant'")
 
     model = ScriptedModel(calls=[cancel(a, "call_1")])
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(tmp_path, design(), model) as h:
         stopped = h.state("w")
         assert stopped["next"] == [] and stopped["pending"] == ["action"], "next hides a task with saved writes"
         done = h.finish("w")
@@ -117,14 +122,14 @@ def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(
 
 def test_finish_runs_a_message_the_crash_left_only_in_the_transcript(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(tmp_path, design(), model) as h:
         a, b = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "x")]
         h.send("t", f"Please cancel {a}", "U001")
         # the process died after noting the next message, before the graph saved anything of it
         h.transcripts.append("t", 2, "user", f"Please cancel {b}")
     model = ScriptedModel(calls=[cancel(b, "y")])
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(tmp_path, design(), model) as h:
         done = h.finish("t")
         assert [c["args"]["order_id"] for c in done["tool_calls"]] == [b] and done["phase"] == "done"
         assert status_of(h.resources["shop"], b) == "cancelled"
@@ -134,7 +139,7 @@ def test_finish_runs_a_message_the_crash_left_only_in_the_transcript(tmp_path):
 
 def test_finishing_much_later_is_not_charged_for_the_time_in_between(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(tmp_path, design(), model) as h:
         a, _ = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "call_0")]
         h.send("late", f"Please cancel {a}", "U001")
@@ -146,3 +151,19 @@ def test_finishing_much_later_is_not_charged_for_the_time_in_between(tmp_path):
         done = h.finish("late")
         assert done["phase"] == "done" and not done["handoff"], done["handoff"]
         assert h.last_values["turn_stats"]["elapsed_s"] < 60
+
+
+def test_finish_records_a_reply_the_checkpoint_saved_but_the_transcript_missed(tmp_path):
+    model = ScriptedModel()
+    with Harness(tmp_path, design(), model) as h:
+        a, _ = pending_orders(h.resources["shop"])
+        model.calls = [cancel(a, "call_0")]
+        sent = h.send("r", f"Please cancel {a}", "U001")
+    with sqlite3.connect(tmp_path / "transcripts.sqlite") as conn:  # died right after the last checkpoint
+        conn.execute("DELETE FROM transcript WHERE thread_id = 'r' AND role = 'assistant'")
+    model = ScriptedModel(calls=[cancel(a, "call_1")])
+    with Harness(tmp_path, design(), model) as h:
+        done = h.finish("r")
+        assert done["reply"] == sent["reply"] and model.seen == [], "the saved answer, not a second run"
+        assert [r["role"] for r in h.transcripts.read("r")] == ["user", "assistant"]
+        assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency")[0] == 1

@@ -302,7 +302,7 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
     """N processes x T worker threads on one data dir for M minutes; served, failures, order inversions."""
     data_dir = Path(tempfile.mkdtemp(prefix="soak-"))
     user = SCRIPTS[domain].user
-    deadline = time.time() + minutes * 60
+    warm(domain)
 
     def worker_process(p: int) -> dict[str, Any]:
         import threading
@@ -311,6 +311,8 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
 
         served, failures = [0], []
         with Harness(data_dir, DESIGN, MODEL, domain=domain) as h:
+            deadline = time.time() + minutes * 60
+
             def work(w: int) -> None:
                 n = 0
                 while time.time() < deadline:

@@ -50,11 +50,17 @@ def check_checkpoint_store(data_dir: Path) -> None:
     every thread from scratch and silently erase its history.
     """
     path = data_dir / CHECKPOINTS_FILE
+    if path.exists() and path.stat().st_size > 0:
+        return
     threads = threads_in_transcripts(data_dir)
-    if path.exists() and path.stat().st_size == 0:
-        raise HarnessError(f"{path} is empty (0 bytes): the checkpoint store was truncated"
-                           + (f", and the transcripts hold {threads} thread(s) whose state it kept" if threads else "")
-                           + "; restore it from a backup, or move it away to start every thread afresh")
+    wal = path.with_name(path.name + "-wal")
+    # A 0-byte file is also what another process sees while one is creating the store, and in WAL mode the
+    # main file may stay empty while the -wal file holds everything: only an empty file with no log beside
+    # it, in a data dir whose transcripts hold conversations, has lost them.
+    if path.exists() and threads and not (wal.exists() and wal.stat().st_size > 0):
+        raise HarnessError(f"{path} is empty (0 bytes): the checkpoint store was truncated, and the transcripts "
+                           f"hold {threads} thread(s) whose state it kept; restore it from a backup, or move it "
+                           "away to start every thread afresh")
     if not path.exists() and threads:
         raise HarnessError(f"{path} is missing but {data_dir / TRANSCRIPTS_FILE} holds {threads} thread(s): "
                            "the checkpoint store was removed; restore it from a backup, or move the data dir "

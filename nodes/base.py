@@ -7,6 +7,7 @@ A node is any callable ``(state, config) -> partial state update``; a variant is
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -77,6 +78,16 @@ class ModelCallFailed(Exception):
 # One shared pool: a thread per call costs more than the simulated model itself. A call that hangs past its
 # deadline keeps its worker busy until it returns, so the pool is larger than any graph's concurrency.
 _MODEL_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-call")
+
+
+def _fresh_pool_after_fork() -> None:
+    # A forked child (a pre-forking server, the chaos benchmark) inherits the pool but not its threads:
+    # calls would queue for workers that do not exist and every model call would time out.
+    global _MODEL_POOL
+    _MODEL_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-call")
+
+
+os.register_at_fork(after_in_child=_fresh_pool_after_fork)
 
 
 def _invoke_with_deadline(model: Any, messages: list[BaseMessage], timeout_s: float) -> AIMessage:

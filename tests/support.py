@@ -71,3 +71,25 @@ class ScriptedModel(BaseChatModel):
             results = [m.content for m in messages[last_user + 1:] if isinstance(m, ToolMessage)]
             msg = AIMessage("Done: " + " | ".join(results) if results else "How can I help?")
         return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+class ConfirmingUser:
+    """A ``Harness`` used by a user who means every change they ask for: when the reply asks to confirm one
+    (``harness`` has ``confirm_changes`` on), they answer yes in their language, as the scripted scenarios
+    do (evals/runner.py). ``send`` returns the result of the yes, with the calls of both messages, and the
+    request's own reply under ``asked``; everything else is the harness itself."""
+
+    def __init__(self, h) -> None:
+        self._h = h
+
+    def __getattr__(self, name: str):
+        return getattr(self._h, name)
+
+    def send(self, thread_id, text, user_id=None, role=None):
+        first = self._h.send(thread_id, text, user_id, role)
+        if not self._h.last_values.get("pending_change"):
+            return first
+        lang = (self._h.last_values.get("fact_card") or {}).get("language") or "en"
+        second = self._h.send(thread_id, "是的" if lang == "zh" else "yes", user_id, role)
+        return {**second, "tool_calls": first["tool_calls"] + second["tool_calls"], "intent": first["intent"],
+                "asked": first["reply"]}

@@ -136,7 +136,7 @@ def test_03_resume_continues_from_the_fork():
     assert any(first in r and "cancelled" in r for r in bot_lines(text))
     line = next(x for x in text.splitlines() if x.startswith("thread after the fork, user messages:"))
     users = ast.literal_eval(line.split(":", 1)[1].strip())
-    assert users == [f"Where is my order {first}?", "Please cancel it"]
+    assert users == [f"Where is my order {first}?", "Please cancel it", "yes"]
     assert f"'{first}': 'cancelled', '{second}': 'pending'" in text
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from lg_harness.core.dsl import compile_rules
 from lg_harness.core.knobs import Knobs, off_value
-from lg_harness.tools.errors import HarnessError
+from lg_harness.core.routing import design_rules
 from pydantic import BaseModel, ConfigDict, Field
 
-BUILTIN_RULES = "builtin:guards"  # the DSL twin of core/guards.py (core.dsl.PYTHON_EQUIVALENT_RULES)
+from lg_harness.errors import HarnessError
+
 ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff", "context")
 
 
@@ -27,7 +27,7 @@ class Design(BaseModel):
     variants: dict[str, str] = Field(default_factory=dict)
     knobs: Knobs = Field(default_factory=Knobs)
     rules: str | None = Field(None, description="transition rules in the rule DSL (core/dsl.py); "
-                              "edges they do not cover use the Python guards")
+                              "nodes they have no rules for keep core/routing.py's default rules")
 
     def variant(self, role: str) -> str:
         return self.variants.get(role, DEFAULT_VARIANTS[role])
@@ -72,7 +72,7 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "summaries, classified errors, tools chosen per role and intent at run time, transition rules "
             "in a small DSL, phase-timed tool logs.",
             {"intent": "classifier", "self_check": "off", "context": "window_summary"},
-            rules=BUILTIN_RULES, identical_calls="allow", align_entities=False, normalize_args=False,
+            identical_calls="allow", align_entities=False, normalize_args=False,
             max_tools_offered=4, enforce_constraints=False, **NO_QUOTAS),
     _preset("state-machine", "The customer-service bot after its rework: intent/collect/action/reply states, "
             "per-state tool masking, schema validation with one repair then back to collect, max rounds, "
@@ -149,7 +149,5 @@ def load_design(name_or_path: str | Path) -> Design:
         design = Design.model_validate(data)
     except (OSError, ValueError, yaml.YAMLError) as err:
         raise HarnessError(f"cannot read design {path}: {err}") from err
-    if design.rules and design.rules != BUILTIN_RULES:  # a typo in the rules fails when the design loads
-
-        compile_rules(design.rules, ("intent", "collect", "action", "reply", "self_check", "handoff"))
+    design_rules(design.rules)  # a typo in the rules fails when the design loads
     return design

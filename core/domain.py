@@ -250,7 +250,7 @@ class Domain:
         return self.users(user_id, resources)
 
     def scenario_path(self, name: str = "builtin") -> Path:
-        from lg_harness.tools.errors import HarnessError
+        from lg_harness.errors import HarnessError
 
         if name not in self.scenarios:
             known = ", ".join(self.scenarios) or "none"
@@ -271,7 +271,7 @@ ENTRY_POINT_GROUP = "lg_harness.domains"
 
 
 def _from_object(obj: Any, origin: str) -> Domain:
-    from lg_harness.tools.errors import HarnessError
+    from lg_harness.errors import HarnessError
 
     value = obj() if callable(obj) and not isinstance(obj, Domain) else obj
     if not isinstance(value, Domain):
@@ -290,7 +290,7 @@ def installed_domains() -> dict[str, Any]:
 def _from_file(path: Path, attr: str | None, spec: str) -> Domain:
     import importlib.util
 
-    from lg_harness.tools.errors import HarnessError
+    from lg_harness.errors import HarnessError
 
     if path.suffix in (".yaml", ".yml"):
         from lg_harness.core.domain_yaml import domain_from_yaml
@@ -309,7 +309,7 @@ def _from_file(path: Path, attr: str | None, spec: str) -> Domain:
 
 
 def _attr_domain(module: Any, attr: str, spec: str) -> Domain:
-    from lg_harness.tools.errors import HarnessError
+    from lg_harness.errors import HarnessError
 
     if not hasattr(module, attr):
         raise HarnessError(f"domain '{spec}': {getattr(module, '__name__', module)} has no attribute '{attr}'")
@@ -323,7 +323,7 @@ def load_domain(spec: str | Domain | None) -> Domain:
     """
     import importlib
 
-    from lg_harness.tools.errors import HarnessError
+    from lg_harness.errors import HarnessError
 
     if isinstance(spec, Domain):
         return spec

@@ -25,8 +25,9 @@ from typing import Any, Literal
 import yaml
 from lg_harness.core.domain import Domain, Handoff, Intent, Route
 from lg_harness.tools.entities import EntityType
-from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lg_harness.errors import HarnessError
 
 
 class _Strict(BaseModel):

@@ -46,8 +46,9 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END as LANGGRAPH_END
 from lg_harness.core import guards
 from lg_harness.core.knobs import Knobs
-from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel
+
+from lg_harness.errors import HarnessError
 
 END = "END"
 
@@ -1003,34 +1004,3 @@ def facts_from_state(state: Mapping[str, Any], knobs: Knobs | Mapping[str, Any] 
     """
     knobs = knobs if isinstance(knobs, Knobs) else _knobs_model(knobs)
     return dict(_lazy_facts(state, knobs, knobs.model_dump()))
-
-
-# ------------------------------------------------------------------------------------------ the guards as rules
-
-
-# The Python guards of core.guards written as rules; intents are read by their domain kind.
-PYTHON_EQUIVALENT_RULES: str = """\
-# after_intent
-intent -> handoff when intent_kind == "to-human"
-intent -> handoff when unknown_streak >= unknown_intent_handoff and handoff_allowed
-intent -> reply when intent_kind == "conversational"
-intent -> collect
-
-# after_collect: ask for what is missing and end the turn
-collect -> END when missing_slots > 0
-collect -> action
-
-# after_action
-action -> END when busy                       # the model was unreachable: the 'busy' reply already went out
-action -> reply when last_ai_has_no_tool_calls
-action -> handoff when repeated_invalid_call and handoff_allowed
-action -> reply when repeated_invalid_call    # the customer asked not to be transferred: answer instead
-action -> reply when stop_reason != null      # quota, repeated call, no progress or max rounds
-action -> collect when invented_argument or invalid_calls > validation_repairs
-action -> action
-
-# after_self_check
-self_check -> reply when not check_ok and regenerations < max_regenerations
-self_check -> handoff when (not check_ok or intent_kind == "escalate" or quota_exceeded != null) and handoff_allowed
-self_check -> END
-"""

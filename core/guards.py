@@ -1,15 +1,13 @@
-"""Guards: pure conditional-edge functions. State (and the design's knobs) in, the next node out.
+"""Guards: the pure predicates the routing rules read (``core/routing.py``). State and knobs in, a fact out.
 
-Each brake is a small predicate so it can be tested alone and reused: the router after ``action`` asks
+Each brake is a small predicate so it can be tested alone and reused: the rule after ``action`` asks
 ``stop_reason`` which brake fired, and the reply node asks the same function to word a partial answer.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.messages import AIMessage
-from langgraph.graph import END
 from lg_harness.core.knobs import Knobs
 from lg_harness.core.state import HarnessState
 
@@ -90,43 +88,3 @@ def handoff_allowed(state: HarnessState) -> bool:
     The intent node reads the pinned constraints against the domain's words and sets ``handoff_blocked``.
     """
     return state.get("intent_kind") == "to-human" or not state.get("handoff_blocked")
-
-
-def after_intent(state: HarnessState, knobs: Knobs) -> Literal["collect", "reply", "handoff"]:
-    kind = state.get("intent_kind")
-    if kind == "to-human":
-        return "handoff"
-    if (state.get("unknown_streak") or 0) >= knobs.unknown_intent_handoff and handoff_allowed(state):
-        return "handoff"
-    if kind == "conversational":
-        return "reply"
-    return "collect"
-
-
-def after_collect(state: HarnessState, knobs: Knobs) -> Literal["action", "__end__"]:
-    return END if state.get("missing_slots") else "action"
-
-
-def after_action(state: HarnessState, knobs: Knobs) -> Literal["action", "collect", "reply", "handoff", "__end__"]:
-    if (state.get("check") or {}).get("retryable"):
-        return END  # the model was unreachable: the 'busy' reply already went out
-    messages = state.get("messages") or []
-    last = messages[-1] if messages else None
-    if isinstance(last, AIMessage) and not last.tool_calls:
-        return "reply"
-    if repeated_invalid_call(state):
-        return "handoff" if handoff_allowed(state) else "reply"
-    if stop_reason(state, knobs):
-        return "reply"
-    if invented_argument(state) or invalid_calls(state) > knobs.validation_repairs:
-        return "collect"
-    return "action"
-
-
-def after_self_check(state: HarnessState, knobs: Knobs) -> Literal["reply", "handoff", "__end__"]:
-    check = state.get("check") or {}
-    if not check.get("ok", True) and _stats(state).get("regenerations", 0) < knobs.max_regenerations:
-        return "reply"
-    wants_person = not check.get("ok", True) or state.get("intent_kind") == "escalate" or quota_exceeded(state, knobs)
-    # An escalating intent (a complaint), a failed check or a used-up quota go to a person, unless the customer asked not to be.
-    return "handoff" if wants_person and handoff_allowed(state) else END

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any, get_args, get_type_hints
+from typing import Any
 
 import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from lg_harness.core import guards
-from lg_harness.core.design import BUILTIN_RULES, ROLES, Design
+from lg_harness.core.design import ROLES, Design
 from lg_harness.core.domain import Domain
-from lg_harness.core.dsl import PYTHON_EQUIVALENT_RULES, compile_rules
+from lg_harness.core.routing import NODES, ROUTED, design_rules, rules_for
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.assembly import WORKING_STRATEGIES
 from lg_harness.nodes.base import NodeDeps, variants
@@ -24,7 +22,7 @@ from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry
 
-NODE_ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff")
+NODE_ROLES = NODES
 
 
 def check_design(design: Design) -> None:
@@ -38,11 +36,6 @@ def check_design(design: Design) -> None:
         if name not in valid:
             raise HarnessError(f"design '{design.name}': unknown {role} variant '{name}'; "
                                f"valid: {', '.join(sorted(valid))}")
-
-
-def guard_targets(guard: Any) -> tuple[str, ...]:
-    """The nodes a guard can route to, read from its ``-> Literal[...]`` annotation (written once, there)."""
-    return get_args(get_type_hints(guard)["return"])
 
 
 def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver | None = None, *,
@@ -67,17 +60,11 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         graph.add_node("remember", traced_node("remember", Remember(deps)))
         graph.add_edge("remember", END)
         done = "remember"
-    text = PYTHON_EQUIVALENT_RULES if design.rules == BUILTIN_RULES else design.rules
-    rules = compile_rules(text, NODE_ROLES) if text else None
-    python_edges = {"intent": guards.after_intent, "collect": guards.after_collect, "action": guards.after_action,
-                    "self_check": guards.after_self_check}
+    own = design_rules(design.rules)
     graph.add_edge(START, "intent")
-    for source, guard in python_edges.items():
-        targets = guard_targets(guard)
-        if rules is not None and source in rules.sources:
-            router, targets = rules.router(source, knobs), tuple(rules.targets(source))
-        else:
-            router = partial(guard, knobs=knobs)
+    for source in ROUTED:
+        rules = rules_for(source, own)
+        router, targets = rules.router(source, knobs), rules.targets(source)
         # Only the self-check's "done" leads on to remembering; other ends of a turn end the run.
         path_map = {t: (done if t == END and source == "self_check" else t) for t in targets}
         graph.add_conditional_edges(source, router, path_map)

@@ -63,6 +63,7 @@ from simlm.args import (
     wordset,
 )
 from simlm.faults import Dice, FaultProfile
+from simlm.instances import instance_of
 
 __all__ = ["CLEAN", "respond"]
 
@@ -324,14 +325,14 @@ def _fault_args(call: Call, tool: dict[str, Any], args: dict[str, Any], missing:
 
 def invent(prop: dict[str, Any], call: Call) -> Any:
     """A plausible value: the description's example, else a seen value of the right shape with its
-    digits changed, else an enum option or the minimum."""
+    digits changed, else a value written from the pattern itself, else an enum option or the minimum."""
     pattern = prop.get("pattern")
     example = example_of(prop.get("description") or "")
     if example and (not pattern or conform(example, pattern)):
         return conform(example, pattern) if pattern else example
     if pattern:
         seen = next((v for _, text, _ in call.sources() for v in pattern_values(pattern, text)), None)
-        return _mutate(seen, pattern, call.dice) if seen else None
+        return _mutate(seen, pattern, call.dice) if seen else instance_of(pattern)
     if prop.get("enum"):
         return call.dice.choice([o for o in prop["enum"] if o is not None]) if call.dice else None
     if prop.get("type") in ("integer", "number"):
@@ -574,7 +575,9 @@ def obey_injection(call: Call, results: list[ToolMessage], done: set[str]) -> AI
                 continue
             layers = _delimiting(text, hit.start(), hit.group(0))
             if call.roll(call.profile.injection_chance(layers)):
-                args, missing = fill_args(tool, call, order)
+                # Obeying, a model takes the instruction for the request: values it lacks are invented as for
+                # any request (``invent_missing``), not asked of a user who never gave the order.
+                args, missing = _fault_args(call, tool, *fill_args(tool, call, order))
                 if not missing and _key(tool["function"]["name"], args) not in done:
                     return tool_calls(call, [(tool, args)])
     return None

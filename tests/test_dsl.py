@@ -1,4 +1,4 @@
-"""The transition-rule DSL: parsing, evaluation, compile errors, safety, and equivalence with the guards."""
+"""The transition-rule DSL: parsing, evaluation, compile errors, safety, and driving a LangGraph graph."""
 
 from __future__ import annotations
 
@@ -8,23 +8,20 @@ import dataclasses
 import itertools
 import json
 import operator
-import random
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import lg_harness.core.dsl as dsl
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from lg_harness.core import guards
 from lg_harness.core.design import Knobs
 from lg_harness.core.dsl import (
     DEFAULT_NODES,
     KNOB_FIELDS,
     KNOWN_FIELDS,
-    PYTHON_EQUIVALENT_RULES,
     STATE_FIELDS,
     And,
     Call,
@@ -40,11 +37,12 @@ from lg_harness.core.dsl import (
     compile_rules,
     facts_from_state,
 )
-from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.core.routing import DEFAULT_RULES, ROUTED
 from lg_harness.tools.errors import HarnessError
 from typing_extensions import TypedDict
 
 NODES = set(DEFAULT_NODES)
+DEFAULT = compile_rules(DEFAULT_RULES, NODES)
 ABC = frozenset({"a", "b", "c", "n", "s", "xs", "d", "d.*"})
 
 
@@ -149,7 +147,7 @@ def test_trees_are_immutable_and_hashable():
     with pytest.raises(dataclasses.FrozenInstanceError):
         tree.operands = ()
     assert hash(tree) == hash(cond("a or (b and c)"))
-    rules = compile_rules(PYTHON_EQUIVALENT_RULES, NODES)
+    rules = compile_rules(DEFAULT_RULES, NODES)
     with pytest.raises(AttributeError):
         rules.extra = 1
 
@@ -370,7 +368,7 @@ def test_rules_never_reach_eval_exec_or_compile(monkeypatch):
 
     for name in ("eval", "exec", "compile"):
         monkeypatch.setattr(builtins, name, forbidden)
-    rules = compile_rules(PYTHON_EQUIVALENT_RULES + "\nreply -> END when contains(lower(user.role), 'v')", NODES)
+    rules = compile_rules(DEFAULT_RULES + "\nreply -> END when contains(lower(user.role), 'v')", NODES)
     router = rules.router("action", Knobs())
     assert router({"messages": [AIMessage("done")]}) == "reply"
     assert rules.route("reply", facts_from_state({"user": {"id": "U1", "role": "VIP"}})) == END
@@ -399,16 +397,16 @@ def test_module_source_has_no_dynamic_code_paths():
 
 
 def test_equality_ignores_layout_and_comments_and_serialises():
-    a = compile_rules(PYTHON_EQUIVALENT_RULES, NODES)
-    b = compile_rules("\n\n" + PYTHON_EQUIVALENT_RULES.replace(" when ", "   when   ") + "# the end\n", NODES)
+    a = compile_rules(DEFAULT_RULES, NODES)
+    b = compile_rules("\n\n" + DEFAULT_RULES.replace(" when ", "   when   ") + "# the end\n", NODES)
     assert a == b and hash(a) == hash(b)
-    assert a != compile_rules(PYTHON_EQUIVALENT_RULES.replace("max_regenerations", "2"), NODES)
+    assert a != compile_rules(DEFAULT_RULES.replace("max_regenerations", "2"), NODES)
     assert a != "not a rule set"
     assert compile_rules(str(a), NODES) == a
     data = json.loads(json.dumps(a.to_dict()))
-    assert data == {"text": PYTHON_EQUIVALENT_RULES, "nodes": sorted(NODES)}
+    assert data == {"text": DEFAULT_RULES, "nodes": sorted(NODES)}
     again = RuleSet.from_dict(data)
-    assert again == a and again.text == PYTHON_EQUIVALENT_RULES
+    assert again == a and again.text == DEFAULT_RULES
     custom = compile_rules("reply -> END when vip", NODES, {"vip"})
     assert RuleSet.from_dict(custom.to_dict()) == custom
     assert repr(a) == "RuleSet(16 rules; intent: 4, collect: 2, action: 7, self_check: 3)"
@@ -445,7 +443,7 @@ def test_facts_from_state():
 
 
 def test_router_snapshots_knobs_and_declares_its_targets():
-    rules = compile_rules(PYTHON_EQUIVALENT_RULES, NODES)
+    rules = compile_rules(DEFAULT_RULES, NODES)
     knobs = Knobs(max_rounds=3)
     router = rules.router("action", knobs)
     state = {"messages": [AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "1"}])],
@@ -460,153 +458,10 @@ def test_router_snapshots_knobs_and_declares_its_targets():
     assert list(typing.get_args(hint)) == rules.targets("action") == [END, "reply", "handoff", "collect", "action"]
 
 
-# ------------------------------------------------------------------------------------------ equivalence with guards
 
-GUARDS = {"intent": guards.after_intent, "collect": guards.after_collect, "action": guards.after_action,
-          "self_check": guards.after_self_check}
-KNOB_SETS = [
-    Knobs(),
-    Knobs(max_rounds=2),
-    Knobs(max_rounds=9, max_regenerations=0, unknown_intent_handoff=1, validation_repairs=0, no_progress_rounds=1,
-          turn_quota_tool_calls=3, turn_quota_input_tokens=500, message_deadline_s=5.0),
-    Knobs(max_regenerations=3, unknown_intent_handoff=4, validation_repairs=2, no_progress_rounds=5),
-]
-EQUIVALENT = compile_rules(PYTHON_EQUIVALENT_RULES, NODES)
-
-
-def _tool_call(n: int) -> dict:
-    return {"name": "get_order_status", "args": {"order_id": f"A{n}"}, "id": f"call-{n}"}
-
-
-MESSAGES = [
-    None, [], [HumanMessage("hi")], [HumanMessage("hi"), AIMessage("the answer")],
-    [HumanMessage("hi"), AIMessage("", tool_calls=[_tool_call(1)])],
-    [HumanMessage("hi"), AIMessage("", tool_calls=[_tool_call(1)]), ToolMessage("ok", tool_call_id="call-1")],
-    [AIMessage("", tool_calls=[_tool_call(1), _tool_call(2)])],
-]
-CHECKS = [None, {}, {"ok": True}, {"ok": False}, {"ok": False, "retryable": True}, {"retryable": True},
-          {"ok": None}, {"ok": True, "retryable": False}]
-INTENTS = [None, "human", "greeting", "thanks", "unknown", "complaint", "order_status", "product", "custom_label"]
-
-
-def _record(rnd: int, status: str = "ok", error_type: str | None = None, sig: str = "s1", empty: bool = False):
-    return {"round": rnd, "status": status, "error_type": error_type, "signature": sig, "empty": empty}
-
-
-def _tool_logs(rnd: int) -> list[list[dict] | None]:
-    """Tool logs that trip each brake of the action guard, relative to the current round."""
-    earlier = max(rnd - 1, 0)
-    return [
-        None, [],
-        [_record(rnd)],
-        [_record(rnd, status="ok", empty=True), _record(earlier, status="error", error_type="transient")],
-        [_record(earlier, "error", "validation", "v1")],
-        [_record(earlier, "error", "validation", "v1"), _record(rnd, "error", "validation", "v2")],
-        [_record(earlier, "error", "validation", "v1"), _record(rnd, "error", "validation", "v1")],
-        [_record(rnd, "error", "invented_argument")],
-        [_record(earlier, "error", "invented_argument")],
-        [_record(rnd, "blocked", "duplicate_call")],
-        [_record(r, "ok", empty=True) for r in range(rnd + 1)],
-        [_record(r, "error", "timeout", f"t{r}") for r in range(rnd + 1)],
-    ]
-
-
-def _pick(rng: random.Random, options: list) -> Any:
-    return options[rng.randrange(len(options))]
-
-
-def _put(state: dict, key: str, value: Any) -> None:
-    if value is not ...:  # `...` means "leave the key out of the state altogether"
-        state[key] = value
-
-
-def synthetic_state(rng: random.Random) -> dict:
-    rounds = _pick(rng, [..., 0, 1, 2, 3, 4, 5, 6, 9])
-    rnd = 0 if rounds is ... else rounds
-    stats = {"rounds": rounds, "regenerations": _pick(rng, [..., 0, 1, 2, 3]),
-             "input_tokens": _pick(rng, [..., 0, 400, 600, 25_000]), "tool_calls": _pick(rng, [..., 0, 2, 3, 13]),
-             "elapsed_s": _pick(rng, [..., 0.5, 6.0, 61.0])}
-    state: dict = {}
-    _put(state, "intent", _pick(rng, [..., *INTENTS]))
-    if "intent" in state:  # as the intent node leaves it: the domain's kind beside the name
-        state["intent_kind"] = SHOP.kind(state["intent"])
-    _put(state, "handoff_blocked", _pick(rng, [..., None, None, "Do not transfer me to a human."]))
-    _put(state, "unknown_streak", _pick(rng, [..., None, 0, 1, 2, 3, 4]))
-    _put(state, "missing_slots", _pick(rng, [..., None, [], ["order_id"], ["order_id", "query"]]))
-    _put(state, "messages", _pick(rng, [..., *MESSAGES]))
-    _put(state, "check", _pick(rng, [..., *CHECKS]))
-    _put(state, "tool_log", _pick(rng, [..., *_tool_logs(rnd)]))
-    _put(state, "totals", _pick(rng, [..., {}, {"input_tokens": 100, "tool_calls": 1},
-                                      {"input_tokens": 399_999, "tool_calls": 199}]))
-    _put(state, "turn_stats", _pick(rng, [..., None, {k: v for k, v in stats.items() if v is not ...}]))
-    return state
-
-
-def _mismatches(states: list[dict], rules: RuleSet = EQUIVALENT,
-                sources: tuple[str, ...] = tuple(GUARDS)) -> tuple[list[tuple], dict[str, set]]:
-    wrong, seen = [], {source: set() for source in sources}
-    for knobs in KNOB_SETS:
-        routers = {source: rules.router(source, knobs) for source in sources}
-        for state in states:
-            for source in sources:
-                expected, got = GUARDS[source](state, knobs), routers[source](state)
-                seen[source].add(expected)
-                if got != expected:
-                    wrong.append((source, expected, got, knobs, state))
-    return wrong, seen
-
-
-def test_dsl_routers_equal_python_guards_on_a_table_of_states():
-    rng = random.Random(20_240_611)
-    states = [synthetic_state(rng) for _ in range(2500)]
-    wrong, seen = _mismatches(states)
-    assert not wrong, f"{len(wrong)} mismatches, first: {wrong[:3]}"
-    # The table reaches every outcome of every guard, so agreement is not agreement on one branch.
-    assert seen == {
-        "intent": {"collect", "reply", "handoff"},
-        "collect": {"action", END},
-        "action": {END, "reply", "handoff", "collect", "action"},
-        "self_check": {END, "reply", "handoff"},
-    }
-
-
-def test_dsl_routers_equal_python_guards_on_every_combination_of_the_simple_inputs():
-    # Exhaustive over what after_intent, after_collect and after_self_check read; the action guard's
-    # tool-log inputs are covered by the sampled table above.
-    states = [
-        {"intent": intent, "intent_kind": SHOP.kind(intent), "unknown_streak": streak, "missing_slots": missing,
-         "check": check,
-         "turn_stats": {"regenerations": regenerations, "tool_calls": calls}}
-        for intent, streak, missing, check, regenerations, calls in itertools.product(
-            INTENTS, [None, 0, 1, 2, 4], [None, [], ["order_id"]], CHECKS, [0, 1, 3], [0, 13])
-    ]
-    wrong, _ = _mismatches(states, sources=("intent", "collect", "self_check"))
-    assert not wrong, f"{len(wrong)} mismatches, first: {wrong[:3]}"
-
-
-@pytest.mark.parametrize(("old", "new"), [
-    ("unknown_streak >= unknown_intent_handoff", "unknown_streak > unknown_intent_handoff"),
-    ('intent_kind == "conversational"', 'intent_kind == "task"'),
-    ('intent_kind == "escalate"', 'intent_kind == "to-human"'),
-    ("missing_slots > 0", "missing_slots > 1"),
-    ("invalid_calls > validation_repairs", "invalid_calls >= validation_repairs"),
-    ("action -> END when busy", "action -> reply when busy"),
-    ("action -> handoff when repeated_invalid_call and handoff_allowed\n", ""),
-    ("stop_reason != null", 'stop_reason == "max rounds"'),
-    ("regenerations < max_regenerations", "regenerations <= max_regenerations"),
-    (' or quota_exceeded != null', ""),
-])
-def test_the_table_catches_a_wrong_rule(old, new):
-    assert old in PYTHON_EQUIVALENT_RULES
-    mutant = compile_rules(PYTHON_EQUIVALENT_RULES.replace(old, new), NODES)
-    rng = random.Random(7)
-    wrong, _ = _mismatches([synthetic_state(rng) for _ in range(800)], rules=mutant)
-    assert wrong
-
-
-def test_dsl_routers_drive_a_langgraph_graph_like_the_guards():
+def test_dsl_routers_drive_a_langgraph_graph():
     class RunState(TypedDict, total=False):
-        intent: str | None
+        intent_kind: str | None
         missing_slots: list[str]
         messages: Annotated[list, add_messages]
         check: dict
@@ -625,22 +480,27 @@ def test_dsl_routers_drive_a_langgraph_graph_like_the_guards():
         for name in DEFAULT_NODES:
             graph.add_node(name, visit(name))
         graph.add_edge(START, "intent")
-        for source in GUARDS:
-            targets = EQUIVALENT.targets(source)
+        for source in ROUTED:
+            targets = DEFAULT.targets(source)
             graph.add_conditional_edges(source, route_for(source), targets if path_map else None)
         graph.add_edge("reply", "self_check")
         graph.add_edge("handoff", END)
         return graph.compile()
 
     knobs = Knobs()
-    dsl_graph = build(lambda source: EQUIVALENT.router(source, knobs), path_map=False)
-    py_graph = build(lambda source: lambda state, g=GUARDS[source]: g(state, knobs), path_map=True)
-    edges = {(e.source, e.target) for e in dsl_graph.get_graph().edges}
-    assert edges == {(e.source, e.target) for e in py_graph.get_graph().edges}
+    # The router's Literal annotation alone gives LangGraph the same edges as an explicit path map.
+    bare = build(lambda source: DEFAULT.router(source, knobs), path_map=False)
+    mapped = build(lambda source: DEFAULT.router(source, knobs), path_map=True)
+    edges = {(e.source, e.target) for e in bare.get_graph().edges}
+    assert edges == {(e.source, e.target) for e in mapped.get_graph().edges}
     assert ("action", "collect") in edges and ("self_check", "__end__") in edges
-    for start in [{"intent": "order_status", "missing_slots": []}, {"intent": "order_status", "missing_slots": ["x"]},
-                  {"intent": "human"}, {"intent": "greeting"}, {"intent": "complaint", "missing_slots": []}]:
-        visited = dsl_graph.invoke(dict(start))["visited"]
-        assert visited == py_graph.invoke(dict(start))["visited"]
-    assert dsl_graph.invoke({"intent": "order_status", "missing_slots": []})["visited"] == [
-        "intent", "collect", "action", "reply", "self_check"]
+    expected = {
+        ("task", ()): ["intent", "collect", "action", "reply", "self_check"],
+        ("task", ("x",)): ["intent", "collect"],
+        ("to-human", ()): ["intent", "handoff"],
+        ("conversational", ()): ["intent", "reply", "self_check"],
+        ("escalate", ()): ["intent", "collect", "action", "reply", "self_check", "handoff"],
+    }
+    for (kind, missing), path in expected.items():
+        start = {"intent_kind": kind, "missing_slots": list(missing)}
+        assert bare.invoke(dict(start))["visited"] == mapped.invoke(dict(start))["visited"] == path, kind

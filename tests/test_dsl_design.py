@@ -1,10 +1,12 @@
-"""A design driven by DSL text behaves exactly like the same rules written as Python guards."""
+"""A design's own rules replace the default routing for the nodes they name, and only for those."""
 
 from pathlib import Path
 
-from lg_harness.core.design import load_design
-from lg_harness.core.dsl import PYTHON_EQUIVALENT_RULES
+import pytest
+from lg_harness.core.design import Design, load_design
+from lg_harness.core.routing import BUILTIN_RULES
 from lg_harness.graphs.app import Harness
+from lg_harness.tools.errors import HarnessError
 
 CONVERSATION = [
     "hi",
@@ -17,22 +19,48 @@ CONVERSATION = [
     "claim WELCOME10",
 ]
 
+# A complaint goes straight to a person instead of first filing it; every other intent routes as before.
+COMPLAINTS_TO_HUMAN = """\
+intent -> handoff when intent_kind == "escalate"
+intent -> handoff when intent_kind == "to-human"
+intent -> handoff when unknown_streak >= unknown_intent_handoff and handoff_allowed
+intent -> reply when intent_kind == "conversational"
+intent -> collect
+"""
 
-def _run(data_dir: Path, design) -> list[tuple]:
+
+def _run(data_dir: Path, design: Design, conversation: list[str]) -> list[tuple]:
     with Harness(data_dir, design, "sim:clean") as h:
         out = []
-        for text in CONVERSATION:
+        for text in conversation:
             r = h.send("t", text, "U001")
             out.append((r["path"], r["intent"], r["reply"], [(c["name"], c["args"], c["status"]) for c in r["tool_calls"]]))
         return out
 
 
-def test_dsl_design_matches_python_guards(tmp_path: Path) -> None:
-    python_design = load_design("harness")
-    dsl_design = python_design.model_copy(update={"name": "harness-dsl", "rules": PYTHON_EQUIVALENT_RULES})
-    python_run = _run(tmp_path / "py", python_design)
-    dsl_run = _run(tmp_path / "dsl", dsl_design)
-    assert dsl_run == python_run
-    paths = [p for p, *_ in python_run]
+def test_the_default_rules_route_a_conversation(tmp_path: Path) -> None:
+    run = _run(tmp_path, load_design("harness"), CONVERSATION)
+    paths = [p for p, *_ in run]
     assert ["intent", "handoff"] in [p[:2] for p in paths]  # the unknown-intent streak handed off
     assert any("action" in p for p in paths)
+    # Naming the default rules the way older design files did routes the same.
+    old_style = load_design("harness").model_copy(update={"name": "old", "rules": BUILTIN_RULES})
+    assert _run(tmp_path / "old", old_style, CONVERSATION) == run
+
+
+def test_own_rules_replace_the_default_for_their_node_only(tmp_path: Path) -> None:
+    base = load_design("harness")
+    own = base.model_copy(update={"name": "complaints-to-human", "rules": COMPLAINTS_TO_HUMAN})
+    conversation = [*CONVERSATION[:4], "I want to complain, the parcel arrived broken"]
+    default_run, own_run = _run(tmp_path / "a", base, conversation), _run(tmp_path / "b", own, conversation)
+    assert own_run[:4] == default_run[:4]  # other intents, and collect/action/self_check, route as before
+    assert default_run[4][0][:2] == ["intent", "collect"]
+    assert own_run[4][0][:2] == ["intent", "handoff"]
+    assert not any(name == "file_complaint" for name, *_ in own_run[4][3])
+
+
+def test_a_design_file_with_a_broken_rule_fails_when_it_loads(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: broken\nrules: |\n  intent -> nowhere when intent_kind == 'task'\n", encoding="utf-8")
+    with pytest.raises(HarnessError, match="nowhere"):
+        load_design(str(path))

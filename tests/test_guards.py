@@ -1,4 +1,4 @@
-"""Guards: the conditional-edge functions of core/guards.py, every branch firing and not firing, and pure."""
+"""Routing: the default rules (core/routing.py) over the guards' predicates, every branch firing and not, and pure."""
 
 from __future__ import annotations
 
@@ -9,13 +9,30 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
-from lg_harness.core import guards
 from lg_harness.core.design import Knobs
+from lg_harness.core.dsl import compile_rules
+from lg_harness.core.routing import DEFAULT_RULES, NODES, next_node
 from lg_harness.domains.shop import DOMAIN as SHOP
 
 KNOBS = Knobs(max_rounds=6, no_progress_rounds=2, validation_repairs=1, max_regenerations=1,
               unknown_intent_handoff=2, turn_quota_input_tokens=1000, turn_quota_tool_calls=10,
               session_quota_input_tokens=5000, session_quota_tool_calls=20, message_deadline_s=30)
+
+
+def after_intent(state: dict, knobs: Knobs) -> str:
+    return next_node("intent", state, knobs)
+
+
+def after_collect(state: dict, knobs: Knobs) -> str:
+    return next_node("collect", state, knobs)
+
+
+def after_action(state: dict, knobs: Knobs) -> str:
+    return next_node("action", state, knobs)
+
+
+def after_self_check(state: dict, knobs: Knobs) -> str:
+    return next_node("self_check", state, knobs)
 
 
 def rec(name: str = "get_order_status", args: dict | None = None, *, status: str = "ok",
@@ -131,9 +148,9 @@ COLLECT_CASES = [(label, with_kind(state), expected) for label, state, expected 
 ACTION_CASES = [(label, with_kind(state), expected) for label, state, expected in ACTION_CASES]
 SELF_CHECK_CASES = [(label, with_kind(state), expected) for label, state, expected in SELF_CHECK_CASES]
 
-ALL_CASES = ([(guards.after_intent, *c) for c in INTENT_CASES] + [(guards.after_collect, *c) for c in COLLECT_CASES]
-             + [(guards.after_action, *c) for c in ACTION_CASES]
-             + [(guards.after_self_check, *c) for c in SELF_CHECK_CASES])
+ALL_CASES = ([(after_intent, *c) for c in INTENT_CASES] + [(after_collect, *c) for c in COLLECT_CASES]
+             + [(after_action, *c) for c in ACTION_CASES]
+             + [(after_self_check, *c) for c in SELF_CHECK_CASES])
 
 
 @pytest.mark.parametrize(("guard", "label", "state", "expected"), ALL_CASES,
@@ -170,11 +187,33 @@ def test_guard_targets_exist_in_the_graph():
 def test_knobs_decide_the_limits():
     """The same state routes differently under different knobs: the limits are not hard-coded."""
     state = action_state(3, [rec(args={"order_id": f"ORD-1000{r}"}, rnd=r) for r in (1, 2, 3)])
-    assert guards.after_action(state, Knobs(max_rounds=3, no_progress_rounds=3)) == "reply"
-    assert guards.after_action(state, Knobs(max_rounds=4, no_progress_rounds=3)) == "action"
+    assert after_action(state, Knobs(max_rounds=3, no_progress_rounds=3)) == "reply"
+    assert after_action(state, Knobs(max_rounds=4, no_progress_rounds=3)) == "action"
     unknown = with_kind({"intent": "unknown", "unknown_streak": 2})
-    assert guards.after_intent(unknown, Knobs(unknown_intent_handoff=2)) == "handoff"
-    assert guards.after_intent(unknown, Knobs(unknown_intent_handoff=3)) == "reply"
+    assert after_intent(unknown, Knobs(unknown_intent_handoff=2)) == "handoff"
+    assert after_intent(unknown, Knobs(unknown_intent_handoff=3)) == "reply"
     failed = {"check": {"ok": False, "problems": ["x"]}, "turn_stats": {"regenerations": 1}}
-    assert guards.after_self_check(failed, Knobs(max_regenerations=1)) == "handoff"
-    assert guards.after_self_check(failed, Knobs(max_regenerations=2)) == "reply"
+    assert after_self_check(failed, Knobs(max_regenerations=1)) == "handoff"
+    assert after_self_check(failed, Knobs(max_regenerations=2)) == "reply"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("unknown_streak >= unknown_intent_handoff", "unknown_streak > unknown_intent_handoff"),
+    ('intent -> reply when intent_kind == "conversational"', 'intent -> reply when intent_kind == "task"'),
+    ('intent_kind == "escalate"', 'intent_kind == "to-human"'),
+    ("missing_slots > 0", "missing_slots > 1"),
+    ("invalid_calls > validation_repairs", "invalid_calls >= validation_repairs"),
+    ("action -> END when busy", "action -> reply when busy"),
+    ("action -> handoff when repeated_invalid_call and handoff_allowed\n", ""),
+    ("stop_reason != null", 'stop_reason == "max rounds"'),
+    ("regenerations < max_regenerations", "regenerations <= max_regenerations"),
+    (" or quota_exceeded != null", ""),
+])
+def test_the_cases_catch_a_wrong_rule(old, new):
+    """Every rule is pinned by a case above: changing one makes at least one expected route come out wrong."""
+    assert old in DEFAULT_RULES
+    mutant = compile_rules(DEFAULT_RULES.replace(old, new), NODES)
+    by_guard = {after_intent: "intent", after_collect: "collect", after_action: "action", after_self_check: "self_check"}
+    wrong = [label for guard, label, state, expected in ALL_CASES
+             if next_node(by_guard[guard], state, KNOBS, own=mutant) != expected]
+    assert wrong

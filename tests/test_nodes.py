@@ -16,8 +16,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph.message import add_messages
-from lg_harness.core import guards
 from lg_harness.core.design import load_design
+from lg_harness.core.routing import next_node
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.backend import claim_coupon
@@ -391,7 +391,7 @@ def test_action_does_not_call_a_malformed_id_the_customer_gave_invented(make_dep
     update = node("action", "tool_loop", deps)(state, CONFIG)
     [record] = update["tool_log"]
     assert record["error_type"] != "invented_argument", record
-    assert guards.after_action(apply(state, update), deps.design.knobs) == "action", \
+    assert next_node("action", apply(state, update), deps.design.knobs) == "action", \
         "a repairable call gets its repair round instead of a question to the customer"
 
 
@@ -404,7 +404,7 @@ def test_action_flags_an_id_nobody_gave_as_invented(make_deps, shop, u001_orders
     update = node("action", "tool_loop", deps)(state, CONFIG)
     [record] = update["tool_log"]
     assert record["status"] != "ok" and record["error_type"] == "invented_argument"
-    assert guards.after_action(apply(state, update), deps.design.knobs) == "collect"
+    assert next_node("action", apply(state, update), deps.design.knobs) == "collect"
 
 
 # ================================================================================================ reply

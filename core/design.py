@@ -87,8 +87,8 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "for real models; on the simulated model it only adds calls), slots from the fact "
             "card, masked tools, canonical, validated and entity-aligned arguments, classified retries, cleaned "
             "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
-            "guards and a grounded self-check.",
-            {"intent": "classifier"}, context_budget_tokens=1300, clear_used_results=True),
+            "guards, a grounded self-check, and an explicit yes before any change.",
+            {"intent": "classifier"}, context_budget_tokens=1300, clear_used_results=True, confirm_changes=True),
 )}
 
 

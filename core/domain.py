@@ -71,6 +71,9 @@ class Handoff:
     tool: str | None = None
     reason_arg: str = "reason"
     ticket_key: str = "ticket_id"
+    # Called with (resources, thread id, user id) once a human answered, so the domain's ticket is closed
+    # and a later handoff on the thread (after a fork, say) opens a new one instead of the answered one.
+    answered: Callable[[Mapping[str, Any], str, str], None] | None = None
 
 
 @dataclass(frozen=True)

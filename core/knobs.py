@@ -28,6 +28,8 @@ class Knobs(BaseModel):
     validation_repairs: int = Field(1, ge=0, description="repair tries after an invalid tool call")
     align_entities: bool = Field(True, description="identifier arguments must come from the conversation")
     enforce_constraints: bool = Field(True, description="refuse tool calls a pinned constraint forbids")
+    confirm_changes: bool = Field(False, description="before a state-changing tool runs, say what will change and "
+                                  "wait for the user's explicit yes in their next message")
     normalize_args: bool = Field(True, description="rewrite identifier arguments to their canonical form")
     executor: Literal["classified", "framework", "raw"] = Field(
         "classified", description="tool execution: classified retries, a framework's blind retries, or none")
@@ -54,6 +56,7 @@ class Knobs(BaseModel):
 KNOB_OFF: dict[str, Any] = {
     "align_entities": False,
     "enforce_constraints": False,
+    "confirm_changes": False,
     "normalize_args": False,
     "normalize_input": False,
     "clean_results": False,

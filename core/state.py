@@ -39,6 +39,27 @@ class UserInfo(TypedDict):
     role: str
 
 
+class NotTheOwner(ValueError):
+    """A message on a thread from someone other than the user who started it."""
+
+
+def keep_owner(left: UserInfo | None, right: UserInfo | None) -> UserInfo:
+    """The thread's user: set by its first message, never replaced by another user (the role may change).
+
+    Checked in the state itself, so every way into the graph (the ``Harness``, the LangGraph server, a
+    notebook calling ``invoke``) refuses a second user and a message without one.
+    """
+    if not right:
+        return left or {}  # type: ignore[return-value]
+    new_id = str(right.get("id") or "").strip()
+    if not new_id:
+        raise NotTheOwner("a message needs the id of the user who sends it")
+    old_id = (left or {}).get("id")
+    if old_id and old_id != new_id:
+        raise NotTheOwner("this thread belongs to another user; use your own thread id")
+    return right
+
+
 class ToolCallRecord(TypedDict, total=False):
     id: str
     name: str
@@ -76,7 +97,7 @@ class TurnStats(TypedDict, total=False):
 
 class HarnessState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
-    user: UserInfo
+    user: Annotated[UserInfo, keep_owner]
     turn: int
     phase: str  # intent | collect | action | reply | self_check | handoff | done
     intent: str | None
@@ -100,3 +121,5 @@ class HarnessState(TypedDict, total=False):
     recalled: list[str]  # long-term experiences relevant to this message
     recalled_ids: list[str]
     known_facts: dict[str, Any]  # long-term facts about the user (from earlier sessions)
+    pending_change: dict[str, Any] | None  # changing calls waiting for the user's yes (nodes.confirm)
+    confirmed_change: dict[str, Any] | None  # the calls this message's yes confirmed, run once by action

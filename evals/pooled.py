@@ -25,6 +25,7 @@ UNITS = {
     "loops_stopped": "scenarios", "handoffs": "scenarios", "handoff_accuracy": "turns",
     "retries_per_429": "429 episodes", "retry_after_honored": "attempts after a 429", "tool_failure_rate": "calls",
     "false_facts": "replies with tool results", "internal_text": "replies",
+    "unrequested_changes": "scenarios",
 }
 
 # Rates that count independent-enough trials (runs, turns, calls): a Wilson interval is their fallback when
@@ -40,7 +41,7 @@ COUNTED = {
     "retries_per_429": "retries", "retry_after_honored": "honored", "tool_failure_rate": "tool_failures",
     "false_facts": "false_facts", "internal_text": "internal_text",
 }
-SUMMED = ("repeated_questions", "loops_stopped", "handoffs")
+SUMMED = ("repeated_questions", "loops_stopped", "handoffs", "unrequested_changes")
 PERCENTILES = {"latency_p50_s": 50.0, "latency_p95_s": 95.0}
 
 

@@ -45,6 +45,7 @@ _COUNTS: list[tuple[str, str]] = [
     ("Repeated questions", "repeated_questions"),
     ("Loops stopped", "loops_stopped"),
     ("Handoffs", "handoffs"),
+    ("Unrequested changes", "unrequested_changes"),
     ("Handoff accuracy", "handoff_accuracy"),
     ("Tool failure rate", "tool_failure_rate"),
     ("Replies with a false fact", "false_facts"),

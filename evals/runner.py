@@ -88,7 +88,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
     try:
         for index, turn in enumerate(scenario.turns):
             before = (plan.virtual_elapsed[0], clock.now)
-            turns.append(_play(harness, scenario, index, turn.user, before, plan, clock))
+            turns.append(_play(harness, scenario, index, turn, before, plan, clock))
     finally:
         harness.close()
         close_model(chat_model)
@@ -103,10 +103,37 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
             "lang": scenario.lang, "turns": turns, "fault_events": plan.events}
 
 
-def _play(h: Harness, scenario: Any, index: int, text: str, before: tuple[float, float], plan: FaultPlan,
+# What a scripted user answers when the harness asks to confirm a change it asked for.
+CONFIRM_YES = {"en": "yes", "zh": "是的"}
+
+
+def _play(h: Harness, scenario: Any, index: int, turn: Any, before: tuple[float, float], plan: FaultPlan,
+          clock: VirtualClock) -> dict[str, Any]:
+    """One scenario turn; when the harness asks to confirm a change, the user's answer (the turn's
+    ``confirm``, else yes) is part of the same turn: its calls, tokens and latency count here."""
+    record = _send(h, scenario, index, turn.user, before, plan, clock)
+    if "error" in record or not h.last_values.get("pending_change"):
+        return record
+    answer = turn.confirm if turn.confirm is not None else CONFIRM_YES.get(scenario.lang, "yes")
+    second = _send(h, scenario, index, answer, (plan.virtual_elapsed[0], clock.now), plan, clock)
+    if "error" in second:
+        return {**record, "error": second["error"]}
+    merged = {**second, "confirmation": {"asked": record["reply"], "answer": answer}}
+    for key in ("tool_calls", "call_input_tokens"):
+        merged[key] = record[key] + second[key]
+    for key in ("model_calls", "input_tokens", "output_tokens", "latency_s"):
+        merged[key] = (record.get(key) or 0) + (second.get(key) or 0)
+    if record.get("cached_input_tokens") is not None or second.get("cached_input_tokens") is not None:
+        merged["cached_input_tokens"] = (record.get("cached_input_tokens") or 0) + (second.get("cached_input_tokens") or 0)
+    merged["path"] = record["path"] + second["path"]
+    merged["intent"] = record["intent"]  # what the request was understood as; the yes resumes it
+    return merged
+
+
+def _send(h: Harness, scenario: Any, index: int, text: str, before: tuple[float, float], plan: FaultPlan,
           clock: VirtualClock) -> dict[str, Any]:
     try:
-        r = h.send("eval", text, scenario.user_id, scenario.role)
+        r = h.send("eval", text, scenario.user_id or h.domain.default_user, scenario.role)
     except HarnessError as err:
         # A message the model never answered fails like any other error, and says so (evals.cell_health).
         return {"index": index, "error": str(err), "reply": "", "tool_calls": [], "model_calls": 0,

@@ -17,7 +17,7 @@ from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field
 
 Tag = Literal["single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation",
-              "role", "adversarial", "injection", "unicode", "tool-faults", "zh", "en", "handoff", "handwritten"]
+              "role", "adversarial", "injection", "unicode", "tool-faults", "zh", "en", "handoff", "handwritten", "confirmation"]
 
 
 class ToolExpect(BaseModel):
@@ -36,6 +36,8 @@ class TurnExpect(BaseModel):
     tools: list[ToolExpect] | None = Field(None, description="calls that must succeed this turn (subset)")
     no_tools: bool = Field(False, description="no tool may run this turn (e.g. a slot question)")
     must_not_call: list[str] = Field(default_factory=list)
+    no_changes: bool = Field(False, description="no state-changing tool may succeed this turn (a question, a "
+                             "hypothetical, a changed mind); an attempt the harness held back is fine")
     reply_contains: list[str] = Field(default_factory=list, description="all must appear (case-insensitive)")
     reply_contains_any: list[str] = Field(default_factory=list, description="at least one must appear")
     reply_excludes: list[str] = Field(default_factory=list)
@@ -50,6 +52,8 @@ class Turn(BaseModel):
 
     user: str
     expect: TurnExpect = Field(default_factory=TurnExpect)
+    confirm: str | None = Field(None, description="what the user answers if the harness asks to confirm a change "
+                                "(default: yes in the scenario's language; the user who asked for it means it)")
 
 
 class Scenario(BaseModel):
@@ -99,7 +103,8 @@ def _load_file(f: Path) -> list[Scenario]:
 
 
 # A scenario's kind for sampling: its rarest, most telling tag first.
-KIND_ORDER = ("long", "injection", "unicode", "tool-faults", "correction", "negation", "role", "adversarial",
+KIND_ORDER = ("long", "injection", "unicode", "tool-faults", "correction", "negation", "confirmation", "role",
+              "adversarial",
               "slot-filling", "handoff", "referential", "multi-turn", "single")
 
 

@@ -21,9 +21,11 @@ from lg_harness.graphs import human_hold
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
 from lg_harness.graphs.storage import open_stores
+from lg_harness.graphs.storage_faults import prove_writable, storage_problem
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.context import last_human_text
 from lg_harness.memory.longterm import LongTermMemory
+from lg_harness.obs.audit import default_redactor, redact_value
 from lg_harness.obs.tracing import current_trace_id, message_span
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import RetryPolicy, ToolExecutor
@@ -49,9 +51,7 @@ def prepare_data_dir(path: str | Path) -> Path:
     data_dir = Path(path).expanduser()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        probe = data_dir / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        prove_writable(data_dir)
     except OSError as err:
         raise HarnessError(f"data dir {data_dir} is not usable ({err.strerror or err}); "
                            "pass --data-dir or set HARNESS_DATA_DIR to a writable folder") from err
@@ -198,12 +198,30 @@ class Harness:
     # -- users and threads
 
     def user(self, user_id: str | None, role: str | None = None) -> dict[str, str]:
-        uid = user_id or self.domain.default_user
+        uid = (user_id or "").strip()
+        if not uid:
+            raise HarnessError(f"no user given: every message acts for one user; pass user_id (--user), e.g. "
+                               f"the domain's demo user {self.domain.default_user}")
         found = self.domain.user(uid, self.resources)
         if found is None:
             raise HarnessError(f"unknown user '{uid}' in domain '{self.domain.name}'; "
                                f"try --user {self.domain.default_user}")
         return {"id": str(found["id"]), "role": role or str(found.get("role") or self.domain.default_role)}
+
+    def owner_of(self, thread_id: str, values: dict[str, Any] | None = None) -> str | None:
+        """The user a thread belongs to: recorded with its first message (older threads: in the checkpoint)."""
+        if (owner := self.transcripts.owner(thread_id)) is not None:
+            return owner
+        if values is None:
+            tup = self.checkpointer.get_tuple(self.config(thread_id))
+            values = (tup.checkpoint.get("channel_values") or {}) if tup is not None else {}
+        return (values.get("user") or {}).get("id") or None
+
+    def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None) -> None:
+        """Refuse ``user_id`` a thread someone else started (reading it as much as writing to it)."""
+        owner = self.owner_of(thread_id, values)
+        if owner and owner != user_id:
+            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
 
     @staticmethod
     def config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -236,15 +254,39 @@ class Harness:
         message = self.check_message(text)
         user = self.user(user_id, role)
         with self.order.turn(thread_id):
-            return self._send(thread_id, message, user)
+            try:
+                return self._send(thread_id, message, user)
+            except HarnessError:
+                raise
+            except Exception as err:
+                if (problem := storage_problem(err)) is None:
+                    raise
+                raise HarnessError(f"{problem} ({err}); {self.saved_state(thread_id)}") from err
+
+    def saved_state(self, thread_id: str) -> str:
+        """What is saved of ``thread_id`` after a failure, and what to do about the message that failed."""
+        try:
+            snap = self.graph.get_state(self.config(thread_id))
+            told = self.transcripts.read(thread_id)
+        except Exception:  # noqa: BLE001 - reading may fail for the same reason writing did
+            return "nothing could be read back from the data dir: free or fix it, then send the message again"
+        ckpt = (snap.config.get("configurable") or {}).get("checkpoint_id")
+        turn = snap.values.get("turn") or 0
+        mid = bool(snap.tasks)
+        asked = max((r["turn"] for r in told if r["role"] == "user"), default=0)
+        where = (f"the newest saved checkpoint is {ckpt}, in the middle of message {turn}" if mid and ckpt else
+                 f"the newest saved checkpoint is {ckpt}, after message {turn}" if ckpt else "no checkpoint is saved")
+        if mid or asked > turn:
+            return (f"{where}; the message is kept: once the data dir is fixed, finish it with "
+                    f"harness resume --thread {thread_id} --finish")
+        return f"{where}; this message was not saved: send it again once the data dir is fixed"
 
     def _send(self, thread_id: str, message: str, user: dict[str, str]) -> dict[str, Any]:
         config = self.config(thread_id)
         snapshot = self.graph.get_state(config)
         current = snapshot.values
-        owner = (current.get("user") or {}).get("id")
-        if owner and owner != user["id"]:
-            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
+        self.check_owner(thread_id, user["id"], current)
+        self.transcripts.claim(thread_id, user["id"])
         turn = (current.get("turn") or 0) + 1
         self.transcripts.append(thread_id, turn, "user", message)
         self.transcripts.record_setup(thread_id, *self.setup)
@@ -289,11 +331,9 @@ class Harness:
                 if self.on_update is not None:
                     self.on_update(thread_id, update)
         except Exception as err:  # noqa: BLE001 - the checkpoint keeps the state up to the failing step
-            saved = self.graph.get_state(config)
-            ckpt = (saved.config.get("configurable") or {}).get("checkpoint_id")
-            raise HarnessError(f"the graph stopped with {type(err).__name__}: {err}; state is saved at "
-                               f"checkpoint {ckpt}: finish it with harness resume --thread {thread_id} --finish, "
-                               f"or send the message again") from err
+            problem = storage_problem(err)
+            cause = f"{problem} ({err})" if problem else f"the graph stopped with {type(err).__name__}: {err}"
+            raise HarnessError(f"{cause}; {self.saved_state(thread_id)}") from err
         snapshot = self.graph.get_state(config)
         self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
         if (failure := unanswered(snapshot.values.get("turn_stats") or {})) is not None:
@@ -307,14 +347,17 @@ class Harness:
     # -- human handoff
 
     def waiting_threads(self) -> list[dict[str, Any]]:
-        """Threads paused for a human, with the handoff payload (reason, summary, fact card)."""
+        """Threads paused for a human, with what the operator needs (who, the handoff's reason, ticket, pinned
+        constraints, summary and fact card, the last message), personal data masked: contact details reach
+        the agent who answers through the thread itself, not through a queue listing every customer."""
         waiting = []
         for thread_id in self.transcripts.waiting_handoffs():
             snap = self.graph.get_state(self.config(thread_id))
             if "human" in snap.next:
-                waiting.append({"thread_id": thread_id, "user": snap.values.get("user"),
-                                "handoff": snap.values.get("handoff"), "status": "waiting",
-                                "last_message": self._last_user_message(thread_id)})
+                waiting.append(redact_value({"thread_id": thread_id, "user": snap.values.get("user"),
+                                             "handoff": snap.values.get("handoff"), "status": "waiting",
+                                             "last_message": self._last_user_message(thread_id)},
+                                            default_redactor))
         return waiting
 
     def held_threads(self) -> list[dict[str, Any]]:
@@ -338,6 +381,8 @@ class Harness:
                 raise HarnessError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
             result = self._run(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
             self.transcripts.hold_handoff(thread_id)  # the human keeps the thread until they release it
+            if (close := self.domain.handoff.answered) is not None:
+                close(self.resources, thread_id, (snapshot.values.get("user") or {}).get("id", ""))
             return result
 
     def release(self, thread_id: str) -> dict[str, Any]:
@@ -390,28 +435,74 @@ class Harness:
             raise HarnessError(f"unknown checkpoint '{checkpoint_id}' on thread '{thread_id}'; "
                                f"list them with: harness history --thread {thread_id}")
         snap = self.graph.get_state(self.config(thread_id, checkpoint_id))
+        # ``next`` leaves out tasks whose writes were saved before the crash: they are still owed their
+        # checkpoint and whatever follows them, so ``pending`` lists every task the checkpoint holds.
         return {"thread_id": thread_id, "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
-                "next": list(snap.next), "values": snap.values}
+                "next": list(snap.next), "pending": [t.name for t in snap.tasks], "values": snap.values}
+
+    def unanswered_message(self, thread_id: str, values: dict[str, Any]) -> tuple[int, str] | None:
+        """A user message the transcript holds beyond the thread's last finished turn, with no reply: the
+        process stopped before the graph saved its first checkpoint of that message."""
+        done = values.get("turn") or 0
+        rows = [r for r in self.transcripts.read(thread_id) if r["turn"] > done]
+        users = [r for r in rows if r["role"] == "user"]
+        if not users or any(r["role"] == "assistant" for r in rows):
+            return None
+        return users[0]["turn"], users[0]["content"]
 
     def finish(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-        """Run the pending steps of a message that stopped part-way (a crash, or ``checkpoint_id``: an earlier
-        mid-message checkpoint to fork from first) on the state it stopped with; the result is that
-        message's, as ``send`` returns it. Nothing is forked when there is nothing to finish."""
+        """Complete a message that stopped part-way (a crash, or ``checkpoint_id``: an earlier mid-message
+        checkpoint to fork from first) on the state it stopped with; the result is that message's, as
+        ``send`` returns it. A message the crash left only in the transcript runs from its start. Nothing
+        is forked when there is nothing to finish."""
         with self.order.turn(thread_id):
+            if not self.thread_exists(thread_id) and checkpoint_id is None:
+                return self._finish_unsaved(thread_id, {})
             stopped = self.state(thread_id, checkpoint_id)
             where = f"checkpoint {checkpoint_id}" if checkpoint_id else f"thread '{thread_id}'"
-            if "human" in stopped["next"]:
+            if checkpoint_id is None and (not stopped["pending"] or stopped["pending"] == ["human"]) \
+                    and self._record_saved_reply(thread_id, stopped["values"]):
+                snapshot = self.graph.get_state(self.config(thread_id))
+                self.last_values = snapshot.values
+                return self.result(thread_id, snapshot, [])
+            if "human" in stopped["pending"]:
                 raise HarnessError(f"{where} waits for a human; answer with: "
                                    f"harness handoff reply --thread {thread_id} TEXT")
-            if not stopped["next"]:
+            values = stopped["values"]
+            if not stopped["pending"]:
+                if checkpoint_id is None:
+                    return self._finish_unsaved(thread_id, values)
                 raise HarnessError(f"{where} has no unfinished message; send a new one with: "
                                    f"harness run --thread {thread_id} MESSAGE")
             if checkpoint_id:
                 self.fork(thread_id, checkpoint_id)
-            values = stopped["values"]
             # Before the intent node has run, the pending message has not been counted yet.
-            turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(stopped["next"]))
+            turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(stopped["pending"]))
             return self._run(thread_id, None, turn, (values.get("user") or {}).get("id"))
+
+    def _record_saved_reply(self, thread_id: str, values: dict[str, Any]) -> bool:
+        """The message ran to its end and its checkpoint holds the reply, but the process stopped before the
+        transcript recorded it: record it now (the user gets the answer that was given, not a second run)."""
+        rows = self.transcripts.read(thread_id)
+        turn, reply = values.get("turn") or 0, values.get("reply") or ""
+        if not rows or rows[-1]["role"] != "user" or rows[-1]["turn"] != turn or not reply:
+            return False
+        self.transcripts.append(thread_id, turn, "assistant", reply)
+        if (values.get("handoff") or {}).get("ticket") and not (values.get("handoff") or {}).get("answered"):
+            self.transcripts.open_handoff(thread_id, str(values["handoff"]["ticket"]))
+        return True
+
+    def _finish_unsaved(self, thread_id: str, values: dict[str, Any]) -> dict[str, Any]:
+        found = self.unanswered_message(thread_id, values)
+        owner = self.transcripts.owner(thread_id) or (values.get("user") or {}).get("id")
+        if found is None or not owner:
+            if not values:
+                self.require_thread(thread_id)
+            raise HarnessError(f"thread '{thread_id}' has no unfinished message; send a new one with: "
+                               f"harness run --thread {thread_id} MESSAGE")
+        turn, message = found
+        user = values.get("user") or self.user(owner)
+        return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
 
     def fork(self, thread_id: str, checkpoint_id: str) -> str:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""

@@ -127,8 +127,18 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
         debug: DebugOpt = False) -> None:
     """Send one user message on a thread."""
     with open_harness(data_dir, design, model, domain) as h:
-        result = h.send(thread, message, user, role)
+        result = h.send(thread, message, caller(h, user), role)
     print_result(result, json_out)
+
+
+def caller(h: Any, user: str | None) -> str:
+    """Who runs the command: ``--user`` as given (an empty one is refused), else the domain's demo user."""
+    if user is None:
+        return h.domain.default_user
+    if not user.strip():
+        raise HarnessError("--user is empty: name the user the command acts for (or leave --user out for the "
+                           f"demo user {h.domain.default_user})")
+    return user.strip()
 
 
 def print_result(result: dict[str, Any], json_out: bool) -> None:
@@ -151,7 +161,7 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
          debug: DebugOpt = False) -> None:
     """An interactive conversation (/help, /state, /history, /quit)."""
     with open_harness(data_dir, design, model, domain) as h:
-        user = user or h.domain.default_user
+        user = caller(h, user)
         err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /help for commands, /quit to leave")
         while True:
             try:
@@ -161,6 +171,12 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
             command = line.strip()
             if command in ("/quit", "/exit"):
                 break
+            if command in ("/state", "/history"):
+                try:
+                    h.check_owner(thread, user)
+                except HarnessError as exc:
+                    err.print(f"error: {exc}", markup=False)
+                    continue
             if command == "/help":
                 err.print(CHAT_HELP, markup=False)
                 continue
@@ -200,11 +216,13 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 @app.command()
 @cli_command
 def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
-            json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+            user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The thread's checkpoints, newest first: turn, phase, the user message, checkpoint id."""
     from rich import box
 
     with open_harness(data_dir, "harness", "sim", domain) as h:
+        h.require_thread(thread)
+        h.check_owner(thread, caller(h, user))
         rows = h.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
@@ -234,13 +252,14 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
                                                      "(default: the one the thread last ran with)")] = None,
            domain: Annotated[str | None, typer.Option("--domain", envvar="HARNESS_DOMAIN", help="the domain pack "
                                                       "(default: the one the thread last ran with)")] = None,
-           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+           user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Show where a thread stands; with --checkpoint, fork it so the next run continues from there; with
     --finish, complete the message the thread stopped in, with the design, model and domain it ran with."""
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
     domain = domain or thread_domain(data_dir, thread) or "shop"
     with open_harness(data_dir, design or "harness", model or "sim", domain) as h:
+        h.check_owner(thread, caller(h, user))
         if finish:
             print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
             return
@@ -255,7 +274,7 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     if forked:
         out.print(f"thread {thread} now continues from checkpoint {checkpoint} (new head {forked})")
     out.print_json(json.dumps(summary, ensure_ascii=False, default=str))
-    pending = [n for n in state["next"] if n != "human"]
+    pending = [n for n in state["pending"] if n != "human"]
     if pending:
         err.print(f"the thread stopped mid-message before {', '.join(pending)}: `harness resume --thread {thread} "
                   "--finish` completes it; `harness run` starts a new message instead")
@@ -290,6 +309,20 @@ def recorded_threads(data_dir: Path) -> Iterator[Any]:
     store = TranscriptStore(path)
     try:
         yield store
+    finally:
+        store.close()
+
+
+def recorded_owner(data_dir: Path, thread: str) -> str | None:
+    """The user ``thread`` belongs to, as the data dir's transcripts recorded it."""
+    from lg_harness.memory.transcript import TranscriptStore
+
+    path = data_dir / "transcripts.sqlite"
+    if not path.exists():
+        return None
+    store = TranscriptStore(path)
+    try:
+        return store.owner(thread)
     finally:
         store.close()
 
@@ -407,10 +440,17 @@ def demo(scratch: Annotated[Path | None, typer.Option("--data-dir", help="run he
 
 @app.command()
 @cli_command
-def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, json_out: JsonOpt = False,
-          debug: DebugOpt = False) -> None:
+def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", user: UserOpt = None,
+          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
+    from lg_harness.core.domain import load_domain
     from lg_harness.obs.render import load_trace, span_tree
+
+    me = load_domain(thread_domain(data_dir, thread) or domain).default_user if user is None else user.strip()
+    if not me:
+        raise HarnessError("--user is empty: name the user whose thread this is")
+    if (owner := recorded_owner(data_dir, thread)) is not None and owner != me:
+        raise HarnessError(f"thread '{thread}' belongs to another user; use your own thread id")
 
     spans = load_trace(data_dir, thread_id=thread)
     if not spans:
@@ -538,7 +578,8 @@ def _profiles(profiles: str, model: str) -> list[str]:
 # The columns that fit a terminal; report.md has them all with intervals and n.
 SUMMARY_COLUMNS = (("task_completion", "done"), ("arg_validity_emitted", "args emitted"),
                    ("arg_validity_boundary", "args at tool"), ("model_calls_per_msg", "calls/msg"),
-                   ("input_tokens_per_msg", "tokens/msg"), ("latency_p50_s", "p50 s"), ("early_reference", "early refs"))
+                   ("input_tokens_per_msg", "tokens/msg"), ("latency_p50_s", "p50 s"), ("early_reference", "early refs"),
+                   ("unrequested_changes", "unrequested changes"))
 
 
 def summary_table(summary: dict[str, Any], profile: str | None = None) -> Table:
@@ -555,12 +596,12 @@ def summary_table(summary: dict[str, Any], profile: str | None = None) -> Table:
     return table
 
 
-BENCHES = ("tools", "context", "graph", "serve")
+BENCHES = ("tools", "context", "graph", "serve", "chaos")
 
 
 @app.command()
 @cli_command
-def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url)")], domain: DomainOpt = "shop",
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url) | chaos")], domain: DomainOpt = "shop",
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Benchmarks that print figures as ratios against a baseline measured in the same run."""
     import importlib

@@ -75,7 +75,7 @@ def run_demo(data_dir: str | Path | None = None, design: str = "harness", model:
     turns = []
     with Harness(data_dir, design, model, domain=pack) as h:
         for i, message in enumerate(script, 1):
-            r = h.send(THREAD, message)
+            r = h.send(THREAD, message, pack.default_user)
             turns.append({"message": message, **r})
             _show_turn(console, i, message, r)
     # A new Harness is what a new process sees: everything comes back from the checkpoint database.
@@ -83,7 +83,7 @@ def run_demo(data_dir: str | Path | None = None, design: str = "harness", model:
         checkpoints = h.history(THREAD)
         forked = next(c for c in checkpoints if c.checkpoint_id == turns[FORK_AFTER - 1]["checkpoint_id"])
         h.fork(THREAD, forked.checkpoint_id)
-        replay = h.send(THREAD, script[FORK_AFTER])
+        replay = h.send(THREAD, script[FORK_AFTER], pack.default_user)
         check = pack.demo_check(h.resources) if pack.demo_check else None
     if console is not None:
         console.rule(f"resume in a new process, fork from message {FORK_AFTER}, send message {FORK_AFTER + 1} again")

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lg_harness.graphs.ordering import ThreadOrder
+from lg_harness.graphs.storage_faults import check_checkpoint_store
 from lg_harness.tools.errors import HarnessError
 
 DATABASE_ENV = "HARNESS_DATABASE_URL"
@@ -127,8 +128,9 @@ def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
 
     if data_dir is None:
         return InMemorySaver()
+    check_checkpoint_store(data_dir)
     try:
-        conn = _own(stores, sqlite3.connect(str(data_dir / "checkpoints.sqlite"), check_same_thread=False))
+        conn = _own(stores, sqlite3.connect(str(data_dir / "checkpoints.sqlite"), check_same_thread=False, timeout=30))
         saver = SqliteSaver(conn)
         saver.setup()
         return saver

@@ -5,7 +5,7 @@ The public surface, in one namespace::
     from lg_harness import Harness, Domain, Design
 
     with Harness(".harness", design="harness", model="sim:clean", domain="helpdesk") as h:
-        result: SendResult = h.send("t1", "What is the status of INC0012346?")
+        result: SendResult = h.send("t1", "What is the status of INC0012346?", "E1001")
 
 The project's folders (``graphs``, ``nodes``, ``memory``, ``tools``, ``llm``, ``evals``, ``obs``,
 ``domains``, ``benchmarks``) install as subpackages of ``lg_harness``, never as top-level modules.

@@ -39,7 +39,8 @@ import math
 import re
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -235,6 +236,21 @@ def _where(user_id: str, *, kind: str | None = None, current_only: bool = False)
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+@contextmanager
+def _folder_lock(folder: Path | None) -> Iterator[None]:
+    if folder is None:
+        yield
+        return
+    import fcntl
+
+    with open(folder.with_name(folder.name + ".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 class ExperienceStore:
     """Per-user experience memory in a Chroma collection with cosine space and MiniLM embeddings.
 
@@ -263,13 +279,17 @@ class ExperienceStore:
         self._owns_client = client is None
         if client is None:
             Path(path).mkdir(parents=True, exist_ok=True)
-            # Telemetry off: the harness must run without network access.
-            client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-        self._client = client
         self._ef = MiniLMEmbeddingFunction()
-        self._col = client.get_or_create_collection(
-            collection, embedding_function=self._ef, configuration={"hnsw": {"space": "cosine"}}
-        )
+        # Processes starting together on one data dir would race to create Chroma's own tables ("table
+        # collections already exists"): the first open of a folder is serialised by a lock file beside it.
+        with _folder_lock(Path(path) if client is None else None):
+            if client is None:
+                # Telemetry off: the harness must run without network access.
+                client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+            self._col = client.get_or_create_collection(
+                collection, embedding_function=self._ef, configuration={"hnsw": {"space": "cosine"}}
+            )
+        self._client = client
         self.weights = weights or RetrievalWeights()
         self.policy = policy or MemoryPolicy()
         self._clock = clock

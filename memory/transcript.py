@@ -29,11 +29,25 @@ class TranscriptStore:
         )
         if "domain" not in {row[1] for row in self.conn.execute("PRAGMA table_info(threads)")}:
             self.conn.execute("ALTER TABLE threads ADD COLUMN domain TEXT")  # stores made before domains
+        # Who a thread belongs to, from its first message on: kept apart from checkpoints so a lost or forked
+        # checkpoint never hands the thread to whoever writes next.
+        self.conn.execute("CREATE TABLE IF NOT EXISTS owners (thread_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
+                          "created_at REAL NOT NULL)")
         # Threads waiting for a human, whatever the domain's own ticket system (if it has one) recorded.
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS handoffs (thread_id TEXT NOT NULL, ticket TEXT NOT NULL, "
             "status TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (thread_id, ticket))"
         )
+
+    def claim(self, thread_id: str, user_id: str) -> str:
+        """Make ``user_id`` the thread's owner if it has none yet; return the owner either way."""
+        with self.lock:
+            self.conn.execute("INSERT OR IGNORE INTO owners VALUES (?, ?, ?)", (thread_id, user_id, time.time()))
+            return self.conn.execute("SELECT user_id FROM owners WHERE thread_id = ?", (thread_id,)).fetchone()[0]
+
+    def owner(self, thread_id: str) -> str | None:
+        row = self.conn.execute("SELECT user_id FROM owners WHERE thread_id = ?", (thread_id,)).fetchone()
+        return row[0] if row else None
 
     def record_setup(self, thread_id: str, design: str, model: str | None, domain: str | None = None) -> None:
         """Note the design (preset name or file), model spec and domain spec a message on the thread runs with."""
@@ -69,7 +83,8 @@ class TranscriptStore:
     def open_handoff(self, thread_id: str, ticket: str) -> None:
         """Queue the thread for a human (once per ticket)."""
         with self.lock:
-            self.conn.execute("INSERT OR IGNORE INTO handoffs VALUES (?, ?, 'waiting', ?)",
+            self.conn.execute("INSERT INTO handoffs VALUES (?, ?, 'waiting', ?) "
+                              "ON CONFLICT (thread_id, ticket) DO UPDATE SET status = 'waiting'",
                               (thread_id, ticket, time.time()))
 
     def answer_handoff(self, thread_id: str) -> None:

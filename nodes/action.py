@@ -21,8 +21,9 @@ from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
+from lg_harness.nodes.confirm import confirmation_question
 from lg_harness.nodes.phrases import say
-from lg_harness.obs.tracing import TOOL_LOGGERS
+from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import ToolError
@@ -90,6 +91,28 @@ def canonical_args(args: dict[str, Any], entity_args: dict[str, str], domain: Do
     return out
 
 
+def spent(stats: dict[str, Any], began: float, now: float) -> float:
+    """The message's time so far: what earlier steps counted plus this step's own. Each step adds only the time
+    it ran, so a message finished or forked later (after a crash, or from an old checkpoint) is not charged
+    for the hours it sat in a checkpoint."""
+    return float(stats.get("elapsed_s") or 0.0) + max(now - began, 0.0)
+
+
+def with_call_ids(ai: AIMessage, log: list[dict[str, Any]], rnd: int) -> AIMessage:
+    """``ai`` with one distinct id per tool call: providers may send none, or one id (``call_0``) for several
+    calls. Results are paired with calls by these ids, and the change each call makes is keyed by what it is,
+    so an id only has to be unique within the message."""
+    seen = {r.get("id") for r in log}
+    calls, changed = [], False
+    for index, call in enumerate(ai.tool_calls):
+        cid = call.get("id")
+        if not cid or cid in seen:
+            cid, changed = f"{cid or 'call'}~r{rnd}.{index}", True
+        seen.add(cid)
+        calls.append({**call, "id": cid})
+    return ai.model_copy(update={"tool_calls": calls}) if changed else ai
+
+
 def is_empty(result: Any, empty_keys: tuple[str, ...]) -> bool:
     if result in (None, "", [], {}):
         return True
@@ -114,25 +137,31 @@ class ToolLoopAction:
         return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        began = self.deps.clock()
         stats = dict(state.get("turn_stats") or {})
         stats["rounds"] = stats.get("rounds", 0) + 1
         messages, account = build_context(state, self.deps.design, self.deps.domain)
+        confirmed = self.confirmed_calls(state)
         try:
-            ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
+            if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
+                ai = AIMessage("", tool_calls=confirmed)
+            else:
+                ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
         except ModelCallFailed as err:
             stats = {**stats, **err.stats, "rounds": stats["rounds"]}
             busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
-            stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
+            stats["elapsed_s"] = spent(stats, began, self.deps.clock())
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
                     "check": {"ok": True, "retryable": True}}
         # The calls exactly as the model emitted them: an evaluation judges the model's arguments before any
         # rewrite below, and the harness's arguments at the tool boundary after it (evals.metrics).
+        ai = with_call_ids(ai, state.get("tool_log") or [], stats["rounds"])
         emitted = [dict(c.get("args") or {}) for c in ai.tool_calls]
         if self.knobs.normalize_args and ai.tool_calls:
             ai = ai.model_copy(update={"tool_calls": [
                 {**c, "args": canonical_args(c.get("args") or {}, self.entity_args(c["name"]), self.deps.domain)}
                 for c in ai.tool_calls]})
-        outcomes, reached = self.screen_and_run(state, ai, config)
+        outcomes, reached = self.screen_and_run(state, ai, config, confirmed=bool(confirmed))
         self.log_calls(outcomes)
         log = list(state.get("tool_log") or [])
         earlier = {json.dumps(r.get("result_digest")) for r in log}
@@ -146,13 +175,42 @@ class ToolLoopAction:
                                       result_digest=digest, emitted_args=emitted_args, reached_tool=to_tool))
         stats["tool_calls"] = stats.get("tool_calls", 0) + len(outcomes)
         stats["tool_errors"] = stats.get("tool_errors", 0) + sum(o.status != "ok" for o in outcomes)
-        stats["elapsed_s"] = self.deps.clock() - stats.get("started_at", self.deps.clock())
+        stats["elapsed_s"] = spent(stats, began, self.deps.clock())
         tool_messages = [ToolMessage(self.model_text(o), tool_call_id=o.call_id, name=o.name,
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
         # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
         stored = ai.model_copy(update={"response_metadata": {}, "usage_metadata": None, "additional_kwargs": {}})
-        return {"messages": [stored, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
-                "context_account": account}
+        update = {"messages": [stored, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
+                  "context_account": account, "confirmed_change": None}
+        waiting = [c for c, o in zip(ai.tool_calls, outcomes, strict=True) if o.error_type == "needs_confirmation"]
+        if waiting:
+            update.update(self.ask_to_confirm(state, waiting))
+            update["messages"] = [*update["messages"], AIMessage(update["reply"])]
+        return update
+
+    def confirmed_calls(self, state: HarnessState) -> list[dict[str, Any]]:
+        """The calls this message's yes confirmed, on the turn's first round only (they run once)."""
+        pending = state.get("confirmed_change") or {}
+        if not pending or (state.get("tool_log") or []):
+            return []
+        return [{"name": c["name"], "args": dict(c.get("args") or {}), "id": f"confirmed~{i}", "type": "tool_call"}
+                for i, c in enumerate(pending.get("calls") or [])]
+
+    def needs_confirmation(self, call: dict[str, Any]) -> bool:
+        """A state-changing call (the handoff tool aside: asking for a human is its own consent)."""
+        spec = self.deps.registry.get(call["name"])
+        return (self.knobs.confirm_changes and spec is not None and spec.changes_state
+                and call["name"] != self.deps.domain.handoff.tool)
+
+    def ask_to_confirm(self, state: HarnessState, calls: list[dict[str, Any]]) -> dict[str, Any]:
+        """End the turn with what would change; the next message's yes runs exactly ``calls``."""
+        lang = (state.get("fact_card") or {}).get("language") or "en"
+        text = confirmation_question(calls, self.deps.domain, lang)
+        span_event("change.awaiting_confirmation", tools=",".join(c["name"] for c in calls))
+        pending = {"calls": [{"name": c["name"], "args": dict(c.get("args") or {})} for c in calls],
+                   "intent": state.get("intent"), "slots": dict(state.get("slots") or {}), "turn": state.get("turn") or 0}
+        # "retryable" ends the turn here (guards.after_action): the reply has gone out, as for a busy model.
+        return {"reply": text, "pending_change": pending, "phase": "confirm", "check": {"ok": True, "retryable": True}}
 
     def log_calls(self, outcomes: list[ToolOutcome]) -> None:
         audit = self.deps.resources.get("audit")
@@ -169,8 +227,17 @@ class ToolLoopAction:
             return clean_result(o.result, tool=o.name)
         return clean_error(o.error_type or "error", o.error or "", tool=o.name)
 
-    def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome]) -> ToolOutcome | None:
-        """An outcome that replaces running the call (duplicate or invented argument), or None to run it."""
+    def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome],
+               offered: frozenset[str] | None = None, confirmed: bool = False) -> ToolOutcome | None:
+        """An outcome that replaces running the call (not offered, forbidden, duplicate or invented argument),
+        or None to run it."""
+        if offered is not None and call["name"] not in offered and call["name"] != PARSE_ERROR_TOOL:
+            # Masking is enforced where tools run, not only in what the model is shown: text in a result or
+            # a product description may name any tool, and the model may call it.
+            span_event("tool.refused", tool=call["name"], reason="not_offered")
+            return _failed(call, "not_offered", "ToolNotOffered",
+                           f"{call['name']} is not available for this request; use only the tools offered "
+                           f"({', '.join(sorted(offered))}) or answer the customer")
         words = self.deps.domain.constraint_words
         if self.knobs.enforce_constraints and (rule := forbidden_tools(state.get("constraints") or [], words).get(call["name"])):
             return _failed(call, "constraint", "ConstraintViolation", f"the customer said: {rule} Do not call it.")
@@ -187,6 +254,10 @@ class ToolLoopAction:
                 and (bad := invented_args(call, seen_text(state), self.entity_args(call["name"])))):
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
+        # Only a well-formed call is put to the user: a malformed one gets its repair try first.
+        if not confirmed and self.needs_confirmation(call) and self.well_formed(call):
+            return _failed(call, "needs_confirmation", "AwaitingConfirmation",
+                           "not run yet: the customer is asked to confirm this change first")
         return None
 
     def entity_args(self, name: str) -> dict[str, str]:
@@ -205,7 +276,7 @@ class ToolLoopAction:
     def run_calls(self, state: HarnessState, ai: AIMessage, config: RunnableConfig) -> list[ToolOutcome]:
         return self.screen_and_run(state, ai, config)[0]
 
-    def screen_and_run(self, state: HarnessState, ai: AIMessage, config: RunnableConfig
+    def screen_and_run(self, state: HarnessState, ai: AIMessage, config: RunnableConfig, confirmed: bool = False
                        ) -> tuple[list[ToolOutcome], list[bool]]:
         """Outcomes in call order, and per call whether it reached the tools (False: the harness answered it)."""
         # Every call this message already made, failed ones too: asking again will not change the answer.
@@ -224,14 +295,13 @@ class ToolLoopAction:
             return ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
                                idempotency_key=key, extras=self.deps.resources)
 
-        fresh, results, screened = [], {}, set()
-        for call in ai.tool_calls:
-            answer = self.screen(state, call, done)
-            if answer is None:
-                fresh.append(call)
-            else:
-                results[call["id"]] = answer
-                screened.add(call["id"])
-        for outcome in self.deps.executor.run_many(fresh, ctx_for):
-            results[outcome.call_id] = outcome
-        return [results[c["id"]] for c in ai.tool_calls], [c["id"] not in screened for c in ai.tool_calls]
+        # Paired with calls by position, not by id: ids may be missing or repeated (see ``with_call_ids``).
+        offered = frozenset(t.name for t in self.offered(state))
+        results: list[ToolOutcome | None] = [self.screen(state, call, done, offered, confirmed)
+                                             for call in ai.tool_calls]
+        reached = [r is None for r in results]
+        fresh = [i for i, r in enumerate(results) if r is None]
+        for index, outcome in zip(fresh, self.deps.executor.run_many([ai.tool_calls[i] for i in fresh], ctx_for),
+                                  strict=True):
+            results[index] = outcome
+        return [r for r in results if r is not None], reached

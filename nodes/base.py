@@ -7,6 +7,7 @@ A node is any callable ``(state, config) -> partial state update``; a variant is
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,8 @@ from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, TurnStats
 from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
-from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response
+from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response, span_event
+from lg_harness.tools.errors import classify, retry_after_of
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
@@ -41,6 +43,7 @@ class NodeDeps:
     domain: Domain
     resources: dict[str, Any] = field(default_factory=dict)  # the domain's backends, memory, audit
     clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep  # waits after a model's 429 (virtual in evaluations)
 
 
 VariantFactory = Callable[[NodeDeps], Node]
@@ -83,6 +86,16 @@ class ModelCallFailed(Exception):
 _MODEL_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-call")
 
 
+def _fresh_pool_after_fork() -> None:
+    # A forked child (a pre-forking server, the chaos benchmark) inherits the pool but not its threads:
+    # calls would queue for workers that do not exist and every model call would time out.
+    global _MODEL_POOL
+    _MODEL_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-call")
+
+
+os.register_at_fork(after_in_child=_fresh_pool_after_fork)
+
+
 def _invoke_with_deadline(model: Any, messages: list[BaseMessage], timeout_s: float) -> AIMessage:
     future = _MODEL_POOL.submit(bind_context(model.invoke), messages)
     try:
@@ -98,6 +111,28 @@ def _invoke_with_deadline(model: Any, messages: list[BaseMessage], timeout_s: fl
         raise ModelCallFailed(f"{type(err).__name__}: {err}") from err
 
 
+MODEL_RATE_LIMIT_RETRIES = 2  # a provider's 429 is waited for (its Retry-After, capped) and tried again
+MODEL_MAX_RETRY_AFTER_S = 30.0
+
+
+def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]) -> AIMessage:
+    """The model call; a 429 waits what the provider asked (1 s when it says nothing) and retries."""
+    for attempt in range(MODEL_RATE_LIMIT_RETRIES + 1):
+        try:
+            return _invoke_with_deadline(model, messages, deps.design.knobs.model_timeout_s)
+        except ModelCallFailed as err:
+            cause = err.__cause__
+            if attempt == MODEL_RATE_LIMIT_RETRIES or cause is None or classify(cause) != "rate_limited":
+                raise
+            wait = retry_after_of(cause)
+            wait = 1.0 if wait is None else wait
+            if wait > MODEL_MAX_RETRY_AFTER_S:
+                raise
+            span_event("model.retry", attempt=attempt + 1, wait_s=wait, kind="rate_limited")
+            deps.sleep(wait)
+    raise AssertionError("unreachable")
+
+
 def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
                tools: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
     """One model call with the offered tools; returns the reply and updated per-message counters."""
@@ -111,7 +146,7 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     started = time.perf_counter()
     with model_span(name, provider=provider) as span:
         try:
-            reply = _invoke_with_deadline(model, list(messages), deps.design.knobs.model_timeout_s)
+            reply = _invoke_rate_limited(deps, model, list(messages))
         except ModelCallFailed as err:
             # The caller answers gracefully with these counters; the application turns a message the model
             # never answered into an error (graphs.model_health).

@@ -47,28 +47,37 @@ class TicketHandoff:
         thread = thread_id(config)
         reason = handoff_reason(state, self.deps.design.knobs)
         span_event("handoff", reason=reason)
-        ticket = self.open_ticket(state, user, thread, reason)
+        ticket = self.open_ticket(state, user, thread, reason, step_key(config))
         text = say("handoff", (state.get("fact_card") or {}).get("language") or "en", self.deps.domain,
                    ticket=str(ticket))
         answered = (state.get("check") or {}).get("ok") and state.get("phase") == "done" and state.get("reply")
         if answered:  # e.g. a complaint was recorded first: keep that answer and add the handoff notice
             text = f"{state['reply']}\n{text}"
+        # The human needs what the customer pinned ("don't call me") as much as the facts.
         payload = {"reason": reason, "ticket": ticket, "fact_card": state.get("fact_card") or {},
-                   "summary": state.get("summary") or ""}
+                   "constraints": list(state.get("constraints") or []), "summary": state.get("summary") or ""}
         return {"reply": text, "messages": [AIMessage(text)], "phase": "handoff", "handoff": payload}
 
 
-    def open_ticket(self, state: HarnessState, user: dict[str, Any], thread: str, reason: str) -> str:
+    def open_ticket(self, state: HarnessState, user: dict[str, Any], thread: str, reason: str,
+                    step: str = "") -> str:
         """The ticket id from the domain's handoff tool, or the harness's own when the domain has none."""
         spec = self.deps.domain.handoff
         turn = state.get("turn", 0)
         if spec.tool is None:
-            return f"{thread}#{turn}"
+            return f"{thread}#{turn}" + (f".{step}" if step else "")
         ctx = ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
-                          idempotency_key=f"{thread}:handoff:{turn}", extras=self.deps.resources)
+                          idempotency_key=f"{thread}:handoff:{turn}:{step}", extras=self.deps.resources)
         outcome = self.deps.executor.run({"id": f"handoff-{turn}", "name": spec.tool,
                                           "args": {spec.reason_arg: reason[:500]}}, ctx)
         return str((outcome.result or {}).get(spec.ticket_key, "pending")) if outcome.status == "ok" else "pending"
+
+
+def step_key(config: RunnableConfig) -> str:
+    """The checkpoint this step runs from, shortened: the same when a crashed step runs again (one ticket),
+    new after a fork (the forked thread's handoff is a new one, not the ticket a human already answered)."""
+    checkpoint = ((config.get("configurable") or {}).get("checkpoint_map") or {}).get("") or ""
+    return str(checkpoint).replace("-", "")[-8:]
 
 
 def wait_for_human(state: HarnessState, config: RunnableConfig) -> dict[str, Any]:

@@ -13,12 +13,13 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, NotTheOwner
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
 from lg_harness.nodes.classify import OPEN, UNKNOWN, classify
+from lg_harness.nodes.confirm import answer_to_confirmation
 from lg_harness.tools.entities import card_updates
 from lg_harness.tools.text import clean_text, language
 
@@ -41,6 +42,9 @@ def message_language(domain: Domain, text: str) -> str | None:
 
 def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     """Per-message bookkeeping shared by every intent variant."""
+    if not str((state.get("user") or {}).get("id") or "").strip():
+        # Tools act for a user: a message without one would act for nobody, or for whoever a default names.
+        raise NotTheOwner("a message needs the id of the user who sends it (input key 'user': {'id': ...})")
     messages = state.get("messages") or []
     text = last_human_text(messages)
     card = card_updates(deps.domain.entity_types, [text], dict(state.get("fact_card") or {}))
@@ -71,7 +75,8 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
         "handoff": None,
         "handoff_blocked": blocked,
         "turn_stats": {"rounds": 0, "model_calls": 0, "input_tokens": 0, "output_tokens": 0,
-                       "tool_calls": 0, "tool_errors": 0, "regenerations": 0, "started_at": deps.clock()},
+                       "tool_calls": 0, "tool_errors": 0, "regenerations": 0, "started_at": deps.clock(),
+                       "elapsed_s": 0.0},
     }
 
 
@@ -121,6 +126,28 @@ def finish(deps: NodeDeps, state: HarnessState, update: dict[str, Any], intent: 
     streak = (state.get("unknown_streak") or 0) + 1 if intent == UNKNOWN else 0
     update["unknown_streak"] = streak
     update["missing_slots"] = domain.missing_slots(intent, {} if not same_task else state.get("slots") or {})
+    return settle_pending_change(domain, state, update, text)
+
+
+def settle_pending_change(domain: Domain, state: HarnessState, update: dict[str, Any], text: str) -> dict[str, Any]:
+    """A change the last reply asked to confirm is run on an explicit yes, dropped on anything else.
+
+    The yes resumes the task the change belonged to (its intent and slots), and the action node runs the
+    confirmed calls themselves, not whatever the model would make of "yes". A no is answered with the core's
+    "nothing changed"; any other message is a new request, and the change is forgotten.
+    """
+    pending = state.get("pending_change")
+    update.update(pending_change=None, confirmed_change=None)
+    if not pending:
+        return update
+    answer = answer_to_confirmation(text)
+    if answer == "yes":
+        update.update(intent=pending["intent"], intent_kind=domain.kind(pending["intent"]), intent_confidence=1.0,
+                      slots={"__reset__": True, **(pending.get("slots") or {})}, missing_slots=[], unknown_streak=0,
+                      confirmed_change=pending)
+    elif answer == "no":
+        update.update(intent="change_dropped", intent_kind="conversational", intent_confidence=1.0, missing_slots=[],
+                      unknown_streak=0)
     return update
 
 
@@ -192,4 +219,4 @@ class PassthroughIntent:
         update = start_turn(self.deps, state)
         update.update(intent=OPEN, intent_kind="task", intent_confidence=0.0, unknown_streak=0, missing_slots=[],
                       slots={"__reset__": True})
-        return update
+        return settle_pending_change(self.deps.domain, state, update, last_human_text(state.get("messages") or []))

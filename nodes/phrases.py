@@ -48,6 +48,15 @@ _PHRASES: dict[str, dict[str, str]] = {
         "en": "Here is what I found: {facts}",
         "zh": "查询结果如下：{facts}",
     },
+    "confirm_change": {
+        "en": "To confirm: I will {change}. Reply yes to go ahead, or no to leave everything as it is.",
+        "zh": "请确认：我将{change}。回复“是”继续，回复“不”则不做任何更改。",
+    },
+    "change_generic": {"en": "make this change: {details}", "zh": "进行以下更改：{details}"},
+    "change_dropped": {
+        "en": "OK, I won't change anything. Is there anything else I can do?",
+        "zh": "好的，我不做任何更改。还有什么可以帮您的吗？",
+    },
     "partial": {
         "en": "I couldn't finish everything for this request. Here is what I found so far: {done}",
         "zh": "这个请求没能全部完成，目前查到的信息是：{done}",

@@ -68,10 +68,13 @@ assert order_id in status["reply"] and db_status in status["reply"]
 
 # %% [markdown]
 "Return it" names no order: the harness fills the `order_id` slot from the fact card (what the user said
-earlier), so the model sees the id and does not have to guess one.
+earlier), so the model sees the id and does not have to guess one. A return changes the shop, so the
+harness first says what it will do and waits for a yes (the design knob `confirm_changes`).
 
 # %%
-ret = send("I want to return it")
+asked = send("I want to return it")
+assert asked["phase"] == "confirm" and order_id in asked["reply"]
+ret = send("yes")
 assert ret["tool_calls"][0]["args"]["order_id"] == order_id and "RMA-" in ret["reply"]
 print("slots of this message:", ret["slots"])
 
@@ -224,6 +227,9 @@ print("current order after the fork:", h.state("t1")["values"]["fact_card"]["las
 # %%
 # Continue: "it" now means the first order, because the thread follows the fork.
 r = h.send("t1", "Please cancel it", user_id="U001")
+print(f"bot:  {r['reply']}")  # a change waits for the user's yes (design knob confirm_changes)
+assert r["phase"] == "confirm" and first in r["reply"]
+r = h.send("t1", "yes", user_id="U001")
 print(f"bot:  {r['reply']}")
 for c in r["tool_calls"]:
     print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
@@ -551,13 +557,15 @@ print({spec: library.tool_entities(library.registry().get(spec)) for spec in lib
 # %% [markdown]
 Run it like any domain: the same graph, design and simulated model. `sim` understands a request from the tool
 schemas and the conversation alone (`simlm`), so it works on a domain it has never seen. "the first
-one" picks the first book mentioned, from the fact card that remembers mentions in order.
+one" picks the first book mentioned, from the fact card that remembers mentions in order. A renewal
+changes something, so `harness` asks first (in the core's generic words, as this domain has no
+`change_renew_loan` phrase) and renews on the yes.
 
 # %%
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb06-")
 h = Harness(workdir.name, design="harness", model="sim:clean", domain=library)
-for text in ("Tell me about BOOK-0042", "and about book-0007?", "Renew the first one I asked about"):
-    r = h.send("t1", text)
+for text in ("Tell me about BOOK-0042", "and about book-0007?", "Renew the first one I asked about", "yes"):
+    r = h.send("t1", text, user_id="reader1")
     print(f"user: {text}\nbot:  {r['reply']}")
     for c in r["tool_calls"]:
         print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
@@ -577,7 +585,7 @@ print(sorted(installed_domains()))
 helpdesk = load_domain("helpdesk")
 with Harness(f"{workdir.name}/helpdesk", model="sim:clean", domain=helpdesk) as hd:
     ticket = hd.resources["helpdesk"].query("SELECT id FROM tickets WHERE owner_id = 'E1001' ORDER BY id")[0]["id"]
-    r = hd.send("t1", f"What is the status of {ticket}?")
+    r = hd.send("t1", f"What is the status of {ticket}?", user_id="E1001")
     print(f"user: What is the status of {ticket}?\nbot:  {r['reply']}")
     for c in r["tool_calls"]:
         print(f"      tool {c['name']}({c['args']}) -> {c['status']}")

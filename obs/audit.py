@@ -4,8 +4,10 @@ Spans say how long things took; the audit log keeps what was said, so a bad answ
 the exact context the model saw. Rows carry thread, turn and trace id (filled from ``message_span``'s scope
 when the caller does not pass them), so ``harness trace`` and the audit rows of one message line up.
 
-``export`` masks personal data on the way out (``Redactor``: phone numbers, emails, street addresses, in
-English and Chinese); the stored rows stay complete for whoever owns the data dir. ``stats`` turns the log
+Personal data is masked before a row is written (``Redactor``: phone numbers, emails, street addresses, in
+English and Chinese; the formats are listed in ``PII_FORMATS``): the audit file never holds the original,
+encrypted or not, so a copied data dir or a leaked backup exposes no contact details. ``export`` applies the
+redactor again on the way out (a custom one may mask more). ``stats`` turns the log
 into the handful of numbers that say whether a deployment is healthy, each flagged against a threshold.
 """
 
@@ -64,13 +66,19 @@ CREATE INDEX IF NOT EXISTS messages_by_thread ON messages (thread_id, turn);
 Redactor = Callable[[str], str]
 
 _EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+# Written out to dodge scrapers: "john dot doe at example dot com", "john [at] example [dot] com", "艾特".
+_AT = r"(?:\s*(?:\[at\]|\(at\)|\{at\}|艾特)\s*|\s+at\s+)"
+_DOT = r"(?:\s*(?:\[dot\]|\(dot\)|\{dot\}|点)\s*|\s+dot\s+|\.)"
+_SPELLED_EMAIL = (rf"\b[A-Za-z0-9_%+-]+(?:{_DOT}[A-Za-z0-9_%+-]+)*{_AT}[A-Za-z0-9-]+(?:{_DOT}[A-Za-z0-9-]+)*"
+                  rf"{_DOT}(?:com|net|org|edu|gov|io|info|biz|me|cn|uk|de|fr|jp|us|ca|au|co)\b")
 # Digits glued to letters or other digits are ids (ORD-10134, SKU codes, timestamps), not phone numbers;
 # only ASCII counts as glue because Chinese text runs straight into numbers ("手机13812345678").
 _PHONE = (r"(?<![0-9A-Za-z])(?:"
           r"(?:\+?86[\s-]?)?1[3-9]\d[\s-]?\d{4}[\s-]?\d{4}"  # Chinese mobile
-          r"|0\d{2,3}-\d{7,8}"  # Chinese landline with area code
+          r"|0\d{2,3}[\s-]?\d{3,4}[\s-]?\d{4}"  # Chinese landline with area code (021-6888 8888)
           r"|(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}"  # North American, with separators
           r"|\+\d{1,3}(?:[\s.-]?\d{2,4}){2,5}"  # any other international number written with +
+          r"|[2-9]\d{9}"  # North American, ten digits run together (5551234567)
           r")(?![0-9A-Za-z])")
 # The street type must be capitalised: lower-case "way", "road" or "drive" after a number is everyday speech.
 _EN_SUFFIX = ("Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|"
@@ -87,23 +95,69 @@ _ZH_ADDRESS = (rf"(?:{_ZH}{{2,7}}(?:省|自治区))?(?:{_ZH}{{2,7}}市)?(?:{_ZH}
                rf"(?:{_ZH}{{1,8}}(?:镇|乡|街道))?{_ZH}{{1,12}}?(?:路|街|大道|道|巷|弄|胡同)\s*{_ZH_NUM}\s*[号號]"
                r"(?:\s*[0-9A-Za-z０-９\u4e00-\u9fff-]{0,10}?(?:室|楼|栋|幢|单元|层|座))*")
 
+# Chinese resident id (18 characters, birth date inside) and payment card numbers written in groups of four.
+_ID_NUMBER = r"(?<![0-9A-Za-z])[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
+_CARD = r"(?<![0-9A-Za-z])\d{4}(?:[\s-]\d{4}){3}(?:[\s-]\d{1,3})?(?![0-9A-Za-z])"
+
 DEFAULT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(_EMAIL)),  # first: an email's digits must not be read as a phone number
+    ("email", re.compile(_SPELLED_EMAIL, re.I)),
+    ("id_number", re.compile(_ID_NUMBER)),
+    ("card", re.compile(_CARD)),
     ("phone", re.compile(_PHONE)),
     ("address", re.compile(_EN_ADDRESS)),
     ("address", re.compile(_ZH_ADDRESS)),
 )
 
 
+# Every format the default redactor masks, with an example of each; tests/test_privacy.py checks each one, and
+# that identifiers (ORD-10134, INC0012346, SKU codes, prices, dates) are left alone.
+PII_FORMATS: tuple[tuple[str, str, str], ...] = (
+    ("email", "plain address", "write to john.doe@example.com"),
+    ("email", "spelled out", "john dot doe at example dot com"),
+    ("email", "bracketed", "john [at] example [dot] com"),
+    ("email", "full-width characters", "ｊｏｈｎ＠ｅｘａｍｐｌｅ．ｃｏｍ"),
+    ("email", "Chinese spelled out", "邮箱 zhang艾特qq点com"),
+    ("phone", "North American with dashes", "call 555-123-4567"),
+    ("phone", "North American with brackets", "(555) 123-4567"),
+    ("phone", "North American, ten digits together", "call me on 5551234567"),
+    ("phone", "North American with dots", "555.123.4567"),
+    ("phone", "international with +", "+44 20 7946 0958"),
+    ("phone", "Chinese mobile", "手机13812345678"),
+    ("phone", "Chinese mobile with spaces", "138 1234 5678"),
+    ("phone", "Chinese mobile with +86", "+86 138-1234-5678"),
+    ("phone", "Chinese mobile, full-width digits", "手机：１３８１２３４５６７８"),
+    ("phone", "Chinese landline", "010-12345678"),
+    ("phone", "Chinese landline with a space", "电话 021-6888 8888"),
+    ("address", "English street address", "12 Main Street, Springfield, IL 62701"),
+    ("address", "English PO box", "P.O. Box 1234"),
+    ("address", "Chinese address", "上海市浦东新区世纪大道100号"),
+    ("address", "Chinese address, full-width digits", "北京市朝阳区建国路８８号"),
+    ("id_number", "Chinese resident id", "身份证 110105199003071234"),
+    ("card", "payment card in groups of four", "card 4111 1111 1111 1111"),
+)
+
+# Full-width ASCII (U+FF01-FF5E) and the ideographic space read as their ASCII twins, one character for one,
+# so a match found in the folded text masks the same span of the original.
+_FOLD = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+
+
 class RegexRedactor:
-    """A ``Redactor`` replacing each rule's matches with ``[label]``, rules applied in order."""
+    """A ``Redactor`` replacing each rule's matches with ``[label]``, rules applied in order.
+
+    Rules match the text with full-width characters folded to ASCII ("１３８…", "＠"), so a number or address
+    typed on a Chinese keyboard is masked like its ASCII form; text outside the matches keeps its characters.
+    """
 
     def __init__(self, rules: Iterable[tuple[str, re.Pattern[str]]] = DEFAULT_RULES) -> None:
         self.rules = tuple(rules)
 
     def __call__(self, text: str) -> str:
         for label, pattern in self.rules:
-            text = pattern.sub(f"[{label}]", text)
+            folded = text.translate(_FOLD)
+            spans = [m.span() for m in pattern.finditer(folded)]
+            for start, end in reversed(spans):
+                text = f"{text[:start]}[{label}]{text[end:]}"
         return text
 
 
@@ -260,6 +314,10 @@ class AuditLog:
             turn = scope.turn if turn is None else turn
         return thread_id, turn, trace_id or current_trace_id()
 
+    def _masked(self, value: Any) -> str:
+        """The JSON text to store: personal data masked before it reaches the disk (no original is kept)."""
+        return json.dumps(redact_value(to_jsonable(value), self.redactor), ensure_ascii=False)
+
     def _insert(self, table: str, row: dict[str, Any]) -> int:
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
@@ -293,7 +351,7 @@ class AuditLog:
         thread_id, turn, trace_id = self._scope(thread_id, turn, trace_id)
         return self._insert("calls", {
             "ts": _now(), "thread_id": thread_id, "turn": turn, "trace_id": trace_id, "kind": "model",
-            "name": name, "input": _dump(input), "output": _dump(output),
+            "name": name, "input": self._masked(input), "output": self._masked(output),
             "input_tokens": int(input_tokens if input_tokens is not None else usage.get("input_tokens", 0)),
             "output_tokens": int(output_tokens if output_tokens is not None else usage.get("output_tokens", 0)),
             "duration_ms": float(duration_ms), "status": status, "error_type": error_type})
@@ -306,7 +364,7 @@ class AuditLog:
         thread_id, turn, trace_id = self._scope(thread_id, turn, trace_id)
         return self._insert("calls", {
             "ts": _now(), "thread_id": thread_id, "turn": turn, "trace_id": trace_id, "kind": "tool",
-            "name": name, "input": _dump(input), "output": _dump(output), "input_tokens": None,
+            "name": name, "input": self._masked(input), "output": self._masked(output), "input_tokens": None,
             "output_tokens": None, "duration_ms": float(duration_ms), "status": status, "error_type": error_type})
 
     def record_tool_outcome(self, outcome: Any, result: Any = None, **scope: Any) -> int:

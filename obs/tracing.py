@@ -112,7 +112,7 @@ def capture_spans() -> Iterator[Any]:
 
     Example:
         with capture_spans() as exporter:
-            harness.send("t1", "where is ORD-10001?")
+            harness.send("t1", "where is ORD-10001?", "U001")
         names = [s.name for s in exporter.get_finished_spans()]
     """
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

@@ -110,11 +110,17 @@ def patient_design(name: str = "harness"):
 
 @pytest.fixture
 def harness_app(tmp_path):
-    """A ``Harness`` on tmp_path with the default design (patient model deadline) and the ``sim`` model."""
+    """A ``Harness`` on tmp_path with the default design (patient model deadline) and the ``sim`` model, used
+    by a user who confirms the changes they ask for (``ConfirmingUser``)."""
     from lg_harness.graphs.app import Harness
 
+    try:
+        from support import ConfirmingUser
+    except ImportError:  # tests/ imported as a package
+        from tests.support import ConfirmingUser
+
     h = Harness(tmp_path, design=patient_design())
-    yield h
+    yield ConfirmingUser(h)
     h.close()
 
 

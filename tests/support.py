@@ -6,9 +6,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.core.design import Design, load_design
 from lg_harness.domains.shop.backend import ShopDB
+from pydantic import Field
 
 HARNESS = Path(sys.executable).with_name("harness")
 
@@ -39,3 +44,52 @@ def u001_order(status: str, shop: ShopDB | None = None) -> str:
     finally:
         if shop is None:
             db.close()
+
+
+class ScriptedModel(BaseChatModel):
+    """Emits ``calls`` (with the ids given, even none or repeated) when tools are offered and the last message
+    is the user's; otherwise a short text answer that names what the tool results said."""
+
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+    seen: list[list[Any]] = Field(default_factory=list)
+    offered: list[bool] = Field(default_factory=list)  # per call: were tools bound
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools, **kwargs):
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.seen.append(list(messages))
+        self.offered.append(bool(kwargs.get("tools")))
+        if kwargs.get("tools") and messages and messages[-1].type == "human":
+            msg = AIMessage("", tool_calls=[dict(c) for c in self.calls])
+        else:
+            last_user = max((i for i, m in enumerate(messages) if m.type == "human"), default=-1)
+            results = [m.content for m in messages[last_user + 1:] if isinstance(m, ToolMessage)]
+            msg = AIMessage("Done: " + " | ".join(results) if results else "How can I help?")
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+class ConfirmingUser:
+    """A ``Harness`` used by a user who means every change they ask for: when the reply asks to confirm one
+    (``harness`` has ``confirm_changes`` on), they answer yes in their language, as the scripted scenarios
+    do (evals/runner.py). ``send`` returns the result of the yes, with the calls of both messages, and the
+    request's own reply under ``asked``; everything else is the harness itself."""
+
+    def __init__(self, h) -> None:
+        self._h = h
+
+    def __getattr__(self, name: str):
+        return getattr(self._h, name)
+
+    def send(self, thread_id, text, user_id=None, role=None):
+        first = self._h.send(thread_id, text, user_id, role)
+        if not self._h.last_values.get("pending_change"):
+            return first
+        lang = (self._h.last_values.get("fact_card") or {}).get("language") or "en"
+        second = self._h.send(thread_id, "是的" if lang == "zh" else "yes", user_id, role)
+        return {**second, "tool_calls": first["tool_calls"] + second["tool_calls"], "intent": first["intent"],
+                "asked": first["reply"]}

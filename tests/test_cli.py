@@ -76,7 +76,10 @@ def test_chinese_thread_across_processes_status_then_return(tmp_path, shop, u001
     assert nlu.language(first["reply"]) == "zh"
     assert first["usage"]["model_calls"] >= 1 and first["usage"]["input_tokens"] > 0
 
-    second = run_json(tmp_path, "zh", "我想退货")  # a new process: everything comes from the data dir
+    asked = run_json(tmp_path, "zh", "我想退货")  # a new process: everything comes from the data dir
+    assert asked["phase"] == "confirm" and order in asked["reply"] and nlu.language(asked["reply"]) == "zh"
+    assert not shop.query("SELECT id FROM returns WHERE order_id = ?", (order,)), "nothing before the yes"
+    second = run_json(tmp_path, "zh", "是的")  # the change runs on the yes, in yet another process
     assert second["intent"] == "return_order"
     assert [(n, a["order_id"]) for n, a in ok_calls(second)] == [("request_return", order)]
     assert nlu.language(second["reply"]) == "zh" and order in second["reply"]
@@ -112,7 +115,9 @@ def test_english_thread_history_resume_and_fork_across_processes(tmp_path, shop,
     with Harness(tmp_path) as h:
         assert h.state("en")["values"] == earlier, "after resume --checkpoint the thread is at that point"
 
-    third = run_json(tmp_path, "en", "I want to return it")
+    asked = run_json(tmp_path, "en", "I want to return it")
+    assert asked["phase"] == "confirm" and delivered in asked["reply"]
+    third = run_json(tmp_path, "en", "yes")
     assert [(n, a["order_id"]) for n, a in ok_calls(third)] == [("request_return", delivered)]
     assert shop.query_one("SELECT COUNT(*) FROM returns WHERE order_id = ?", (shipped,))[0] == 0
 

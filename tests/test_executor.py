@@ -448,7 +448,7 @@ class Ledger:
 def test_changing_tool_applies_once_across_retries(fake):
     ledger = Ledger()
     registry = ToolRegistry()
-    registry.register(ledger.charge, changes_state=True)
+    registry.register(ledger.charge, changes_state=True, idempotent=True)
     executor = ToolExecutor(registry, sleep=fake.sleep, clock=fake.clock)
     outcome = executor.run({"id": "call_9", "name": "charge", "args": {"amount": 500}}, CTX)
     assert (outcome.status, outcome.attempts, fake.sleeps) == ("ok", 2, [1.0])
@@ -462,7 +462,7 @@ def test_callers_key_is_kept(fake):
     ledger = Ledger()
     ledger.lose_answer = False
     registry = ToolRegistry()
-    registry.register(ledger.charge, changes_state=True)
+    registry.register(ledger.charge, changes_state=True, idempotent=True)
     ctx = ToolContext(user_id="U001", thread_id="t1", idempotency_key="mine")
     ToolExecutor(registry, sleep=fake.sleep, clock=fake.clock).run({"id": "c", "name": "charge",
                                                                       "args": {"amount": 1}}, ctx)
@@ -498,7 +498,7 @@ def test_real_shop_cancel_applies_once_when_the_first_answer_is_lost(fake, tmp_p
             return result
 
         registry = ToolRegistry()
-        registry.register(cancel_over_flaky_network, changes_state=True)
+        registry.register(cancel_over_flaky_network, changes_state=True, idempotent=True)
         ctx = ToolContext(user_id="U001", thread_id="t-shop", extras={"shop": db})
         outcome = ToolExecutor(registry, sleep=fake.sleep, clock=fake.clock).run(
             {"id": "call_1", "name": "cancel_over_flaky_network", "args": {"order_id": order}}, ctx)

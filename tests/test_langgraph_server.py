@@ -198,7 +198,10 @@ def test_second_message_continues_the_thread(server):
     thread_id = client.threads.create()["thread_id"]
     first = send(client, thread_id, f"Where is my order {order}?")
     assert "delivered" in first["values"]["reply"]
-    second = send(client, thread_id, "I want to return it")
+    asked = send(client, thread_id, "I want to return it")
+    assert asked["values"]["pending_change"] and order in asked["values"]["reply"], "harness confirms changes"
+    assert server["shop"].query_one("SELECT id FROM returns WHERE order_id = ?", (order,)) is None
+    second = send(client, thread_id, "yes")
     values = second["values"]
     assert second["next"] == []
     assert values["intent"] == "return_order"

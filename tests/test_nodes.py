@@ -322,10 +322,15 @@ def test_action_executes_the_call_and_logs_it(make_deps, shop, u001_orders):
 
 def test_action_changing_tool_changes_the_shop(make_deps, shop, u001_orders):
     order = u001_orders["pending"][0]
-    update = node("action", "tool_loop", make_deps())(action_state(f"Please cancel {order}", "cancel_order"), CONFIG)
+    update = node("action", "tool_loop", make_deps(confirm_changes=False))(
+        action_state(f"Please cancel {order}", "cancel_order"), CONFIG)
     assert [(r["name"], r["args"]["order_id"], r["status"]) for r in update["tool_log"]] == [
         ("cancel_order", order, "ok")]
     assert order_status(shop, order) == "cancelled"
+    held = node("action", "tool_loop", make_deps())(action_state(f"Please cancel {u001_orders['pending'][1]}",
+                                                                 "cancel_order"), CONFIG)
+    assert [r["error_type"] for r in held["tool_log"]] == ["needs_confirmation"] and held["pending_change"]
+    assert order_status(shop, u001_orders["pending"][1]) == "pending", "confirm_changes (on in harness) waits"
 
 
 @pytest.mark.parametrize(("status", "text", "tool"), [

@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import re
+import sqlite3
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -463,8 +464,13 @@ def test_audit_stores_everything_and_exports_redacted(tmp_path):
     assert tool["input"] == {"address": "[address]"}
     assert tool["output"]["error"] == {"type": "internal", "class": "ValueError", "message": "bad address [address]"}
 
+    # Masked before it is written: no original on disk, not even for export(redact=False).
     raw = audit.export(thread_id="t1", redact=False)
-    assert raw[0]["input"][0]["content"] == EN and "jane.doe@example.com" not in json.dumps(rows)
+    assert raw[0]["input"][0]["content"] == default_redactor(EN) != EN
+    assert "jane.doe@example.com" not in json.dumps(rows)
+    with sqlite3.connect(tmp_path / "audit.sqlite") as conn:
+        stored = json.dumps([list(r) for r in conn.execute("SELECT input, output FROM calls")], ensure_ascii=False)
+    assert "jane.doe@example.com" not in stored and "123 Main St" not in stored
     custom = audit.export(thread_id="t2", redactor=RegexRedactor([("greeting", re.compile("hi"))]))
     assert custom[0]["output"]["content"] == "[greeting]"
     assert len(audit.export()) == 3

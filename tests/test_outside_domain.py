@@ -33,6 +33,9 @@ def pack(tmp_path: Path) -> Path:
     shutil.copy(SOURCE, folder / "__init__.py")
     return folder
 
+# These tests load domains; the confirmation of changes (on in ``harness``) has its own tests.
+NO_CONFIRM = "harness-no:confirm_changes"
+
 
 def calls(result: dict) -> list[tuple]:
     return [(c["name"], c["args"], c["status"]) for c in result["tool_calls"]]
@@ -41,40 +44,40 @@ def calls(result: dict) -> list[tuple]:
 def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
     domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
     assert domain.name == "library" and domain.tool_entities(domain.registry().get("renew_loan")) == {"book_id": "book"}
-    with Harness(None, model="sim:clean", domain=domain) as h:
-        renewed = h.send("t1", "Can you renew BOOK-0042 please?")
+    with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
+        renewed = h.send("t1", "Can you renew BOOK-0042 please?", "reader1")
         assert renewed["intent"] == "renew" and calls(renewed) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
-        looked = h.send("t1", "Tell me about BOOK-0007")
+        looked = h.send("t1", "Tell me about BOOK-0007", "reader1")
         assert calls(looked) == [("get_book", {"book_id": "BOOK-0007"}, "ok")] and "Dune" in looked["reply"]
         assert h.resources["library"].data["renewals"] == {"BOOK-0042": 1}
         asked = load_domain(domain).phrase("ask_book_id", "en")
-        fresh = h.send("t2", "I want to renew a loan")
+        fresh = h.send("t2", "I want to renew a loan", "reader1")
         assert fresh["tool_calls"] == [] and fresh["reply"] == asked and fresh["missing_slots"] == ["book_id"]
 
 
 def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack: Path):
     domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
-    with Harness(None, model="sim:clean", domain=domain) as h:
-        h.send("t1", "Tell me about BOOK-0042")
-        h.send("t1", "Tell me about BOOK-0007")
+    with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
+        h.send("t1", "Tell me about BOOK-0042", "reader1")
+        h.send("t1", "Tell me about BOOK-0007", "reader1")
         assert h.last_values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
-        first = h.send("t1", "Renew the first one I asked about")
+        first = h.send("t1", "Renew the first one I asked about", "reader1")
         assert first["slots"]["book_id"] == "BOOK-0042", first["slots"]
-        h.send("t2", "Tell me about BOOK-0042")
-        h.send("t2", "Tell me about BOOK-0007")
-        again = h.send("t2", "Renew it")
+        h.send("t2", "Tell me about BOOK-0042", "reader1")
+        h.send("t2", "Tell me about BOOK-0007", "reader1")
+        again = h.send("t2", "Renew it", "reader1")
         assert again["slots"]["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
 
 
 def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: Path, monkeypatch):
     data = tmp_path / "data"
     monkeypatch.setenv("PYTHONPATH", f"{pack.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    as_module = harness("run", "--domain", "library_pack:DOMAIN", "Please renew BOOK-0042", "--json",
+    as_module = harness("run", "--domain", "library_pack:DOMAIN", "Please renew BOOK-0042", "--json", "--design", NO_CONFIRM,
                         "--model", "sim:clean", "--data-dir", str(data), cwd=tmp_path)
     assert as_module.returncode == 0, as_module.stderr
     first = json.loads(as_module.stdout)
     assert first["domain"] == "library" and calls(first) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
-    as_file = harness("run", "--domain", f"{pack / '__init__.py'}:DOMAIN", "Renew BOOK-0042 again", "--json",
+    as_file = harness("run", "--domain", f"{pack / '__init__.py'}:DOMAIN", "Renew BOOK-0042 again", "--json", "--design", NO_CONFIRM,
                       "--model", "sim:clean", "--data-dir", str(data), "--thread", "t2", cwd=tmp_path)
     assert as_file.returncode == 0, as_file.stderr
     assert json.loads(as_file.stdout)["tool_calls"][0]["status"] == "ok"
@@ -102,8 +105,8 @@ def test_the_declarative_parts_can_be_yaml(pack: Path):
     spec.write_text(YAML, encoding="utf-8")
     domain = load_domain(str(spec))
     assert domain.name == "library-yaml" and domain.route("renew").tools == ("renew_loan", "get_book")
-    with Harness(None, model="sim:clean", domain=domain) as h:
-        assert calls(h.send("t1", "Please renew BOOK-0042")) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+    with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
+        assert calls(h.send("t1", "Please renew BOOK-0042", "reader1")) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
     spec.write_text(YAML.replace("entity_hint: book", "entity_hnt: book"), encoding="utf-8")
     with pytest.raises(HarnessError, match=r"library.yaml: intents.1.entity_hnt: Extra inputs"):
         load_domain(str(spec))
@@ -151,5 +154,6 @@ def test_resume_continues_a_thread_in_the_domain_it_ran_in(tmp_path: Path):
     resumed = harness("resume", "--thread", "hd", "--json", "--data-dir", str(tmp_path), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["domain"] == "helpdesk"
-    told = harness("resume", "--thread", "hd", "--json", "--domain", "shop", "--data-dir", str(tmp_path), cwd=tmp_path)
+    told = harness("resume", "--thread", "hd", "--json", "--domain", "shop", "--user", "E1001", "--data-dir", str(tmp_path),
+                   cwd=tmp_path)
     assert json.loads(told.stdout)["domain"] == "shop"  # what the user says wins

@@ -46,7 +46,9 @@ def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
         assert [(c["name"], c["args"], c["status"]) for c in r["tool_calls"]] == [
             ("get_order_status", {"order_id": "ORD-10144"}, "ok")]
         assert "delivered" in r["reply"]
-        r = h.send("t", "I want to return it, wrong size", "U001")
+        asked = h.send("t", "I want to return it, wrong size", "U001")
+        assert asked["phase"] == "confirm" and "ORD-10144" in asked["reply"]  # text calls are confirmed too
+        r = h.send("t", "yes", "U001")
         assert ("request_return", "ok") in [(c["name"], c["status"]) for c in r["tool_calls"]]
         assert "RMA-" in r["reply"]
 

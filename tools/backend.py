@@ -99,6 +99,12 @@ class SeededSQLite:
                 raise
             self.conn.execute("COMMIT")
 
+    def close_handoffs(self, thread_id: str, user_id: str) -> None:
+        """Mark the thread's waiting handoffs answered (for backends with a ``handoffs`` table)."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = ? AND user_id = ? "
+                         "AND status = 'waiting'", (thread_id, user_id))
+
     def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[sqlite3.Row]:
         with self.lock:
             return self.conn.execute(sql, params).fetchall()
@@ -129,7 +135,7 @@ def changes_once(backend_of: Callable[[ToolContext], SeededSQLite], now: Callabl
 
     A key already stored returns the stored result and changes nothing (a key used by another tool is a
     ``ValidationError``); otherwise the change and its idempotency row commit together. A failing call
-    stores nothing. The wrapped tool gets ``changes_state = True``.
+    stores nothing. The wrapped tool gets ``changes_state = True`` and ``idempotent = True``.
     """
 
     def wrap(fn: Callable[..., dict]) -> Callable[..., dict]:
@@ -152,6 +158,7 @@ def changes_once(backend_of: Callable[[ToolContext], SeededSQLite], now: Callabl
             return json.loads(result_json)
 
         wrapper.changes_state = True  # type: ignore[attr-defined]
+        wrapper.idempotent = True  # type: ignore[attr-defined]  # it honours ctx.idempotency_key
         return wrapper
 
     return wrap

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import email.utils
 import errno
+import math
+import re
 import socket
 from datetime import UTC, datetime
 from typing import Any
@@ -102,18 +104,25 @@ _NETWORK_ERRNOS = frozenset(
 _TIMEOUT_NAMES = ("Timeout",)
 _NETWORK_NAMES = ("ConnectError", "ConnectionError", "NetworkError", "TransportError", "RemoteProtocolError",
                   "ServerDisconnected", "ClientConnector")  # substrings: openai's APIConnectionError too
+# SQLite's "database is locked" / "database table is locked", Postgres' lock timeouts.
+_LOCKED = re.compile(r"\b(?:database|table)\b.*\bis locked\b|\block (?:wait )?timeout\b|could not obtain lock", re.I)
 _VALIDATION_STATUS = frozenset({400, 413, 414, 415, 422})
 _NOT_FOUND_STATUS = frozenset({404, 410})
 
 
+def _seconds(value: float) -> float | None:
+    """A usable wait: "nan" or "inf" parse as floats but name no wait, so they count as unsaid."""
+    return max(value, 0.0) if math.isfinite(value) else None
+
+
 def _parse_retry_after(value: Any) -> float | None:
     """Seconds from a Retry-After value: a number of seconds or an HTTP date."""
-    if isinstance(value, int | float):
-        return max(float(value), 0.0)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _seconds(float(value))
     if not isinstance(value, str) or not value.strip():
         return None
     try:
-        return max(float(value), 0.0)
+        return _seconds(float(value))
     except ValueError:
         pass
     try:
@@ -186,6 +195,8 @@ def classify(exc: BaseException) -> str:
         return "transient"
     if isinstance(exc, socket.gaierror) or (isinstance(exc, OSError) and exc.errno in _NETWORK_ERRNOS):
         return "transient"
+    if "OperationalError" in names and _LOCKED.search(str(exc)):
+        return "transient"  # another writer holds the database: the same call works once it lets go
     if "ValidationError" in names:  # pydantic's, raised by a tool re-validating its own input
         return "validation"
     if "ToolException" in names:  # LangChain's "tell the model what went wrong"

@@ -19,6 +19,7 @@ import contextvars
 import dataclasses
 import inspect
 import json
+import os
 import queue
 import re
 import threading
@@ -210,6 +211,15 @@ class DeadlineWorkers:
 
 
 _WORKERS = DeadlineWorkers()
+
+
+def _fresh_workers_after_fork() -> None:
+    # A forked child inherits the idle count but not the worker threads: start from none.
+    global _WORKERS
+    _WORKERS = DeadlineWorkers()
+
+
+os.register_at_fork(after_in_child=_fresh_workers_after_fork)
 
 
 def run_with_deadline(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:

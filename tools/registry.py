@@ -198,7 +198,8 @@ class ToolSpec:
         args_model: Pydantic model of the model-facing arguments (extra keys forbidden).
         changes_state: The tool writes (orders, coupons...); such tools get an idempotency key.
         idempotent: Safe to run again for the same call (a changing tool honours ``ctx.idempotency_key``).
-            A changing tool that is not idempotent is never retried.
+            A changing tool that is not idempotent is never retried. Registration defaults it to False for
+            a changing tool that does not declare it (``changes_once`` declares it) and True otherwise.
         timeout: Deadline per attempt in seconds; None runs the tool inline without a deadline.
         roles: Roles that may use the tool; None for every role.
         phases: Graph phases that offer the tool; None for every phase.
@@ -336,6 +337,8 @@ def build_spec(obj: Any, *, name: str | None = None, description: str | None = N
         value = meta[key] if key in meta else _meta_default(obj, key)
         if value is not _MISSING:
             parts[key] = value
+    if "idempotent" not in parts:  # a changing tool is safe to retry only if it says it honours the key
+        parts["idempotent"] = not parts.get("changes_state", False)
     parts["roles"] = _frozen(parts.get("roles"))
     parts["phases"] = _frozen(parts["phases"]) if "phases" in parts else _DEFAULT_PHASES
     spec = ToolSpec(source=obj, **parts)

@@ -137,6 +137,12 @@ INTENTS = (
 )
 
 PHRASES: dict[str, dict[str, str]] = {
+    # What a changing tool will do, for the confirmation question (nodes/confirm.py): no tool names.
+    "change_create_ticket": {"en": "open a ticket: \"{short_description}\"", "zh": "新建工单：“{short_description}”"},
+    "change_add_ticket_comment": {"en": "add to ticket {ticket_id}: \"{comment}\"", "zh": "在工单 {ticket_id} 中补充：“{comment}”"},
+    "change_reset_password": {"en": "reset the password of {employee_id}", "zh": "重置 {employee_id} 的密码"},
+    "change_request_access": {"en": "request access to {system}", "zh": "申请 {system} 的访问权限"},
+    "change_unlock_account": {"en": "unlock the account of {employee_id}", "zh": "解锁 {employee_id} 的账户"},
     "greeting": {
         "en": "Hello! I'm the IT service desk assistant. I can check your tickets and devices, search the knowledge "
               "base, reset your password, request access to systems, or get you a technician. How can I help?",
@@ -271,7 +277,8 @@ def make_domain() -> Domain:
         constraint_words=CONSTRAINT_WORDS,
         slot_extractors={"pin": pin_slot, "system": system_slot, "query": query_slot},
         slot_words=SLOT_WORDS,
-        handoff=Handoff(tool="escalate_to_technician", reason_arg="reason", ticket_key="ticket_id"),
+        handoff=Handoff(tool="escalate_to_technician", reason_arg="reason", ticket_key="ticket_id",
+                        answered=lambda res, thread, user: res["helpdesk"].close_handoffs(thread, user)),
         users=helpdesk_user,
         default_user="E1001",
         default_role="employee",

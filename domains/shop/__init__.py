@@ -74,6 +74,11 @@ INTENTS = (
 )
 
 PHRASES = {
+    # What a changing tool will do, for the confirmation question (nodes/confirm.py): no tool names.
+    "change_cancel_order": {"en": "cancel order {order_id}", "zh": "取消订单 {order_id}"},
+    "change_request_return": {"en": "open a return for order {order_id}", "zh": "为订单 {order_id} 申请退货"},
+    "change_claim_coupon": {"en": "apply coupon {code} to your account", "zh": "把优惠券 {code} 领取到您的账户"},
+    "change_file_complaint": {"en": "file a complaint: \"{text}\"", "zh": "提交投诉：“{text}”"},
     "ask_order_id": {"en": "Could you tell me the order number? It looks like ORD-12345.",
                      "zh": "请提供一下订单号（格式如 ORD-12345）。"},
     "ask_query": {"en": "What product are you looking for?", "zh": "请问您想找什么商品？"},
@@ -142,7 +147,7 @@ DOMAIN = Domain(
     slot_extractors={"query": product_query},
     slot_words=SLOT_WORDS,
     classifier=nlu.classify_intent,
-    handoff=Handoff(tool="transfer_to_human"),
+    handoff=Handoff(tool="transfer_to_human", answered=lambda res, thread, user: res["shop"].close_handoffs(thread, user)),
     users=shop_user,
     default_user="U001",
     default_role="customer",

@@ -1,0 +1,68 @@
+"""Nothing runs that was not offered: a call to a tool outside this step's offer (intent, role, phase) is
+refused where tools run, with an error the model can read, a span event and an audit row.
+
+The offer is what the model was shown; an injected text (a product description, a tool result) can name
+any tool, and a model may call it anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from lg_harness.graphs.app import Harness
+from lg_harness.obs.tracing import capture_spans
+
+try:
+    from support import ScriptedModel, patient_design, u001_order
+except ImportError:  # tests/ imported as a package
+    from tests.support import ScriptedModel, patient_design, u001_order
+
+
+def test_an_injected_call_to_an_unoffered_destructive_tool_changes_nothing(tmp_path):
+    model = ScriptedModel()
+    with Harness(tmp_path, patient_design(), model) as h:
+        shop = h.resources["shop"]
+        order = u001_order("pending", shop=shop)
+        # The product question offers product tools only; the "description" told the model to cancel.
+        model.calls = [{"name": "cancel_order", "args": {"order_id": order}, "id": "call_1", "type": "tool_call"}]
+        with capture_spans() as exporter:
+            result = h.send("inj", "Do you have bluetooth headphones?", "U001")
+        assert result["intent"] == "product"
+        [call] = result["tool_calls"]
+        assert (call["name"], call["status"], call["error_type"]) == ("cancel_order", "error", "not_offered")
+        assert "not available for this request" in call["error"] and "search_products" in call["error"]
+        assert shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "pending"
+        assert shop.query_one("SELECT COUNT(*) FROM idempotency")[0] == 0
+        events = [e for s in exporter.get_finished_spans() for e in s.events if e.name == "tool.refused"]
+        assert events and events[0].attributes["tool"] == "cancel_order"
+    with sqlite3.connect(tmp_path / "audit.sqlite") as conn:
+        rows = conn.execute("SELECT name, status, output FROM calls WHERE kind = 'tool'").fetchall()
+    assert [(r[0], r[1]) for r in rows] == [("cancel_order", "error")]
+    assert json.loads(rows[0][2])["error"]["type"] == "not_offered"
+
+
+def test_the_model_reads_the_refusal_and_the_offered_tools_still_run(tmp_path):
+    model = ScriptedModel()
+    with Harness(tmp_path, patient_design(), model) as h:
+        order = u001_order("shipped", shop=h.resources["shop"])
+        model.calls = [
+            {"name": "request_return", "args": {"order_id": order, "reason": "x"}, "id": "a", "type": "tool_call"},
+            {"name": "get_order_status", "args": {"order_id": order}, "id": "b", "type": "tool_call"},
+        ]
+        result = h.send("mix", f"Where is my order {order}?", "U001")
+        assert [(c["name"], c["status"]) for c in result["tool_calls"]] == [("request_return", "error"),
+                                                                           ("get_order_status", "ok")]
+        assert h.resources["shop"].query_one("SELECT COUNT(*) FROM returns WHERE order_id = ?", (order,))[0] == 0
+        seen = [m.content for m in model.seen[-1] if m.type == "tool"]
+        assert "not available for this request" in seen[0] and order in seen[1]
+
+
+def test_a_design_that_offers_every_tool_still_runs_them(tmp_path):
+    """With ``tool_offer: all`` every tool is offered on every call, so none is refused."""
+    model = ScriptedModel()
+    with Harness(tmp_path, patient_design("harness-no:tool_offer"), model) as h:
+        order = u001_order("shipped", shop=h.resources["shop"])
+        model.calls = [{"name": "get_order_status", "args": {"order_id": order}, "id": "a", "type": "tool_call"}]
+        result = h.send("all", f"Do you have bluetooth headphones like the ones in {order}?", "U001")
+        assert [(c["name"], c["status"]) for c in result["tool_calls"]] == [("get_order_status", "ok")]

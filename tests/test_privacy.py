@@ -1,0 +1,50 @@
+"""Private at rest: the audit log is masked before it is written, by a documented list of formats.
+
+``obs.audit.PII_FORMATS`` is the list the README points to; every entry must be masked with its label, and
+the identifiers conversations are made of (order, ticket and product ids, prices, dates) must survive.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+from lg_harness.graphs.app import Harness
+from lg_harness.obs.audit import PII_FORMATS, default_redactor
+
+try:
+    from support import patient_design
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design
+
+DIGITS = re.compile(r"[0-9０-９]")
+
+
+@pytest.mark.parametrize(("label", "what", "example"), PII_FORMATS, ids=[f"{f[0]}: {f[1]}" for f in PII_FORMATS])
+def test_each_documented_format_is_masked(label, what, example):
+    masked = default_redactor(example)
+    assert f"[{label}]" in masked, masked
+    left = masked.replace(f"[{label}]", "")
+    assert len(DIGITS.findall(left)) <= 5, masked  # a ZIP code may stay; no number you could call
+    if label == "email":
+        assert not re.search(r"@|＠|\bdot\b|\[at\]|艾特", left), masked
+
+
+@pytest.mark.parametrize("text", ["ORD-10134", "SKU P1001-BLK qty 2", "INC0012346", "asset LAPTOP-0042",
+                                  "RMA-12", "total 288.49 USD", "2026-12-01T12:00:00", "stock 1234567890",
+                                  "I will be there at 5 pm", "look at the rooms", "我的订单 ORD-10001 到哪了"])
+def test_identifiers_and_everyday_words_are_left_alone(text):
+    assert default_redactor(text) == text
+
+
+def test_the_audit_file_holds_no_contact_details(tmp_path):
+    secrets = ["jane.roe@example.com", "555-123-4567", "13812345678", "12 Main Street"]
+    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+        h.send("p", "Hi, I am Jane, mail jane.roe@example.com, call 555-123-4567 or 13812345678, "
+                    "ship to 12 Main Street. Where is my order ORD-10134?", "U001")
+    with sqlite3.connect(tmp_path / "audit.sqlite") as conn:
+        stored = " ".join(str(v) for row in conn.execute("SELECT input, output FROM calls") for v in row)
+    assert "ORD-10134" in stored, "the audit still says what happened"
+    for secret in secrets:
+        assert secret not in stored

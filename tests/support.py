@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,9 @@ class ScriptedModel(BaseChatModel):
             msg = AIMessage("", tool_calls=[dict(c) for c in self.calls])
         else:
             last_user = max((i for i, m in enumerate(messages) if m.type == "human"), default=-1)
-            results = [m.content for m in messages[last_user + 1:] if isinstance(m, ToolMessage)]
+            # A model reads the results inside the harness's delimiters; it does not echo the delimiters.
+            results = [re.sub(r"</?tool_result[^>]*>", "", m.content) for m in messages[last_user + 1:]
+                       if isinstance(m, ToolMessage)]
             msg = AIMessage("Done: " + " | ".join(results) if results else "How can I help?")
         return ChatResult(generations=[ChatGeneration(message=msg)])
 

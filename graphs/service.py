@@ -32,10 +32,21 @@ from typing import Any
 
 from fastapi import Request
 from lg_harness.graphs.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
+from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.tools.errors import HarnessError
 
 AGENT = "@agent"
 RESULT_STATES = ("done", "failed", "cancelled", "abandoned")
+UNAVAILABLE = "model_unavailable"  # marks a failed message whose model never answered
+
+
+def failure_status(row: dict[str, Any]) -> int:
+    """The HTTP status of a message that did not finish: 409 cancelled, 503 when the model could not be
+    reached (retry later), else 422 (the request itself could not be served)."""
+    if row.get("status") == "cancelled":
+        return 409
+    result = row.get("result")
+    return 503 if isinstance(result, dict) and result.get(UNAVAILABLE) else 422
 
 
 @dataclass
@@ -190,6 +201,8 @@ class Runtime:
         try:
             with self.queue.holding(claim, cancel), self._held(claim.thread_id):
                 result = self._execute(claim)
+        except ModelUnavailable as exc:  # not the request's fault: the client may retry later (503)
+            status, error, result = "failed", str(exc), {UNAVAILABLE: True}
         except HarnessError as exc:
             status, error = "failed", str(exc)
         except Exception as exc:  # noqa: BLE001 - the outcome is stored for the waiting client, not lost
@@ -319,7 +332,7 @@ class Api:
         row = await self.state["waiters"].wait(mid)
         if row["status"] == "done":
             return JSONResponse({**row["result"], "message_id": mid})
-        code = 409 if row["status"] == "cancelled" else 422
+        code = failure_status(row)
         return JSONResponse({"error": row["error"] or row["status"], "message_id": mid, "status": row["status"]},
                             status_code=code)
 

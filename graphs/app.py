@@ -510,4 +510,6 @@ class Harness:
         config = self.config(thread_id, checkpoint_id)
         config["configurable"]["checkpoint_ns"] = ""  # the thread's first checkpoint has no parent to take it from
         new = self.graph.update_state(config, None, as_node="__copy__")
+        # The forked state is from before any human took the thread: its next message goes to the bot again.
+        self.transcripts.release_handoff(thread_id)
         return new["configurable"]["checkpoint_id"]

@@ -56,6 +56,9 @@ CREATE TABLE thread_leases (thread_id TEXT PRIMARY KEY, worker TEXT NOT NULL, me
 CREATE TABLE message_events (message_id BIGINT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,
     PRIMARY KEY (message_id, seq));
 """),
+    (5, "thread owners", """
+CREATE TABLE owners (thread_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL);
+"""),
 ]
 
 

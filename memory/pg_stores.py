@@ -24,6 +24,17 @@ class PgTranscriptStore:
     def __init__(self, pool: Any) -> None:
         self.pool = pool
 
+    def claim(self, thread_id: str, user_id: str) -> str:
+        """Make ``user_id`` the thread's owner if it has none yet; return the owner either way."""
+        with self.pool.connection() as conn:
+            conn.execute("INSERT INTO owners VALUES (%s, %s, %s) ON CONFLICT (thread_id) DO NOTHING",
+                         (thread_id, user_id, time.time()))
+            return conn.execute("SELECT user_id FROM owners WHERE thread_id = %s", (thread_id,)).fetchone()["user_id"]
+
+    def owner(self, thread_id: str) -> str | None:
+        row = self._row("SELECT user_id FROM owners WHERE thread_id = %s", (thread_id,))
+        return row["user_id"] if row else None
+
     def record_setup(self, thread_id: str, design: str, model: str | None, domain: str | None = None) -> None:
         with self.pool.connection() as conn:
             conn.execute("INSERT INTO threads (thread_id, design, model, updated_at, domain) VALUES (%s, %s, %s, %s, %s)"

@@ -13,6 +13,7 @@ import threading
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from lg_harness.graphs.app import Harness, prepare_data_dir
+from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.memory.transcript import TranscriptStore
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import HarnessError, RateLimitedError, classify, retry_after_of
@@ -213,5 +214,7 @@ def test_a_429_asking_too_long_a_wait_gives_up_at_once(tmp_path):
 
     model = AlwaysThrottled()
     with Harness(tmp_path, patient_design(), model) as h:
-        result = h.send("429", "Where is my order ORD-10134?", "U001")
-        assert len(model.seen) == 1 and result["phase"] == "action", "no hour-long wait, one busy reply"
+        # A model that answers no call of the message is an error, not a reply (issue 17), and it comes at once.
+        with pytest.raises(ModelUnavailable, match="429"):
+            h.send("429", "Where is my order ORD-10134?", "U001")
+        assert len(model.seen) == 1, "no hour-long wait and no retry of a 429 that asks for one"

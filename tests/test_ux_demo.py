@@ -25,8 +25,8 @@ def snapshot(folder: Path) -> dict[str, str]:
 def users_data_dir(path: Path) -> None:
     """A data dir as a user leaves it: checkpoints, transcripts, memory and a thread waiting for a human."""
     with Harness(path, patient_design(), "sim:clean") as h:
-        h.send("t1", "Where is my order ORD-10134?")
-        r = h.send("t2", "I want to talk to a human agent")
+        h.send("t1", "Where is my order ORD-10134?", "U001")
+        r = h.send("t2", "I want to talk to a human agent", "U001")
         assert r["waiting_for_human"], "the fixture needs a waiting handoff"
         assert h.waiting_threads()
 

@@ -62,7 +62,7 @@ def test_a_guard_outcome_reaches_the_customer_in_their_words(tmp_path: Path, lan
     call = _call("get_order_status", order_id="ORD-10134", note=True)  # invalid: an extra key
     model = Scripted(messages=iter([call, call, AIMessage(quoted), AIMessage(quoted)]))
     with Harness(tmp_path, patient_design(), model) as h:
-        r = h.send("t", message)
+        r = h.send("t", message, "U001")
     assert internal_text(r["reply"], SHOP_TOOLS) == []
     assert r["reply"] in (say("could_not_finish", lang), say("ask_order_id", lang, load_domain("shop")),
                           say("ask_generic", lang))

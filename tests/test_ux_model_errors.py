@@ -49,12 +49,12 @@ def test_a_message_no_model_call_answered_is_an_error(tmp_path: Path, failure: s
     design.knobs.model_timeout_s = 0.2
     with Harness(tmp_path, design, Refusing(messages=iter([]), failure=failure)) as h:
         with pytest.raises(ModelUnavailable) as caught:
-            h.send("t", "Where is my order ORD-10134?")
+            h.send("t", "Where is my order ORD-10134?", "U001")
         assert hint in str(caught.value) and "\n" not in str(caught.value)
         assert "busy" not in str(caught.value)
         # Nothing is lost: the message is on the thread, and conversational turns still need no model.
         assert h.state("t")["values"]["turn"] == 1
-        assert h.send("t", "hello")["reply"]
+        assert h.send("t", "hello", "U001")["reply"]
 
 
 @pytest.mark.real_model_wire  # a real client, against a port where nothing listens

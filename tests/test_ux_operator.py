@@ -24,19 +24,19 @@ MODEL = "sim:clean"
 
 def test_fork_from_the_first_checkpoint(tmp_path: Path) -> None:
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        h.send("t", "hi")
-        h.send("t", "Where is my order ORD-10134?")
+        h.send("t", "hi", "U001")
+        h.send("t", "Where is my order ORD-10134?", "U001")
         first = h.history("t")[-1]
         assert first.parent_id is None
         h.fork("t", first.checkpoint_id)
         assert h.state("t")["values"].get("turn") in (None, 0)
-        r = h.send("t", "Where is my order ORD-10134?")
+        r = h.send("t", "Where is my order ORD-10134?", "U001")
         assert r["phase"] == "done" and h.state("t")["values"]["turn"] == 1
 
 
 def test_history_shows_turn_message_and_phase_with_ids_whole_at_80_columns(tmp_path: Path) -> None:
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        h.send("t", "Where is my order ORD-10134? I have been waiting for it for a very long time now")
+        h.send("t", "Where is my order ORD-10134? I have been waiting for it for a very long time now", "U001")
         ids = [c.checkpoint_id for c in h.history("t")]
         rows = h.history("t")
     assert rows[0].turn == 1 and rows[0].message.startswith("Where is my order ORD-10134?")
@@ -140,7 +140,7 @@ def test_money_prints_with_the_domains_currency(tmp_path: Path) -> None:
     from lg_harness.nodes.money import with_currency
 
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        r = h.send("t", "Where is my order ORD-10134?")
+        r = h.send("t", "Where is my order ORD-10134?", "U001")
     assert "131.00 USD" in r["reply"] and "· 131.0 ·" not in r["reply"], r["reply"]
     results = [{"total": 288.49, "currency": "USD", "items": [{"price": 131.0, "qty": 2}]}]
     assert with_currency("Total: 288.49 USD, 131.0 each, qty 2", results, "USD") == \

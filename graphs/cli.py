@@ -41,7 +41,6 @@ DEFAULT_DATA_DIR = Path(".harness")
 STORAGE: dict[str, str | None] = {"database_url": None, "chroma_url": None}
 
 
-@app.callback()
 def storage_options(
         database_url: Annotated[str | None, typer.Option("--database-url", envvar="HARNESS_DATABASE_URL",
                                                          help="postgresql://... keeps checkpoints, transcripts, facts, "
@@ -49,7 +48,9 @@ def storage_options(
                                                          "the data dir)")] = None,
         chroma_url: Annotated[str | None, typer.Option("--chroma-url", envvar="HARNESS_CHROMA_URL",
                                                        help="http://host:port of a Chroma server for experiences")]
-        = None) -> None:
+        = None,
+        show_version: Annotated[bool, typer.Option("--version", callback=lambda v: _print_version(v), is_eager=True,
+                                                   help="print the version and exit")] = False) -> None:
     """An agent harness as a LangGraph StateGraph."""
     STORAGE.update(database_url=database_url, chroma_url=chroma_url)
 
@@ -66,10 +67,9 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
-def _options(show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                        help="print the version and exit")] = False) -> None:
-    """An agent harness as a LangGraph StateGraph."""
+
+
+app.callback()(storage_options)  # one callback: typer keeps only the last one registered
 
 
 def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:

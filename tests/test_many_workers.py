@@ -95,7 +95,7 @@ def test_four_workers_400_messages_50_threads_none_lost_none_twice_order_kept(ma
 
     with ThreadPoolExecutor(64) as pool:
         results = list(pool.map(send, sends))
-    assert [code for _, _, code, body in results if code != 200] == []
+    assert [(code, body) for _, _, code, body in results if code != 200] == []
     assert all(body["reply"] for _, _, _, body in results)
     queue = rows("SELECT * FROM thread_queue ORDER BY id")
     assert len(queue) == 400 and {r["status"] for r in queue} == {"done"}

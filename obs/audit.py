@@ -395,18 +395,23 @@ class AuditLog:
 
     # -- reading
 
-    def _select(self, sql: str, thread_id: str | None, kind: str | None = None) -> list[sqlite3.Row]:
+    MARK = "?"  # the driver's parameter placeholder
+
+    def _select(self, sql: str, thread_id: str | None, kind: str | None = None) -> list[Any]:
         """Run ``sql`` with ``{where}`` filled by the optional thread and call-kind filters."""
         conds, params = [], []
         if thread_id is not None:
-            conds.append("thread_id = ?")
+            conds.append(f"thread_id = {self.MARK}")
             params.append(thread_id)
         if kind is not None:
-            conds.append("kind = ?")
+            conds.append(f"kind = {self.MARK}")
             params.append(kind)
         where = (" WHERE " + " AND ".join(conds)) if conds else ""
+        return self._fetch(sql.format(where=where), params)
+
+    def _fetch(self, sql: str, params: list[Any]) -> list[Any]:
         with self._lock:
-            return self._conn.execute(sql.format(where=where), params).fetchall()
+            return self._conn.execute(sql, params).fetchall()
 
     def export(self, thread_id: str | None = None, redact: bool = True, *,
                redactor: Redactor | None = None) -> list[dict[str, Any]]:

@@ -29,14 +29,8 @@ class PgAuditLog(AuditLog):
             got = conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks}) RETURNING id", tuple(row.values()))
             return int(got.fetchone()["id"])
 
-    def _select(self, sql: str, thread_id: str | None, kind: str | None = None) -> list[Any]:
-        conds, params = [], []
-        if thread_id is not None:
-            conds.append("thread_id = %s")
-            params.append(thread_id)
-        if kind is not None:
-            conds.append("kind = %s")
-            params.append(kind)
-        where = (" WHERE " + " AND ".join(conds)) if conds else ""
+    MARK = "%s"
+
+    def _fetch(self, sql: str, params: list[Any]) -> list[Any]:
         with self.pool.connection() as conn:
-            return conn.execute(sql.format(where=where), params).fetchall()
+            return conn.execute(sql, params).fetchall()

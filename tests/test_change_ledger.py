@@ -16,7 +16,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lg_harness.benchmarks.outside_pack import DOMAIN, DOMAIN_KEYED, renewals
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.phrases import say

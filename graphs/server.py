@@ -12,8 +12,11 @@ Input of a run: ``{"messages": [{"role": "user", "content": "..."}], "user": {"i
 "customer"}}``. A handoff ends the run interrupted at node ``human``; resume it with
 ``Command(resume={"text": "<the human's answer>"})``.
 
-What the ``Harness`` service adds around the graph is not here: message cleaning and length checks, thread
-ownership, per-thread ordering, the transcript store, and marking a handoff answered in the harness's handoff queue.
+Thread owners are checked by LangGraph's own auth hook (``graphs/server_auth.py``, ``langgraph.json``'s
+``auth``): callers send ``Authorization: Bearer <key>`` with keys from ``HARNESS_API_KEYS``, read and run only
+their own threads, and a run acts for its caller. What the ``Harness`` service adds around the graph is not
+here: message cleaning and length checks, per-thread ordering, the transcript store, the change ledger, and
+marking a handoff answered in the harness's handoff queue.
 """
 
 from __future__ import annotations

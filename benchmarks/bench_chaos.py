@@ -370,7 +370,7 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
                             h.send(thread, f"hello, message p{p}w{w}#{n}", user)
                             served[0] += 1
                         except Exception as err:  # noqa: BLE001 - counted
-                            failures.append(f"{type(err).__name__}: {err}")
+                            failures.append(f"{type(err).__name__}: {err} [raised at {origin(err)}]")
                     n += 1
 
             pool = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
@@ -402,6 +402,18 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
            "order_inversions": inversions, "failure_examples": [f for d in docs for f in d["failures"]][:5]}
     shutil.rmtree(data_dir, ignore_errors=True)
     return out
+
+
+def origin(err: BaseException) -> str:
+    """Where the root cause of ``err`` was raised in the harness's own code (file:line), to name the store."""
+    import traceback
+
+    while (inner := err.__cause__ or err.__context__) is not None:
+        err = inner
+    stack = traceback.extract_tb(err.__traceback__)
+    own = [f for f in stack if "site-packages" not in f.filename]  # the harness's frames, not a library's
+    where = [f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in {id(f): f for f in (own[-1:] + stack[-1:])}.values()]
+    return " <- ".join(reversed(where)) or "unknown"
 
 
 def order_inversions(path: Path) -> int:

@@ -133,7 +133,7 @@ def server(tmp_path_factory):
         clients = {user: get_sync_client(url=url, api_key=None, headers={"Authorization": f"Bearer {key}"})
                    for key, user in KEYS.items()}
         yield {"url": url, "client": clients["U001"], "other": clients["U002"], "desk": clients["@agent"],
-               "shop": shop, "orders": orders, "log": log, "startup_s": startup_s}
+               "shop": shop, "orders": orders, "log": log, "startup_s": startup_s, "data_dir": data_dir}
         for client in clients.values():
             client.close()
     finally:
@@ -158,6 +158,7 @@ def test_factory_compiles_without_checkpointer_and_takes_preset_designs(tmp_path
         with pytest.raises(HarnessError, match="unknown design"):
             module.graph_for({"configurable": {"design": str(tmp_path / "design.yaml")}})
         assert (tmp_path / "data" / "shop.sqlite").is_file()
+        assert (tmp_path / "data" / "ledger.sqlite").is_file(), "changing calls are recorded on the server too"
     finally:
         module.reset()
 
@@ -218,6 +219,12 @@ def test_second_message_continues_the_thread(server):
     assert calls == [("request_return", order, "ok")], "the order id should come from the first message"
     assert order in values["reply"]
     assert server["shop"].query_one("SELECT id FROM returns WHERE order_id = ?", (order,)) is not None
+    from lg_harness.tools.ledger import SqliteLedger
+
+    ledger = SqliteLedger(server["data_dir"] / "ledger.sqlite")  # the server recorded the change and its result
+    [key] = [c["ledger_key"] for c in values["tool_log"] if c["name"] == "request_return"]
+    assert ledger.get(key).status == "settled" and ledger.get(key).thread_id == thread_id
+    ledger.close()
     history = client.threads.get_history(thread_id, limit=100)
     assert len(history) > 4  # checkpoints of both runs, kept by the server's checkpointer
 

@@ -8,8 +8,9 @@ with an unknown one, every request is refused (401): the server has no anonymous
 - A thread created by a user is marked with its owner (metadata ``owner``); reading it (state, history,
   runs), searching, updating, deleting and running on it are filtered to the owner, so another user's thread
   is simply not found (404). The desk sees every thread.
-- A run acts for its caller: the input's ``user`` id is set to the caller (a different id is refused, 403),
-  so nobody sends a message as someone else. Only the desk may resume a thread waiting for a human.
+- A run acts for its caller: the input's ``user`` is set to the caller with the role the domain records for
+  them (a different id or role is refused, 403), so nobody sends a message as someone else or with more
+  rights. Only the desk may resume a thread waiting for a human.
 - Crons and the store are the desk's alone; assistants may be listed and read by any authenticated user.
 """
 
@@ -46,6 +47,22 @@ async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     if user is None:
         raise Auth.exceptions.HTTPException(status_code=401, detail="unknown API key")
     return {"identity": user}
+
+
+async def role_of(identity: str) -> str | None:
+    """The caller's role as the server's domain records it (None: not a user of the domain)."""
+    import asyncio
+
+    def lookup() -> str | None:
+        from lg_harness.core.domain import load_domain
+        from lg_harness.graphs import server
+
+        pack = load_domain(os.environ.get("HARNESS_DOMAIN") or "shop")
+        found = pack.user(identity, server.backends_for(pack, server.data_dir()))
+        return str(found.get("role") or pack.default_role) if found else None
+
+    # the domain's users live in its database: read them off the event loop (langgraph dev refuses blocking I/O)
+    return await asyncio.to_thread(lookup)
 
 
 def _is_desk(ctx: Auth.types.AuthContext) -> bool:
@@ -94,12 +111,19 @@ async def run_as_caller(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
                                                 "thread waiting for a human")
         graph_input = kwargs.get("input")
         if isinstance(graph_input, dict):
-            user = graph_input.get("user")
-            claimed = str((user or {}).get("id") or "").strip() if isinstance(user, dict) else ""
+            user = graph_input.get("user") if isinstance(graph_input.get("user"), dict) else {}
+            claimed = str(user.get("id") or "").strip()
             if claimed and claimed != ctx.user.identity:
                 raise Auth.exceptions.HTTPException(status_code=403, detail="a run acts for its caller: the "
                                                     "input's user id must be yours")
-            graph_input["user"] = {**(user if isinstance(user, dict) else {}), "id": ctx.user.identity}
+            role = await role_of(ctx.user.identity)
+            if role is None:
+                raise Auth.exceptions.HTTPException(status_code=403, detail=f"unknown user '{ctx.user.identity}' "
+                                                    "in this server's domain")
+            if user.get("role") and user["role"] != role:
+                raise Auth.exceptions.HTTPException(status_code=403, detail=f"your role is '{role}'; a run "
+                                                    "cannot claim another")
+            graph_input["user"] = {"id": ctx.user.identity, "role": role}
         # a run that creates its thread marks the caller as its owner
         metadata = value.get("metadata")
         if metadata is None:

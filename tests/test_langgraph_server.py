@@ -281,7 +281,7 @@ def test_a_user_reads_and_runs_only_their_own_threads(server):
     assert status_of(lambda: other.runs.list(thread_id)) in (200, 404) and not _safe_runs(other, thread_id)
     turns = mine.threads.get_state(thread_id)["values"]["turn"]
     assert status_of(lambda: other.runs.wait(thread_id, GRAPH_ID, raise_error=True, input={
-        "messages": [{"role": "user", "content": "hello"}], "user": {"id": "U002", "role": "customer"}})) == 404
+        "messages": [{"role": "user", "content": "hello"}], "user": {"id": "U002"}})) == 404
     assert status_of(lambda: other.threads.delete(thread_id)) == 404
     assert mine.threads.get_state(thread_id)["values"]["turn"] == turns, "U002's run never reached the thread"
 
@@ -289,6 +289,9 @@ def test_a_user_reads_and_runs_only_their_own_threads(server):
     own = other.threads.create()["thread_id"]
     assert status_of(lambda: other.runs.wait(own, GRAPH_ID, raise_error=True, input={
         "messages": [{"role": "user", "content": "hello"}], "user": USER})) == 403
+    mine_too = mine.threads.create()["thread_id"]  # U001 is a customer, and cannot say otherwise
+    assert status_of(lambda: mine.runs.wait(mine_too, GRAPH_ID, raise_error=True, input={
+        "messages": [{"role": "user", "content": "hello"}], "user": {"id": "U001", "role": "vip"}})) == 403
     # the desk sees every thread; an unauthenticated caller sees nothing
     assert desk.threads.get_state(thread_id)["values"]["user"]["id"] == "U001"
     assert httpx.get(f"{server['url']}/threads/{thread_id}", timeout=5, trust_env=False).status_code == 401
@@ -302,7 +305,7 @@ def test_a_run_acts_for_its_caller_whatever_user_the_input_leaves_out(server):
     thread_id = other.threads.create()["thread_id"]
     other.runs.wait(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "hello"}]},
                     raise_error=True)
-    assert other.threads.get_state(thread_id)["values"]["user"]["id"] == "U002"
+    assert other.threads.get_state(thread_id)["values"]["user"] == {"id": "U002", "role": "vip"}  # the shop's record
 
 
 def _safe_runs(client, thread_id: str) -> list:

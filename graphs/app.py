@@ -384,6 +384,10 @@ class Harness:
                 raise HarnessError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
             result = self._run(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
             self.transcripts.hold_handoff(thread_id)  # the human keeps the thread until they release it
+            checked = [c["ledger_key"] for c in (snapshot.values.get("handoff") or {}).get("uncertain_changes") or []
+                       if c.get("ledger_key")]
+            if checked and self.stores.ledger is not None:  # answering means the person checked them
+                self.stores.ledger.resolve(checked)
             if (close := self.domain.handoff.answered) is not None:
                 close(self.resources, thread_id, (snapshot.values.get("user") or {}).get("id", ""))
             return result

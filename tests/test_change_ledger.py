@@ -183,6 +183,13 @@ def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice
         assert {"change.uncertain", "change.uncertain.handoff"} <= events
         # a further message while a person checks does not run it either
         h.send("t", ASK, "reader-1")
+        assert len(renewals(tmp_path)) == 1
+        # the person checks the outside system and answers: the change is settled as checked, never run again
+        h.human_reply("t", "I checked: your loan of BOOK-0042 was renewed once.")
+        assert h.stores.ledger.pending() == []
+        assert h.stores.ledger.get(pending["ledger_key"]).result == {"checked_by_person": True}
+        before = next(c for c in reversed(h.history("t")) if c.next == ["action"])
+        h.finish("t", before.checkpoint_id)  # even a replay of that message answers from the record
     assert len(renewals(tmp_path)) == 1
 
 

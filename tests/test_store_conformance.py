@@ -319,6 +319,16 @@ def test_ledger_lets_a_failed_change_run_again(backend: Backend) -> None:
     assert ledger.pending(f"other-{thread}") == [] and [e.key for e in ledger.pending(thread)] == [key]
 
 
+def test_ledger_settles_the_changes_a_person_checked(backend: Backend) -> None:
+    ledger, thread = backend.ledger(), f"t-{uuid.uuid4().hex}"
+    checked, other = f"k-{uuid.uuid4().hex}", f"k-{uuid.uuid4().hex}"
+    ledger.begin(checked, thread, "renew", {})
+    ledger.begin(other, thread, "renew", {"id": 2})
+    assert ledger.resolve([checked]) == 1 and ledger.resolve([checked]) == 0
+    assert ledger.get(checked).status == "settled" and ledger.get(checked).result == {"checked_by_person": True}
+    assert [e.key for e in ledger.pending(thread)] == [other], "only what the person was shown"
+
+
 def test_ledger_begins_a_key_once_when_many_workers_race(backend: Backend) -> None:
     key, thread = f"k-{uuid.uuid4().hex}", f"t-{uuid.uuid4().hex}"
     ledgers = [backend.ledger() for _ in range(6)]  # one per worker: separate connections

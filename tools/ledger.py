@@ -12,6 +12,9 @@ When the same call comes again (a message finished after a crash, re-sent, retri
   tool does not run: whether its change happened is unknown, so a person has to look (``outcome_uncertain``).
 - ``failed`` (the tool answered with an error: nothing was applied): it may run again.
 
+A person who answers a handoff has checked the pending changes it listed: ``resolve`` settles them as
+checked (``graphs.app.Harness.human_reply``), so nothing runs them again.
+
 Two backends with one behaviour (``tests/test_store_conformance.py``): a SQLite file in the data dir (in
 memory without one) and the table ``change_ledger`` on Postgres (``graphs.pgdb`` migration 6).
 """
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 PENDING, SETTLED, FAILED = "pending", "settled", "failed"
+CHECKED = {"checked_by_person": True}  # the stored result of a pending change a person resolved
 LEDGER_RESOURCE = "change_ledger"  # the graph resource that carries a harness's ledger to the action node
 
 SQLITE_SCHEMA = """
@@ -82,6 +86,11 @@ class ChangeLedger(Protocol):
     def get(self, key: str) -> LedgerEntry | None: ...
 
     def pending(self, thread_id: str | None = None) -> list[LedgerEntry]: ...
+
+    def resolve(self, keys: list[str]) -> int:
+        """A person checked these pending changes (answering the handoff that listed them): settle them as
+        checked, so nothing runs them again and the operator view no longer lists them. Returns how many."""
+        ...
 
     def close(self) -> None: ...
 
@@ -145,6 +154,12 @@ class SqliteLedger:
             rows = self.conn.execute(sql + " ORDER BY created_at, key", params).fetchall()
         return [LedgerEntry.from_row(r) for r in rows]
 
+    def resolve(self, keys: list[str]) -> int:
+        with self.lock:
+            return sum(self.conn.execute("UPDATE change_ledger SET status = ?, result = ?, settled_at = ? WHERE key = ?"
+                                         " AND status = ?", (SETTLED, _json(CHECKED), self.clock(), key, PENDING)
+                                         ).rowcount for key in keys)
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()
@@ -195,6 +210,12 @@ class PgLedger:
         with self.pool.connection() as conn:
             rows = conn.execute(sql + " ORDER BY created_at, key", params).fetchall()
         return [LedgerEntry.from_row(r) for r in rows]
+
+    def resolve(self, keys: list[str]) -> int:
+        with self.pool.connection() as conn:
+            return sum(conn.execute("UPDATE change_ledger SET status = %s, result = %s, settled_at = %s WHERE key = %s"
+                                    " AND status = %s", (SETTLED, _json(CHECKED), self.clock(), key, PENDING)
+                                    ).rowcount for key in keys)
 
     def close(self) -> None:
         """The pool belongs to the stores that opened it."""

@@ -86,6 +86,7 @@ class ToolOutcome:
     attempts: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
     fallback: str | None = None
+    customer: dict[str, Any] | None = None  # the error's customer phrase: {"phrase": key, "values": {...}}
     cause: BaseException | None = field(default=None, repr=False, compare=False)
 
     def content(self) -> str:
@@ -109,6 +110,8 @@ class ToolOutcome:
         }
         if self.fallback:
             data["fallback"] = self.fallback
+        if self.customer:
+            data["customer"] = self.customer
         return data
 
 
@@ -454,4 +457,6 @@ class ToolExecutor:
         outcome.error_type = kind
         outcome.exception = type(err).__name__
         outcome.error = str(err) or type(err).__name__
+        phrase = getattr(err, "phrase", None)
+        outcome.customer = {"phrase": phrase, "values": dict(getattr(err, "phrase_values", {}))} if phrase else None
         outcome.cause = err

@@ -181,11 +181,12 @@ def build_fact_probes(domain: Domain, *, split: str = "dev", per_kind: int = 10,
         result = _real_result(domain, s, call)
         if result is None:  # the call fails on the seeded data (it needs an earlier step): nothing to state
             continue
-        own = [t for t in _schemas(domain, s.role or domain.default_role) if _name(t) == want.name]
+        # No tools offered: the answer step, as a reply node asks for it (offered the tool again, the local
+        # model calls it again in most probes instead of answering, and then there is nothing to judge).
         probes.append(Probe("facts", domain.name, s.id,
                             [SystemMessage(domain.system_prompt), HumanMessage(turn.user),
                              AIMessage("", tool_calls=[call]), ToolMessage(result, tool_call_id=call["id"])],
-                            own, {"tool": want.name, "lang": s.lang}))
+                            [], {"tool": want.name, "lang": s.lang}))
     return probes
 
 
@@ -289,7 +290,7 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
     if reply.tool_calls or not text:
         return {"answered": False}
     try:  # a small model may write its next call as text (whole or cut off): a call, not an answer
-        if parse_tool_calls(text, [_name(t) for t in probe.tools]):
+        if parse_tool_calls(text, [probe.expect["tool"]]):
             return {"answered": False, "text_call": True}
     except TextCallParseError:
         return {"answered": False, "text_call": True}

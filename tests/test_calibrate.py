@@ -25,6 +25,7 @@ from lg_harness.evals.calibrate import (
 )
 from lg_harness.evals.scenario import load_scenarios, split_of
 from lg_harness.llm.sim import SimChatModel
+from lg_harness.nodes.reply import FINAL_NOTE
 
 SCHEMA = {"type": "function", "function": {"name": "renew", "parameters": {
     "type": "object", "required": ["loan_id"],
@@ -129,8 +130,9 @@ def test_fact_probes_answer_the_real_result_of_the_intended_call_and_come_last(f
     they follow the other kinds, so a rows file measured before they existed still lines up."""
     assert len(fact_probes) == 2 * FACT_PROBES * 3
     for p in fact_probes:
-        user, call, result = p.messages[1], p.messages[2], p.messages[3]
+        user, call, result, note = p.messages[1:]
         assert call.tool_calls[0]["name"] == p.expect["tool"] and p.tools == []  # the answer step: no tools
+        assert note.content == FINAL_NOTE  # and the reply node's closing note
         assert isinstance(json.loads(result.content), dict) and "error" not in json.loads(result.content)
         assert user.content == next(s for s in load_scenarios(load_domain(p.domain).scenario_path())
                                     if s.id == p.scenario).turns[0].user
@@ -142,13 +144,13 @@ def test_fact_probes_answer_the_real_result_of_the_intended_call_and_come_last(f
 
 
 def _order_probe(fact_probes):
-    return next(p for p in fact_probes if isinstance(json.loads(p.messages[-1].content).get("status"), str)
+    return next(p for p in fact_probes if isinstance(json.loads(p.messages[3].content).get("status"), str)
                 and p.domain == "shop")
 
 
 def test_an_answer_that_misstates_the_result_is_counted_and_one_that_repeats_it_is_not(fact_probes):
     probe = _order_probe(fact_probes)
-    status = json.loads(probe.messages[-1].content)["status"]
+    status = json.loads(probe.messages[3].content)["status"]
     other = "delivered" if status != "delivered" else "pending"
     assert judge(probe, AIMessage(f"Status: {status}."))["misstated"] is False
     wrong = judge(probe, AIMessage(f"Status: {other}."))

@@ -34,9 +34,10 @@ from lg_harness.core.domain import Domain
 from lg_harness.evals.scenario import Scenario, load_scenarios, split_of
 from lg_harness.evals.stats import wilson
 from lg_harness.llm.embeddings import count_tokens
+from lg_harness.nodes.reply import FINAL_NOTE
 
-TOOL_COUNTS = (1, 3, 6, 0)
-FACT_PROBES = 2  # ``facts`` probes per ``per_kind``: one answer each, and a misstatement is the rarer outcome  # 0: every tool the role may use
+TOOL_COUNTS = (1, 3, 6, 0)  # 0: every tool the role may use
+FACT_PROBES = 2  # ``facts`` probes per ``per_kind``: one answer each, and a misstatement is the rarer outcome
 RECALL_DISTANCES = (150, 600, 1200, 2400)
 MALFORMATIONS = ("broken_json", "missing_required", "extra_key", "wrong_type", "id_drift")
 _FILLER_Q = ["Can you tell me more about how this works?", "What are your opening hours?",
@@ -181,11 +182,12 @@ def build_fact_probes(domain: Domain, *, split: str = "dev", per_kind: int = 10,
         result = _real_result(domain, s, call)
         if result is None:  # the call fails on the seeded data (it needs an earlier step): nothing to state
             continue
-        # No tools offered: the answer step, as a reply node asks for it (offered the tool again, the local
-        # model calls it again in most probes instead of answering, and then there is nothing to judge).
+        # The answer step as the reply node asks for it: no tools, and its closing note (offered the tool
+        # again, or without the note, the local model calls it again in most probes instead of answering).
         probes.append(Probe("facts", domain.name, s.id,
                             [SystemMessage(domain.system_prompt), HumanMessage(turn.user),
-                             AIMessage("", tool_calls=[call]), ToolMessage(result, tool_call_id=call["id"])],
+                             AIMessage("", tool_calls=[call]), ToolMessage(result, tool_call_id=call["id"]),
+                             SystemMessage(FINAL_NOTE)],
                             [], {"tool": want.name, "lang": s.lang}))
     return probes
 
@@ -295,7 +297,7 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
     except TextCallParseError:
         return {"answered": False, "text_call": True}
     domain = load_domain(probe.domain)
-    content = str(probe.messages[-1].content)
+    content = next(str(m.content) for m in probe.messages if isinstance(m, ToolMessage))
     try:
         result = json.loads(content)
     except json.JSONDecodeError:

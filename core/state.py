@@ -77,6 +77,7 @@ class ToolCallRecord(TypedDict, total=False):
     emitted_args: dict[str, Any]  # the arguments as the model emitted them, before any harness rewrite
     reached_tool: bool  # handed to the executor (False: screened out and answered by the harness)
     customer: dict[str, Any]  # a failed call's customer phrase: {"phrase": key, "values": {...}}
+    ledger_key: str  # a changing call's key in the change ledger (tools.ledger)
 
 
 class TurnStats(TypedDict, total=False):

@@ -673,8 +673,10 @@ def _per_seed(cells: Sequence[Mapping[str, Any]], fn: Callable[[list], Any]) -> 
 
 
 def _seed_stats(per_seed: Mapping[Any, float | None]) -> dict[str, Any]:
-    """The across-seed figures of one metric: kept in results.json, not the report's interval."""
-    return {"per_seed": list(per_seed.values()), "seed_ci": interval(per_seed.values())["ci"]}
+    """The across-seed figures of one metric: kept in results.json, not the report's interval. One seed
+    shows no spread across seeds: its ``seed_ci`` is None, not a zero-width interval."""
+    measured = [v for v in per_seed.values() if v is not None]
+    return {"per_seed": list(per_seed.values()), "seed_ci": interval(measured)["ci"] if len(measured) > 1 else None}
 
 
 def _design_metrics(cells: Sequence[Mapping[str, Any]], latency: Mapping[str, Any]) -> dict[str, Any]:

@@ -639,7 +639,13 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
     import datetime
 
     from lg_harness.core.domain import load_domain
-    from lg_harness.evals.calibrate import build_probes, fitted_yaml, run_probes, side_by_side, summarise
+    from lg_harness.evals.calibrate import (
+        calibration_probes,
+        fitted_yaml,
+        run_probes,
+        side_by_side,
+        summarise,
+    )
     from lg_harness.llm.factory import make_model
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -650,7 +656,7 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                            "use --split dev")
     specs = [m.strip() for m in models.split(",") if m.strip()]
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["calibrate"] else "harness calibrate"
-    probes = [p for d in ("shop", "helpdesk") for p in build_probes(load_domain(d), split=split, per_kind=per_kind)]
+    probes = calibration_probes([load_domain(d) for d in ("shop", "helpdesk")], split=split, per_kind=per_kind)
     out_dir.mkdir(parents=True, exist_ok=True)
     summaries = {}
     for spec in specs:

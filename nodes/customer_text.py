@@ -96,3 +96,51 @@ def outcome_phrase(tool_log: Sequence[Mapping[str, Any]], lang: str, domain: Dom
         if types & ({keys} if isinstance(keys, str) else set(keys)):
             return say(phrase, lang, domain)
     return say("could_not_finish", lang, domain)
+
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_MIN_QUOTE = 12  # shorter clauses ("Nothing was changed.") are too common to tell a quote from a coincidence
+
+
+def _quoted_span(draft: str, error: str) -> tuple[int, int] | None:
+    """Where ``draft`` quotes the tool error ``error``: from its first quoted clause to its last."""
+    spans = []
+    for c in _CLAUSE.finditer(error):
+        clause = c.group(0).strip().rstrip("…").strip()
+        if len(clause) < _MIN_QUOTE:
+            continue
+        at = draft.find(clause)
+        if at < 0 and len(clause) > 40:  # quoted in part, or cut where the record was
+            at = draft.find(clause[:40])
+            clause = clause[:40]
+        if at >= 0:
+            spans.append((at, at + len(clause)))
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
+
+
+def errors_in_customer_words(draft: str, tool_log: Sequence[Mapping[str, Any]], lang: str,
+                             domain: Domain | None = None) -> str:
+    """``draft`` with each quoted tool error (written for the model, in English) in the customer's words.
+
+    A failed call whose error names a domain phrase (``ToolError(phrase=...)``) is told with that phrase in
+    ``lang``; an error with no phrase, quoted to a customer who writes another language, is cut out (the
+    reply then falls back to ``outcome_phrase`` when nothing else is left).
+    """
+    text = draft or ""
+    for record in tool_log:
+        error = str(record.get("error") or "")
+        if record.get("status") == "ok" or not error:
+            continue
+        span = _quoted_span(text, error)
+        if span is None:
+            continue
+        customer = record.get("customer") or {}
+        key = customer.get("phrase")
+        if key and domain is not None and domain.phrase(str(key), lang) is not None:
+            told = say(str(key), lang, domain, **{k: str(v) for k, v in (customer.get("values") or {}).items()})
+        elif lang != "en" and not _CJK.search(error):
+            told = ""
+        else:
+            continue
+        text = text[: span[0]] + told + text[span[1]:]
+    return text

@@ -27,7 +27,7 @@ _CLAUSE = re.compile(r".+?(?:[.!?](?=\s|$)|[。！？;；]|\n|$)", re.S)
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _MONEY = re.compile(r"(?:[$€£¥]\s?(\d+(?:\.\d+)?))|(?<![\w.])(\d+\.\d{2})(?![\d])|"
                     r"(?<![\w.])(\d+(?:\.\d+)?)\s?(?:USD|EUR|CNY|RMB|dollars|元)")
-_ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?!\d)")  # also the date of a date-time ("2026-10-03T00:39")
 _PAIR = re.compile(r"(?:^|[\s(])([A-Za-z][A-Za-z ]{1,28}?)\s*[:：]\s*([^;,；，\n]+)")
 # A phrase after one of these is not stated as a fact ("once it is delivered", "if it is in stock").
 _CONDITIONAL = re.compile(r"\b(?:once|if|when|until|after|unless|whether|as soon as|can be|could be|will be|"

@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, register_variant
-from lg_harness.nodes.customer_text import customer_safe, outcome_phrase
+from lg_harness.nodes.customer_text import customer_safe, errors_in_customer_words, outcome_phrase
 from lg_harness.nodes.fact_check import contradictions, corrected, results_of
 from lg_harness.nodes.money import with_currency
 from lg_harness.tools.entities import EntityType
@@ -54,7 +54,8 @@ def ungrounded_claims(reply: str, evidence: str, entity_types: Sequence[EntityTy
 def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) -> tuple[str, list[str]]:
     """The draft as the customer may read it, and the contradictions to regenerate for (if allowed).
 
-    Internal text is rewritten away (``customer_text``), amounts get the domain's currency (``money``);
+    Quoted tool errors are told in the customer's words and language, internal text is rewritten away
+    (``customer_text``), amounts get the domain's currency (``money``);
     facts the tool results contradict
     (``fact_check``) are sent back for one more answer while regenerations are left, then corrected in
     place from the results.
@@ -62,7 +63,7 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     draft = state.get("reply") or ""
     log = state.get("tool_log") or []
     lang = (state.get("fact_card") or {}).get("language") or "en"
-    text = customer_safe(draft, deps.registry.names())
+    text = customer_safe(errors_in_customer_words(draft, log, lang, deps.domain), deps.registry.names())
     if text is None:
         text = outcome_phrase(log, lang, deps.domain)
     results = results_of(log)

@@ -64,6 +64,7 @@ from simlm.args import (
 )
 from simlm.faults import Dice, FaultProfile
 from simlm.instances import instance_of
+from simlm.misstate import misstate
 
 __all__ = ["CLEAN", "respond"]
 
@@ -620,7 +621,10 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     same_tools = all(c["name"] in tool_of for c in calls.values())
     if intended is not None and same_tools and (step := _still_needed(call, intended, calls, done)) is not None:
         return step
-    return AIMessage(compose_answer(_to_report(results, calls, intended), lang))
+    report = _to_report(results, calls, intended)
+    if call.roll(call.profile.misstate_result) and call.dice is not None:  # the last draw of this call
+        report = misstate(report, call.tools, call.dice, lambda contents: compose_answer(contents, lang))
+    return AIMessage(compose_answer(report, lang))
 
 
 def _still_needed(call: Call, intended: dict[str, Any], calls: dict[str, dict], done: set[str]) -> AIMessage | None:

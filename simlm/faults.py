@@ -8,7 +8,8 @@ functions of what the model sees, so no design's knob value sits on a threshold:
   ``d`` is how many tokens of input follow it (distance, and so context length);
 - injected instructions in data: obeyed with ``follow_injection * delimited_factor ** layers`` where
   ``layers`` counts how clearly the text is marked as data (inside a JSON string, inside quotes);
-- argument malformations of several kinds, each with its own share.
+- argument malformations of several kinds, each with its own share;
+- an answer written from tool results misstates one of their values (``simlm.misstate``).
 
 Faults are drawn from a random generator seeded by the model's seed and the exact input of the call, so
 the same input always gets the same behaviour, whichever harness built it.
@@ -50,6 +51,7 @@ class FaultProfile:
     copy_invisible: float = 0.0        # copies invisible characters from the user's text into arguments
     timeout: float = 0.0               # does not answer in time
     invisible_prefix: float = 0.0      # puts an invisible character before a call written as text
+    misstate_result: float = 0.0       # an answer from tool results states one of their values wrongly
     context_window: int = 4096         # tokens the model reads; older messages are dropped beyond it
     # Latency in virtual seconds: fixed + per input token not served from cache + per output token.
     latency_base_s: float = 0.35

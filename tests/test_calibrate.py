@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 import yaml
+from langchain_core.messages import AIMessage
 from lg_harness.core.domain import load_domain
 from lg_harness.evals.calibrate import (
+    FACT_PROBES,
     _fit_forget,
     _fit_per_tool,
+    build_fact_probes,
     build_probes,
+    calibration_probes,
     fitted_yaml,
+    judge,
     malformation,
     run_probes,
     side_by_side,
@@ -19,6 +25,7 @@ from lg_harness.evals.calibrate import (
 )
 from lg_harness.evals.scenario import load_scenarios, split_of
 from lg_harness.llm.sim import SimChatModel
+from lg_harness.nodes.reply import FINAL_NOTE
 
 SCHEMA = {"type": "function", "function": {"name": "renew", "parameters": {
     "type": "object", "required": ["loan_id"],
@@ -108,3 +115,63 @@ def test_the_fitted_profile_loads_as_a_profile(tmp_path, probes):
     merged = _profile("fitted", {**prior, **{k: v for k, v in spec.items() if k != "base"}})
     assert merged.wrong_tool == spec["wrong_tool"]["rate"] and merged.sources["wrong_tool"].startswith("measured")
     assert "| off_tool@1 |" in side_by_side({"a": s, "b": s})
+
+
+# ------------------------------------------------------------------------------------------ facts
+
+
+@pytest.fixture(scope="module")
+def fact_probes():
+    return [p for d in ("shop", "helpdesk") for p in build_fact_probes(load_domain(d), per_kind=3)]
+
+
+def test_fact_probes_answer_the_real_result_of_the_intended_call_and_come_last(fact_probes):
+    """Each gives the model the request, its call and what that call really returns on the seeded data;
+    they follow the other kinds, so a rows file measured before they existed still lines up."""
+    assert len(fact_probes) == 2 * FACT_PROBES * 3
+    for p in fact_probes:
+        user, call, result, note = p.messages[1:]
+        assert call.tool_calls[0]["name"] == p.expect["tool"] and p.tools == []  # the answer step: no tools
+        assert note.content == FINAL_NOTE  # and the reply node's closing note
+        assert isinstance(json.loads(result.content), dict) and "error" not in json.loads(result.content)
+        assert user.content == next(s for s in load_scenarios(load_domain(p.domain).scenario_path())
+                                    if s.id == p.scenario).turns[0].user
+    shop, helpdesk = load_domain("shop"), load_domain("helpdesk")
+    everything = calibration_probes([shop, helpdesk], per_kind=3)
+    before = [p for d in (shop, helpdesk) for p in build_probes(d, per_kind=3)]
+    assert [(p.kind, p.scenario) for p in everything[: len(before)]] == [(p.kind, p.scenario) for p in before]
+    assert [p.kind for p in everything[len(before):]] == ["facts"] * len(fact_probes)
+
+
+def _order_probe(fact_probes):
+    return next(p for p in fact_probes if isinstance(json.loads(p.messages[3].content).get("status"), str)
+                and p.domain == "shop")
+
+
+def test_an_answer_that_misstates_the_result_is_counted_and_one_that_repeats_it_is_not(fact_probes):
+    probe = _order_probe(fact_probes)
+    status = json.loads(probe.messages[3].content)["status"]
+    other = "delivered" if status != "delivered" else "pending"
+    assert judge(probe, AIMessage(f"Status: {status}."))["misstated"] is False
+    wrong = judge(probe, AIMessage(f"Status: {other}."))
+    assert wrong["answered"] and wrong["misstated"] and status in wrong["problems"][0]
+    call = json.dumps({"name": probe.expect["tool"], "arguments": {}})
+    assert {"answered": False, "text_call": True}.items() <= judge(probe, AIMessage(call)).items()
+    assert judge(probe, AIMessage("", tool_calls=[{"name": probe.expect["tool"], "args": {}, "id": "c1"}]))[
+        "answered"] is False
+
+
+def test_the_sim_misstates_results_at_its_profiles_rate_and_the_probe_measures_it(fact_probes):
+    from simlm import FaultProfile
+
+    class Misstating(SimChatModel):
+        @property
+        def fault_profile(self):
+            return FaultProfile(name="t", misstate_result=1.0)
+
+    clean = summarise(run_probes(SimChatModel(faults="clean"), fact_probes))["rates"]["misstate_result"]
+    faulty = summarise(run_probes(Misstating(), fact_probes))
+    assert clean["k"] == 0 and clean["n"] == len(fact_probes)
+    assert faulty["rates"]["misstate_result"]["rate"] > 0.6 and faulty["fitted"]["misstate_result"] > 0.6
+    spec = yaml.safe_load(fitted_yaml(faulty, "sim:t", "harness calibrate", "2026-12-01"))["profiles"]["fitted"]
+    assert "answers to a real tool result" in spec["misstate_result"]["source"]

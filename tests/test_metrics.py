@@ -242,7 +242,7 @@ def test_interval_with_one_and_three_seeds() -> None:
     # The across-seed t-interval is kept beside the figure (seed_ci); the figure's own interval is over
     # scenario kinds: Wilson's on the pooled count here, as two scenarios are two kinds (see test_stats).
     one = aggregate(runs("harness", range(1), lambda s: True), TWO)["metrics"]["harness"]["task_completion"]
-    assert one["mean"] == 1.0 and one["seed_ci"] == [1.0, 1.0]
+    assert one["mean"] == 1.0 and one["seed_ci"] is None  # one seed: no spread across seeds, not [1.0, 1.0]
     assert one["method"] == "wilson" and one["ci"] == pytest.approx(wilson(2, 2)) and one["n"] == 2
     # seeds 0 and 2 succeed on both scenarios, seed 1 on one of two: per seed 1, 0.5, 1
     many = aggregate(runs("harness", range(3), lambda s: s != 1), TWO)["metrics"]["harness"]["task_completion"]

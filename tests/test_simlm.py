@@ -595,3 +595,34 @@ def test_broken_json_arrives_as_an_invalid_tool_call_the_harness_can_reject():
         json.loads(raw)
     reply = from_wire(body)
     assert not reply.tool_calls and reply.invalid_tool_calls[0]["name"] == "renew_loan"
+
+
+def test_a_misstating_answer_changes_one_stated_value_of_the_result_and_keeps_its_ids():
+    """``misstate_result`` on a domain the sim has never seen: the answer states a count, a date or a state
+    the result does not hold, at about the profile's rate; identifiers are copied as they are."""
+    loan = {"loan_id": "LN-123456", "title": "Dune", "due_date": "2026-12-14", "renewals_left": 2,
+            "status": "active", "fine": 0.0}
+    messages = [HumanMessage("When is LN-123456 due?"),
+                AIMessage("", tool_calls=[{"name": "get_loan", "args": {"loan_id": "LN-123456"}, "id": "call_1",
+                                           "type": "tool_call"}]), ToolMessage(json.dumps(loan), tool_call_id="call_1")]
+    truth = respond(messages, LIBRARY).text
+    assert "2026-12-14" in truth and "LN-123456" in truth
+    always = FaultProfile(misstate_result=1.0)
+    answers = [respond(messages, LIBRARY, profile=always, dice=Dice(seed, "m")).text for seed in range(30)]
+    assert all(a != truth and "LN-123456" in a and "Dune" in a for a in answers)
+    assert len(set(answers)) > 3  # which value, and how, varies with the draw
+    sometimes = FaultProfile(misstate_result=0.3)
+    wrong = sum(respond(messages, LIBRARY, profile=sometimes, dice=Dice(seed, "m")).text != truth for seed in range(200))
+    assert 35 < wrong < 85
+    assert respond(messages, LIBRARY, profile=FaultProfile(), dice=Dice(0, "m")).text == truth
+
+
+def test_a_misstated_state_is_one_the_result_or_the_schemas_name():
+    statuses = {"type": "string", "enum": ["active", "overdue", "returned"], "description": "Only loans in this state."}
+    tools = [*LIBRARY, tool("list_loans", "List the member's loans.", {"status": statuses})]
+    loans = {"loans": [{"loan_id": "LN-000001", "status": "active"}, {"loan_id": "LN-000002", "status": "active"}]}
+    messages = [HumanMessage("List my loans"),
+                AIMessage("", tool_calls=[{"name": "list_loans", "args": {}, "id": "call_1", "type": "tool_call"}]),
+                ToolMessage(json.dumps(loans), tool_call_id="call_1")]
+    said = {respond(messages, tools, profile=FaultProfile(misstate_result=1.0), dice=Dice(s, "m")).text for s in range(20)}
+    assert said and all(("overdue" in a) != ("returned" in a) for a in said)

@@ -52,6 +52,7 @@ def test_false_product_facts_are_found(draft: str) -> None:
     "Order id: ORD-10134; Tracking no: YT000000000000.",         # an id in a Label: value pair
     "Your order ORD-10134 was placed on 2026-10-20.",            # a date
     "Your order ORD-10134 came to 199.00 USD.",                  # an amount
+    "订单编号：ORD-10134；创建时间：2026-10-29T14:32:00。",        # the date of a date-time, under a Chinese label
 ])
 def test_false_order_facts_are_found(draft: str) -> None:
     assert problems(draft, ORDER), draft
@@ -64,6 +65,7 @@ def test_false_order_facts_are_found(draft: str) -> None:
     ("ORD-10134 is on the way; a return can be requested once it is delivered.", ORDER),  # a conditional
     ("ORD-10134 is not delivered yet.", ORDER),
     ("Wireless Bluetooth Headphones · 131.0 · P1001-BLK-OS · 2", ORDER),
+    ("订单编号：ORD-10134；创建时间：2026-10-26T14:32:00。", ORDER),
 ])
 def test_true_facts_pass(draft: str, result: dict) -> None:
     assert problems(draft, result) == []

@@ -3,8 +3,11 @@ them in customer words, in their language; a scan of every reply of the builtin 
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -14,8 +17,9 @@ from lg_harness.core.domain import load_domain
 from lg_harness.evals.runner import run_cell
 from lg_harness.evals.scenario import load_scenarios
 from lg_harness.graphs.app import Harness
-from lg_harness.nodes.customer_text import customer_safe, internal_text
+from lg_harness.nodes.customer_text import customer_safe, errors_in_customer_words, internal_text
 from lg_harness.nodes.phrases import say
+from lg_harness.tools.executor import ToolOutcome
 
 try:
     from support import patient_design
@@ -68,20 +72,123 @@ def test_a_guard_outcome_reaches_the_customer_in_their_words(tmp_path: Path, lan
                           say("ask_generic", lang))
 
 
-def _every_reply(domain: str, design: str) -> list[tuple[str, str]]:
+class SuiteRun(NamedTuple):
+    """One reply of a suite run: its scenario, the user's message, and the tool errors of its cell."""
+
+    scenario: str
+    user: str
+    reply: str
+    errors: tuple[str, ...]
+
+
+@functools.cache
+def _suite(domain: str, design: str = "harness") -> tuple[SuiteRun, ...]:
+    """Every scenario of the domain (both splits) on the faulty sim, with the text of every tool error its
+    cell's tool calls ended in (read where each outcome is logged, so no error escapes the scan)."""
     pack = load_domain(domain)
-    out = []
-    for scenario in load_scenarios(pack.scenario_path("builtin")):
-        record = run_cell(load_design(design), scenario, 0, "sim", domain)
-        out += [(scenario.id, t.get("reply") or "") for t in record["turns"]]
-    return out
+    out: list[SuiteRun] = []
+    raised: list[str] = []
+    log = ToolOutcome.record
+
+    def recording(outcome: ToolOutcome) -> dict[str, Any]:
+        raised.append(outcome.error or "")
+        return log(outcome)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ToolOutcome, "record", recording)
+        for scenario in load_scenarios(pack.scenario_path("builtin")):
+            raised.clear()
+            record = run_cell(load_design(design), scenario, 0, "sim", domain)
+            out += [SuiteRun(scenario.id, turn.user, t.get("reply") or "", tuple(raised))
+                    for turn, t in zip(scenario.turns, record["turns"], strict=True)]
+    return tuple(out)
 
 
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
 def test_no_reply_of_the_builtin_suite_shows_internal_text(domain: str) -> None:
     """Every scenario of the domain (both splits) on the faulty sim with the `harness` design."""
     tools = load_domain(domain).registry().names()
-    replies = _every_reply(domain, "harness")
+    replies = _suite(domain)
     assert len(replies) > 300
-    shown = [(sid, reply, found) for sid, reply in replies if (found := internal_text(reply, tools))]
+    shown = [(r.scenario, r.reply, found) for r in replies if (found := internal_text(r.reply, tools))]
     assert shown == [], shown[:5]
+
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_ENGLISH_CLAUSE = re.compile(r"[A-Za-z][^.;:!?\n]*?(?:\b[A-Za-z']+\b[^.;:!?\n]*?){3,}")
+
+
+def english_error_text(reply: str, errors: Sequence[str]) -> list[str]:
+    """The runs of three or more English words of a tool error's text that ``reply`` repeats."""
+    runs = {m.group(0).strip() for e in errors if not _CJK.search(e) for m in _ENGLISH_CLAUSE.finditer(e)}
+    return sorted(run for run in runs if len(run) >= 12 and run in reply)
+
+
+@pytest.mark.parametrize("domain", ["shop", "helpdesk"])
+def test_a_chinese_customer_reads_tool_errors_and_refusals_in_chinese(domain: str) -> None:
+    """Every reply to a Chinese message of the domain's suite: no English tool-error text, no internal text.
+    The refusals the suite provokes (not found, not cancellable, VIP only, not your identity...) are there."""
+    tools = load_domain(domain).registry().names()
+    chinese = [r for r in _suite(domain) if _CJK.search(r.user)]
+    assert len(chinese) > 100
+    pack = load_domain(domain)
+    told = [max(re.split(r"\{\w+\}", text["zh"]), key=len) for key, text in pack.phrases.items()
+            if key.startswith("error_")]
+    shown = [(r.scenario, r.reply, found) for r in chinese
+             if (found := english_error_text(r.reply, r.errors) + internal_text(r.reply, tools))]
+    assert shown == [], shown[:5]
+    refused = [r for r in chinese if r.errors and any(words in r.reply for words in told)]
+    assert len(refused) >= 5, "the suite no longer provokes the domain's refusals in Chinese conversations"
+
+
+@pytest.mark.parametrize("domain", ["shop", "helpdesk"])
+def test_every_refusal_of_a_pack_is_worded_in_both_languages(domain: str) -> None:
+    pack = load_domain(domain)
+    refusals = {k: v for k, v in pack.phrases.items() if k.startswith("error_")}
+    assert len(refusals) >= 10
+    for key, text in refusals.items():
+        assert set(text) == {"en", "zh"}, key
+        en, zh = (set(re.findall(r"\{(\w+)\}", text[lang])) for lang in ("en", "zh"))
+        assert {v.removesuffix("_zh") for v in zh} <= en | {"status"}, key  # zh may show a value's zh form
+        assert not _CJK.search(text["en"]) and _CJK.search(text["zh"]), key
+        assert internal_text(text["en"], pack.registry().names()) == [], key
+
+
+def _failed(error: str, phrase: str | None = None, **values: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"status": "error", "error_type": "business", "error": error}
+    if phrase:
+        record["customer"] = {"phrase": phrase, "values": values}
+    return record
+
+
+SHIPPED = ("Order ORD-10122 cannot be cancelled: it has already shipped and can no longer be cancelled; once it is "
+           "delivered the user can request a return.")
+
+
+@pytest.mark.parametrize("lang,told", [
+    ("zh", "抱歉，操作没有成功：订单 ORD-10122 已发货，无法取消；签收后可以申请退货。"),
+    ("en", "抱歉，操作没有成功：Order ORD-10122 cannot be cancelled: it has already shipped. Once it is delivered you "
+           "can request a return."),
+])
+def test_a_quoted_tool_error_is_told_with_the_packs_phrase_in_the_conversations_language(lang: str, told: str) -> None:
+    log = [_failed(SHIPPED, "error_cancel_shipped", order_id="ORD-10122")]
+    draft = f"抱歉，操作没有成功：{SHIPPED}"
+    assert errors_in_customer_words(draft, log, lang, load_domain("shop")) == told
+
+
+def test_a_quoted_tool_error_without_a_phrase_is_cut_for_a_chinese_customer_and_the_outcome_said() -> None:
+    """An error no pack words (a third-party tool's) is cut from a Chinese reply; the reply then says, in
+    Chinese, what happened; an English conversation keeps the (customer-safe) quote."""
+    log = [_failed("The warehouse API refused the request because the parcel is already sealed.")]
+    draft = "抱歉，操作没有成功：The warehouse API refused the request because the parcel is already sealed."
+    cut = errors_in_customer_words(draft, log, "zh", load_domain("shop"))
+    assert cut == "抱歉，操作没有成功："
+    assert customer_safe(cut, SHOP_TOOLS) is None  # nothing left to say: self_check says the outcome phrase
+    english = "Sorry: The warehouse API refused the request because the parcel is already sealed."
+    assert errors_in_customer_words(english, log, "en", load_domain("shop")) == english
+
+
+def test_a_reply_that_does_not_quote_the_error_is_left_alone() -> None:
+    log = [_failed(SHIPPED, "error_cancel_shipped", order_id="ORD-10122")]
+    own = "订单 ORD-10122 已经发货了，暂时不能取消。"
+    assert errors_in_customer_words(own, log, "zh", load_domain("shop")) == own

@@ -3,6 +3,7 @@ n, and a claim on too few scenarios gets no verdict."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -35,6 +36,19 @@ def test_a_quick_comparison_does_not_call_claims_reproduced(tmp_path: Path) -> N
     for plot in plots:
         assert f"]({plot.name})" in report, plot.name
     assert all((tmp_path / link).exists() for link in re.findall(r"\]\(([^)]+\.png)\)", report))
+    # One seed has no spread across seeds: nothing claims a zero one ("+/- 0.0", "± 0", [x, x] over seeds).
+    assert not re.search(r"(?:\+/-|±)\s*0(?:\.0+)?\b", report)
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    seed_cis = [m.get("seed_ci", "absent") for d in results["metrics"].values() for m in d.values()
+                if isinstance(m, dict) and "per_seed" in m]
+    assert seed_cis and all(ci is None for ci in seed_cis), seed_cis[:3]
+
+
+def test_several_seeds_keep_their_spread() -> None:
+    from lg_harness.evals.metrics import _seed_stats
+
+    assert _seed_stats({0: 0.5, 1: 0.7})["seed_ci"][0] < 0.5 < 0.7 < _seed_stats({0: 0.5, 1: 0.7})["seed_ci"][1]
+    assert _seed_stats({0: 0.5})["seed_ci"] is None and _seed_stats({0: 0.5, 1: None})["seed_ci"] is None
 
 
 def test_enough_scenarios_get_a_verdict(tmp_path: Path) -> None:

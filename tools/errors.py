@@ -19,10 +19,20 @@ from lg_harness.errors import HarnessError, status_code_of  # noqa: F401 - re-ex
 
 
 class ToolError(Exception):
-    """Base of every failure a tool call can end in."""
+    """Base of every failure a tool call can end in.
+
+    The message is written for the model (it may name tools and say what to try next). ``phrase`` names
+    the domain phrase that tells the customer the same thing in their language, filled with ``values``;
+    a reply that quotes the message shows the customer that phrase instead (``nodes.customer_text``).
+    """
 
     error_type = "tool_error"
     retryable = False
+
+    def __init__(self, message: str = "", *, phrase: str | None = None, **values: Any) -> None:
+        super().__init__(message)
+        self.phrase = phrase
+        self.phrase_values = {k: str(v) for k, v in values.items()}
 
 
 class ValidationError(ToolError):

@@ -89,6 +89,7 @@ class ToolOutcome:
     attempts: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
     fallback: str | None = None
+    customer: dict[str, Any] | None = None  # the error's customer phrase: {"phrase": key, "values": {...}}
     ledger_key: str | None = None  # the change ledger's key, when the call was recorded there
     cause: BaseException | None = field(default=None, repr=False, compare=False)
 
@@ -113,6 +114,8 @@ class ToolOutcome:
         }
         if self.fallback:
             data["fallback"] = self.fallback
+        if self.customer:
+            data["customer"] = self.customer
         if self.ledger_key:
             data["ledger_key"] = self.ledger_key
         return data
@@ -521,4 +524,6 @@ class ToolExecutor:
         outcome.error_type = kind
         outcome.exception = type(err).__name__
         outcome.error = str(err) or type(err).__name__
+        phrase = getattr(err, "phrase", None)
+        outcome.customer = {"phrase": phrase, "values": dict(getattr(err, "phrase_values", {}))} if phrase else None
         outcome.cause = err

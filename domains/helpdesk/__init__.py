@@ -15,6 +15,7 @@ from typing import Any
 from lg_harness.core.domain import NO_ROUTE, Domain, Handoff, Intent, Route
 from lg_harness.domains.helpdesk.claims import CLAIMS
 from lg_harness.domains.helpdesk.db import HelpdeskDB
+from lg_harness.domains.helpdesk.refusals import REFUSALS
 from lg_harness.domains.helpdesk.seed import SYSTEMS
 from lg_harness.domains.helpdesk.tools import CHANGING_TOOLS, HELPDESK_TOOLS
 from lg_harness.tools.entities import EntityType, normalise_text
@@ -273,7 +274,7 @@ def make_domain() -> Domain:
         intents=INTENTS,
         entity_types=ENTITY_TYPES,
         tools=HELPDESK_TOOLS,
-        phrases=PHRASES,
+        phrases={**PHRASES, **REFUSALS},
         constraint_words=CONSTRAINT_WORDS,
         slot_extractors={"pin": pin_slot, "system": system_slot, "query": query_slot},
         slot_words=SLOT_WORDS,

@@ -89,14 +89,16 @@ def is_agent(db: HelpdeskDB, ctx: ToolContext) -> bool:
 def _employee(db: HelpdeskDB, employee_id: str) -> Any:
     row = db.query_one("SELECT * FROM employees WHERE id = ?", (employee_id.strip().upper(),))
     if row is None:
-        raise NotFoundError(f"Employee {employee_id} does not exist. Check the id (format E1234).")
+        raise NotFoundError(f"Employee {employee_id} does not exist. Check the id (format E1234).",
+                            phrase="error_employee_not_found", employee_id=employee_id)
     return row
 
 
 def _caller_employee(db: HelpdeskDB, ctx: ToolContext, what: str) -> Any:
     row = db.query_one("SELECT * FROM employees WHERE id = ?", (ctx.user_id,))
     if row is None:
-        raise BusinessError(f"Only employees can {what} for themselves; service-desk agents use the ITSM console.")
+        raise BusinessError(f"Only employees can {what} for themselves; service-desk agents use the ITSM console.",
+                            phrase="error_employees_only")
     return row
 
 
@@ -104,7 +106,8 @@ def _visible(db: HelpdeskDB, ctx: ToolContext, table: str, owner_col: str, key: 
     """The row if it exists and the caller may see it (owner, or any agent); else NotFoundError (no leak)."""
     row = db.query_one(f"SELECT * FROM {table} WHERE id = ?", (key.strip().upper(),))
     if row is None or (row[owner_col] != ctx.user_id and not is_agent(db, ctx)):
-        raise NotFoundError(f"{label} {key} was not found among yours. {hint}")
+        raise NotFoundError(f"{label} {key} was not found among yours. {hint}", phrase=f"error_{table}_not_found",
+                            id=key)
     return row
 
 
@@ -146,7 +149,7 @@ def _require_verified(db: HelpdeskDB, ctx: ToolContext, employee_id: str) -> Non
     if not _verified(db, ctx, employee_id):
         raise BusinessError(
             f"Identity must be verified first: ask for the employee id and six-digit PIN of {employee_id} and call "
-            "verify_identity; nothing was changed.")
+            "verify_identity; nothing was changed.", phrase="error_verify_first", employee_id=employee_id)
 
 
 def _mask_email(email: str) -> str:
@@ -206,7 +209,8 @@ def get_article(ctx: ToolContext, article_id: ArticleId) -> dict:
     db = helpdesk_db(ctx)
     a = db.query_one("SELECT * FROM kb_articles WHERE id = ?", (article_id.strip().upper(),))
     if a is None or (a["audience"] != "all" and not is_agent(db, ctx)):
-        raise NotFoundError(f"Article {article_id} does not exist. Use search_kb to find an article.")
+        raise NotFoundError(f"Article {article_id} does not exist. Use search_kb to find an article.",
+                            phrase="error_article_not_found", article_id=article_id)
     return {"article_id": a["id"], "title": a["title"], "title_zh": a["title_zh"], "category": a["category"],
             "body": a["body"], "updated_at": a["updated_at"]}
 
@@ -293,7 +297,8 @@ def add_ticket_comment(
     t = _visible(db, ctx, "tickets", "owner_id", ticket_id, "Ticket",
                  "Check the number (format INC0012345) or use list_my_tickets.")
     if t["status"] == "closed":
-        raise BusinessError(f"Ticket {t['id']} is closed and cannot take comments; open a new ticket instead.")
+        raise BusinessError(f"Ticket {t['id']} is closed and cannot take comments; open a new ticket instead.",
+                            phrase="error_ticket_closed", ticket_id=t["id"])
     now = _now_iso()
     cur = db.conn.execute("INSERT INTO ticket_comments (ticket_id, author_id, body, created_at) VALUES (?, ?, ?, ?)",
                           (t["id"], ctx.user_id, comment, now))
@@ -350,18 +355,22 @@ def verify_identity(ctx: ToolContext, employee_id: EmployeeId, pin: Pin) -> dict
     """
     db = helpdesk_db(ctx)
     if not ctx.thread_id:
-        raise BusinessError("Identity can only be verified inside a conversation (no thread id).")
+        raise BusinessError("Identity can only be verified inside a conversation (no thread id).",
+                            phrase="error_verify_no_conversation")
     e = _employee(db, employee_id)
     if e["id"] != ctx.user_id and not is_agent(db, ctx):
-        raise BusinessError("You can only verify your own identity; give your own employee id.")
+        raise BusinessError("You can only verify your own identity; give your own employee id.",
+                            phrase="error_verify_own_only")
     failures = db.query_one("SELECT COUNT(*) FROM verifications WHERE thread_id = ? AND employee_id = ? AND ok = 0",
                             (ctx.thread_id, e["id"]))[0]
     if failures >= MAX_PIN_FAILURES:
-        raise BusinessError("Too many wrong PINs in this conversation; offer escalate_to_technician instead.")
+        raise BusinessError("Too many wrong PINs in this conversation; offer escalate_to_technician instead.",
+                            phrase="error_pin_locked_out")
     if pin != e["pin"]:
         _record_attempt(db, ctx, e["id"], False)
         left = MAX_PIN_FAILURES - failures - 1
-        raise BusinessError(f"The PIN does not match employee {e['id']}; {left} attempt(s) left. Nothing was changed.")
+        raise BusinessError(f"The PIN does not match employee {e['id']}; {left} attempt(s) left. Nothing was changed.",
+                            phrase="error_pin_wrong", employee_id=e["id"], left=left)
     _record_attempt(db, ctx, e["id"], True)
     return {"employee_id": e["id"], "verified": True, "name": e["name"]}
 
@@ -382,7 +391,8 @@ def reset_password(ctx: ToolContext, employee_id: EmployeeId) -> dict:
     db = helpdesk_db(ctx)
     e = _employee(db, employee_id)
     if e["id"] != ctx.user_id and not is_agent(db, ctx):
-        raise BusinessError("You can only reset your own password; a service-desk agent can reset others'.")
+        raise BusinessError("You can only reset your own password; a service-desk agent can reset others'.",
+                            phrase="error_reset_own_only")
     _require_verified(db, ctx, e["id"])
     now = _now_iso()
     db.conn.execute("UPDATE accounts SET password_last_reset = ?, must_change = 1, failed_logins = 0 "
@@ -414,7 +424,9 @@ def request_access(
                          "('pending', 'approved') ORDER BY id LIMIT 1", (e["id"], system))
     if prior is not None:
         raise BusinessError(f"There is already an access request {prior['id']} for {system} with status "
-                            f"{prior['status']}; no new request is needed.")
+                            f"{prior['status']}; no new request is needed.", phrase="error_access_exists",
+                            request_id=prior["id"], system=system, status=prior["status"],
+                            status_zh=STATUS_ZH[prior["status"]])
     rid, now = _next_id(db, "access_requests", "REQ"), _now_iso()
     db.conn.execute("INSERT INTO access_requests (id, employee_id, system, status, reason, created_at) "
                     "VALUES (?, ?, ?, 'pending', ?, ?)", (rid, e["id"], system, reason, now))
@@ -447,11 +459,13 @@ def unlock_account(ctx: ToolContext, employee_id: EmployeeId) -> dict:
     """
     db = helpdesk_db(ctx)
     if not is_agent(db, ctx):
-        raise BusinessError("Only service-desk agents can unlock accounts; offer escalate_to_technician instead.")
+        raise BusinessError("Only service-desk agents can unlock accounts; offer escalate_to_technician instead.",
+                            phrase="error_unlock_agents_only")
     e = _employee(db, employee_id)
     account = db.query_one("SELECT locked FROM accounts WHERE employee_id = ?", (e["id"],))
     if not account["locked"]:
-        raise BusinessError(f"The account of {e['id']} is not locked; nothing to unlock.")
+        raise BusinessError(f"The account of {e['id']} is not locked; nothing to unlock.", phrase="error_not_locked",
+                            employee_id=e["id"])
     db.conn.execute("UPDATE accounts SET locked = 0, failed_logins = 0 WHERE employee_id = ?", (e["id"],))
     return {"employee_id": e["id"], "status": "unlocked", "status_zh": STATUS_ZH["unlocked"], "locked": False,
             "unlocked_at": _now_iso()}

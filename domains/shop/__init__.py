@@ -17,6 +17,7 @@ from lg_harness.domains.shop.bench import BENCH
 from lg_harness.domains.shop.claims import CLAIMS
 from lg_harness.domains.shop.db import ShopDB
 from lg_harness.domains.shop.follow_up import follow_up
+from lg_harness.domains.shop.refusals import REFUSALS
 from lg_harness.domains.shop.tools import SHOP_TOOLS
 from lg_harness.tools.entities import EntityType
 
@@ -142,7 +143,7 @@ DOMAIN = Domain(
     intents=INTENTS,
     entity_types=ENTITY_TYPES,
     tools=SHOP_TOOLS,
-    phrases=PHRASES,
+    phrases={**PHRASES, **REFUSALS},
     constraint_words=CONSTRAINT_WORDS,
     slot_extractors={"query": product_query},
     slot_words=SLOT_WORDS,

@@ -61,8 +61,7 @@ def _owned_order(db: ShopDB, ctx: ToolContext, order_id: str) -> Any:
     if row is None:
         raise NotFoundError(
             f"Order {order_id} was not found in your account. Check the order number (format ORD-12345) "
-            "or use list_my_orders to see your orders."
-        )
+            "or use list_my_orders to see your orders.", phrase="error_order_not_found", order_id=order_id)
     return row
 
 
@@ -192,7 +191,8 @@ def get_product(ctx: ToolContext, product_id: ProductId) -> dict:
     pid = product_id.strip().upper()
     p = db.query_one("SELECT * FROM products WHERE id = ?", (pid,))
     if p is None:
-        raise NotFoundError(f"Product {product_id} does not exist. Use search_products to find the product id.")
+        raise NotFoundError(f"Product {product_id} does not exist. Use search_products to find the product id.",
+                            phrase="error_product_not_found", product_id=product_id)
     variants = [dict(v) for v in db.query(
         "SELECT sku, color, size, stock FROM variants WHERE product_id = ? ORDER BY rowid", (pid,)
     )]
@@ -278,7 +278,8 @@ def cancel_order(
             "delivered": "it has already been delivered; the user can request a return instead",
             "cancelled": "it is already cancelled; nothing more is needed",
         }[o["status"]]
-        raise BusinessError(f"Order {o['id']} cannot be cancelled: {hint}.")
+        raise BusinessError(f"Order {o['id']} cannot be cancelled: {hint}.", phrase=f"error_cancel_{o['status']}",
+                            order_id=o["id"])
     now = _now_iso()
     db.conn.execute("UPDATE orders SET status = 'cancelled', updated_at = ? WHERE id = ?", (now, o["id"]))
     for item in _order_items(db, o["id"]):  # put the reserved stock back
@@ -309,13 +310,14 @@ def request_return(
             "shipped": "it is still on the way; a return can be requested once it is delivered",
             "cancelled": "it was cancelled, so there is nothing to return",
         }[o["status"]]
-        raise BusinessError(f"Order {o['id']} cannot be returned: {hint}.")
+        raise BusinessError(f"Order {o['id']} cannot be returned: {hint}.", phrase=f"error_return_{o['status']}",
+                            order_id=o["id"])
     rma = _open_return(db, o["id"])
     if rma is not None:
         raise BusinessError(
             f"A return is already open for order {o['id']} (RMA-{rma['id']}, status {rma['status']}); "
-            "no new request is needed, the user can follow up on that return."
-        )
+            "no new request is needed, the user can follow up on that return.",
+            phrase="error_return_open", order_id=o["id"], return_id=f"RMA-{rma['id']}", status=rma["status"])
     now = _now_iso()
     cur = db.conn.execute(
         "INSERT INTO returns (order_id, user_id, reason, status, created_at) VALUES (?, ?, ?, 'requested', ?)",
@@ -362,21 +364,24 @@ def claim_coupon(ctx: ToolContext, code: CouponCode) -> dict:
     code = code.strip().upper()
     c = db.query_one("SELECT * FROM coupons WHERE code = ?", (code,))
     if c is None:
-        raise NotFoundError(f"Coupon code {code} does not exist. Use list_coupons to see the codes the user can claim.")
+        raise NotFoundError(f"Coupon code {code} does not exist. Use list_coupons to see the codes the user can claim.",
+                            phrase="error_coupon_unknown", code=code)
     now = _now_iso()
     if c["expires_at"] <= now:
         raise BusinessError(
             f"Coupon {code} expired on {c['expires_at'][:10]} and can no longer be claimed. "
-            "Use list_coupons to see current offers."
-        )
+            "Use list_coupons to see current offers.", phrase="error_coupon_expired", code=code,
+            expired=c["expires_at"][:10])
     if c["vip_only"] and _user_role(db, ctx) != "vip":
-        raise BusinessError(f"Coupon {code} is for VIP members only. Use list_coupons to see coupons the user can claim.")
+        raise BusinessError(f"Coupon {code} is for VIP members only. Use list_coupons to see coupons the user can claim.",
+                            phrase="error_coupon_vip", code=code)
     prior = db.query_one("SELECT claimed_at FROM user_coupons WHERE user_id = ? AND code = ?", (ctx.user_id, code))
     if prior is not None:
         raise BusinessError(
             f"Coupon {code} was already claimed on {prior['claimed_at'][:10]}; each coupon can be claimed once. "
-            f"It applies automatically at checkout on orders of {c['min_total']:.2f} or more."
-        )
+            f"It applies automatically at checkout on orders of {c['min_total']:.2f} or more.",
+            phrase="error_coupon_claimed", code=code, claimed=prior["claimed_at"][:10],
+            min_total=f"{c['min_total']:.2f}")
     db.conn.execute("INSERT INTO user_coupons (user_id, code, claimed_at) VALUES (?, ?, ?)", (ctx.user_id, code, now))
     return {"code": code, "claimed": True, "discount_pct": c["discount_pct"], "min_total": c["min_total"],
             "expires_at": c["expires_at"], "claimed_at": now}

@@ -4,7 +4,7 @@ Tool errors and the harness's own screening notes are written for the model ("id
 made for this message; use its result above", "Use list_x to see ...", "the user can follow up"). A
 model that quotes them shows internals to the customer. ``internal_text`` finds such text in a reply;
 ``customer_safe`` rewrites a reply without it: third-person talk of the user becomes "you", clauses that
-name a tool, an error type or a harness note are dropped, and a reply left with nothing to say is
+name a tool, an error type or a harness note are dropped, so is JSON dumped as text, and a reply left with nothing to say is
 replaced by the customer-facing phrase for what happened this message (``outcome_phrase``), in the
 customer's language.
 """
@@ -44,13 +44,44 @@ def _fragments(tool_names: Iterable[str]) -> list[re.Pattern[str]]:
     pats = [re.compile(rf"(?<![\w]){re.escape(n)}(?![\w])") for n in names]
     pats += [re.compile(re.escape(n), re.I) for n in HARNESS_NOTES]
     pats += [re.compile(rf"\b{re.escape(n)}\b") for n in ERROR_CLASSES]
-    pats.append(re.compile(r"\{\s*\"error\"\s*:"))
     return pats
 
 
+# A JSON object in a reply is a tool call or a result dumped as data (small real models write their calls
+# as text, or echo the result instead of answering): no customer reads `{"status": ...}`.
+_JSON_START = re.compile(r"\{\s*\"[^\"\n]{1,64}\"\s*:")
+
+
+def _json_spans(text: str) -> list[tuple[int, int]]:
+    """Where JSON objects stand in ``text``, ill-formed ones too (to their matching brace, or the end)."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while m := _JSON_START.search(text, pos):
+        depth, end, quoted = 0, len(text), False
+        for i in range(m.start(), len(text)):
+            ch = text[i]
+            if ch == '"' and text[i - 1] != "\\":
+                quoted = not quoted
+            elif not quoted and ch in "{}":
+                depth += 1 if ch == "{" else -1
+                if depth == 0:
+                    end = i + 1
+                    break
+        spans.append((m.start(), end))
+        pos = end
+    return spans
+
+
+def _without_json(text: str) -> str:
+    for start, end in reversed(_json_spans(text)):
+        text = text[:start] + text[end:]
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
 def internal_text(reply: str, tool_names: Iterable[str]) -> list[str]:
-    """The internal strings ``reply`` shows: tool names, harness notes, error classes, "the user"."""
+    """The internal strings ``reply`` shows: tool names, harness notes, error classes, raw JSON, "the user"."""
     found = [m.group(0) for p in _fragments(tool_names) for m in [p.search(reply or "")] if m]
+    found += [(reply or "")[s:e][:40] for s, e in _json_spans(reply or "")]
     found += [m.group(1) for m in _THIRD_PERSON.finditer(reply or "")]
     return list(dict.fromkeys(found))
 
@@ -68,7 +99,7 @@ def _second_person(text: str) -> str:
 
 def customer_safe(reply: str, tool_names: Iterable[str]) -> str | None:
     """``reply`` without internal text, or None when nothing worth saying is left."""
-    text = _second_person(reply or "")
+    text = _second_person(_without_json(reply or ""))
     pats = _fragments(tool_names)
     kept = [c.group(0) for c in _CLAUSE.finditer(text) if not any(p.search(c.group(0)) for p in pats)]
     out = "".join(kept).strip()

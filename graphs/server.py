@@ -31,6 +31,7 @@ from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.app import prepare_data_dir
 from lg_harness.graphs.builder import build_graph
 from lg_harness.llm.factory import make_model
+from lg_harness.tools.backend import BackendPlace
 from lg_harness.tools.errors import HarnessError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -49,7 +50,8 @@ def backends_for(domain: Domain, path: Path) -> dict[str, Any]:
         key = (domain.name, path)
         if key not in _backends:
             opener = domain.open_resources
-            _backends[key] = dict(opener(lambda name: str(path / name))) if opener else {}
+            place = BackendPlace(lambda name: str(path / name), os.environ.get("HARNESS_DATABASE_URL"))
+            _backends[key] = dict(opener(place)) if opener else {}
         return _backends[key]
 
 

@@ -11,9 +11,9 @@ not ship, so a Chroma server keeps the same store, embedder and ranking with not
 Without a Chroma URL on Postgres, the experiences stay in the data dir's embedded Chroma, which is right for
 one worker only.
 
-The domain's own backends (the shop and helpdesk SQLite databases) stay files in the data dir on either
-backend: several workers on one machine share them safely (WAL, busy timeout); workers on several machines
-need a shared data dir for them.
+The domain's own backends (the shop and helpdesk databases) follow the same setting: in the data dir without
+a database URL, in a schema of their own on the same Postgres with one (``tools.backend.SeededDB.open_at``),
+so workers on several machines share them too.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lg_harness.graphs.fencing import Fence, Fences
 from lg_harness.tools.errors import HarnessError
 
 OPEN = ("queued", "running")
@@ -150,10 +151,12 @@ class _PgDb:
 class ThreadQueue:
     """The per-thread message queue and leases (see the module docstring)."""
 
-    def __init__(self, db: _SqliteDb | _PgDb, *, ttl: float = 30.0, worker: str | None = None) -> None:
+    def __init__(self, db: _SqliteDb | _PgDb, *, ttl: float = 30.0, worker: str | None = None,
+                 fences: Fences | None = None) -> None:
         self.db = db
         self.ttl = float(ttl)
         self.worker = worker or worker_name()
+        self.fences = fences if fences is not None else Fences()
 
     @classmethod
     def sqlite(cls, path: str | Path, **kw: Any) -> ThreadQueue:
@@ -281,10 +284,11 @@ class ThreadQueue:
         """Store the outcome and free the thread; False if this worker had lost the message meanwhile."""
         db = self.db
         with db.step(claim.thread_id):
+            # Only this claim's generation: a worker that stalled past its lease and was taken over stores nothing.
             done = db.run(f"UPDATE thread_queue SET status = %s, result = %s, error = %s, finished_at = {db.now} "
-                          "WHERE id = %s AND worker = %s AND status = 'running' RETURNING id",
+                          "WHERE id = %s AND worker = %s AND attempts = %s AND status = 'running' RETURNING id",
                           (status, json.dumps(result, ensure_ascii=False, default=str) if result is not None else None,
-                           error, claim.id, self.worker))
+                           error, claim.id, self.worker, claim.attempts))
             db.run("DELETE FROM thread_leases WHERE thread_id = %s AND worker = %s AND message_id = %s",
                    (claim.thread_id, self.worker, claim.id))
         return bool(done)
@@ -306,7 +310,8 @@ class ThreadQueue:
         beat = threading.Thread(target=renew, name=f"lease-{claim.thread_id}", daemon=True)
         beat.start()
         try:
-            yield cancel
+            with self.fences.holding(claim.thread_id, Fence(claim.id, self.worker, claim.attempts)):
+                yield cancel
         finally:
             stop.set()
             beat.join()
@@ -347,10 +352,13 @@ class ThreadQueue:
 
     # -- node events, for streaming a message that may run on another worker
 
-    def add_event(self, message_id: int, event: dict[str, Any]) -> None:
-        self.db.run("INSERT INTO message_events (message_id, seq, event) VALUES (%s, (SELECT COALESCE(MAX(seq), 0) + 1 "
-                    "FROM message_events WHERE message_id = %s), %s)",
-                    (message_id, message_id, json.dumps(event, ensure_ascii=False, default=str)))
+    def add_event(self, claim: Claim, event: dict[str, Any]) -> None:
+        """A node event of the claimed message, kept only while this claim still holds it (fencing)."""
+        self.db.run("INSERT INTO message_events (message_id, seq, event) SELECT %s, (SELECT COALESCE(MAX(seq), 0) + 1 "
+                    "FROM message_events WHERE message_id = %s), %s WHERE EXISTS (SELECT 1 FROM thread_queue WHERE "
+                    "id = %s AND worker = %s AND attempts = %s AND status = 'running')",
+                    (claim.id, claim.id, json.dumps(event, ensure_ascii=False, default=str), claim.id, self.worker,
+                     claim.attempts))
 
     def events(self, message_id: int, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
         rows = self.db.run("SELECT seq, event FROM message_events WHERE message_id = %s AND seq > %s ORDER BY seq",

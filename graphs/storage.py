@@ -140,7 +140,7 @@ def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
 
 
 def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
-    from langgraph.checkpoint.postgres import PostgresSaver
+    from lg_harness.graphs.fencing import FencedPostgresSaver, Fences
     from lg_harness.graphs.leases import LeaseOrder, ThreadQueue
     from lg_harness.graphs.pgdb import migrate, open_pool
     from lg_harness.memory.pg_stores import PgFactStore, PgTranscriptStore
@@ -148,10 +148,11 @@ def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
 
     stores.backend = "postgres"
     stores.pool = _own(stores, open_pool(url))
-    stores.checkpointer = PostgresSaver(stores.pool)
+    fences = Fences()  # every commit point of a claimed message checks its lease generation (graphs.fencing)
+    stores.checkpointer = FencedPostgresSaver(stores.pool, fences)
     migrate(stores.pool, stores.checkpointer)
-    stores.transcripts = PgTranscriptStore(stores.pool)
+    stores.transcripts = PgTranscriptStore(stores.pool, fences)
     stores.audit = PgAuditLog(stores.pool)
     stores._facts = PgFactStore(stores.pool)
-    stores.queue = ThreadQueue.postgres(stores.pool, ttl=lease_ttl)
+    stores.queue = ThreadQueue.postgres(stores.pool, ttl=lease_ttl, fences=fences)
     stores.order = LeaseOrder(stores.queue)

@@ -156,6 +156,8 @@ class Harness:
             graph_resources["memory"] = self.memory
         if self.audit is not None:
             graph_resources["audit"] = self.audit
+        if (fences := getattr(self.stores, "fences", None)) is not None:
+            graph_resources["commit_guard"] = fences.domain_guard()
         self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
                                  registry=self.registry, executor=executor or executor_for(self.design, self.registry),
                                  resources=graph_resources)

@@ -10,7 +10,9 @@ updates that row, waits for the write in flight and then makes every later one f
 
 * checkpoints and pending writes (``FencedPostgresSaver``),
 * transcript rows and node events (``memory.pg_stores``, ``graphs.leases``),
-* the message's outcome (``ThreadQueue.complete``: ``attempts`` must still be this claim's).
+* the message's outcome (``ThreadQueue.complete``: ``attempts`` must still be this claim's),
+* a domain's changes, when its tables are on the same Postgres (``Fences.domain_guard``), so a stalled
+  worker's late tool call cannot apply a change the new holder's run made, or chose not to make, again.
 
 A write whose token no longer holds raises ``LeaseLost``; the graph stops there and the outcome the waiting
 client gets is the new holder's. Writes outside a claimed message (the CLI on an embedded data dir, a test
@@ -26,10 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver, _internal
+from lg_harness.graphs.pgdb import SCHEMA
 from lg_harness.tools.errors import HarnessError
 from psycopg.rows import dict_row
 
-CHECK_SQL = ("SELECT 1 AS held FROM thread_queue WHERE id = %s AND worker = %s AND attempts = %s "
+# Schema-qualified: a domain's tables on the same database check it from their own schema.
+CHECK_SQL = (f"SELECT 1 AS held FROM {SCHEMA}.thread_queue WHERE id = %s AND worker = %s AND attempts = %s "
              "AND status = 'running' FOR SHARE")
 
 
@@ -70,16 +74,21 @@ class Fences:
         with self._lock:
             return self._by_thread.get(thread_id)
 
-    def check(self, conn: Any, thread_id: str) -> None:
+    def check(self, conn: Any, thread_id: str, placeholder: str = "%s") -> None:
         """Inside the caller's transaction: raise ``LeaseLost`` unless this process's claim still holds."""
         fence = self.get(thread_id)
         if fence is None:
             return
-        row = conn.execute(CHECK_SQL, (fence.message_id, fence.worker, fence.attempt)).fetchone()
-        if row is None:
+        sql = CHECK_SQL.replace("%s", placeholder)
+        if conn.execute(sql, (fence.message_id, fence.worker, fence.attempt)).fetchone() is None:
             raise LeaseLost(f"message {fence.message_id} on thread '{thread_id}' was taken over by another worker "
                             f"after this one ({fence.worker}) stalled past its lease; it stops here and the other "
                             "worker's outcome stands")
+
+    def domain_guard(self) -> Any:
+        """The check for a domain's changing tools whose tables are on the same Postgres (``ctx.extras
+        ["commit_guard"]``, run by ``tools.backend.changes_once`` inside the change's own transaction)."""
+        return lambda conn, thread_id: self.check(conn, thread_id, placeholder="?")
 
 
 class FencedPostgresSaver(PostgresSaver):

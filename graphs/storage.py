@@ -65,6 +65,7 @@ class Stores:
         self.audit: Any = None
         self.order: Any = None
         self.queue: Any = None
+        self.fences: Any = None  # graphs.fencing.Fences on Postgres
         self.pool: Any = None
         self._facts: Any = None
         self._chroma: Any = None
@@ -148,7 +149,7 @@ def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
 
     stores.backend = "postgres"
     stores.pool = _own(stores, open_pool(url))
-    fences = Fences()  # every commit point of a claimed message checks its lease generation (graphs.fencing)
+    fences = stores.fences = Fences()  # every commit point of a claimed message checks its generation
     stores.checkpointer = FencedPostgresSaver(stores.pool, fences)
     migrate(stores.pool, stores.checkpointer)
     stores.transcripts = PgTranscriptStore(stores.pool, fences)

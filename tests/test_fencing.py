@@ -109,3 +109,42 @@ def test_a_message_whose_worker_died_before_its_first_checkpoint_is_in_the_trans
     assert [(r["role"], r["content"]) for r in b.harness.transcripts.read("d")] == [
         ("user", TEXT), ("assistant", row["result"]["reply"])]
     assert b.harness.graph.get_state(b.harness.config("d")).values["turn"] == 1
+
+
+def test_a_change_commits_only_while_its_worker_holds_the_message(tmp_path: Path, database_url: str) -> None:  # noqa: F811
+    import time
+
+    from lg_harness.domains.shop import ShopDB
+    from lg_harness.domains.shop.tools import cancel_order
+    from lg_harness.graphs.fencing import Fence, LeaseLost
+    from lg_harness.graphs.leases import ThreadQueue
+    from lg_harness.graphs.pgdb import migrate, open_pool
+    from lg_harness.tools.context import ToolContext
+
+    pool = open_pool(database_url)
+    migrate(pool)
+    shop = ShopDB.open_postgres(database_url, "shop")
+    a, b = ThreadQueue.postgres(pool, ttl=0.3), ThreadQueue.postgres(pool, ttl=30)
+    try:
+        mid = a.enqueue("c", "send", payload("please cancel my order ORD-10185"))
+        stale = a.claim()
+        assert stale is not None and stale.id == mid
+
+        def cancel(queue: ThreadQueue, claim: Any, key: str) -> dict:
+            ctx = ToolContext(user_id="U001", thread_id="c", idempotency_key=key,
+                              extras={"shop": shop, "commit_guard": queue.fences.domain_guard()})
+            with queue.fences.holding("c", Fence(claim.id, queue.worker, claim.attempts)):
+                return cancel_order(ctx, "ORD-10185")
+
+        time.sleep(0.5)  # a's lease expires while it stalls; b takes the message over
+        fresh = b.claim()
+        assert fresh is not None and fresh.id == mid and fresh.recovered
+        with pytest.raises(LeaseLost, match="taken over"):  # a wakes and makes its (differently keyed) call
+            cancel(a, stale, "c:call-from-a")
+        assert shop.query_one("SELECT status FROM orders WHERE id = 'ORD-10185'")[0] == "pending"
+        assert shop.query_one("SELECT COUNT(*) FROM idempotency")[0] == 0
+        assert cancel(b, fresh, "c:call-from-b")["status"] == "cancelled"  # the holder's change goes through
+        assert shop.query_one("SELECT COUNT(*) FROM idempotency")[0] == 1
+    finally:
+        shop.close()
+        pool.close()

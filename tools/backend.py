@@ -243,7 +243,9 @@ def changes_once(backend_of: Callable[[ToolContext], SeededDB], now: Callable[[]
                  ) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
     """Decorator factory: run a changing tool in one transaction, at most once per ``ctx.idempotency_key``.
 
-    A key already stored returns the stored result and changes nothing (a key used by another tool is a
+    With the harness's ``commit_guard`` in ``ctx.extras`` and the tables on its Postgres, the change commits
+    only while this worker still holds the message (``graphs.fencing``). A key already stored returns the
+    stored result and changes nothing (a key used by another tool is a
     ``ValidationError``); otherwise the change and its idempotency row commit together. A failing call
     stores nothing. The wrapped tool gets ``changes_state = True`` and ``idempotent = True``.
     """
@@ -254,6 +256,9 @@ def changes_once(backend_of: Callable[[ToolContext], SeededDB], now: Callable[[]
             db = backend_of(ctx)
             key = ctx.idempotency_key
             with db.transaction() as conn:
+                guard = ctx.extras.get("commit_guard")
+                if guard is not None and db.dialect == "postgres":  # on the harness's own database
+                    guard(conn, ctx.thread_id)  # raises if another worker took this message over
                 if key:
                     row = conn.execute("SELECT tool, result_json FROM idempotency WHERE key = ?", (key,)).fetchone()
                     if row is not None:

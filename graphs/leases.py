@@ -234,8 +234,8 @@ class ThreadQueue:
                 if row["kind"] == "turn" and self._abandoned(row):
                     # Its caller died: waiting (heartbeat stopped) or running (lease expired). Nobody else can
                     # run it; the checkpoint keeps whatever it did.
-                    db.run(f"UPDATE thread_queue SET status = 'abandoned', finished_at = {db.now} WHERE id = %s",
-                           (row["id"],))
+                    db.run(f"UPDATE thread_queue SET status = 'abandoned', error = %s, finished_at = {db.now} "
+                           "WHERE id = %s", (abandoned_note(thread_id), row["id"]))
                     db.run("DELETE FROM thread_leases WHERE thread_id = %s", (thread_id,))
                     continue
                 if message_id is not None and row["id"] != message_id:
@@ -251,6 +251,21 @@ class ThreadQueue:
                 return Claim(id=int(row["id"]), thread_id=thread_id, kind=row["kind"],
                              payload=json.loads(row["payload"]), attempts=int(row["attempts"]) + 1,
                              recovered=row["status"] == "running", turn_before=row["turn_before"])
+
+    def sweep(self) -> list[int]:
+        """Mark abandoned every ``turn`` row whose caller died (a CLI process killed mid-message), on any thread,
+        and free its lease; returns their ids. ``claim`` does the same for a thread it looks at; this is for
+        threads nobody sends to again, whose open row would otherwise keep ``harness prune`` away."""
+        db = self.db
+        with db.step():
+            dead = db.run("SELECT id, thread_id FROM thread_queue q WHERE kind = 'turn' AND ((status = 'running' AND "
+                          "NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = q.thread_id AND l.message_id = "
+                          f"q.id AND l.expires_at >= {db.now})) OR (status = 'queued' AND waiter_expires_at < {db.now}))")
+            for row in dead:
+                db.run(f"UPDATE thread_queue SET status = 'abandoned', error = %s, finished_at = {db.now} WHERE id = %s",
+                       (abandoned_note(row["thread_id"]), row["id"]))
+                db.run(f"DELETE FROM thread_leases WHERE message_id = %s AND expires_at < {db.now}", (row["id"],))
+        return [int(r["id"]) for r in dead]
 
     @staticmethod
     def _abandoned(row: dict[str, Any]) -> bool:
@@ -364,6 +379,11 @@ class ThreadQueue:
         rows = self.db.run("SELECT seq, event FROM message_events WHERE message_id = %s AND seq > %s ORDER BY seq",
                            (message_id, after))
         return [(int(r["seq"]), json.loads(r["event"])) for r in rows]
+
+
+def abandoned_note(thread_id: str) -> str:
+    return (f"its caller stopped before it finished (the process died); the checkpoint keeps what it did: "
+            f"harness resume --thread {thread_id} --finish completes it")
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:

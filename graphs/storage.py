@@ -30,6 +30,7 @@ from lg_harness.tools.errors import HarnessError
 
 DATABASE_ENV = "HARNESS_DATABASE_URL"
 CHROMA_ENV = "HARNESS_CHROMA_URL"
+LEASE_TTL_ENV = "HARNESS_LEASE_TTL"
 
 
 def settings_from_env(database_url: str | None = None, chroma_url: str | None = None) -> tuple[str | None, str | None]:
@@ -94,8 +95,12 @@ class Stores:
 
 
 def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_url: str | None = None,
-                *, lease_ttl: float = 30.0) -> Stores:
-    """Open every store a harness needs on the backend the URLs pick (embedded when both are None)."""
+                *, lease_ttl: float | None = None) -> Stores:
+    """Open every store a harness needs on the backend the URLs pick (embedded when both are None).
+
+    ``lease_ttl`` (default ``HARNESS_LEASE_TTL``, else 30 s) is how long a thread stays leased to a process
+    that died in the middle of a message, the CLI's as much as a served worker's."""
+    lease_ttl = float(lease_ttl or os.environ.get(LEASE_TTL_ENV) or 30.0)
     from lg_harness.memory.transcript import TranscriptStore
     from lg_harness.obs.audit import AuditLog
 

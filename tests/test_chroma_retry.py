@@ -6,6 +6,7 @@ Error creating hnsw segment ...`` and the whole message failed (HTTP 422). The s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import chromadb
@@ -36,8 +37,8 @@ class Flaky:
 
 
 class Client:
-    def __init__(self, failures: int) -> None:
-        self.real = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    def __init__(self, failures: int, path: Path) -> None:
+        self.real = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
         self.failures = failures
         self.flaky: Flaky | None = None
 
@@ -46,8 +47,8 @@ class Client:
         return self.flaky
 
 
-def test_experiences_are_written_and_found_through_two_transient_server_errors() -> None:
-    client = Client(failures=2)
+def test_experiences_are_written_and_found_through_two_transient_server_errors(tmp_path: Path) -> None:
+    client = Client(failures=2, path=tmp_path / "chroma")
     store = ExperienceStore(client=client, collection="retry-a", clock=lambda: 1000.0)
     written = store.add_many("U001", ["get_order_status(order_id=ORD-10134) succeeded: status=shipped"],
                              kind="outcome")

@@ -136,7 +136,8 @@ class SeededDB:
     SEED_TABLE: ClassVar[str] = ""
 
     def __init__(self, engine: Any) -> None:
-        self.engine = engine
+        # A bare SQLite connection (a copy a caller made itself) gets the SQLite engine.
+        self.engine = SqliteEngine(engine) if isinstance(engine, sqlite3.Connection) else engine
 
     @property
     def dialect(self) -> str:

@@ -9,9 +9,15 @@ nothing was pending and the transcript does not hold the request, the request is
 waits for a confirmation, the user answers yes. The model is the simulated one, which issues fresh tool-call
 ids on every call (a replay never repeats an id).
 
+Besides the checkpoint writes, one run dies between a changing tool and its settle in the change ledger
+(``tools.ledger``). The domains are the shop and the helpdesk (changes through their backends'
+``changes_once``) and ``library``, an outside pack (``benchmarks/outside_pack.py``) whose changing tool
+appends to a file and is not idempotent.
+
 Counted per domain: runs, crashes, applied twice (the change is in the backend more than once), lost (not
-at all), unanswered (the last user message has no reply in the transcript), unrecoverable (recovery itself
-failed). ``python -m lg_harness.benchmarks.bench_chaos [--domain shop] [--random 60] [--soak MINUTES]`` or
+at all, and nobody told), unanswered (the last user message has no reply in the transcript), unrecoverable
+(recovery itself failed), and to a person: a change whose outcome the crash left unknown, which is not run
+again; the customer is told it is being checked and a person gets it, split by whether it had applied. ``python -m lg_harness.benchmarks.bench_chaos [--domain shop] [--random 60] [--soak MINUTES]`` or
 ``harness bench chaos --domain shop``.
 
 The soak (``--soak``): N processes x T threads on one data dir for M minutes, each worker sending numbered
@@ -48,8 +54,16 @@ class ChaosScript:
 
     user: str
     message: str
-    count_sql: str  # rows the change adds, in the domain's database
+    count_sql: str  # rows the change adds, in the domain's database ("" : count_fn counts instead)
     database: str
+    domain: str = ""  # the domain spec Harness loads (default: the script's name)
+    count_fn: Callable[[Path], int] | None = None  # for a change outside any database
+
+
+def _library_renewals(run_dir: Path) -> int:
+    from lg_harness.benchmarks.outside_pack import renewals
+
+    return len(renewals(run_dir))
 
 
 SCRIPTS: dict[str, ChaosScript] = {
@@ -57,7 +71,15 @@ SCRIPTS: dict[str, ChaosScript] = {
                         "SELECT COUNT(*) FROM complaints WHERE user_id = 'U001'", "shop.sqlite"),
     "helpdesk": ChaosScript("E1001", "Please open a ticket: my second monitor flickers all day.",
                             "SELECT COUNT(*) FROM tickets WHERE owner_id = 'E1001'", "helpdesk.sqlite"),
+    # an outside domain whose changing tool appends to a file and is not idempotent: only the change ledger
+    # keeps it from applying twice, and a crash between it and its settle goes to a person
+    "library": ChaosScript("reader-1", "Please renew BOOK-0042", "", "", domain="lg_harness.benchmarks.outside_pack:DOMAIN",
+                           count_fn=_library_renewals),
 }
+
+
+def domain_spec(name: str) -> str:
+    return SCRIPTS[name].domain or name
 YES = "yes"
 
 
@@ -126,11 +148,21 @@ def crash_at_write(k: int, after: bool) -> Callable[[], int]:
     return lambda: count["n"]
 
 
+def crash_at_settle() -> None:
+    """Patch the change ledger so the process dies after a changing tool returned, before its settle."""
+    from lg_harness.tools.ledger import SqliteLedger
+
+    def died(self, key, result):
+        os._exit(137)
+
+    SqliteLedger.settle = died
+
+
 def converse(data_dir: Path, domain: str, script: ChaosScript) -> list[str]:
     """What the user does: the request, and yes if the harness asks to confirm."""
     from lg_harness.graphs.app import Harness
 
-    with Harness(data_dir, DESIGN, MODEL, domain=domain) as h:
+    with Harness(data_dir, DESIGN, MODEL, domain=domain_spec(domain)) as h:
         replies = [h.send(THREAD, script.message, script.user)["reply"]]
         if h.last_values.get("pending_change"):
             replies.append(h.send(THREAD, YES, script.user)["reply"])
@@ -143,7 +175,7 @@ def recover(data_dir: Path, domain: str, script: ChaosScript) -> dict[str, Any]:
     from lg_harness.tools.errors import HarnessError
 
     steps = []
-    with Harness(data_dir, DESIGN, MODEL, domain=domain) as h:
+    with Harness(data_dir, DESIGN, MODEL, domain=domain_spec(domain)) as h:
         try:
             h.finish(THREAD)
             steps.append("finish")
@@ -159,7 +191,9 @@ def recover(data_dir: Path, domain: str, script: ChaosScript) -> dict[str, Any]:
         if values.get("pending_change"):
             h.send(THREAD, YES, script.user)
             steps.append("yes")
-    return {"steps": steps}
+            values = h.state(THREAD)["values"]
+        checked = bool((values.get("handoff") or {}).get("uncertain_changes"))
+    return {"steps": steps, "to_person": checked}
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -173,14 +207,19 @@ class Tally:
     lost: int = 0
     unanswered: int = 0
     unrecoverable: int = 0
+    # an uncertain change handed to a person (the customer told it is being checked), by what the person finds
+    to_person_applied: int = 0
+    to_person_not_applied: int = 0
     problems: list[str] = field(default_factory=list)
 
     def figures(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in ("runs", "crashes", "applied_twice", "lost", "unanswered",
-                                              "unrecoverable")}
+                                              "unrecoverable", "to_person_applied", "to_person_not_applied")}
 
 
 def applied(run_dir: Path, script: ChaosScript, baseline: int) -> int:
+    if script.count_fn is not None:
+        return script.count_fn(run_dir) - baseline
     with sqlite3.connect(run_dir / script.database) as conn:
         return int(conn.execute(script.count_sql).fetchone()[0]) - baseline
 
@@ -196,7 +235,8 @@ def unanswered(run_dir: Path) -> bool:
 
 
 def one_run(template: Path, work: Path, domain: str, script: ChaosScript, baseline: int, tally: Tally,
-            label: str, crash: tuple[int, bool] | None = None, kill_after: float | None = None) -> None:
+            label: str, crash: tuple[int, bool] | None = None, kill_after: float | None = None,
+            at_settle: bool = False) -> None:
     run_dir = work / f"run-{tally.runs}"
     shutil.copytree(template, run_dir)
     tally.runs += 1
@@ -204,6 +244,8 @@ def one_run(template: Path, work: Path, domain: str, script: ChaosScript, baseli
     def play() -> list[str]:
         if crash is not None:
             crash_at_write(*crash)
+        if at_settle:
+            crash_at_settle()
         return converse(run_dir, domain, script)
 
     outcome, detail = in_child(play, kill_after=kill_after)
@@ -215,10 +257,16 @@ def one_run(template: Path, work: Path, domain: str, script: ChaosScript, baseli
     if recovered != "ok":
         tally.unrecoverable += 1
         tally.problems.append(f"{label}: recovery failed: {info}")
+    to_person = recovered == "ok" and info["to_person"]
     count = applied(run_dir, script, baseline)
     if count > 1:
         tally.applied_twice += 1
         tally.problems.append(f"{label}: applied {count} times")
+    elif to_person:  # not lost and not silent: a person checks whether it happened (and finds count)
+        if count:
+            tally.to_person_applied += 1
+        else:
+            tally.to_person_not_applied += 1
     elif count == 0:
         tally.lost += 1
         tally.problems.append(f"{label}: never applied")
@@ -238,7 +286,7 @@ def warm(domain: str) -> None:
 
     embed(["warm up"])
     count_tokens("warm up")
-    classify(load_domain(domain), SCRIPTS[domain].message)
+    classify(load_domain(domain_spec(domain)), SCRIPTS[domain].message)
 
 
 def run_domain(domain: str, random_kills: int = 60, seed: int = 7, log: Callable[[str], None] = print,
@@ -253,15 +301,14 @@ def run_domain(domain: str, random_kills: int = 60, seed: int = 7, log: Callable
         def seed_dir() -> int:  # open once: the domain's databases seeded, nothing said yet
             from lg_harness.graphs.app import Harness
 
-            with Harness(template, DESIGN, MODEL, domain=domain):
+            with Harness(template, DESIGN, MODEL, domain=domain_spec(domain)):
                 pass
             return 0
 
         status, info = in_child(seed_dir)
         if status != "ok":
             raise RuntimeError(f"cannot seed a {domain} data dir: {info}")
-        with sqlite3.connect(template / script.database) as conn:
-            baseline = int(conn.execute(script.count_sql).fetchone()[0])
+        baseline = applied(template, script, 0)
 
         # A clean run: how many checkpoint writes the conversation makes, and how long it takes.
         clean = work / "clean"
@@ -284,6 +331,8 @@ def run_domain(domain: str, random_kills: int = 60, seed: int = 7, log: Callable
             for after in (False, True):
                 one_run(template, work, domain, script, baseline, tally, f"write {k} {'after' if after else 'before'}",
                         crash=(k, after))
+        # between a changing tool and its settle in the change ledger (the crash a ledger exists for)
+        one_run(template, work, domain, script, baseline, tally, "between a tool and its settle", at_settle=True)
         rng = random.Random(seed)
         for i in range(random_kills):
             # the forked child spends part of its time opening the data dir: kill anywhere from there on
@@ -310,7 +359,7 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
         from lg_harness.graphs.app import Harness
 
         served, failures = [0], []
-        with Harness(data_dir, DESIGN, MODEL, domain=domain) as h:
+        with Harness(data_dir, DESIGN, MODEL, domain=domain_spec(domain)) as h:
             deadline = time.time() + minutes * 60
 
             def work(w: int) -> None:
@@ -321,7 +370,7 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
                             h.send(thread, f"hello, message p{p}w{w}#{n}", user)
                             served[0] += 1
                         except Exception as err:  # noqa: BLE001 - counted
-                            failures.append(f"{type(err).__name__}: {err}")
+                            failures.append(f"{type(err).__name__}: {err} [raised at {origin(err)}]")
                     n += 1
 
             pool = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
@@ -353,6 +402,18 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
            "order_inversions": inversions, "failure_examples": [f for d in docs for f in d["failures"]][:5]}
     shutil.rmtree(data_dir, ignore_errors=True)
     return out
+
+
+def origin(err: BaseException) -> str:
+    """Where the root cause of ``err`` was raised in the harness's own code (file:line), to name the store."""
+    import traceback
+
+    while (inner := err.__cause__ or err.__context__) is not None:
+        err = inner
+    stack = traceback.extract_tb(err.__traceback__)
+    own = [f for f in stack if "site-packages" not in f.filename]  # the harness's frames, not a library's
+    where = [f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in {id(f): f for f in (own[-1:] + stack[-1:])}.values()]
+    return " <- ".join(reversed(where)) or "unknown"
 
 
 def order_inversions(path: Path) -> int:
@@ -407,10 +468,11 @@ def main(domain: str | None = None, argv: list[str] | None = None) -> None:
         return
     figures = run_bench_chaos(args.domain, args.random, log=lambda s: print(s, file=sys.stderr))
     print(f"{'domain':<10} {'runs':>5} {'crashes':>8} {'applied twice':>14} {'lost':>5} {'unanswered':>11} "
-          f"{'unrecoverable':>14}")
+          f"{'unrecoverable':>14} {'to a person (applied/not)':>26}")
     for d in figures["domains"]:
+        person = f"{d['to_person_applied']}/{d['to_person_not_applied']}"
         print(f"{d['domain']:<10} {d['runs']:>5} {d['crashes']:>8} {d['applied_twice']:>14} {d['lost']:>5} "
-              f"{d['unanswered']:>11} {d['unrecoverable']:>14}")
+              f"{d['unanswered']:>11} {d['unrecoverable']:>14} {person:>26}")
         for p in d["problems"][:10]:
             print(f"  {p}")
     if args.soak:

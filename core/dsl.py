@@ -61,7 +61,7 @@ STATE_FIELDS: frozenset[str] = frozenset({
     "intent", "intent_kind", "intent_confidence", "phase", "turn", "missing_slots", "slots", "user", "turn_stats", "totals",
     *_COUNTERS, "unknown_streak", "check_ok", "busy", "last_ai_has_no_tool_calls",
     "quota_exceeded", "repeated_invalid_call", "invalid_calls", "invented_argument", "duplicate_blocked",
-    "no_progress", "stop_reason", "handoff_allowed",
+    "no_progress", "stop_reason", "handoff_allowed", "uncertain_change",
 })
 KNOB_FIELDS: frozenset[str] = frozenset(Knobs.model_fields)
 # Dict-valued facts whose members rules may reach with dots (``user.role``, ``slots.order_id``).
@@ -937,6 +937,7 @@ _DERIVED: Mapping[str, Callable[[Mapping[str, Any], Knobs], Any]] = {
     "no_progress": guards.no_progress,
     "stop_reason": guards.stop_reason,
     "handoff_allowed": lambda state, knobs: guards.handoff_allowed(state),
+    "uncertain_change": lambda state, knobs: guards.uncertain_change(state),
 }
 
 

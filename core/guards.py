@@ -41,6 +41,16 @@ def repeated_invalid_call(state: HarnessState) -> bool:
     return len(sigs) != len(set(sigs))
 
 
+def uncertain_changes(state: HarnessState) -> list[dict[str, Any]]:
+    """This message's changing calls that may have applied before a crash and are not run again
+    (``tools.ledger``): a person has to check them."""
+    return [r for r in state.get("tool_log") or [] if r.get("error_type") == "outcome_uncertain"]
+
+
+def uncertain_change(state: HarnessState) -> bool:
+    return bool(uncertain_changes(state))
+
+
 def invalid_calls(state: HarnessState) -> int:
     return sum(r.get("error_type") == "validation" for r in state.get("tool_log") or [])
 

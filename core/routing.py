@@ -2,7 +2,9 @@
 
 Every design routes through ``DEFAULT_RULES``. A design's own ``rules`` (DSL text, see ``core/dsl.py``)
 replace them for the nodes they have rules for; the other nodes keep the default. The predicates the rules
-read (quotas, brakes, ``handoff_allowed``) are the pure functions of ``core/guards.py``.
+read (quotas, brakes, ``handoff_allowed``) are the pure functions of ``core/guards.py``. One route is not a
+rule, so no design can drop it: after ``action``, a change that may have applied before a crash goes to
+``handoff`` (``graphs.builder.uncertain_first``).
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ class ToolCallRecord(TypedDict, total=False):
     result_digest: str | None  # the result as the model saw it, to answer an identical call again
     emitted_args: dict[str, Any]  # the arguments as the model emitted them, before any harness rewrite
     reached_tool: bool  # handed to the executor (False: screened out and answered by the harness)
+    ledger_key: str  # a changing call's key in the change ledger (tools.ledger)
 
 
 class TurnStats(TypedDict, total=False):

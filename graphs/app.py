@@ -30,6 +30,7 @@ from lg_harness.obs.tracing import current_trace_id, message_span
 from lg_harness.tools.backend import BackendPlace
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import RetryPolicy, ToolExecutor
+from lg_harness.tools.ledger import LEDGER_RESOURCE
 from lg_harness.tools.registry import ToolRegistry
 from lg_harness.tools.text import clean_text
 from typing_extensions import TypedDict
@@ -158,6 +159,8 @@ class Harness:
             graph_resources["audit"] = self.audit
         if (fences := getattr(self.stores, "fences", None)) is not None:
             graph_resources["commit_guard"] = fences.domain_guard()
+        if self.stores.ledger is not None:
+            graph_resources[LEDGER_RESOURCE] = self.stores.ledger
         self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
                                  registry=self.registry, executor=executor or executor_for(self.design, self.registry),
                                  resources=graph_resources)
@@ -387,6 +390,10 @@ class Harness:
                 raise HarnessError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
             result = self._run(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
             self.transcripts.hold_handoff(thread_id)  # the human keeps the thread until they release it
+            checked = [c["ledger_key"] for c in (snapshot.values.get("handoff") or {}).get("uncertain_changes") or []
+                       if c.get("ledger_key")]
+            if checked and self.stores.ledger is not None:  # answering means the person checked them
+                self.stores.ledger.resolve(checked)
             if (close := self.domain.handoff.answered) is not None:
                 close(self.resources, thread_id, (snapshot.values.get("user") or {}).get("id", ""))
             return result

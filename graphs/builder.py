@@ -9,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from lg_harness.core import guards
 from lg_harness.core.design import ROLES, Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.routing import NODES, ROUTED, design_rules, rules_for
@@ -41,6 +42,17 @@ def check_design(design: Design) -> None:
                                f"valid: {', '.join(sorted(valid))}")
 
 
+def uncertain_first(router: Any) -> Any:
+    """``router``, except that a change which may have applied before a crash (``tools.ledger``) is handed to
+    a person: running it again could apply it twice, and answering as if nothing happened could lose it."""
+
+    def route(state: Any) -> Any:
+        return "handoff" if guards.uncertain_change(state) else router(state)
+
+    route.__name__ = getattr(router, "__name__", "route")
+    return route
+
+
 def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver | None = None, *,
                 domain: Domain | None = None, registry: ToolRegistry | None = None,
                 executor: ToolExecutor | None = None, resources: dict[str, Any] | None = None) -> CompiledStateGraph:
@@ -70,6 +82,8 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         router, targets = rules.router(source, knobs), rules.targets(source)
         # Only the self-check's "done" leads on to remembering; other ends of a turn end the run.
         path_map = {t: (done if t == END and source == "self_check" else t) for t in targets}
+        if source == "action":  # whatever a design's own rules say, an uncertain change goes to a person
+            router, path_map = uncertain_first(router), {**path_map, "handoff": "handoff"}
         graph.add_conditional_edges(source, router, path_map)
     graph.add_edge("reply", "self_check")
     if knobs.wait_for_human:

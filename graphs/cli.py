@@ -466,21 +466,26 @@ def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Domai
 @cli_command
 def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, typer.Option("--thread", "-t")] = None,
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """The monitoring table from the audit log, each figure flagged against its threshold."""
-    from lg_harness.obs.audit import AuditLog
+    """Operator view: health figures flagged against thresholds, the human queue and uncertain changes; no
+    personal data (obs/operator_view.py)."""
+    from lg_harness.graphs.storage import open_stores
+    from lg_harness.obs.operator_view import as_json, operator_view, queue_table, uncertain_table
     from lg_harness.obs.render import stats_table
 
-    if not (data_dir / "audit.sqlite").exists():
+    if not STORAGE["database_url"] and not (data_dir / "audit.sqlite").exists():
         raise HarnessError(f"no audit log in {data_dir}; run some messages first")
-    audit = AuditLog.in_dir(data_dir)
+    stores = open_stores(data_dir, STORAGE["database_url"])  # no Chroma: the view reads no memories
     try:
-        rows = audit.stats(thread_id=thread)
+        view = operator_view(stores, thread)
     finally:
-        audit.close()
+        stores.close()
     if json_out:
-        emit_json({"stats": [r.__dict__ if hasattr(r, "__dict__") else r._asdict() for r in rows]})
-    else:
-        out.print(stats_table(rows))
+        emit_json(as_json(view))
+        return
+    out.print(stats_table(view["stats"]))
+    out.print(queue_table(view))
+    if view["uncertain_changes"]:
+        out.print(uncertain_table(view))
 
 
 QUICK_LIMIT = 36

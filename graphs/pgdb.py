@@ -1,7 +1,7 @@
 """Postgres for harness state: one connection pool per process and versioned schema migrations.
 
 Every table the harness keeps (checkpoints through LangGraph's ``PostgresSaver``, transcripts, facts, the
-audit log, the handoff queue, per-thread message queue and leases) lives in the schema ``harness`` of the
+audit log, the handoff queue, per-thread message queue and leases, the change ledger) lives in the schema ``harness`` of the
 database the URL names, so the harness shares a database without touching anyone else's tables.
 
 Migrations are numbered; ``migrate`` applies the ones a database has not seen, in order, recording each in
@@ -58,6 +58,13 @@ CREATE TABLE message_events (message_id BIGINT NOT NULL, seq INTEGER NOT NULL, e
 """),
     (5, "thread owners", """
 CREATE TABLE owners (thread_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL);
+"""),
+    (6, "change ledger", """
+CREATE TABLE change_ledger (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, tool TEXT NOT NULL, args TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'settled', 'failed')), result TEXT, error_type TEXT,
+    error TEXT, attempts INTEGER NOT NULL DEFAULT 1, created_at DOUBLE PRECISION NOT NULL,
+    settled_at DOUBLE PRECISION);
+CREATE INDEX change_ledger_pending ON change_ledger (thread_id) WHERE status = 'pending';
 """),
 ]
 

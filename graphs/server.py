@@ -12,8 +12,11 @@ Input of a run: ``{"messages": [{"role": "user", "content": "..."}], "user": {"i
 "customer"}}``. A handoff ends the run interrupted at node ``human``; resume it with
 ``Command(resume={"text": "<the human's answer>"})``.
 
-What the ``Harness`` service adds around the graph is not here: message cleaning and length checks, thread
-ownership, per-thread ordering, the transcript store, and marking a handoff answered in the harness's handoff queue.
+Thread owners are checked by LangGraph's own auth hook (``graphs/server_auth.py``, ``langgraph.json``'s
+``auth``): callers send ``Authorization: Bearer <key>`` with keys from ``HARNESS_API_KEYS``, read and run only
+their own threads, and a run acts for its caller. What the ``Harness`` service adds around the graph is not
+here: message cleaning and length checks, per-thread ordering, the transcript store, and marking a handoff
+answered in the harness's handoff queue. The change ledger is here: the data dir's ``ledger.sqlite``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from lg_harness.graphs.builder import build_graph
 from lg_harness.llm.factory import make_model
 from lg_harness.tools.backend import BackendPlace
 from lg_harness.tools.errors import HarnessError
+from lg_harness.tools.ledger import LEDGER_RESOURCE, SqliteLedger
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -52,6 +56,8 @@ def backends_for(domain: Domain, path: Path) -> dict[str, Any]:
             opener = domain.open_resources
             place = BackendPlace(lambda name: str(path / name), os.environ.get("HARNESS_DATABASE_URL"))
             _backends[key] = dict(opener(place)) if opener else {}
+            # changing calls are recorded before they run and settled after, as under the Harness
+            _backends[key][LEDGER_RESOURCE] = SqliteLedger(path / "ledger.sqlite")
         return _backends[key]
 
 

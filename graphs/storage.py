@@ -1,9 +1,9 @@
 """Where a harness keeps its state: embedded files (the default) or a Postgres database and a Chroma server.
 
 One setting picks the backend. Without a database URL everything lives in the data dir: SQLite checkpoints,
-transcripts, the audit log, facts, an embedded Chroma, and per-thread order through ``graphs.ordering``
+transcripts, the audit log, the change ledger, facts, an embedded Chroma, and per-thread order through ``graphs.ordering``
 (one machine). With ``HARNESS_DATABASE_URL=postgresql://...`` (or ``--database-url``) checkpoints go to
-LangGraph's ``PostgresSaver`` on a psycopg pool, and transcripts, facts, the audit log, the handoff queue
+LangGraph's ``PostgresSaver`` on a psycopg pool, and transcripts, facts, the audit log, the change ledger, the handoff queue
 and per-thread leases to tables beside them, migrated on start (``graphs.pgdb``). Long-term experiences then
 go to a Chroma server (``HARNESS_CHROMA_URL=http://host:port``): several writer processes are not safe on one
 embedded Chroma folder, and the Postgres alternative (pgvector) is an extension Debian's PostgreSQL 15 does
@@ -65,6 +65,7 @@ class Stores:
         self.transcripts: Any = None
         self.audit: Any = None
         self.order: Any = None
+        self.ledger: Any = None  # tools.ledger: state-changing calls, pending before they run, settled after
         self.queue: Any = None
         self.fences: Any = None  # graphs.fencing.Fences on Postgres
         self.pool: Any = None
@@ -103,6 +104,7 @@ def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_u
     lease_ttl = float(lease_ttl or os.environ.get(LEASE_TTL_ENV) or 30.0)
     from lg_harness.memory.transcript import TranscriptStore
     from lg_harness.obs.audit import AuditLog
+    from lg_harness.tools.ledger import SqliteLedger
 
     stores = Stores()
     stores._data_dir = data_dir
@@ -116,6 +118,7 @@ def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_u
         stores.checkpointer = sqlite_checkpointer(stores, data_dir)
         stores.transcripts = _own(stores, TranscriptStore(path("transcripts.sqlite")))
         stores.audit = _own(stores, AuditLog.in_dir(data_dir)) if data_dir is not None else None
+        stores.ledger = _own(stores, SqliteLedger(path("ledger.sqlite")))
         stores.order = ThreadOrder(data_dir / "locks" if data_dir else None)
         return stores
     except BaseException:
@@ -151,6 +154,7 @@ def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
     from lg_harness.graphs.pgdb import migrate, open_pool
     from lg_harness.memory.pg_stores import PgFactStore, PgTranscriptStore
     from lg_harness.obs.pg_audit import PgAuditLog
+    from lg_harness.tools.ledger import PgLedger
 
     stores.backend = "postgres"
     stores.pool = _own(stores, open_pool(url))
@@ -159,6 +163,7 @@ def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
     migrate(stores.pool, stores.checkpointer)
     stores.transcripts = PgTranscriptStore(stores.pool, fences)
     stores.audit = PgAuditLog(stores.pool)
+    stores.ledger = PgLedger(stores.pool)
     stores._facts = PgFactStore(stores.pool)
     stores.queue = ThreadQueue.postgres(stores.pool, ttl=lease_ttl, fences=fences)
     stores.order = LeaseOrder(stores.queue)

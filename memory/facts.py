@@ -89,7 +89,7 @@ class FactStore:
         self._clock = clock
         self._lock = threading.Lock()
         # One connection shared by the graph's worker threads; the lock serialises access.
-        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)  # several workers: wait, not fail
         if str(path) != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)

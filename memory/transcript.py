@@ -12,11 +12,29 @@ import threading
 import time
 from pathlib import Path
 
+BUSY_TIMEOUT_S = 30.0  # as the checkpointer, the audit log and the change ledger
+
 
 class TranscriptStore:
     def __init__(self, path: str | Path = ":memory:") -> None:
-        self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        # Every worker on a data dir writes here on every message: WAL lets readers run beside the writer, and
+        # a writer waits its turn (up to BUSY_TIMEOUT_S) instead of failing with "database is locked" after
+        # sqlite3's default 5 s, which 12 writers on a busy machine outlast (the soak, benchmarks/bench_chaos).
+        self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        if str(path) != ":memory:":
+            self.conn.execute("PRAGMA journal_mode = WAL")
         self.lock = threading.Lock()
+        # One transaction for the whole schema: processes opening a new data dir together would otherwise
+        # race between reading the columns and adding one ("duplicate column name: domain").
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._create_schema()
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def _create_schema(self) -> None:
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS transcript (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, "
             "turn INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, created_at REAL NOT NULL, "
@@ -25,7 +43,7 @@ class TranscriptStore:
         # The design and model each thread last ran with, so finishing a stopped message needs no guessing.
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS threads (thread_id TEXT PRIMARY KEY, design TEXT NOT NULL, "
-            "model TEXT, updated_at REAL NOT NULL)"
+            "model TEXT, updated_at REAL NOT NULL, domain TEXT)"
         )
         if "domain" not in {row[1] for row in self.conn.execute("PRAGMA table_info(threads)")}:
             self.conn.execute("ALTER TABLE threads ADD COLUMN domain TEXT")  # stores made before domains

@@ -28,6 +28,7 @@ from lg_harness.tools.cleaning import clean_error, clean_result
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import ToolError
 from lg_harness.tools.executor import ToolOutcome
+from lg_harness.tools.ledger import LEDGER_RESOURCE
 
 tool_log = logging.getLogger("harness.tools")
 
@@ -286,6 +287,7 @@ class ToolLoopAction:
         thread = thread_id(config)
 
         turn = state.get("turn") or 0
+        ledger = self.deps.resources.get(LEDGER_RESOURCE)
 
         def ctx_for(call: dict[str, Any]) -> ToolContext:
             # Keyed by what the call is (thread, the message it serves, tool, arguments), not by the provider's
@@ -293,7 +295,7 @@ class ToolLoopAction:
             # issues fresh ids (or repeats one id for different changes).
             key = f"{thread}:{turn}:{call_signature(call['name'], call.get('args') or {})}"
             return ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
-                               idempotency_key=key, extras=self.deps.resources)
+                               idempotency_key=key, extras=self.deps.resources, ledger=ledger)
 
         # Paired with calls by position, not by id: ids may be missing or repeated (see ``with_call_ids``).
         offered = frozenset(t.name for t in self.offered(state))

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from lg_harness.core.design import Knobs
-from lg_harness.core.guards import quota_exceeded, repeated_invalid_call
+from lg_harness.core.guards import quota_exceeded, repeated_invalid_call, uncertain_changes
 from lg_harness.core.state import HarnessState
 from lg_harness.nodes.base import NodeDeps, register_variant, thread_id
 from lg_harness.nodes.phrases import say
@@ -22,6 +22,8 @@ from lg_harness.tools.context import ToolContext
 
 
 def handoff_reason(state: HarnessState, knobs: Knobs) -> str:
+    if uncertain_changes(state):
+        return "a change may have been applied before a crash (its result was never recorded): check it"
     if state.get("intent_kind") == "to-human":
         return "customer asked for a human"
     if state.get("intent_kind") == "escalate":
@@ -48,14 +50,21 @@ class TicketHandoff:
         reason = handoff_reason(state, self.deps.design.knobs)
         span_event("handoff", reason=reason)
         ticket = self.open_ticket(state, user, thread, reason, step_key(config))
-        text = say("handoff", (state.get("fact_card") or {}).get("language") or "en", self.deps.domain,
-                   ticket=str(ticket))
-        answered = (state.get("check") or {}).get("ok") and state.get("phase") == "done" and state.get("reply")
+        uncertain = uncertain_changes(state)
+        # Whether the change happened is unknown: the customer hears that it is being checked, not "done".
+        text = say("change_checking" if uncertain else "handoff", (state.get("fact_card") or {}).get("language")
+                   or "en", self.deps.domain, ticket=str(ticket))
+        answered = (not uncertain and (state.get("check") or {}).get("ok") and state.get("phase") == "done"
+                    and state.get("reply"))
         if answered:  # e.g. a complaint was recorded first: keep that answer and add the handoff notice
             text = f"{state['reply']}\n{text}"
         # The human needs what the customer pinned ("don't call me") as much as the facts.
         payload = {"reason": reason, "ticket": ticket, "fact_card": state.get("fact_card") or {},
                    "constraints": list(state.get("constraints") or []), "summary": state.get("summary") or ""}
+        if uncertain:  # what the human must check in the system it changes before anyone runs it again
+            payload["uncertain_changes"] = [{"tool": r.get("name"), "args": r.get("args") or {},
+                                             "ledger_key": r.get("ledger_key")} for r in uncertain]
+            span_event("change.uncertain.handoff", tools=",".join(str(r.get("name")) for r in uncertain))
         return {"reply": text, "messages": [AIMessage(text)], "phase": "handoff", "handoff": payload}
 
 

@@ -27,6 +27,11 @@ _PHRASES: dict[str, dict[str, str]] = {
         "en": "I've passed this conversation to a human colleague (ticket {ticket}). They will reply here soon.",
         "zh": "已为您转接人工客服（工单 {ticket}），同事会尽快在这里回复您。",
     },
+    "change_checking": {
+        "en": "I need to check whether your request already went through before doing anything more, so nothing "
+              "happens twice. A colleague is checking it now (ticket {ticket}) and will confirm here.",
+        "zh": "为避免重复操作，我需要先确认您的请求是否已经办理。同事正在核实（工单 {ticket}），会在这里回复您。",
+    },
     "busy": {
         "en": "Sorry, I'm a bit busy right now. Please send your message again in a moment.",
         "zh": "抱歉，系统有点忙，请稍后再发一次。",

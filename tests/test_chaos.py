@@ -14,9 +14,19 @@ from lg_harness.benchmarks.bench_chaos import order_inversions, run_domain, soak
 def test_crashes_at_checkpoint_writes_recover_exactly_once(domain):
     # early (the request's first steps), in the changing message's tool step, and late (after the yes)
     figures = run_domain(domain, random_kills=3, points=[2, 9, 16, 22], log=lambda s: None)
-    assert figures["runs"] == 11 and figures["crashes"] >= 9, figures
+    assert figures["runs"] == 12 and figures["crashes"] >= 10, figures  # 4 x 2 writes, the settle, 3 random
     assert (figures["applied_twice"], figures["lost"], figures["unanswered"], figures["unrecoverable"]) == \
         (0, 0, 0, 0), figures["problems"]
+    # an idempotent change crashed before its settle runs again with its key: nobody needs to check it
+    assert figures["to_person_applied"] == figures["to_person_not_applied"] == 0
+
+
+def test_an_outside_change_that_is_not_idempotent_is_applied_once_or_checked_by_a_person():
+    figures = run_domain("library", random_kills=2, points=[3, 8], log=lambda s: None)
+    assert figures["runs"] == 7 and figures["crashes"] >= 5, figures
+    assert (figures["applied_twice"], figures["lost"], figures["unanswered"], figures["unrecoverable"]) == \
+        (0, 0, 0, 0), figures["problems"]
+    assert figures["to_person_applied"] >= 1, "the crash between the tool and its settle goes to a person"
 
 
 def test_the_soak_serves_every_message_in_order():

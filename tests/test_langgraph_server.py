@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 GRAPH_ID = "harness"
 STARTUP_TIMEOUT_S = 120.0
 USER = {"id": "U001", "role": "customer"}
+KEYS = {"key-u001": "U001", "key-u002": "U002", "key-desk": "@agent"}  # HARNESS_API_KEYS of the server
 
 
 def free_port() -> int:
@@ -47,6 +48,8 @@ def absolute_config(workdir: Path) -> Path:
         graphs[graph_id] = f"{(REPO / path).resolve()}:{variable}"
     config["graphs"] = graphs
     config["dependencies"] = [str((REPO / dep).resolve()) for dep in config.get("dependencies", [])]
+    path, _, variable = config["auth"]["path"].rpartition(":")
+    config["auth"] = {**config["auth"], "path": f"{(REPO / path).resolve()}:{variable}"}
     target = workdir / "langgraph.json"
     target.write_text(json.dumps(config, indent=2))
     return target
@@ -69,6 +72,7 @@ def offline_env(data_dir: Path) -> dict[str, str]:
         "HARNESS_MODEL": "sim:clean",  # the plumbing is under test here, not the sim's seeded faults
         "HARNESS_DESIGN": "harness",
         "PYTHONUNBUFFERED": "1",
+        "HARNESS_API_KEYS": ",".join(f"{k}={u}" for k, u in KEYS.items()),
     })
     return env
 
@@ -126,9 +130,12 @@ def server(tmp_path_factory):
             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         startup_s = wait_until_up(url, proc, log)
-        client = get_sync_client(url=url, api_key=None)
-        yield {"url": url, "client": client, "shop": shop, "orders": orders, "log": log, "startup_s": startup_s}
-        client.close()
+        clients = {user: get_sync_client(url=url, api_key=None, headers={"Authorization": f"Bearer {key}"})
+                   for key, user in KEYS.items()}
+        yield {"url": url, "client": clients["U001"], "other": clients["U002"], "desk": clients["@agent"],
+               "shop": shop, "orders": orders, "log": log, "startup_s": startup_s, "data_dir": data_dir}
+        for client in clients.values():
+            client.close()
     finally:
         stop(proc)
         shop.close()
@@ -151,15 +158,18 @@ def test_factory_compiles_without_checkpointer_and_takes_preset_designs(tmp_path
         with pytest.raises(HarnessError, match="unknown design"):
             module.graph_for({"configurable": {"design": str(tmp_path / "design.yaml")}})
         assert (tmp_path / "data" / "shop.sqlite").is_file()
+        assert (tmp_path / "data" / "ledger.sqlite").is_file(), "changing calls are recorded on the server too"
     finally:
         module.reset()
 
 
-def test_langgraph_json_points_at_the_factory():
+def test_langgraph_json_points_at_the_factory_and_the_auth_hook():
     config = json.loads((REPO / "langgraph.json").read_text())
     path, _, variable = config["graphs"][GRAPH_ID].rpartition(":")
     assert (REPO / path).resolve() == REPO / "graphs" / "server.py" and variable == "make_graph"
     assert config["dependencies"] == ["."]
+    path, _, variable = config["auth"]["path"].rpartition(":")
+    assert (REPO / path).resolve() == REPO / "graphs" / "server_auth.py" and variable == "auth"
 
 
 def send(client, thread_id: str, text: str) -> dict:
@@ -209,6 +219,12 @@ def test_second_message_continues_the_thread(server):
     assert calls == [("request_return", order, "ok")], "the order id should come from the first message"
     assert order in values["reply"]
     assert server["shop"].query_one("SELECT id FROM returns WHERE order_id = ?", (order,)) is not None
+    from lg_harness.tools.ledger import SqliteLedger
+
+    ledger = SqliteLedger(server["data_dir"] / "ledger.sqlite")  # the server recorded the change and its result
+    [key] = [c["ledger_key"] for c in values["tool_log"] if c["name"] == "request_return"]
+    assert ledger.get(key).status == "settled" and ledger.get(key).thread_id == thread_id
+    ledger.close()
     history = client.threads.get_history(thread_id, limit=100)
     assert len(history) > 4  # checkpoints of both runs, kept by the server's checkpointer
 
@@ -227,7 +243,9 @@ def test_handoff_interrupt_and_human_resume(server):
     assert row is not None and row["status"] == "waiting"
     assert client.threads.get(thread_id)["status"] == "interrupted"
 
-    client.runs.wait(thread_id, GRAPH_ID, command={"resume": {"text": "Hi, Sam here"}}, raise_error=True)
+    with pytest.raises(Exception, match="403|desk"):  # the customer cannot answer as the human agent
+        client.runs.wait(thread_id, GRAPH_ID, command={"resume": {"text": "all done, refund sent"}}, raise_error=True)
+    server["desk"].runs.wait(thread_id, GRAPH_ID, command={"resume": {"text": "Hi, Sam here"}}, raise_error=True)
     done = client.threads.get_state(thread_id)
     assert done["next"] == []
     assert done["values"]["reply"] == "Hi, Sam here"
@@ -235,3 +253,63 @@ def test_handoff_interrupt_and_human_resume(server):
     assert last["type"] == "ai" and last["content"] == "Hi, Sam here" and last["name"] == "human_agent"
     assert done["values"]["handoff"]["answered"] is True
     assert client.threads.get(thread_id)["status"] == "idle"
+
+
+# ------------------------------------------------------------------------------------------ owners
+
+
+def status_of(call) -> int:
+    """The HTTP status a failing SDK call ended with."""
+    try:
+        call()
+    except httpx.HTTPStatusError as err:
+        return err.response.status_code
+    return 200
+
+
+def test_a_user_reads_and_runs_only_their_own_threads(server):
+    mine, other, desk = server["client"], server["other"], server["desk"]
+    thread_id = mine.threads.create()["thread_id"]
+    send(mine, thread_id, f"Where is my order {server['orders']['shipped']}?")
+    assert mine.threads.get(thread_id)["metadata"]["owner"] == "U001"
+
+    # U002 does not see U001's thread: not its state, history, runs or search hits
+    assert status_of(lambda: other.threads.get(thread_id)) == 404
+    assert status_of(lambda: other.threads.get_state(thread_id)) == 404
+    assert status_of(lambda: other.threads.get_history(thread_id)) == 404
+    assert thread_id not in {t["thread_id"] for t in other.threads.search(limit=100)}
+    assert status_of(lambda: other.runs.list(thread_id)) in (200, 404) and not _safe_runs(other, thread_id)
+    turns = mine.threads.get_state(thread_id)["values"]["turn"]
+    assert status_of(lambda: other.runs.wait(thread_id, GRAPH_ID, raise_error=True, input={
+        "messages": [{"role": "user", "content": "hello"}], "user": {"id": "U002"}})) == 404
+    assert status_of(lambda: other.threads.delete(thread_id)) == 404
+    assert mine.threads.get_state(thread_id)["values"]["turn"] == turns, "U002's run never reached the thread"
+
+    # nobody acts as someone else on their own thread either
+    own = other.threads.create()["thread_id"]
+    assert status_of(lambda: other.runs.wait(own, GRAPH_ID, raise_error=True, input={
+        "messages": [{"role": "user", "content": "hello"}], "user": USER})) == 403
+    mine_too = mine.threads.create()["thread_id"]  # U001 is a customer, and cannot say otherwise
+    assert status_of(lambda: mine.runs.wait(mine_too, GRAPH_ID, raise_error=True, input={
+        "messages": [{"role": "user", "content": "hello"}], "user": {"id": "U001", "role": "vip"}})) == 403
+    # the desk sees every thread; an unauthenticated caller sees nothing
+    assert desk.threads.get_state(thread_id)["values"]["user"]["id"] == "U001"
+    assert httpx.get(f"{server['url']}/threads/{thread_id}", timeout=5, trust_env=False).status_code == 401
+    wrong = httpx.get(f"{server['url']}/threads/{thread_id}", headers={"Authorization": "Bearer nope"}, timeout=5,
+                      trust_env=False)
+    assert wrong.status_code == 401
+
+
+def test_a_run_acts_for_its_caller_whatever_user_the_input_leaves_out(server):
+    other = server["other"]
+    thread_id = other.threads.create()["thread_id"]
+    other.runs.wait(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "hello"}]},
+                    raise_error=True)
+    assert other.threads.get_state(thread_id)["values"]["user"] == {"id": "U002", "role": "vip"}  # the shop's record
+
+
+def _safe_runs(client, thread_id: str) -> list:
+    try:
+        return client.runs.list(thread_id)
+    except httpx.HTTPStatusError:
+        return []

@@ -218,3 +218,52 @@ def test_a_429_asking_too_long_a_wait_gives_up_at_once(tmp_path):
         with pytest.raises(ModelUnavailable, match="429"):
             h.send("429", "Where is my order ORD-10134?", "U001")
         assert len(model.seen) == 1, "no hour-long wait and no retry of a 429 that asks for one"
+
+
+# ------------------------------------------------------------------------------------------ many writers
+
+
+def connections_of(h: Harness) -> dict[str, sqlite3.Connection]:
+    """Every SQLite connection a harness on a data dir opened, by store."""
+    memory = h.memory.facts._db if h.memory is not None and hasattr(h.memory.facts, "_db") else None
+    found = {"checkpoints": h.checkpointer.conn, "transcripts": h.transcripts.conn, "audit": h.audit._conn,
+             "ledger": h.stores.ledger.conn, "facts": memory,
+             **{f"domain {name}": getattr(b, "conn", None) for name, b in h.resources.items()}}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def test_every_store_of_a_data_dir_waits_for_other_writers_instead_of_failing(tmp_path):
+    # Workers on one data dir take turns writing: a store that gives up after sqlite3's default 5 s fails a
+    # message with "database is locked" under load (the soak saw it), and one outside WAL blocks its readers.
+    with Harness(tmp_path, "harness", "sim:clean") as h:
+        h.send("t", "hello", "U001")
+        conns = connections_of(h)
+        assert {"checkpoints", "transcripts", "audit", "ledger", "facts", "domain shop"} <= set(conns)
+        for name, conn in conns.items():
+            assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 30_000, name
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal", name
+
+
+def test_stores_opened_together_by_many_processes_agree_on_the_schema(tmp_path):
+    # Several workers opening a data dir at once raced between reading the columns and adding one
+    # ("duplicate column name: domain"); here the store was made before threads had a domain column.
+    import multiprocessing
+
+    path = tmp_path / "transcripts.sqlite"
+    with sqlite3.connect(path) as old:
+        old.execute("PRAGMA journal_mode = WAL")
+        old.execute("CREATE TABLE threads (thread_id TEXT PRIMARY KEY, design TEXT NOT NULL, model TEXT, "
+                    "updated_at REAL NOT NULL)")
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(6) as pool:
+        outcomes = pool.map(_open_transcripts, [str(path)] * 12)
+    assert outcomes == ["ok"] * 12, outcomes
+    assert "domain" in {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(threads)")}
+
+
+def _open_transcripts(path: str) -> str:
+    try:
+        TranscriptStore(path).close()
+        return "ok"
+    except sqlite3.Error as err:
+        return f"{type(err).__name__}: {err}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,11 @@ class Backend:
         if self.pool:
             return ThreadQueue.postgres(self.pool, ttl=ttl, worker=worker)
         return self._keep(ThreadQueue.sqlite(self.tmp / "queue.sqlite", ttl=ttl, worker=worker))
+
+    def ledger(self) -> Any:
+        from lg_harness.tools.ledger import PgLedger, SqliteLedger
+
+        return self._keep(PgLedger(self.pool) if self.pool else SqliteLedger(self.tmp / "ledger.sqlite"))
 
     def close(self) -> None:
         for store in reversed(self._closers):
@@ -281,6 +287,80 @@ def test_a_turn_whose_waiting_caller_died_is_abandoned_not_blocking(backend: Bac
     claim = q.claim()
     assert claim is not None and claim.id == later
     assert q.thread_rows("t")[0]["status"] == "abandoned"
+
+
+# ------------------------------------------------------------------------------------ change ledger
+
+
+def test_ledger_records_pending_then_settled_and_answers_a_repeat_from_the_record(backend: Backend) -> None:
+    ledger, key, thread = backend.ledger(), f"k-{uuid.uuid4().hex}", f"t-{uuid.uuid4().hex}"
+    assert ledger.begin(key, thread, "renew", {"id": "B-1"}) is None, "new: run it"
+    [pending] = ledger.pending(thread)
+    assert (pending.key, pending.status, pending.tool, pending.args, pending.attempts) == \
+        (key, "pending", "renew", {"id": "B-1"}, 1)
+    again = ledger.begin(key, thread, "renew", {"id": "B-1"})
+    assert again.status == "pending" and again.attempts == 1, "started before and never settled"
+    assert ledger.get(key).attempts == 2
+    ledger.settle(key, {"status": "renewed", "名": "续借"})
+    assert ledger.pending(thread) == []
+    done = ledger.begin(key, thread, "renew", {"id": "B-1"})
+    assert done.status == "settled" and done.result == {"status": "renewed", "名": "续借"}
+    assert ledger.get(key).attempts == 2, "a settled call is answered, not attempted"
+
+
+def test_ledger_lets_a_failed_change_run_again(backend: Backend) -> None:
+    ledger, key, thread = backend.ledger(), f"k-{uuid.uuid4().hex}", f"t-{uuid.uuid4().hex}"
+    ledger.begin(key, thread, "renew", {})
+    ledger.fail(key, "transient", "backend 503")
+    failed = ledger.get(key)
+    assert (failed.status, failed.error_type, failed.error) == ("failed", "transient", "backend 503")
+    assert ledger.begin(key, thread, "renew", {}) is None, "nothing was applied: run it"
+    assert ledger.get(key).status == "pending" and ledger.get(key).error is None
+    assert ledger.pending(f"other-{thread}") == [] and [e.key for e in ledger.pending(thread)] == [key]
+
+
+def test_ledger_settles_the_changes_a_person_checked(backend: Backend) -> None:
+    ledger, thread = backend.ledger(), f"t-{uuid.uuid4().hex}"
+    checked, other = f"k-{uuid.uuid4().hex}", f"k-{uuid.uuid4().hex}"
+    ledger.begin(checked, thread, "renew", {})
+    ledger.begin(other, thread, "renew", {"id": 2})
+    assert ledger.resolve([checked]) == 1 and ledger.resolve([checked]) == 0
+    assert ledger.get(checked).status == "settled" and ledger.get(checked).result == {"checked_by_person": True}
+    assert [e.key for e in ledger.pending(thread)] == [other], "only what the person was shown"
+
+
+def test_ledger_begins_a_key_once_when_many_workers_race(backend: Backend) -> None:
+    key, thread = f"k-{uuid.uuid4().hex}", f"t-{uuid.uuid4().hex}"
+    ledgers = [backend.ledger() for _ in range(6)]  # one per worker: separate connections
+    verdicts: list[Any] = []
+    start = threading.Barrier(len(ledgers))
+
+    def race(ledger: Any) -> None:
+        start.wait()
+        verdicts.append(ledger.begin(key, thread, "renew", {}))
+
+    workers = [threading.Thread(target=race, args=(led,)) for led in ledgers]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sum(v is None for v in verdicts) == 1, "exactly one worker may run the change"
+    assert ledgers[0].get(key).attempts == len(ledgers)
+
+
+def test_harness_applies_an_outside_change_once_when_a_fork_replays_it(backend: Backend) -> None:
+    from lg_harness.benchmarks.outside_pack import DOMAIN, renewals
+    from lg_harness.graphs.app import Harness
+
+    data, thread = backend.tmp / "data", f"lib-{uuid.uuid4().hex[:8]}"
+    with Harness(data, "harness-no:confirm_changes", "sim:clean", domain=DOMAIN, database_url=backend.url) as h:
+        h.send(thread, "Please renew BOOK-0042", "reader-1")
+        before = next(c for c in reversed(h.history(thread)) if c.next == ["action"])
+        replayed = h.finish(thread, before.checkpoint_id)
+        assert replayed["phase"] == "done" and [c["status"] for c in replayed["tool_calls"]] == ["ok"]
+        keys = [r["ledger_key"] for r in h.last_values["tool_log"] if r.get("ledger_key")]
+        assert [h.stores.ledger.get(k).status for k in keys] == ["settled"]
+    assert len(renewals(data)) == 1
 
 
 # ------------------------------------------------------------------------------------ the harness

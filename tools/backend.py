@@ -73,7 +73,7 @@ class SqliteEngine:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("PRAGMA busy_timeout = 30000")  # as every harness store: workers wait, they do not fail
         if path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
         return cls(conn, path)

@@ -5,7 +5,9 @@ most 3 retries); rate-limited waits at least Retry-After, then retries exactly o
 and internal errors never retry; permanent errors try ``ToolSpec.fallback`` once with the same arguments,
 or end with a polite "service unavailable" message. A changing tool gets a stable
 ``ctx.idempotency_key`` for all its attempts, and a changing tool that is not idempotent is only retried
-after a 429 (the backend refused it, so nothing was applied).
+after a 429 (the backend refused it, so nothing was applied). With ``ctx.ledger`` a changing call is recorded
+pending before it runs and settled after (``tools.ledger``): a call settled before answers from the record,
+and one left pending by a crash runs again only if the tool honours the key.
 
 ``sleep`` and ``clock`` are injected so tests use a fake clock and nothing really waits. Deadlines are real
 time: each attempt runs on a reusable daemon worker thread, so a tool that hangs costs the caller exactly
@@ -15,6 +17,7 @@ its deadline and is then abandoned (it never blocks the caller, the graph, or in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import inspect
@@ -25,7 +28,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,6 +89,7 @@ class ToolOutcome:
     attempts: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
     fallback: str | None = None
+    ledger_key: str | None = None  # the change ledger's key, when the call was recorded there
     cause: BaseException | None = field(default=None, repr=False, compare=False)
 
     def content(self) -> str:
@@ -109,6 +113,8 @@ class ToolOutcome:
         }
         if self.fallback:
             data["fallback"] = self.fallback
+        if self.ledger_key:
+            data["ledger_key"] = self.ledger_key
         return data
 
 
@@ -213,10 +219,40 @@ class DeadlineWorkers:
 _WORKERS = DeadlineWorkers()
 
 
+class OutcomeUncertainError(Exception):
+    """A changing call started earlier whose result was never recorded: it may or may not have applied."""
+
+
+class _KeyLocks:
+    """One lock per ledger key in use in this process (dropped when no caller holds it)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, list[Any]] = {}  # key -> [lock, holders]
+
+    @contextlib.contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        with self._guard:
+            entry = self._locks.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._guard:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    self._locks.pop(key, None)
+
+
+_KEY_LOCKS = _KeyLocks()
+
+
 def _fresh_workers_after_fork() -> None:
     # A forked child inherits the idle count but not the worker threads: start from none.
-    global _WORKERS
+    global _WORKERS, _KEY_LOCKS
     _WORKERS = DeadlineWorkers()
+    _KEY_LOCKS = _KeyLocks()  # a lock another thread held at the fork would never be released here
 
 
 os.register_at_fork(after_in_child=_fresh_workers_after_fork)
@@ -365,8 +401,39 @@ class ToolExecutor:
         outcome.timings_ms["validate_ms"] = (self.clock() - start) * 1000
         if spec.changes_state:
             ctx = keyed_context(ctx, outcome.call_id)
+            if ctx.ledger is not None:
+                self._recorded(spec, args, ctx, outcome)
+                return outcome
         self._execute(spec, args, ctx, outcome)
         return outcome
+
+    def _recorded(self, spec: ToolSpec, args: dict[str, Any], ctx: ToolContext, outcome: ToolOutcome) -> None:
+        """Run a changing call between a ``pending`` record and its settle in the change ledger (tools.ledger)."""
+        key, ledger = ctx.idempotency_key, ctx.ledger
+        outcome.ledger_key = key
+        # Two identical calls of one message may run at once: the second waits for the first's verdict.
+        with _KEY_LOCKS.hold(key):
+            earlier = ledger.begin(key, ctx.thread_id, spec.name, outcome.args)
+            if earlier is not None and earlier.status == "settled":
+                outcome.attempts, outcome.result = 0, earlier.result
+                outcome.timings_ms["ledger_replay"] = 0.0
+                span_event("change.replayed", tool=spec.name)
+                return
+            if earlier is not None and not spec.idempotent:
+                # It may have applied before the process died; running it again could apply it twice.
+                span_event("change.uncertain", tool=spec.name, attempts=earlier.attempts)
+                self._fail(outcome, OutcomeUncertainError(
+                    f"{spec.name} was started for this message before ({earlier.attempts} time(s)) and its "
+                    "result was never recorded: it may have been applied. It is not run again; a person checks "
+                    "it. Do not call it again."), "outcome_uncertain")
+                return
+            self._execute(spec, args, ctx, outcome)
+            if outcome.status == "ok":
+                ledger.settle(key, outcome.result)
+            elif outcome.error_type == "timeout" and not spec.idempotent:
+                span_event("change.uncertain", tool=spec.name, attempts=1)  # the timed-out attempt may commit
+            else:
+                ledger.fail(key, outcome.error_type, outcome.error)
 
     def run_many(self, calls: Sequence[dict[str, Any]], ctx_for: Callable[[dict[str, Any]], ToolContext]
                  ) -> list[ToolOutcome]:

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from lg_harness.tools.errors import HarnessError
 
-LOCK_TIMEOUT_MS = 5000  # as SQLite's busy_timeout in tools.backend
+LOCK_TIMEOUT_MS = 30000  # as SQLite's busy_timeout in tools.backend: workers wait, they do not fail
 POOL_SIZE = 4
 
 

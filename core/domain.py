@@ -138,8 +138,10 @@ class Domain:
         default_user: The user the CLI acts as when none is given.
         default_role: The role of a user the directory does not describe.
         roles: The roles the domain knows.
-        open_resources: ``(path_for) -> {name: backend}``; ``path_for("x.sqlite")`` is a file in the data dir
-            (``":memory:"`` without one). Backends with ``close()`` are closed with the harness.
+        open_resources: ``(place) -> {name: backend}``; ``place("x.sqlite")`` is a file in the data dir
+            (``":memory:"`` without one) and ``place.database_url`` the harness's Postgres URL or None
+            (``tools.backend.BackendPlace``; ``SeededDB.open_at`` picks). Backends with ``close()`` are
+            closed with the harness.
         fresh_resources: Backends for one evaluation cell (a fresh copy of the seeded data).
         scenarios: ``set name -> file or folder`` of scenario files; ``builtin`` is the default set.
         demo: The user messages ``harness demo`` plays (at least four: it forks after the third).

@@ -27,6 +27,7 @@ from lg_harness.memory.context import last_human_text
 from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.obs.audit import default_redactor, redact_value
 from lg_harness.obs.tracing import current_trace_id, message_span
+from lg_harness.tools.backend import BackendPlace
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import RetryPolicy, ToolExecutor
 from lg_harness.tools.ledger import LEDGER_RESOURCE
@@ -120,7 +121,7 @@ class Harness:
 
         ``database_url`` (``postgresql://...``) keeps checkpoints, transcripts, facts, audit, the handoff
         queue and per-thread leases in Postgres, ``chroma_url`` experiences in a Chroma server
-        (``graphs.storage``); the domain's backends stay in the data dir.
+        (``graphs.storage``); the domain's backends go to the same database (``tools.backend.BackendPlace``).
 
         ``domain`` is a ``Domain``, an installed pack's name, ``module:attr`` or a file (default ``shop``).
         The keyword arguments replace single parts (the evaluation runner injects the domain's fresh
@@ -137,7 +138,8 @@ class Harness:
         self._owns_model = isinstance(model, str)
         self._owned: list[Any] = []
         self._last = threading.local()  # one harness may serve several threads at once (graphs.service)
-        self.resources: dict[str, Any] = dict(resources) if resources is not None else self._open_backends()
+        self.resources: dict[str, Any] = (dict(resources) if resources is not None
+                                          else self._open_backends(database_url))
         self.stores = self._own(open_stores(self.data_dir, database_url, chroma_url))
         self.checkpointer = checkpointer or self.stores.checkpointer
         self.transcripts = self.stores.transcripts
@@ -155,6 +157,8 @@ class Harness:
             graph_resources["memory"] = self.memory
         if self.audit is not None:
             graph_resources["audit"] = self.audit
+        if (fences := getattr(self.stores, "fences", None)) is not None:
+            graph_resources["commit_guard"] = fences.domain_guard()
         if self.stores.ledger is not None:
             graph_resources[LEDGER_RESOURCE] = self.stores.ledger
         self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
@@ -170,9 +174,11 @@ class Harness:
     def last_values(self, values: dict[str, Any]) -> None:
         self._last.values = values
 
-    def _open_backends(self) -> dict[str, Any]:
-        """The domain's backends in the data dir (in memory without one); closed with the harness."""
-        opened = self.domain.open_resources(self._path) if self.domain.open_resources else {}
+    def _open_backends(self, database_url: str | None) -> dict[str, Any]:
+        """The domain's backends: on the harness's Postgres with a database URL, else in the data dir (in
+        memory without one); closed with the harness."""
+        place = BackendPlace(self._path, database_url)
+        opened = self.domain.open_resources(place) if self.domain.open_resources else {}
         for backend in opened.values():
             if callable(getattr(backend, "close", None)):
                 self._own(backend)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lg_harness.graphs.fencing import Fence, Fences
 from lg_harness.tools.errors import HarnessError
 
 OPEN = ("queued", "running")
@@ -150,10 +151,12 @@ class _PgDb:
 class ThreadQueue:
     """The per-thread message queue and leases (see the module docstring)."""
 
-    def __init__(self, db: _SqliteDb | _PgDb, *, ttl: float = 30.0, worker: str | None = None) -> None:
+    def __init__(self, db: _SqliteDb | _PgDb, *, ttl: float = 30.0, worker: str | None = None,
+                 fences: Fences | None = None) -> None:
         self.db = db
         self.ttl = float(ttl)
         self.worker = worker or worker_name()
+        self.fences = fences if fences is not None else Fences()
 
     @classmethod
     def sqlite(cls, path: str | Path, **kw: Any) -> ThreadQueue:
@@ -231,8 +234,8 @@ class ThreadQueue:
                 if row["kind"] == "turn" and self._abandoned(row):
                     # Its caller died: waiting (heartbeat stopped) or running (lease expired). Nobody else can
                     # run it; the checkpoint keeps whatever it did.
-                    db.run(f"UPDATE thread_queue SET status = 'abandoned', finished_at = {db.now} WHERE id = %s",
-                           (row["id"],))
+                    db.run(f"UPDATE thread_queue SET status = 'abandoned', error = %s, finished_at = {db.now} "
+                           "WHERE id = %s", (abandoned_note(thread_id), row["id"]))
                     db.run("DELETE FROM thread_leases WHERE thread_id = %s", (thread_id,))
                     continue
                 if message_id is not None and row["id"] != message_id:
@@ -248,6 +251,21 @@ class ThreadQueue:
                 return Claim(id=int(row["id"]), thread_id=thread_id, kind=row["kind"],
                              payload=json.loads(row["payload"]), attempts=int(row["attempts"]) + 1,
                              recovered=row["status"] == "running", turn_before=row["turn_before"])
+
+    def sweep(self) -> list[int]:
+        """Mark abandoned every ``turn`` row whose caller died (a CLI process killed mid-message), on any thread,
+        and free its lease; returns their ids. ``claim`` does the same for a thread it looks at; this is for
+        threads nobody sends to again, whose open row would otherwise keep ``harness prune`` away."""
+        db = self.db
+        with db.step():
+            dead = db.run("SELECT id, thread_id FROM thread_queue q WHERE kind = 'turn' AND ((status = 'running' AND "
+                          "NOT EXISTS (SELECT 1 FROM thread_leases l WHERE l.thread_id = q.thread_id AND l.message_id = "
+                          f"q.id AND l.expires_at >= {db.now})) OR (status = 'queued' AND waiter_expires_at < {db.now}))")
+            for row in dead:
+                db.run(f"UPDATE thread_queue SET status = 'abandoned', error = %s, finished_at = {db.now} WHERE id = %s",
+                       (abandoned_note(row["thread_id"]), row["id"]))
+                db.run(f"DELETE FROM thread_leases WHERE message_id = %s AND expires_at < {db.now}", (row["id"],))
+        return [int(r["id"]) for r in dead]
 
     @staticmethod
     def _abandoned(row: dict[str, Any]) -> bool:
@@ -281,10 +299,11 @@ class ThreadQueue:
         """Store the outcome and free the thread; False if this worker had lost the message meanwhile."""
         db = self.db
         with db.step(claim.thread_id):
+            # Only this claim's generation: a worker that stalled past its lease and was taken over stores nothing.
             done = db.run(f"UPDATE thread_queue SET status = %s, result = %s, error = %s, finished_at = {db.now} "
-                          "WHERE id = %s AND worker = %s AND status = 'running' RETURNING id",
+                          "WHERE id = %s AND worker = %s AND attempts = %s AND status = 'running' RETURNING id",
                           (status, json.dumps(result, ensure_ascii=False, default=str) if result is not None else None,
-                           error, claim.id, self.worker))
+                           error, claim.id, self.worker, claim.attempts))
             db.run("DELETE FROM thread_leases WHERE thread_id = %s AND worker = %s AND message_id = %s",
                    (claim.thread_id, self.worker, claim.id))
         return bool(done)
@@ -306,7 +325,8 @@ class ThreadQueue:
         beat = threading.Thread(target=renew, name=f"lease-{claim.thread_id}", daemon=True)
         beat.start()
         try:
-            yield cancel
+            with self.fences.holding(claim.thread_id, Fence(claim.id, self.worker, claim.attempts)):
+                yield cancel
         finally:
             stop.set()
             beat.join()
@@ -347,15 +367,23 @@ class ThreadQueue:
 
     # -- node events, for streaming a message that may run on another worker
 
-    def add_event(self, message_id: int, event: dict[str, Any]) -> None:
-        self.db.run("INSERT INTO message_events (message_id, seq, event) VALUES (%s, (SELECT COALESCE(MAX(seq), 0) + 1 "
-                    "FROM message_events WHERE message_id = %s), %s)",
-                    (message_id, message_id, json.dumps(event, ensure_ascii=False, default=str)))
+    def add_event(self, claim: Claim, event: dict[str, Any]) -> None:
+        """A node event of the claimed message, kept only while this claim still holds it (fencing)."""
+        self.db.run("INSERT INTO message_events (message_id, seq, event) SELECT %s, (SELECT COALESCE(MAX(seq), 0) + 1 "
+                    "FROM message_events WHERE message_id = %s), %s WHERE EXISTS (SELECT 1 FROM thread_queue WHERE "
+                    "id = %s AND worker = %s AND attempts = %s AND status = 'running')",
+                    (claim.id, claim.id, json.dumps(event, ensure_ascii=False, default=str), claim.id, self.worker,
+                     claim.attempts))
 
     def events(self, message_id: int, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
         rows = self.db.run("SELECT seq, event FROM message_events WHERE message_id = %s AND seq > %s ORDER BY seq",
                            (message_id, after))
         return [(int(r["seq"]), json.loads(r["event"])) for r in rows]
+
+
+def abandoned_note(thread_id: str) -> str:
+    return (f"its caller stopped before it finished (the process died); the checkpoint keeps what it did: "
+            f"harness resume --thread {thread_id} --finish completes it")
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,7 @@ def _result(threads: list[str], before: int, after: int, keep_latest: bool) -> d
 
 def _prune_postgres(stores: Any, cutoff: float, keep_latest: bool) -> dict[str, Any]:
     pool, saver = stores.pool, stores.checkpointer
+    stores.queue.sweep()  # a message whose CLI died stays open until someone looks; prune looks at every thread
     with pool.connection() as conn:
         threads = [r["thread_id"] for r in conn.execute(
             "SELECT thread_id FROM threads WHERE updated_at < %s AND NOT EXISTS (SELECT 1 FROM thread_queue q "

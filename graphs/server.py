@@ -34,6 +34,7 @@ from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.app import prepare_data_dir
 from lg_harness.graphs.builder import build_graph
 from lg_harness.llm.factory import make_model
+from lg_harness.tools.backend import BackendPlace
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.ledger import LEDGER_RESOURCE, SqliteLedger
 
@@ -53,7 +54,8 @@ def backends_for(domain: Domain, path: Path) -> dict[str, Any]:
         key = (domain.name, path)
         if key not in _backends:
             opener = domain.open_resources
-            _backends[key] = dict(opener(lambda name: str(path / name))) if opener else {}
+            place = BackendPlace(lambda name: str(path / name), os.environ.get("HARNESS_DATABASE_URL"))
+            _backends[key] = dict(opener(place)) if opener else {}
             # changing calls are recorded before they run and settled after, as under the Harness
             _backends[key][LEDGER_RESOURCE] = SqliteLedger(path / "ledger.sqlite")
         return _backends[key]

@@ -173,7 +173,8 @@ class Runtime:
         self.stop.set()
         self.wake.set()
         for t in self.executors:
-            t.join(timeout=self.settings.lease_ttl)
+            if t.ident is not None:  # started
+                t.join(timeout=self.settings.lease_ttl)
         self.harness.close()
 
     # -- executing claimed messages
@@ -233,6 +234,10 @@ class Runtime:
                 return h.finish(thread)
             if turn > claim.turn_before or "human" in snapshot.next:
                 return h.result(thread, snapshot, [])  # it ran to the end but died before storing the outcome
+            if h.unanswered_message(thread, snapshot.values) == (turn + 1, h.check_message(p["text"])):
+                # It died after the transcript took the message, before the first checkpoint: run the message
+                # from the row already there, so the transcript holds it once.
+                return h.finish(thread)
         self.queue.note_turn(claim, turn)
         return h.send(thread, p["text"], p.get("user_id"), p.get("role"))
 
@@ -242,7 +247,7 @@ class Runtime:
             return
         for node, values in update.items():
             keys = sorted(values) if isinstance(values, dict) else []
-            self.queue.add_event(claim.id, {"node": node, "keys": keys})
+            self.queue.add_event(claim, {"node": node, "keys": keys})
         if self.local.cancel.is_set() or self.queue.cancelled(claim):  # checked at every node, not only on renewal
             self.local.cancel.set()
             raise HarnessError("interrupted by a newer message on the thread")

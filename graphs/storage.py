@@ -11,9 +11,9 @@ not ship, so a Chroma server keeps the same store, embedder and ranking with not
 Without a Chroma URL on Postgres, the experiences stay in the data dir's embedded Chroma, which is right for
 one worker only.
 
-The domain's own backends (the shop and helpdesk SQLite databases) stay files in the data dir on either
-backend: several workers on one machine share them safely (WAL, busy timeout); workers on several machines
-need a shared data dir for them.
+The domain's own backends (the shop and helpdesk databases) follow the same setting: in the data dir without
+a database URL, in a schema of their own on the same Postgres with one (``tools.backend.SeededDB.open_at``),
+so workers on several machines share them too.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from lg_harness.tools.errors import HarnessError
 
 DATABASE_ENV = "HARNESS_DATABASE_URL"
 CHROMA_ENV = "HARNESS_CHROMA_URL"
+LEASE_TTL_ENV = "HARNESS_LEASE_TTL"
 
 
 def settings_from_env(database_url: str | None = None, chroma_url: str | None = None) -> tuple[str | None, str | None]:
@@ -66,6 +67,7 @@ class Stores:
         self.order: Any = None
         self.ledger: Any = None  # tools.ledger: state-changing calls, pending before they run, settled after
         self.queue: Any = None
+        self.fences: Any = None  # graphs.fencing.Fences on Postgres
         self.pool: Any = None
         self._facts: Any = None
         self._chroma: Any = None
@@ -94,8 +96,12 @@ class Stores:
 
 
 def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_url: str | None = None,
-                *, lease_ttl: float = 30.0) -> Stores:
-    """Open every store a harness needs on the backend the URLs pick (embedded when both are None)."""
+                *, lease_ttl: float | None = None) -> Stores:
+    """Open every store a harness needs on the backend the URLs pick (embedded when both are None).
+
+    ``lease_ttl`` (default ``HARNESS_LEASE_TTL``, else 30 s) is how long a thread stays leased to a process
+    that died in the middle of a message, the CLI's as much as a served worker's."""
+    lease_ttl = float(lease_ttl or os.environ.get(LEASE_TTL_ENV) or 30.0)
     from lg_harness.memory.transcript import TranscriptStore
     from lg_harness.obs.audit import AuditLog
     from lg_harness.tools.ledger import SqliteLedger
@@ -143,7 +149,7 @@ def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
 
 
 def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
-    from langgraph.checkpoint.postgres import PostgresSaver
+    from lg_harness.graphs.fencing import FencedPostgresSaver, Fences
     from lg_harness.graphs.leases import LeaseOrder, ThreadQueue
     from lg_harness.graphs.pgdb import migrate, open_pool
     from lg_harness.memory.pg_stores import PgFactStore, PgTranscriptStore
@@ -152,11 +158,12 @@ def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
 
     stores.backend = "postgres"
     stores.pool = _own(stores, open_pool(url))
-    stores.checkpointer = PostgresSaver(stores.pool)
+    fences = stores.fences = Fences()  # every commit point of a claimed message checks its generation
+    stores.checkpointer = FencedPostgresSaver(stores.pool, fences)
     migrate(stores.pool, stores.checkpointer)
-    stores.transcripts = PgTranscriptStore(stores.pool)
+    stores.transcripts = PgTranscriptStore(stores.pool, fences)
     stores.audit = PgAuditLog(stores.pool)
     stores.ledger = PgLedger(stores.pool)
     stores._facts = PgFactStore(stores.pool)
-    stores.queue = ThreadQueue.postgres(stores.pool, ttl=lease_ttl)
+    stores.queue = ThreadQueue.postgres(stores.pool, ttl=lease_ttl, fences=fences)
     stores.order = LeaseOrder(stores.queue)

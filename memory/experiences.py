@@ -51,6 +51,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
+from lg_harness.memory.chroma_retry import RetryingCollection
 from lg_harness.memory.facts import Clock, to_epoch
 from lg_harness.tools.errors import HarnessError
 
@@ -286,9 +287,9 @@ class ExperienceStore:
             if client is None:
                 # Telemetry off: the harness must run without network access.
                 client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-            self._col = client.get_or_create_collection(
+            self._col = RetryingCollection(client.get_or_create_collection(
                 collection, embedding_function=self._ef, configuration={"hnsw": {"space": "cosine"}}
-            )
+            ))
         self._client = client
         self.weights = weights or RetrievalWeights()
         self.policy = policy or MemoryPolicy()

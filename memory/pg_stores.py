@@ -21,8 +21,9 @@ _FACT_COLUMNS = "id, user_id, key, value, confidence, source, created_at, update
 class PgTranscriptStore:
     """Every thread's transcript, the design/model/domain it last ran with, and the handoff queue."""
 
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, fences: Any = None) -> None:
         self.pool = pool
+        self.fences = fences  # graphs.fencing.Fences: a worker that lost the thread's lease appends nothing
 
     def claim(self, thread_id: str, user_id: str) -> str:
         """Make ``user_id`` the thread's owner if it has none yet; return the owner either way."""
@@ -59,6 +60,8 @@ class PgTranscriptStore:
         # for the rare writer outside it (a human's reply racing a message), so seq never collides.
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"transcript:{thread_id}",))
+            if self.fences is not None:
+                self.fences.check(conn, thread_id)
             conn.execute("INSERT INTO transcript VALUES (%s, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript "
                          "WHERE thread_id = %s), %s, %s, %s, %s)",
                          (thread_id, thread_id, turn, role, content, time.time()))

@@ -85,7 +85,16 @@ def database_url(postgres_server: str) -> Iterator[str]:
     base, _, _ = postgres_server.rpartition("/")
     yield f"{base}/{name}"
     with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        for attempt in range(40):
+            try:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                break
+            except psycopg.errors.InsufficientPrivilege:
+                # An autovacuum worker (the superuser's) is in the database after a busy test; the test role
+                # may not end it, and it finishes by itself in a moment.
+                if attempt == 39:
+                    raise
+                time.sleep(0.5)
 
 
 def free_port() -> int:

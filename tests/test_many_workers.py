@@ -1,12 +1,15 @@
 """Many workers on one Postgres and one Chroma server, through the HTTP service.
 
 Four worker processes serve 400 messages on 50 threads sent concurrently: none is lost, none is served twice,
-each thread's messages ran one at a time in arrival order. Then a worker is SIGKILLed in the middle of a
-message, and another worker finishes that message once the dead worker's lease has expired.
+each thread's messages ran one at a time in arrival order; meanwhile twenty customers each cancel an order
+(asked, then confirmed), and the shop's own tables, on the same Postgres, show each cancellation applied
+exactly once. Then a worker is SIGKILLed in the middle of a message that changes an order, and another worker
+finishes that message once the dead worker's lease has expired, applying the change once.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -26,13 +29,15 @@ from tests.engines import chroma_server, database_url, free_port, postgres_serve
 HARNESS = Path(sys.executable).with_name("harness")
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
+USERS = [f"U{n:03d}" for n in range(1, 31)]  # the seeded shop's customers, each with a key of their own
+USER_KEYS = ",".join(f"key-{u}={u}" for u in USERS)
 
 
 def serve(data_dir: Path, db_url: str, chroma: str, *, workers: int, model: str, ttl: float,
           threads: int = 2) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    env.update(HF_HUB_OFFLINE="1", HARNESS_API_KEYS=f"{KEY}=U001,other-key=U002,desk-key=@agent",
+    env.update(HF_HUB_OFFLINE="1", HARNESS_API_KEYS=f"{KEY}=U001,other-key=U002,desk-key=@agent,{USER_KEYS}",
                HARNESS_DATABASE_URL=db_url,
                HARNESS_CHROMA_URL=chroma)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -61,16 +66,43 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(10)
 
 
-@pytest.fixture
-def rows(database_url: str) -> Any:  # noqa: F811
+def _query(url: str, schema: str) -> Any:
     import psycopg
     from psycopg.rows import dict_row
 
     def query(sql: str, *params: Any) -> list[dict[str, Any]]:
-        with psycopg.connect(database_url, row_factory=dict_row, options="-c search_path=harness") as conn:
+        with psycopg.connect(url, row_factory=dict_row, options=f"-c search_path={schema}") as conn:
             return conn.execute(sql, params).fetchall()
 
     return query
+
+
+@pytest.fixture
+def rows(database_url: str) -> Any:  # noqa: F811
+    """The harness's tables."""
+    return _query(database_url, "harness")
+
+
+@pytest.fixture
+def shop_rows(database_url: str) -> Any:  # noqa: F811
+    """The shop's tables, which the workers share on the same database."""
+    return _query(database_url, "shop")
+
+
+def seeded_shop() -> Any:
+    from lg_harness.domains.shop import ShopDB
+
+    return ShopDB.fresh_copy()  # the same seed the workers' Postgres schema got
+
+
+def _stock_after_cancelling(orders: list[str]) -> dict[str, int]:
+    """Every variant's stock once each of ``orders`` was cancelled exactly once."""
+    with seeded_shop() as db:
+        stock = {r["sku"]: r["stock"] for r in db.query("SELECT sku, stock FROM variants")}
+        for order in orders:
+            for item in db.query("SELECT sku, qty FROM order_items WHERE order_id = ?", (order,)):
+                stock[item["sku"]] += item["qty"]
+    return stock
 
 
 @pytest.fixture
@@ -84,8 +116,12 @@ TEXTS = ("hello, this is note {k}", "where is my order ORD-10134? (note {k})", "
          "do you have bluetooth headphones? note {k}")
 
 
-def test_four_workers_400_messages_50_threads_none_lost_none_twice_order_kept(many: str, rows: Any) -> None:
+def test_four_workers_400_messages_50_threads_none_lost_none_twice_order_kept(many: str, rows: Any,
+                                                                              shop_rows: Any) -> None:
     sends = [(f"thread-{t:02d}", TEXTS[k % len(TEXTS)].format(k=k)) for k in range(8) for t in range(50)]
+    with seeded_shop() as db:  # each customer with a pending order cancels their first one
+        cancels = {r["user_id"]: r["id"] for r in db.query(
+            "SELECT user_id, MIN(id) AS id FROM orders WHERE status = 'pending' GROUP BY user_id")}
 
     def send(item: tuple[str, str]) -> tuple[str, str, int, dict[str, Any]]:
         thread, text = item
@@ -93,11 +129,36 @@ def test_four_workers_400_messages_50_threads_none_lost_none_twice_order_kept(ma
             r = client.post(f"/threads/{thread}/messages", json={"text": text})
         return thread, text, r.status_code, r.json()
 
+    def cancel(user: str) -> list[tuple[int, dict[str, Any]]]:
+        """One customer's conversation: ask, confirm, thank (one message after another, as a person does)."""
+        out = []
+        with httpx.Client(base_url=many, headers={"Authorization": f"Bearer key-{user}"}, timeout=300) as client:
+            for text in (f"please cancel my order {cancels[user]}", "yes", "thanks"):
+                r = client.post(f"/threads/cancel-{user}/messages", json={"text": text})
+                out.append((r.status_code, r.json()))
+        return out
+
     with ThreadPoolExecutor(64) as pool:
+        conversations = [pool.submit(cancel, user) for user in cancels]
         results = list(pool.map(send, sends))
+        changes = {user: c.result() for user, c in zip(cancels, conversations, strict=True)}
     assert [(code, body) for _, _, code, body in results if code != 200] == []
     assert all(body["reply"] for _, _, _, body in results)
-    queue = rows("SELECT * FROM thread_queue ORDER BY id")
+    assert [(u, code, body) for u, out in changes.items() for code, body in out if code != 200] == []
+    for user, (asked, confirmed, _) in changes.items():
+        assert "confirm" in asked[1]["reply"].lower() and "cancelled" in confirmed[1]["reply"], (user, asked, confirmed)
+    # At the domain: each asked-for cancellation applied exactly once, whichever worker served it.
+    assert len(cancels) == 20
+    orders = {r["id"]: r["status"] for r in shop_rows("SELECT id, status FROM orders")}
+    with seeded_shop() as db:
+        seeded = {r["id"]: r["status"] for r in db.query("SELECT id, status FROM orders")}
+    assert {o for o in orders if orders[o] != seeded[o]} == set(cancels.values())
+    assert {orders[o] for o in cancels.values()} == {"cancelled"}
+    applied = shop_rows("SELECT result_json FROM idempotency WHERE tool = 'cancel_order'")
+    assert sorted(json.loads(r["result_json"])["order_id"] for r in applied) == sorted(cancels.values())
+    stock = {r["sku"]: r["stock"] for r in shop_rows("SELECT sku, stock FROM variants")}
+    assert stock == _stock_after_cancelling(list(cancels.values()))  # reserved stock put back once, not twice
+    queue = rows("SELECT * FROM thread_queue WHERE thread_id LIKE 'thread-%%' ORDER BY id")
     assert len(queue) == 400 and {r["status"] for r in queue} == {"done"}
     assert {r["attempts"] for r in queue} == {1}
     assert len({r["worker"] for r in queue}) == 4  # every worker served some
@@ -114,27 +175,31 @@ def test_four_workers_400_messages_50_threads_none_lost_none_twice_order_kept(ma
         assert [m["role"] for m in transcript] == ["user", "assistant"] * 8
         for before, after in zip(items, items[1:], strict=False):  # one at a time
             assert before["finished_at"] <= after["started_at"]
-    turns = rows("SELECT thread_id, COUNT(*) AS n FROM messages GROUP BY thread_id")
+    turns = rows("SELECT thread_id, COUNT(*) AS n FROM messages WHERE thread_id LIKE 'thread-%%' GROUP BY thread_id")
     assert {r["n"] for r in turns} == {8}  # the audit saw each message once
 
 
 def test_a_killed_workers_message_is_finished_by_another_after_its_lease_expires(
-        tmp_path: Path, database_url: str, chroma_server: str, rows: Any) -> None:  # noqa: F811
+        tmp_path: Path, database_url: str, chroma_server: str, rows: Any, shop_rows: Any) -> None:  # noqa: F811
     proc, base = serve(tmp_path / "data", database_url, chroma_server, workers=2, model="paced:1.5:clean", ttl=3,
                        threads=1)
+    order = "ORD-10185"  # U001's, pending
     try:
         # A new connection per request: a kept-alive one may lead to the worker that is about to die.
         with httpx.Client(base_url=base, headers=AUTH, timeout=120,
                           limits=httpx.Limits(max_keepalive_connections=0)) as client:
-            r = client.post("/threads/k/messages", json={"text": "where is my order ORD-10134?", "wait": False})
+            asked = client.post("/threads/k/messages", json={"text": f"please cancel my order {order}"}).json()
+            assert "confirm" in asked["reply"].lower()
+            r = client.post("/threads/k/messages", json={"text": "yes", "wait": False})
             assert r.status_code == 202
             mid = r.json()["message_id"]
             deadline = time.monotonic() + 60
             while (row := client.get(f"/messages/{mid}").json())["status"] != "running":
                 assert time.monotonic() < deadline, row
                 time.sleep(0.1)
-            # Wait until the graph has checkpointed a node, so the message is truly half done.
-            while not rows("SELECT 1 FROM message_events WHERE message_id = %s", mid):
+            # Wait until the change has been made (the action node has run), so the message is truly half done:
+            # the model is still writing the reply when its worker dies.
+            while not rows("SELECT 1 FROM message_events WHERE message_id = %s AND event LIKE '%%action%%'", mid):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
             busy = client.post("/threads/k/messages", json={"text": "and another", "policy": "reject"})
@@ -149,15 +214,21 @@ def test_a_killed_workers_message_is_finished_by_another_after_its_lease_expires
             assert row["status"] == "done", row
             assert row["attempts"] == 2 and row["worker"] != victim
             assert finished_after >= 2.0  # not before the 3 s lease could have expired
-            assert "ORD-10134" in row["result"]["reply"]
+            assert order in row["result"]["reply"] and "cancelled" in row["result"]["reply"]
             transcript = client.get("/threads/k/transcript").json()["messages"]
             assert [(m["role"], m["content"]) for m in transcript] == [
-                ("user", "where is my order ORD-10134?"), ("assistant", row["result"]["reply"])]
+                ("user", f"please cancel my order {order}"), ("assistant", asked["reply"]),
+                ("user", "yes"), ("assistant", row["result"]["reply"])]
+            # The change the message asked for, applied once although two workers ran the message.
+            assert shop_rows("SELECT status FROM orders WHERE id = %s", order) == [{"status": "cancelled"}]
+            assert len(shop_rows("SELECT key FROM idempotency WHERE tool = 'cancel_order'")) == 1
+            stock = {r["sku"]: r["stock"] for r in shop_rows("SELECT sku, stock FROM variants")}
+            assert stock == _stock_after_cancelling([order])
             # The thread goes on as usual; this time its node events stream as they happen.
             with client.stream("POST", "/threads/k/messages/stream", json={"text": "thanks"}) as stream:
                 events = [line.removeprefix("event: ") for line in stream.iter_lines() if line.startswith("event: ")]
             assert events[0] == "queued" and events[-1] == "result" and "node" in events
-            assert [m["role"] for m in client.get("/threads/k/transcript").json()["messages"]] == ["user", "assistant"] * 2
+            assert [m["role"] for m in client.get("/threads/k/transcript").json()["messages"]] == ["user", "assistant"] * 3
             _service_guards(client)
             # interrupt: the running message stops at its next node, the newer one runs instead.
             slow = client.post("/threads/k/messages", json={"text": "where is my order ORD-10135?", "wait": False})
@@ -188,7 +259,7 @@ def _service_guards(client: httpx.Client) -> None:
     history = client.get("/threads/k/history").json()
     assert history["thread_id"] == "k" and {"checkpoint_id", "step", "phase"} <= set(history["checkpoints"][0])
     state = client.get("/threads/k/state").json()
-    assert state["turn"] == 2 and state["next"] == []
+    assert state["turn"] == 3 and state["next"] == []
     metrics = client.get("/metrics").text
     assert "harness_queue_messages{status=\"done\"}" in metrics
     assert client.get("/readyz").json()["backend"] == "postgres"

@@ -1,14 +1,21 @@
-"""A seeded SQLite backend for a domain's tools, and the wrapper that applies a change once per key.
+"""A seeded database for a domain's tools, and the wrapper that applies a change once per key.
 
-Domain packs subclass ``SeededSQLite`` with their schema and seed function; their changing tools wrap
+Domain packs subclass ``SeededDB`` with their schema and seed function; their changing tools wrap
 themselves with ``changes_once(backend_of)``, which stores each result under ``ctx.idempotency_key`` in the
 backend's ``idempotency`` table in the same transaction as the change.
+
+One code path for the tools, two engines under it: SQLite (a file in the data dir, or in-memory copies for
+evaluation cells; ``SqliteEngine`` here) and Postgres (when the harness keeps its state there, so many
+workers share one domain; ``tools.pg_backend``). Tools write portable SQL with ``?`` placeholders, read rows
+by column name or index, and take new ids from ``INSERT ... RETURNING id``; the engines hold every dialect
+difference.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -18,29 +25,41 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from lg_harness.tools.context import ToolContext
-from lg_harness.tools.errors import ValidationError
+from lg_harness.tools.errors import HarnessError, ValidationError
 
 IDEMPOTENCY_TABLE = """
 CREATE TABLE IF NOT EXISTS idempotency (
     key TEXT PRIMARY KEY, tool TEXT NOT NULL, result_json TEXT NOT NULL, created_at TEXT NOT NULL
 )"""
 
-B = TypeVar("B", bound="SeededSQLite")
+B = TypeVar("B", bound="SeededDB")
+Params = tuple[Any, ...] | dict[str, Any]
 
 
-class SeededSQLite:
-    """One SQLite connection shared by a domain's tools, seeded once when its ``SEED_TABLE`` is empty.
+class BackendPlace:
+    """Where a domain opens its backends, given to ``Domain.open_resources``.
 
-    The connection is in autocommit mode; every change goes through :meth:`transaction`, which holds
-    ``lock`` and wraps the statements in ``BEGIN IMMEDIATE`` ... ``COMMIT``. Reads take the same
-    (re-entrant) lock so another thread never sees a half-done transaction of this connection.
-
-    Subclasses set ``SCHEMA`` (statements separated by ``;``, an ``idempotency`` table among them),
-    ``SEED_TABLE`` and :meth:`seed`.
+    Calling it with a file name gives that file in the data dir (``":memory:"`` without one), as the plain
+    ``path_for`` function it replaces did; ``database_url`` is the harness's Postgres URL, or None when the
+    harness keeps its state in files.
     """
 
-    SCHEMA: ClassVar[str] = IDEMPOTENCY_TABLE
-    SEED_TABLE: ClassVar[str] = ""
+    def __init__(self, path_for: Callable[[str], str], database_url: str | None = None) -> None:
+        self.path_for = path_for
+        self.database_url = database_url or None
+
+    def __call__(self, name: str) -> str:
+        return self.path_for(name)
+
+
+class SqliteEngine:
+    """One SQLite connection in autocommit mode; a change runs inside ``BEGIN IMMEDIATE`` ... ``COMMIT``.
+
+    ``lock`` (re-entrant) is held by transactions and reads alike, so another thread never sees a half-done
+    transaction of this connection; another process waits up to the busy timeout for the write lock.
+    """
+
+    dialect = "sqlite"
 
     def __init__(self, conn: sqlite3.Connection, path: str = ":memory:") -> None:
         self.conn = conn
@@ -48,24 +67,7 @@ class SeededSQLite:
         self.lock = threading.RLock()
 
     @classmethod
-    def seed(cls, conn: sqlite3.Connection, seed: int) -> None:
-        """Fill the empty tables (deterministically for one ``seed``)."""
-
-    @classmethod
-    def fresh_copy(cls: type[B], seed: int = 7) -> B:
-        """A new in-memory copy of a per-process seeded template (evaluation cells each need one)."""
-        template = _template(cls, seed)
-        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        with template.lock:
-            template.conn.backup(conn)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA foreign_keys = ON")
-        return cls(conn)
-
-    @classmethod
-    def open(cls: type[B], path: str | Path = ":memory:", seed: int = 7) -> B:
-        """Open (creating if needed) the database at ``path``; seed it once if ``SEED_TABLE`` is empty."""
-        path = str(path)
+    def connect(cls, path: str) -> SqliteEngine:
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -74,19 +76,19 @@ class SeededSQLite:
         conn.execute("PRAGMA busy_timeout = 30000")  # as every harness store: workers wait, they do not fail
         if path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
-        db = cls(conn, path)
-        with db.transaction():
+        return cls(conn, path)
+
+    def prepare(self, schema: str, seed_table: str, seed: Callable[[Any], None]) -> None:
+        with self.transaction() as conn:
             # executescript() would COMMIT the open transaction, so run the statements one by one.
-            for statement in cls.SCHEMA.split(";"):
+            for statement in schema.split(";"):
                 if statement.strip():
                     conn.execute(statement)
-            if cls.SEED_TABLE and conn.execute(f"SELECT COUNT(*) FROM {cls.SEED_TABLE}").fetchone()[0] == 0:
-                cls.seed(conn, seed)
-        return db
+            if seed_table and conn.execute(f"SELECT COUNT(*) FROM {seed_table}").fetchone()[0] == 0:
+                seed(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Hold the lock and run the block in one transaction: commit on success, roll back on error."""
         with self.lock:
             if self.conn.in_transaction:  # nested use: the outer block commits
                 yield self.conn
@@ -99,23 +101,133 @@ class SeededSQLite:
                 raise
             self.conn.execute("COMMIT")
 
-    def close_handoffs(self, thread_id: str, user_id: str) -> None:
-        """Mark the thread's waiting handoffs answered (for backends with a ``handoffs`` table)."""
-        with self.transaction() as conn:
-            conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = ? AND user_id = ? "
-                         "AND status = 'waiting'", (thread_id, user_id))
+    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
+        with self.lock:
+            return self.conn.execute(sql, params)
 
-    def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+    def query(self, sql: str, params: Params = ()) -> list[Any]:
         with self.lock:
             return self.conn.execute(sql, params).fetchall()
 
-    def query_one(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> sqlite3.Row | None:
+    def query_one(self, sql: str, params: Params = ()) -> Any:
         with self.lock:
             return self.conn.execute(sql, params).fetchone()
 
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+class SeededDB:
+    """A domain's database, seeded once when its ``SEED_TABLE`` is empty; the tools' one way to reach it.
+
+    ``query``/``query_one`` read (inside a transaction of the calling thread: within it), ``execute`` runs a
+    statement, ``transaction()`` runs a block in one transaction (commit on success, roll back on error, one
+    writer at a time). Rows are read by column name or index, and ``dict(row)`` works on both engines.
+
+    Subclasses set ``SCHEMA`` (SQLite's dialect, statements separated by ``;``, an ``idempotency`` table
+    among them), ``SEED_TABLE`` and :meth:`seed`.
+    """
+
+    SCHEMA: ClassVar[str] = IDEMPOTENCY_TABLE
+    SEED_TABLE: ClassVar[str] = ""
+
+    def __init__(self, engine: Any) -> None:
+        # A bare SQLite connection (a copy a caller made itself) gets the SQLite engine.
+        self.engine = SqliteEngine(engine) if isinstance(engine, sqlite3.Connection) else engine
+
+    @property
+    def dialect(self) -> str:
+        return str(self.engine.dialect)
+
+    @property
+    def path(self) -> str | None:
+        """The SQLite file (``":memory:"`` for a copy in memory); None on Postgres."""
+        return getattr(self.engine, "path", None)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The SQLite connection (SQLite only: a dump or a backup of the file)."""
+        if not isinstance(self.engine, SqliteEngine):
+            raise HarnessError(f"{type(self).__name__} is on Postgres; it has no SQLite connection")
+        return self.engine.conn
+
+    @classmethod
+    def seed(cls, conn: Any, seed: int) -> None:
+        """Fill the empty tables (deterministically for one ``seed``); ``conn.execute``/``executemany``
+        take ``?`` placeholders on both engines."""
+
+    @classmethod
+    def fresh_copy(cls: type[B], seed: int = 7) -> B:
+        """A new in-memory copy of a per-process seeded template (evaluation cells each need one)."""
+        template = _template(cls, seed)
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        with template.engine.lock:
+            template.conn.backup(conn)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        return cls(SqliteEngine(conn))
+
+    @classmethod
+    def open(cls: type[B], path: str | Path = ":memory:", seed: int = 7) -> B:
+        """Open (creating if needed) the SQLite database at ``path``; seed it once if ``SEED_TABLE`` is empty."""
+        db = cls(SqliteEngine.connect(str(path)))
+        db._prepare(seed)
+        return db
+
+    @classmethod
+    def open_postgres(cls: type[B], url: str, schema: str, seed: int = 7) -> B:
+        """Open the database in schema ``schema`` of the Postgres at ``url``: created, and seeded once, by
+        whichever of several workers starting at once comes first (the others find it ready)."""
+        from lg_harness.tools.pg_backend import PostgresEngine
+
+        if not _NAME.match(schema):
+            raise HarnessError(f"a domain's Postgres schema is a lower-case SQL name, got '{schema}'")
+        db = cls(PostgresEngine.connect(url, schema))
+        try:
+            db._prepare(seed)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    @classmethod
+    def open_at(cls: type[B], place: BackendPlace | Callable[[str], str], name: str, seed: int = 7) -> B:
+        """Open where the harness keeps its state: schema ``name`` on its Postgres when it has a database URL,
+        else the file ``<name>.sqlite`` in its data dir."""
+        url = getattr(place, "database_url", None)
+        return cls.open_postgres(url, name, seed) if url else cls.open(place(f"{name}.sqlite"), seed)
+
+    def _prepare(self, seed: int) -> None:
+        self.engine.prepare(self.SCHEMA, self.SEED_TABLE, lambda conn: type(self).seed(conn, seed))
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """Run the block in one transaction; the yielded connection's ``execute`` takes ``?`` placeholders."""
+        with self.engine.transaction() as conn:
+            yield conn
+
+    def execute(self, sql: str, params: Params = ()) -> Any:
+        """Run one statement (inside this thread's open transaction, if any); returns its cursor."""
+        return self.engine.execute(sql, params)
+
+    def close_handoffs(self, thread_id: str, user_id: str) -> None:
+        """Mark the thread's waiting handoffs answered (for backends with a ``handoffs`` table)."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE handoffs SET status = 'answered' WHERE thread_id = ? AND user_id = ? "
+                         "AND status = 'waiting'", (thread_id, user_id))
+
+    def query(self, sql: str, params: Params = ()) -> list[Any]:
+        return self.engine.query(sql, params)
+
+    def query_one(self, sql: str, params: Params = ()) -> Any:
+        return self.engine.query_one(sql, params)
+
+    def close(self) -> None:
+        self.engine.close()
 
     def __enter__(self: B) -> B:
         return self
@@ -125,15 +237,16 @@ class SeededSQLite:
 
 
 @functools.lru_cache(maxsize=8)
-def _template(cls: type[SeededSQLite], seed: int) -> SeededSQLite:
+def _template(cls: type[SeededDB], seed: int) -> SeededDB:
     return cls.open(":memory:", seed)
 
-
-def changes_once(backend_of: Callable[[ToolContext], SeededSQLite], now: Callable[[], datetime]
+def changes_once(backend_of: Callable[[ToolContext], SeededDB], now: Callable[[], datetime]
                  ) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
     """Decorator factory: run a changing tool in one transaction, at most once per ``ctx.idempotency_key``.
 
-    A key already stored returns the stored result and changes nothing (a key used by another tool is a
+    With the harness's ``commit_guard`` in ``ctx.extras`` and the tables on its Postgres, the change commits
+    only while this worker still holds the message (``graphs.fencing``). A key already stored returns the
+    stored result and changes nothing (a key used by another tool is a
     ``ValidationError``); otherwise the change and its idempotency row commit together. A failing call
     stores nothing. The wrapped tool gets ``changes_state = True`` and ``idempotent = True``.
     """
@@ -144,6 +257,9 @@ def changes_once(backend_of: Callable[[ToolContext], SeededSQLite], now: Callabl
             db = backend_of(ctx)
             key = ctx.idempotency_key
             with db.transaction() as conn:
+                guard = ctx.extras.get("commit_guard")
+                if guard is not None and db.dialect == "postgres":  # on the harness's own database
+                    guard(conn, ctx.thread_id)  # raises if another worker took this message over
                 if key:
                     row = conn.execute("SELECT tool, result_json FROM idempotency WHERE key = ?", (key,)).fetchone()
                     if row is not None:

@@ -284,7 +284,7 @@ def make_domain() -> Domain:
         default_user="E1001",
         default_role="employee",
         roles=("employee", "agent"),
-        open_resources=lambda path_for: {"helpdesk": HelpdeskDB.open(path_for("helpdesk.sqlite"))},
+        open_resources=lambda place: {"helpdesk": HelpdeskDB.open_at(place, "helpdesk")},
         fresh_resources=lambda: {"helpdesk": HelpdeskDB.fresh_copy()},
         scenarios={"builtin": SCENARIO_DIR},
         empty_keys=("results", "tickets", "assets"),

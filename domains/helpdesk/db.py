@@ -1,10 +1,10 @@
-"""SQLite storage of the IT service desk: schema, connection handling and transactions."""
+"""Storage of the IT service desk: schema, connection handling and transactions."""
 
 from __future__ import annotations
 
-import sqlite3
+from typing import Any
 
-from lg_harness.tools.backend import SeededSQLite
+from lg_harness.tools.backend import SeededDB
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS employees (
@@ -63,14 +63,14 @@ CREATE INDEX IF NOT EXISTS idx_verifications_thread ON verifications(thread_id, 
 """
 
 
-class HelpdeskDB(SeededSQLite):
-    """The IT service desk in SQLite: one connection shared by the tools (see ``SeededSQLite``)."""
+class HelpdeskDB(SeededDB):
+    """The IT service desk on SQLite or Postgres, one code path for the tools (see ``SeededDB``)."""
 
     SCHEMA = SCHEMA
     SEED_TABLE = "employees"
 
     @classmethod
-    def seed(cls, conn: sqlite3.Connection, seed: int) -> None:
+    def seed(cls, conn: Any, seed: int) -> None:
         from lg_harness.domains.helpdesk.seed import seed_helpdesk
 
         seed_helpdesk(conn, seed)

@@ -1,4 +1,4 @@
-"""The service desk's tools: plain functions ``(ctx, <model args>) -> dict`` over the seeded SQLite desk.
+"""The service desk's tools: plain functions ``(ctx, <model args>) -> dict`` over the seeded desk database.
 
 The executor validates the model's arguments against the type hints (``Annotated`` + ``Entity`` marker +
 ``pydantic.Field`` pattern) and passes a :class:`~tools.context.ToolContext` whose ``extras["helpdesk"]``
@@ -159,7 +159,7 @@ def _mask_email(email: str) -> str:
 
 def _open_ticket(db: HelpdeskDB, owner: str, text: str, priority: str, category: str) -> tuple[str, str]:
     tid, now = _next_id(db, "tickets", "INC"), _now_iso()
-    db.conn.execute(
+    db.execute(
         "INSERT INTO tickets (id, owner_id, assignee_id, status, priority, category, short_description, created_at, "
         "updated_at) VALUES (?, ?, NULL, 'new', ?, ?, ?, ?, ?)", (tid, owner, priority, category, text, now, now))
     return tid, now
@@ -300,12 +300,12 @@ def add_ticket_comment(
         raise BusinessError(f"Ticket {t['id']} is closed and cannot take comments; open a new ticket instead.",
                             phrase="error_ticket_closed", ticket_id=t["id"])
     now = _now_iso()
-    cur = db.conn.execute("INSERT INTO ticket_comments (ticket_id, author_id, body, created_at) VALUES (?, ?, ?, ?)",
-                          (t["id"], ctx.user_id, comment, now))
+    comment_id = db.execute("INSERT INTO ticket_comments (ticket_id, author_id, body, created_at) VALUES (?, ?, ?, ?) "
+                            "RETURNING id", (t["id"], ctx.user_id, comment, now)).fetchone()[0]
     reopened = t["status"] == "resolved" and t["owner_id"] == ctx.user_id
     status = "in_progress" if reopened else t["status"]
-    db.conn.execute("UPDATE tickets SET status = ?, updated_at = ? WHERE id = ?", (status, now, t["id"]))
-    return {"ticket_id": t["id"], "comment_id": cur.lastrowid, "status": status, "status_zh": STATUS_ZH[status],
+    db.execute("UPDATE tickets SET status = ?, updated_at = ? WHERE id = ?", (status, now, t["id"]))
+    return {"ticket_id": t["id"], "comment_id": comment_id, "status": status, "status_zh": STATUS_ZH[status],
             "reopened": reopened, "created_at": now}
 
 
@@ -395,7 +395,7 @@ def reset_password(ctx: ToolContext, employee_id: EmployeeId) -> dict:
                             phrase="error_reset_own_only")
     _require_verified(db, ctx, e["id"])
     now = _now_iso()
-    db.conn.execute("UPDATE accounts SET password_last_reset = ?, must_change = 1, failed_logins = 0 "
+    db.execute("UPDATE accounts SET password_last_reset = ?, must_change = 1, failed_logins = 0 "
                     "WHERE employee_id = ?", (now, e["id"]))
     locked = bool(db.query_one("SELECT locked FROM accounts WHERE employee_id = ?", (e["id"],))["locked"])
     return {"employee_id": e["id"], "status": "reset", "status_zh": STATUS_ZH["reset"],
@@ -428,7 +428,7 @@ def request_access(
                             request_id=prior["id"], system=system, status=prior["status"],
                             status_zh=STATUS_ZH[prior["status"]])
     rid, now = _next_id(db, "access_requests", "REQ"), _now_iso()
-    db.conn.execute("INSERT INTO access_requests (id, employee_id, system, status, reason, created_at) "
+    db.execute("INSERT INTO access_requests (id, employee_id, system, status, reason, created_at) "
                     "VALUES (?, ?, ?, 'pending', ?, ?)", (rid, e["id"], system, reason, now))
     return {"request_id": rid, "system": system, "status": "pending", "status_zh": STATUS_ZH["pending"],
             "created_at": now, "next_step": "The manager approves or rejects it, usually within one business day."}
@@ -466,7 +466,7 @@ def unlock_account(ctx: ToolContext, employee_id: EmployeeId) -> dict:
     if not account["locked"]:
         raise BusinessError(f"The account of {e['id']} is not locked; nothing to unlock.", phrase="error_not_locked",
                             employee_id=e["id"])
-    db.conn.execute("UPDATE accounts SET locked = 0, failed_logins = 0 WHERE employee_id = ?", (e["id"],))
+    db.execute("UPDATE accounts SET locked = 0, failed_logins = 0 WHERE employee_id = ?", (e["id"],))
     return {"employee_id": e["id"], "status": "unlocked", "status_zh": STATUS_ZH["unlocked"], "locked": False,
             "unlocked_at": _now_iso()}
 
@@ -493,9 +493,9 @@ def escalate_to_technician(
         if ctx.thread_id else None
     if waiting is None:
         ticket, created_at = _open_ticket(db, ctx.user_id, f"Escalation: {reason.strip()[:180]}", "high", "escalation")
-        handoff = db.conn.execute("INSERT INTO handoffs (user_id, thread_id, ticket_id, reason, created_at, status) "
-                                  "VALUES (?, ?, ?, ?, ?, 'waiting')",
-                                  (ctx.user_id, ctx.thread_id, ticket, reason, created_at)).lastrowid
+        handoff = db.execute("INSERT INTO handoffs (user_id, thread_id, ticket_id, reason, created_at, status) "
+                             "VALUES (?, ?, ?, ?, ?, 'waiting') RETURNING id",
+                             (ctx.user_id, ctx.thread_id, ticket, reason, created_at)).fetchone()[0]
     else:
         handoff, ticket, created_at = waiting["id"], waiting["ticket_id"], waiting["created_at"]
     position = db.query_one("SELECT COUNT(*) FROM handoffs WHERE status = 'waiting' AND id <= ?", (handoff,))[0]

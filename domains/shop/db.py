@@ -1,10 +1,10 @@
-"""SQLite storage of the demo shop: schema, connection handling and transactions."""
+"""Storage of the demo shop: schema, connection handling and transactions."""
 
 from __future__ import annotations
 
-import sqlite3
+from typing import Any
 
-from lg_harness.tools.backend import SeededSQLite
+from lg_harness.tools.backend import SeededDB
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS products (
@@ -62,14 +62,14 @@ CREATE INDEX IF NOT EXISTS idx_returns_order ON returns(order_id);
 """
 
 
-class ShopDB(SeededSQLite):
-    """The demo shop in SQLite: one connection shared by the tools (see ``SeededSQLite``)."""
+class ShopDB(SeededDB):
+    """The demo shop on SQLite or Postgres, one code path for the tools (see ``SeededDB``)."""
 
     SCHEMA = SCHEMA
     SEED_TABLE = "products"
 
     @classmethod
-    def seed(cls, conn: sqlite3.Connection, seed: int) -> None:
+    def seed(cls, conn: Any, seed: int) -> None:
         from lg_harness.domains.shop.seed import seed_shop
 
         seed_shop(conn, seed)

@@ -1,4 +1,4 @@
-"""The shop's tools: plain functions ``(ctx, <model args>) -> dict`` over the real SQLite shop.
+"""The shop's tools: plain functions ``(ctx, <model args>) -> dict`` over the seeded shop database (SQLite or Postgres).
 
 The executor validates the model's arguments against the type hints (``Annotated`` + ``pydantic.Field``)
 and passes a :class:`~tools.context.ToolContext` whose ``extras["shop"]`` is the :class:`ShopDB`.
@@ -281,9 +281,9 @@ def cancel_order(
         raise BusinessError(f"Order {o['id']} cannot be cancelled: {hint}.", phrase=f"error_cancel_{o['status']}",
                             order_id=o["id"])
     now = _now_iso()
-    db.conn.execute("UPDATE orders SET status = 'cancelled', updated_at = ? WHERE id = ?", (now, o["id"]))
+    db.execute("UPDATE orders SET status = 'cancelled', updated_at = ? WHERE id = ?", (now, o["id"]))
     for item in _order_items(db, o["id"]):  # put the reserved stock back
-        db.conn.execute("UPDATE variants SET stock = stock + ? WHERE sku = ?", (item["qty"], item["sku"]))
+        db.execute("UPDATE variants SET stock = stock + ? WHERE sku = ?", (item["qty"], item["sku"]))
     return {"order_id": o["id"], "status": "cancelled", "previous_status": "pending", "refund_amount": o["total"],
             "currency": CURRENCY, "reason": reason, "updated_at": now}
 
@@ -319,11 +319,11 @@ def request_return(
             "no new request is needed, the user can follow up on that return.",
             phrase="error_return_open", order_id=o["id"], return_id=f"RMA-{rma['id']}", status=rma["status"])
     now = _now_iso()
-    cur = db.conn.execute(
-        "INSERT INTO returns (order_id, user_id, reason, status, created_at) VALUES (?, ?, ?, 'requested', ?)",
-        (o["id"], ctx.user_id, reason, now),
-    )
-    return {"return_id": f"RMA-{cur.lastrowid}", "order_id": o["id"], "status": "requested", "created_at": now,
+    rma_id = db.execute(
+        "INSERT INTO returns (order_id, user_id, reason, status, created_at) VALUES (?, ?, ?, 'requested', ?) "
+        "RETURNING id", (o["id"], ctx.user_id, reason, now),
+    ).fetchone()[0]
+    return {"return_id": f"RMA-{rma_id}", "order_id": o["id"], "status": "requested", "created_at": now,
             "next_step": "Pack the items; a prepaid return label is sent by email once the return is approved."}
 
 
@@ -342,7 +342,7 @@ def list_coupons(ctx: ToolContext) -> dict:
     claimed_codes = {c["code"] for c in claimed}
     available = db.query(
         "SELECT code, description, description_zh, discount_pct, min_total, vip_only, expires_at FROM coupons "
-        "WHERE expires_at > ? AND (vip_only = 0 OR ?) ORDER BY code",
+        "WHERE expires_at > ? AND (vip_only = 0 OR ? = 1) ORDER BY code",
         (_now_iso(), int(vip)),
     )
     return {
@@ -382,7 +382,7 @@ def claim_coupon(ctx: ToolContext, code: CouponCode) -> dict:
             f"It applies automatically at checkout on orders of {c['min_total']:.2f} or more.",
             phrase="error_coupon_claimed", code=code, claimed=prior["claimed_at"][:10],
             min_total=f"{c['min_total']:.2f}")
-    db.conn.execute("INSERT INTO user_coupons (user_id, code, claimed_at) VALUES (?, ?, ?)", (ctx.user_id, code, now))
+    db.execute("INSERT INTO user_coupons (user_id, code, claimed_at) VALUES (?, ?, ?)", (ctx.user_id, code, now))
     return {"code": code, "claimed": True, "discount_pct": c["discount_pct"], "min_total": c["min_total"],
             "expires_at": c["expires_at"], "claimed_at": now}
 
@@ -405,11 +405,11 @@ def file_complaint(
     db = shop_db(ctx)
     oid = _owned_order(db, ctx, order_id)["id"] if order_id else None
     now = _now_iso()
-    cur = db.conn.execute(
-        "INSERT INTO complaints (user_id, order_id, text, created_at) VALUES (?, ?, ?, ?)",
+    complaint_id = db.execute(
+        "INSERT INTO complaints (user_id, order_id, text, created_at) VALUES (?, ?, ?, ?) RETURNING id",
         (ctx.user_id, oid, text, now),
-    )
-    return {"complaint_id": f"CMP-{cur.lastrowid}", "order_id": oid, "created_at": now,
+    ).fetchone()[0]
+    return {"complaint_id": f"CMP-{complaint_id}", "order_id": oid, "created_at": now,
             "next_step": "Customer care reviews complaints and replies by email within 2 business days."}
 
 
@@ -436,11 +436,11 @@ def transfer_to_human(
         )
     if waiting is None:
         now = _now_iso()
-        cur = db.conn.execute(
-            "INSERT INTO handoffs (user_id, thread_id, reason, created_at, status) VALUES (?, ?, ?, ?, 'waiting')",
-            (ctx.user_id, ctx.thread_id, reason, now),
-        )
-        ticket, created_at = cur.lastrowid, now
+        ticket = db.execute(
+            "INSERT INTO handoffs (user_id, thread_id, reason, created_at, status) VALUES (?, ?, ?, ?, 'waiting') "
+            "RETURNING id", (ctx.user_id, ctx.thread_id, reason, now),
+        ).fetchone()[0]
+        created_at = now
     else:
         ticket, created_at = waiting["id"], waiting["created_at"]
     position = db.query_one("SELECT COUNT(*) FROM handoffs WHERE status = 'waiting' AND id <= ?", (ticket,))[0]

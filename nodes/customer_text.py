@@ -4,7 +4,8 @@ Tool errors and the harness's own screening notes are written for the model ("id
 made for this message; use its result above", "Use list_x to see ...", "the user can follow up"). A
 model that quotes them shows internals to the customer. ``internal_text`` finds such text in a reply;
 ``customer_safe`` rewrites a reply without it: third-person talk of the user becomes "you", clauses that
-name a tool, an error type or a harness note are dropped, so is JSON dumped as text, and a reply left with nothing to say is
+name a tool, an error type or a harness note are dropped, a call written as JSON too (a result dumped as
+JSON becomes plain text), and a reply left with nothing to say is
 replaced by the customer-facing phrase for what happened this message (``outcome_phrase``), in the
 customer's language.
 """
@@ -73,8 +74,12 @@ def _json_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _without_json(text: str) -> str:
+    """A call written as text is dropped; a result dumped as JSON keeps its facts as plain ``key: value``
+    text (dropping it would leave a customer whose change was made with nothing, or a wrong "sorry")."""
     for start, end in reversed(_json_spans(text)):
-        text = text[:start] + text[end:]
+        span = text[start:end]
+        plain = "" if re.search(r'"arguments"\s*:', span) else re.sub(r'[{}\[\]"]', "", span)
+        text = text[:start] + re.sub(r"\s+", " ", plain).strip() + text[end:]
     return re.sub(r"[ \t]{2,}", " ", text).strip()
 
 

@@ -49,12 +49,14 @@ def test_internal_text_is_rewritten_away(reply: str, kept: str | None) -> None:
     ('{"name": "cancel_order", "arguments": {"order_id": "ORD-10185", "reason": "I changed my mind."}}', None),
     # ...or echoing a result, not even valid JSON, before the answer
     ('{"status": "cancelled", "total": 92.98 USD, "items": [{"name": "Alu"}]} Your order is cancelled.',
-     "Your order is cancelled."),
+     "status: cancelled, total: 92.98 USD, items: name: Alu Your order is cancelled."),
     ('{"name": "x", "arguments": {"text": "订单拖了这么久"}} 已为您转接人工客服（工单 HO-1）。', "已为您转接人工客服（工单 HO-1）。"),
 ])
 def test_json_dumped_in_a_reply_is_internal_and_taken_out(reply: str, kept: str | None) -> None:
     assert internal_text(reply, SHOP_TOOLS)
     assert customer_safe(reply, SHOP_TOOLS) == kept
+    if kept is not None:
+        assert internal_text(kept, SHOP_TOOLS) == []
 
 
 def test_plain_customer_text_is_left_alone() -> None:

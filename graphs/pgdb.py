@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.tools.pg_backend import open_pg_pool
 
 SCHEMA = "harness"
 _MIGRATE_LOCK = 0x4C474853  # an arbitrary constant key for pg_advisory_lock: "LGHS"
@@ -69,39 +69,12 @@ CREATE INDEX change_ledger_pending ON change_ledger (thread_id) WHERE status = '
 ]
 
 
-def is_postgres_url(url: str | None) -> bool:
-    return bool(url) and str(url).split(":", 1)[0] in ("postgresql", "postgres")
-
-
 def open_pool(url: str, *, max_size: int = 8) -> Any:
     """A psycopg pool for ``url`` whose connections see the ``harness`` schema first, in autocommit mode
     with dict rows (what ``PostgresSaver`` requires; the harness stores open transactions explicitly)."""
     from psycopg.rows import dict_row
-    from psycopg_pool import ConnectionPool
 
-    if not is_postgres_url(url):
-        raise HarnessError(f"--database-url must start with postgresql://, got '{url}'")
-    pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, name="harness",
-                          kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
-                                  "options": f"-c search_path={SCHEMA}"})
-    try:
-        pool.open(wait=True, timeout=15)
-    except Exception as err:  # noqa: BLE001 - PoolTimeout hides the server's reason; say what to check
-        pool.close()
-        raise HarnessError(f"cannot connect to the database at {redact_url(url)} ({err}); is PostgreSQL running "
-                           "and does the role exist? (see README, Running many workers)") from err
-    return pool
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, for error messages and logs."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
+    return open_pg_pool(url, name="harness", max_size=max_size, row_factory=dict_row, search_path=SCHEMA)
 
 
 def migrate(pool: Any, checkpointer: Any | None = None) -> list[int]:

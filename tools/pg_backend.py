@@ -89,10 +89,36 @@ def translate_schema(statement: str) -> str:
     return out
 
 
-def _redact(url: str) -> str:
+def is_postgres_url(url: str | None) -> bool:
+    return bool(url) and str(url).split(":", 1)[0] in ("postgresql", "postgres")
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for error messages and logs."""
     parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))) \
-        if parts.password else url
+    if parts.password:
+        return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")))
+    return url
+
+
+def open_pg_pool(url: str, *, name: str, max_size: int, row_factory: Any, search_path: str, options: str = "",
+                 purpose: str = "") -> Any:
+    """An open psycopg pool of autocommit connections on ``search_path``, or a HarnessError that says what
+    to check (the pool's own timeout hides the server's reason)."""
+    from psycopg_pool import ConnectionPool
+
+    if not is_postgres_url(url):
+        raise HarnessError(f"--database-url must start with postgresql://, got '{url}'")
+    pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, name=name,
+                          kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": row_factory,
+                                  "options": f"-c search_path={search_path} {options}".strip()})
+    try:
+        pool.open(wait=True, timeout=15)
+    except Exception as err:  # noqa: BLE001 - PoolTimeout hides the server's reason; say what to check
+        pool.close()
+        raise HarnessError(f"cannot connect to the database at {redact_url(url)}{purpose} ({err}); is PostgreSQL "
+                           "running and does the role exist? (see README, Running many workers)") from err
+    return pool
 
 
 def _params(params: Any) -> tuple[Any, ...]:
@@ -147,19 +173,9 @@ class PostgresEngine:
 
     @classmethod
     def connect(cls, url: str, schema: str) -> PostgresEngine:
-        from psycopg_pool import ConnectionPool
-
-        if url.split(":", 1)[0] not in ("postgresql", "postgres"):
-            raise HarnessError(f"--database-url must start with postgresql://, got '{url}'")
-        pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, open=False, name=f"domain-{schema}",
-                              kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": _row_factory,
-                                      "options": f"-c search_path={schema} -c lock_timeout={LOCK_TIMEOUT_MS}"})
-        try:
-            pool.open(wait=True, timeout=15)
-        except Exception as err:  # noqa: BLE001 - PoolTimeout hides the server's reason; say what to check
-            pool.close()
-            raise HarnessError(f"cannot connect to the database at {_redact(url)} for the domain tables "
-                               f"({err}); is PostgreSQL running and does the role exist?") from err
+        pool = open_pg_pool(url, name=f"domain-{schema}", max_size=POOL_SIZE, row_factory=_row_factory,
+                            search_path=schema, options=f"-c lock_timeout={LOCK_TIMEOUT_MS}",
+                            purpose=" for the domain tables")
         return cls(pool, schema)
 
     def _lock(self, conn: Any) -> None:

@@ -298,13 +298,18 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
         return {"answered": False, "text_call": True}
     domain = load_domain(probe.domain)
     content = next(str(m.content) for m in probe.messages if isinstance(m, ToolMessage))
+    said = {"answered": True, "echoed": is_dump(text), "answer": text[:300]}
     try:
         result = json.loads(content)
     except json.JSONDecodeError:
-        return {"answered": True, "misstated": False}
+        return {**said, "misstated": False}
     found = contradictions(text, [result], domain.claims, domain.currency, f"{content}\n{_seen(probe.messages)}")
-    return {"answered": True, "misstated": bool(found), "problems": [c.problem for c in found][:3],
-            "answer": text[:300]}
+    return {**said, "misstated": bool(found), "problems": [c.problem for c in found][:3]}
+
+
+def is_dump(text: str) -> bool:
+    """An answer that is a JSON document (the result pasted back) rather than words for the user."""
+    return text.lstrip().startswith(("{", "["))
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -396,6 +401,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     rate("misstate_result", *_count(rows, "facts", "misstated", lambda r: r.get("answered")))
     answers = [r for r in rows if r["kind"] == "facts" and "error" not in r]
     rate("no_answer_to_a_result", sum(not r.get("answered") for r in answers), len(answers))
+    said = [r for r in answers if r.get("answered")]  # rows from before ``echoed`` was judged carry the answer
+    rate("echo_result", sum(bool(r.get("echoed", is_dump(r.get("answer") or ""))) for r in said), len(said))
     forget, half = _fit_forget([p for p in forget_points if p[2]])
     plain, marked = rates["injection@0"]["rate"], rates["injection@1"]["rate"]
     fitted = {
@@ -409,6 +416,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "follow_injection": plain or 0.0,
         "delimited_factor": (marked / plain) if plain and marked is not None else 0.3,
         "misstate_result": rates["misstate_result"]["rate"] or 0.0,
+        "skip_call": rates["no_call_when_one_was_needed"]["rate"] or 0.0,
+        "call_after_result": rates["no_answer_to_a_result"]["rate"] or 0.0,
+        "echo_result": rates["echo_result"]["rate"] or 0.0,
     }
     errors = sum("error" in r for r in rows)
     rate("timeout", sum("Timeout" in r.get("error", "") for r in rows), len(rows))
@@ -424,7 +434,8 @@ def _n_not(rows: list[dict[str, Any]]) -> tuple[int, int]:
 # ------------------------------------------------------------------------------------------ output
 
 _FITTED_KEYS = ("wrong_tool", "extra_lookup", "malformed_args", "invent_missing", "repeat_after_error", "forget",
-                "follow_injection", "delimited_factor", "misstate_result")
+                "follow_injection", "delimited_factor", "misstate_result", "skip_call", "call_after_result",
+                "echo_result")
 
 
 def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str) -> str:
@@ -445,6 +456,10 @@ def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str) ->
         "delimited_factor": f"{rates['injection@1']['n']} injections inside a JSON string, over the plain rate",
         "misstate_result": f"{rates['misstate_result']['n']} answers to a real tool result, judged by the false-facts "
                            "detector (nodes.fact_check)",
+        "skip_call": f"{rates['no_call_when_one_was_needed']['n']} tool-choice probes answered without any call",
+        "call_after_result": f"{rates['no_answer_to_a_result']['n']} requests to answer from a real tool result "
+                             "(no tools offered): a call, mostly written as text, instead of an answer",
+        "echo_result": f"{rates['echo_result']['n']} answers to a real tool result: the result pasted as JSON",
     }
     spec: dict[str, Any] = {"base": "prior"}
     for key in _FITTED_KEYS:

@@ -83,6 +83,16 @@ def _retries_cell(summary: Summary, design: str) -> str:
     return f"{fmt_stat(retries, 'number')}; {honored} waited >= Retry-After"
 
 
+def _latency_note(summary: Summary) -> str:
+    models = summary.get("models") or []
+    if models and not any(m.startswith("sim") for m in models):
+        return ("Latency is measured: wall-clock time of the model calls on the machine that ran them, plus "
+                "tool time.")
+    # The sim's clock is base + per token, so its latency restates the token columns: no separate evidence.
+    return ("Latency is modelled virtual time, a linear function of each call's input and output tokens: it "
+            "restates the token figures and is not evidence of its own.")
+
+
 def _main_section(summary: Summary) -> list[str]:
     counts = _metric_rows(summary, _COUNTS)
     for row in counts:
@@ -96,7 +106,7 @@ def _main_section(summary: Summary) -> list[str]:
             f"{MIN_CLUSTERS} kinds. n is the number of scenarios, and for per-turn and per-call rates the "
             "turns or calls pooled. Argument validity is measured twice: on the calls as the model emitted "
             "them, and on the calls that reached the tools after the harness rewrote, blocked or answered "
-            "some (the gap is the harness's work). Latency is modelled virtual time.", "",
+            f"some (the gap is the harness's work). {_latency_note(summary)}", "",
             "### Quality", "", *table(["Design", *(h for h, _ in _QUALITY)], _metric_rows(summary, _QUALITY)), "",
             "### Cost", "", *table(["Design", *(h for h, _ in _COST)], _metric_rows(summary, _COST)), "",
             "### Counts", "",

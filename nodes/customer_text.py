@@ -6,8 +6,8 @@ model that quotes them shows internals to the customer. ``internal_text`` finds 
 ``customer_safe`` rewrites a reply without it: third-person talk of the user becomes "you", clauses that
 name a tool, an error type or a harness note are dropped, a call written as JSON too (a result dumped as
 JSON becomes plain text), and a reply left with nothing to say is
-replaced by the customer-facing phrase for what happened this message (``outcome_phrase``), in the
-customer's language.
+replaced by this message's results in plain words when every call worked (``results_in_words``), else by
+the customer-facing phrase for what happened (``outcome_phrase``), in the customer's language.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ _GRAMMAR = ((r"\byou has\b", "you have"), (r"\byou is\b", "you are"), (r"\byou w
             (r"\byou does\b", "you do"), (r"\byou wants\b", "you want"), (r"\byou needs\b", "you need"))
 _CLAUSE = re.compile(r".+?(?:[.!?](?=\s|$)|[。！？;；]|\n|$)", re.S)
 _DANGLING = re.compile(r"[:：]\s*$")
+# The label ``tools.cleaning.label`` puts around a result: a model that pastes the result pastes it too.
+_LABEL_TAG = re.compile(r"</?tool_result\b[^>]*>")
 
 
 def _fragments(tool_names: Iterable[str]) -> list[re.Pattern[str]]:
@@ -83,12 +85,43 @@ def _without_json(text: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", text).strip()
 
 
+def only_data(text: str) -> bool:
+    """Whether ``text`` is JSON and nothing else: a call or a pasted result, no words for a customer."""
+    text = _LABEL_TAG.sub("", text or "")
+    spans = _json_spans(text)
+    rest = "".join(ch for i, ch in enumerate(text) if not any(s <= i < e for s, e in spans))
+    return bool(spans) and len(re.sub(r"\W", "", rest)) < 2
+
+
 def internal_text(reply: str, tool_names: Iterable[str]) -> list[str]:
     """The internal strings ``reply`` shows: tool names, harness notes, error classes, raw JSON, "the user"."""
-    found = [m.group(0) for p in _fragments(tool_names) for m in [p.search(reply or "")] if m]
+    found = [m.group(0) for p in (*_fragments(tool_names), _LABEL_TAG) for m in [p.search(reply or "")] if m]
     found += [(reply or "")[s:e][:40] for s, e in _json_spans(reply or "")]
     found += [m.group(1) for m in _THIRD_PERSON.finditer(reply or "")]
     return list(dict.fromkeys(found))
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list):
+        shown = [_plain(v) for v in value[:_LIST_CUT]]
+        return "; ".join(shown) + (f"; (+{len(value) - _LIST_CUT})" if len(value) > _LIST_CUT else "")
+    if isinstance(value, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {_plain(v)}" for k, v in value.items() if v not in (None, "", []))
+    return str(value)
+
+
+_LIST_CUT = 5
+
+
+def results_in_words(results: Sequence[Any]) -> str | None:
+    """This message's results as plain ``key: value`` lines, for when the model wrote no answer at all (it
+    asked for the call again, or pasted data that was nothing else): the facts, not a wrong "sorry"."""
+    lines = []
+    for r in results:
+        items = r.items() if isinstance(r, dict) else [("", r)]
+        lines += [f"{k.replace('_', ' ')}: {_plain(v)}" if k else _plain(v)
+                  for k, v in items if v not in (None, "", [], {})]
+    return "\n".join(lines) or None
 
 
 def _second_person(text: str) -> str:
@@ -104,7 +137,7 @@ def _second_person(text: str) -> str:
 
 def customer_safe(reply: str, tool_names: Iterable[str]) -> str | None:
     """``reply`` without internal text, or None when nothing worth saying is left."""
-    text = _second_person(_without_json(reply or ""))
+    text = _second_person(_without_json(_LABEL_TAG.sub("", reply or "")))
     pats = _fragments(tool_names)
     kept = [c.group(0) for c in _CLAUSE.finditer(text) if not any(p.search(c.group(0)) for p in pats)]
     out = "".join(kept).strip()

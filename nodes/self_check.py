@@ -19,7 +19,13 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, register_variant
-from lg_harness.nodes.customer_text import customer_safe, errors_in_customer_words, outcome_phrase
+from lg_harness.nodes.customer_text import (
+    customer_safe,
+    errors_in_customer_words,
+    only_data,
+    outcome_phrase,
+    results_in_words,
+)
 from lg_harness.nodes.fact_check import contradictions, corrected, results_of
 from lg_harness.nodes.money import with_currency
 from lg_harness.tools.entities import EntityType
@@ -51,6 +57,9 @@ def ungrounded_claims(reply: str, evidence: str, entity_types: Sequence[EntityTy
     return list(dict.fromkeys(claims))
 
 
+NO_WORDS = "it was a tool call or raw data, not an answer in words for the customer"
+
+
 def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) -> tuple[str, list[str]]:
     """The draft as the customer may read it, and the contradictions to regenerate for (if allowed).
 
@@ -58,15 +67,24 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     (``customer_text``), amounts get the domain's currency (``money``);
     facts the tool results contradict
     (``fact_check``) are sent back for one more answer while regenerations are left, then corrected in
-    place from the results.
+    place from the results. A draft with no words for the customer after calls that worked is sent back
+    too, then replaced by the results in plain words.
     """
     draft = state.get("reply") or ""
     log = state.get("tool_log") or []
     lang = (state.get("fact_card") or {}).get("language") or "en"
-    text = customer_safe(errors_in_customer_words(draft, log, lang, deps.domain), deps.registry.names())
-    if text is None:
-        text = outcome_phrase(log, lang, deps.domain)
+    # JSON alone (a call, or a result pasted back) is answered from the results in words, not flattened.
+    text = None if only_data(draft) else customer_safe(errors_in_customer_words(draft, log, lang, deps.domain),
+                                                       deps.registry.names())
     results = results_of(log)
+    # A repeat the executor turned away (the model asking again for what it has) is not a failure.
+    worked = bool(results) and all(r.get("status") == "ok" or r.get("error_type") == "duplicate_call" for r in log)
+    if text is None and worked and may_regenerate:
+        # Small models often answer a result by asking for the same call again (written as text, since the
+        # answer step offers no tools): one more try for words before the plain-facts fallback.
+        return draft, [NO_WORDS]
+    if text is None:
+        text = (results_in_words(results) if worked else None) or outcome_phrase(log, lang, deps.domain)
     text = with_currency(text, results, deps.domain.currency)
     found = contradictions(text, results, deps.domain.claims, deps.domain.currency, grounding_text(state))
     if found and may_regenerate:

@@ -484,6 +484,8 @@ def first_step(call: Call, lang: str) -> AIMessage:
     tool = _with_faults(call, chosen, req)
     tool = prerequisite(call, tool) or tool
     planned, missing = plan(call, tool, req)
+    if planned and call.roll(call.profile.skip_call):
+        return AIMessage(say("cannot", lang))
     return tool_calls(call, planned) if planned else AIMessage(ask_for(_missing(tool, missing), lang))
 
 
@@ -621,10 +623,24 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     same_tools = all(c["name"] in tool_of for c in calls.values())
     if intended is not None and same_tools and (step := _still_needed(call, intended, calls, done)) is not None:
         return step
+    answered = [calls[r.tool_call_id] for r in batch if r.tool_call_id in calls]
+    if answered and call.roll(call.profile.call_after_result):
+        return _call_again(call, answered[-1])
     report = _to_report(results, calls, intended)
+    if call.roll(call.profile.echo_result):
+        return AIMessage("\n".join(report))
     if call.roll(call.profile.misstate_result) and call.dice is not None:  # the last draw of this call
         report = misstate(report, call.tools, call.dice, lambda contents: compose_answer(contents, lang))
     return AIMessage(compose_answer(report, lang))
+
+
+def _call_again(call: Call, made: dict[str, Any]) -> AIMessage:
+    """The call just answered, made once more: as a tool call when its tool is offered, else written out as
+    JSON text, which is what a small model does when the request carries no tools."""
+    tool = next((t for t in call.tools if t["function"]["name"] == made["name"]), None)
+    if tool is not None:
+        return tool_calls(call, [(tool, dict(made["args"]))])
+    return AIMessage(json.dumps({"name": made["name"], "arguments": made["args"]}, ensure_ascii=False))
 
 
 def _still_needed(call: Call, intended: dict[str, Any], calls: dict[str, dict], done: set[str]) -> AIMessage | None:

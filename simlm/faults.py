@@ -9,7 +9,9 @@ functions of what the model sees, so no design's knob value sits on a threshold:
 - injected instructions in data: obeyed with ``follow_injection * delimited_factor ** layers`` where
   ``layers`` counts how clearly the text is marked as data (inside a JSON string, inside quotes);
 - argument malformations of several kinds, each with its own share;
-- an answer written from tool results misstates one of their values (``simlm.misstate``).
+- an answer written from tool results misstates one of their values (``simlm.misstate``);
+- no call where one is needed, a call again where an answer is due (written as text when no tools are
+  offered, as small models do), and an answer that pastes the raw result: flat rates, as measured.
 
 Faults are drawn from a random generator seeded by the model's seed and the exact input of the call, so
 the same input always gets the same behaviour, whichever harness built it.
@@ -52,6 +54,9 @@ class FaultProfile:
     timeout: float = 0.0               # does not answer in time
     invisible_prefix: float = 0.0      # puts an invisible character before a call written as text
     misstate_result: float = 0.0       # an answer from tool results states one of their values wrongly
+    skip_call: float = 0.0             # answers the user without the tool call the request needs
+    call_after_result: float = 0.0     # calls the tool again instead of answering from its result
+    echo_result: float = 0.0           # answers by pasting the tool result's raw text
     context_window: int = 4096         # tokens the model reads; older messages are dropped beyond it
     # Latency in virtual seconds: fixed + per input token not served from cache + per output token.
     latency_base_s: float = 0.35

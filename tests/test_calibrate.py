@@ -175,3 +175,31 @@ def test_the_sim_misstates_results_at_its_profiles_rate_and_the_probe_measures_i
     assert faulty["rates"]["misstate_result"]["rate"] > 0.6 and faulty["fitted"]["misstate_result"] > 0.6
     spec = yaml.safe_load(fitted_yaml(faulty, "sim:t", "harness calibrate", "2026-12-01"))["profiles"]["fitted"]
     assert "answers to a real tool result" in spec["misstate_result"]["source"]
+
+
+def test_the_three_answer_step_faults_show_at_their_rates_and_the_probes_fit_them(probes, fact_probes):
+    """No call where one is needed, a call again where an answer is due, the raw result pasted back: the
+    local model does all three (reports/calibration), so the sim can, and the probes measure what it does."""
+    from simlm import FaultProfile
+
+    def faulty(**rates):
+        class Faulty(SimChatModel):
+            @property
+            def fault_profile(self):
+                return FaultProfile(name="t", **rates)
+        return Faulty()
+
+    clean = summarise(run_probes(SimChatModel(faults="clean"), fact_probes))["rates"]
+    assert clean["no_answer_to_a_result"]["k"] == 0 and clean["echo_result"]["k"] == 0
+
+    again = run_probes(faulty(call_after_result=1.0), fact_probes)
+    # No tools are offered at the answer step, so the call comes back written as JSON text, as it did on Qwen.
+    assert all(not r["answered"] and r.get("text_call") for r in again)
+    echoed = summarise(run_probes(faulty(echo_result=1.0), fact_probes))
+    assert echoed["rates"]["echo_result"]["rate"] == 1 and echoed["fitted"]["echo_result"] == 1
+
+    skipped = summarise(run_probes(faulty(skip_call=0.5), [p for p in probes if p.kind == "choice"]))
+    assert 0.3 < skipped["rates"]["no_call_when_one_was_needed"]["rate"] < 0.7
+    spec = yaml.safe_load(fitted_yaml(skipped, "sim:t", "harness calibrate", "2026-12-01"))["profiles"]["fitted"]
+    assert spec["skip_call"]["rate"] == round(skipped["fitted"]["skip_call"], 4)
+    assert "without any call" in spec["skip_call"]["source"]

@@ -626,3 +626,27 @@ def test_a_misstated_state_is_one_the_result_or_the_schemas_name():
                 ToolMessage(json.dumps(loans), tool_call_id="call_1")]
     said = {respond(messages, tools, profile=FaultProfile(misstate_result=1.0), dice=Dice(s, "m")).text for s in range(20)}
     assert said and all(("overdue" in a) != ("returned" in a) for a in said)
+
+
+def _after_result(profile: FaultProfile, tools: list[dict]) -> AIMessage:
+    messages = [HumanMessage("When is LN-123456 due?"),
+                AIMessage("", tool_calls=[{"name": "get_loan", "args": {"loan_id": "LN-123456"}, "id": "call_a1",
+                                           "type": "tool_call"}]),
+                ToolMessage(json.dumps({"loan_id": "LN-123456", "due_date": "2025-03-01"}), tool_call_id="call_a1")]
+    return respond(messages, tools, profile=profile, dice=Dice(0, "after"))
+
+
+def test_a_call_again_instead_of_an_answer_is_a_fresh_call_or_json_text_without_tools():
+    again = _after_result(FaultProfile(call_after_result=1.0), LIBRARY)
+    assert calls(again) == [("get_loan", {"loan_id": "LN-123456"})] and again.tool_calls[0]["id"] != "call_a1"
+    written = _after_result(FaultProfile(call_after_result=1.0), [])
+    assert not written.tool_calls
+    assert json.loads(written.text) == {"name": "get_loan", "arguments": {"loan_id": "LN-123456"}}
+
+
+def test_an_echoed_answer_is_the_raw_result_and_a_skipped_call_is_words_only():
+    echoed = _after_result(FaultProfile(echo_result=1.0), LIBRARY)
+    assert json.loads(echoed.text)["due_date"] == "2025-03-01" and not echoed.tool_calls
+    assert "2025-03-01" in _after_result(FaultProfile(), LIBRARY).text  # the clean answer is words
+    skipped = ask("renew LN-123456", LIBRARY, profile=FaultProfile(skip_call=1.0), dice=Dice(0, "s"))
+    assert not skipped.tool_calls and skipped.text

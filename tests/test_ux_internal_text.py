@@ -88,6 +88,33 @@ def test_a_guard_outcome_reaches_the_customer_in_their_words(tmp_path: Path, lan
                           say("ask_generic", lang))
 
 
+def _lookup_then(*answers: AIMessage) -> Scripted:
+    return Scripted(messages=iter([_call("get_order_status", order_id="ORD-10134"), *answers]))
+
+
+def test_a_call_written_where_the_answer_was_due_gets_one_more_try_then_the_facts(tmp_path: Path) -> None:
+    """The local model answers a result by writing the same call again, 12 times in 20 (reports/calibration):
+    the customer gets a second try's words, or the result in plain words; never "sorry" after a lookup worked."""
+    again = AIMessage('{"name": "get_order_status", "arguments": {"order_id": "ORD-10134"}}')
+    with Harness(tmp_path / "a", patient_design(), _lookup_then(again, AIMessage("ORD-10134 has shipped."))) as h:
+        assert h.send("t", "Where is my order ORD-10134?", "U001")["reply"] == "ORD-10134 has shipped."
+    with Harness(tmp_path / "b", patient_design(), _lookup_then(again, again, again)) as h:
+        reply = h.send("t", "Where is my order ORD-10134?", "U001")["reply"]
+    assert "status: shipped" in reply and "order id: ORD-10134" in reply
+    assert internal_text(reply, SHOP_TOOLS) == [] and reply != say("could_not_finish", "en")
+
+
+def test_a_result_pasted_back_with_its_label_is_told_in_words(tmp_path: Path) -> None:
+    """A pasted result carries the harness's ``<tool_result>`` label: neither it nor the JSON reaches the
+    customer, and nothing of the result is cut to fragments."""
+    pasted = AIMessage('<tool_result source="get_order_status" type="data">{"order_id": "ORD-10134", '
+                       '"status": "shipped", "note": "Left the depot. On its way."}</tool_result>')
+    with Harness(tmp_path, patient_design(), _lookup_then(pasted, pasted, pasted)) as h:
+        reply = h.send("t", "Where is my order ORD-10134?", "U001")["reply"]
+    assert "status: shipped" in reply and "tool_result" not in reply and not reply.startswith(",")
+    assert internal_text(reply, SHOP_TOOLS) == []
+
+
 class SuiteRun(NamedTuple):
     """One reply of a suite run: its scenario, the user's message, and the tool errors of its cell."""
 

@@ -129,10 +129,23 @@ def _about(candidates: Sequence[Record], clause: str) -> tuple[list[Record], tup
     scored = [(_score(r, clause), r) for r in candidates]
     best = max((s for s, _ in scored), default=(0, 0))
     if best[0] == 0:
-        return (list(candidates), ()) if len(candidates) == 1 else ([], ())
+        alone = len(candidates) == 1 and not _names_another(clause, candidates)
+        return (list(candidates), ()) if alone else ([], ())
     top = [r for s, r in scored if s == best]
     named = tuple(dict.fromkeys(x for r in top for x in (*r.inherited, *r.own) if _mentions(clause, x)))
     return top, named
+
+
+# An identifier in any domain's style: capitals, then at least three digits ("REQ0001210", "ORD-10134").
+_IDENTIFIER = re.compile(r"(?<![\w-])[A-Z]{2,}[-_]?\d{3,}(?![\w-])")
+
+
+def _names_another(clause: str, candidates: Sequence[Record]) -> bool:
+    """Whether the clause names an identifier no candidate holds: it is about that thing (an earlier
+    request a tool error mentions, say), not about the one record the message looked up."""
+    held = {x for r in candidates for x in (*r.own, *r.inherited)} | {
+        str(v) for r in candidates for v in r.fields.values() if isinstance(v, str)}
+    return any(m.group(0) not in held for m in _IDENTIFIER.finditer(clause))
 
 
 def _value(record: Record, fields: Sequence[str]) -> tuple[str, Any] | None:

@@ -87,6 +87,17 @@ def test_the_check_is_domain_general() -> None:
     assert problems("Plant: Moonflower; Phase: bloom", plants, domain=garden)  # Label: value, no claim needed
 
 
+def test_a_clause_about_another_identifier_is_not_judged_by_the_one_record_looked_up() -> None:
+    """A reply quoting a tool error about an earlier request ("REQ0001210 ... approved") is about that
+    request, not about the ticket the message created; the same words about the ticket itself still fail."""
+    helpdesk = load_domain("helpdesk")
+    ticket = {"ticket_id": "INC0012361", "status": "new", "short_description": "Confluence access"}
+    quoted = "There is already an access request REQ0001210 for confluence with status approved."
+    assert problems(quoted, ticket, domain=helpdesk) == []
+    assert problems("Your ticket INC0012361 is approved.", ticket, domain=helpdesk)
+    assert problems("Your ticket is approved.", ticket, domain=helpdesk)  # the only record, named by nothing
+
+
 class Scripted(GenericFakeChatModel):
     """Answers in the order given; offered tools are ignored (the script already names its calls)."""
 

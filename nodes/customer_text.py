@@ -113,14 +113,22 @@ def _plain(value: Any) -> str:
 _LIST_CUT = 5
 
 
-def results_in_words(results: Sequence[Any]) -> str | None:
+def results_in_words(results: Sequence[Any], tool_names: Iterable[str]) -> str | None:
     """This message's results as plain ``key: value`` lines, for when the model wrote no answer at all (it
-    asked for the call again, or pasted data that was nothing else): the facts, not a wrong "sorry"."""
+    asked for the call again, or pasted data that was nothing else): the facts, not a wrong "sorry".
+
+    Each line is screened like a reply: data is not trusted text, and a description that tells the reader
+    to call a tool, or a comment about "the user", must not reach the customer through this fallback."""
+    names = list(tool_names)
     lines = []
     for r in results:
         items = r.items() if isinstance(r, dict) else [("", r)]
-        lines += [f"{k.replace('_', ' ')}: {_plain(v)}" if k else _plain(v)
-                  for k, v in items if v not in (None, "", [], {})]
+        for k, v in items:
+            if v in (None, "", [], {}):
+                continue
+            line = customer_safe(f"{k.replace('_', ' ')}: {_plain(v)}" if k else _plain(v), names)
+            if line is not None and not internal_text(line, names):
+                lines.append(line)
     return "\n".join(lines) or None
 
 

@@ -84,7 +84,7 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
         # answer step offers no tools): one more try for words before the plain-facts fallback.
         return draft, [NO_WORDS]
     if text is None:
-        text = (results_in_words(results) if worked else None) or outcome_phrase(log, lang, deps.domain)
+        text = (results_in_words(results, deps.registry.names()) if worked else None) or outcome_phrase(log, lang, deps.domain)
     text = with_currency(text, results, deps.domain.currency)
     found = contradictions(text, results, deps.domain.claims, deps.domain.currency, grounding_text(state))
     if found and may_regenerate:

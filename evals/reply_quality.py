@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lg_harness.core.domain import Domain
-from lg_harness.nodes.customer_text import internal_text
+from lg_harness.nodes.customer_text import internal_text, only_data
 from lg_harness.nodes.fact_check import contradictions, results_of
 
 
@@ -26,6 +26,8 @@ def false_facts(turn: Mapping[str, Any], domain: Domain, user_text: str = "") ->
     results = results_of(turn.get("tool_calls") or [])
     if not results or not turn.get("reply"):
         return None
+    if only_data(turn["reply"]):  # a result pasted back states what it says: internal text, not a false fact
+        return []
     evidence = json.dumps(results, ensure_ascii=False, default=str) + "\n" + user_text
     return [c.problem for c in contradictions(turn["reply"], results, domain.claims, domain.currency, evidence)]
 

@@ -132,3 +132,22 @@ def test_false_facts_metric_counts_contradicted_replies() -> None:
     counts = cell_metrics(record, scenario)["counts"]
     assert counts["false_facts"] == [1, 2]
     assert counts["internal_text"] == [0, 2]
+
+
+def test_a_result_pasted_back_as_json_is_internal_text_not_a_false_fact() -> None:
+    """The local model answers a result by pasting it (reports/calibration): the reply states exactly what
+    the result says, so it counts once, as internal text, even where clause splitting would pair a list
+    row's Chinese status with another row."""
+    import json
+
+    listing = {"tickets": [  # as `naive` pasted it on the helpdesk split (reports/compare-split-helpdesk)
+        {"ticket_id": "INC0012346", "status": "in_progress", "status_zh": "处理中", "priority": "high",
+         "short_description": "Laptop screen flickers after waking from sleep", "updated_at": "2026-10-24T19:05:00"},
+        {"ticket_id": "INC0012308", "status": "closed", "status_zh": "已关闭", "priority": "high",
+         "short_description": "Need Visio installed for process diagrams", "updated_at": "2026-09-28T18:28:00"}]}
+    scenario = Scenario(id="pd", turns=[{"user": "我的工单有哪些？"}])
+    call = {"name": "list_my_tickets", "args": {}, "status": "ok", "result": listing}
+    record = {"cell": "x|pd|0", "design": "x", "domain": "helpdesk", "seed": 0, "turns": [
+        {"index": 0, "reply": json.dumps(listing, ensure_ascii=False, separators=(",", ":")), "tool_calls": [call], "path": ["action"]}]}
+    counts = cell_metrics(record, scenario)["counts"]
+    assert counts["false_facts"] == [0, 1] and counts["internal_text"] == [1, 1]

@@ -34,6 +34,7 @@ from lg_harness.core.domain import Domain
 from lg_harness.evals.scenario import Scenario, load_scenarios, split_of
 from lg_harness.evals.stats import wilson
 from lg_harness.llm.embeddings import count_tokens
+from lg_harness.nodes.customer_text import only_data
 from lg_harness.nodes.reply import FINAL_NOTE
 
 TOOL_COUNTS = (1, 3, 6, 0)  # 0: every tool the role may use
@@ -298,18 +299,13 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
         return {"answered": False, "text_call": True}
     domain = load_domain(probe.domain)
     content = next(str(m.content) for m in probe.messages if isinstance(m, ToolMessage))
-    said = {"answered": True, "echoed": is_dump(text), "answer": text[:300]}
+    said = {"answered": True, "echoed": only_data(text), "answer": text[:300]}
     try:
         result = json.loads(content)
     except json.JSONDecodeError:
         return {**said, "misstated": False}
     found = contradictions(text, [result], domain.claims, domain.currency, f"{content}\n{_seen(probe.messages)}")
     return {**said, "misstated": bool(found), "problems": [c.problem for c in found][:3]}
-
-
-def is_dump(text: str) -> bool:
-    """An answer that is a JSON document (the result pasted back) rather than words for the user."""
-    return text.lstrip().startswith(("{", "["))
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -402,7 +398,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     answers = [r for r in rows if r["kind"] == "facts" and "error" not in r]
     rate("no_answer_to_a_result", sum(not r.get("answered") for r in answers), len(answers))
     said = [r for r in answers if r.get("answered")]  # rows from before ``echoed`` was judged carry the answer
-    rate("echo_result", sum(bool(r.get("echoed", is_dump(r.get("answer") or ""))) for r in said), len(said))
+    rate("echo_result", sum(bool(r.get("echoed", only_data(r.get("answer") or ""))) for r in said), len(said))
     forget, half = _fit_forget([p for p in forget_points if p[2]])
     plain, marked = rates["injection@0"]["rate"], rates["injection@1"]["rate"]
     fitted = {

@@ -89,8 +89,11 @@ def only_data(text: str) -> bool:
     """Whether ``text`` is JSON and nothing else: a call or a pasted result, no words for a customer."""
     text = _LABEL_TAG.sub("", text or "")
     spans = _json_spans(text)
-    rest = "".join(ch for i, ch in enumerate(text) if not any(s <= i < e for s, e in spans))
-    return bool(spans) and len(re.sub(r"\W", "", rest)) < 2
+    rest, pos = [], 0
+    for start, end in spans:
+        rest.append(text[pos:start])
+        pos = end
+    return bool(spans) and len(re.sub(r"\W", "", "".join(rest) + text[pos:])) < 2
 
 
 def internal_text(reply: str, tool_names: Iterable[str]) -> list[str]:
@@ -101,6 +104,9 @@ def internal_text(reply: str, tool_names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+_LIST_CUT = 5  # list items a plain-facts line shows before "(+n)"
+
+
 def _plain(value: Any) -> str:
     if isinstance(value, list):
         shown = [_plain(v) for v in value[:_LIST_CUT]]
@@ -108,9 +114,6 @@ def _plain(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k.replace('_', ' ')} {_plain(v)}" for k, v in value.items() if v not in (None, "", []))
     return str(value)
-
-
-_LIST_CUT = 5
 
 
 def results_in_words(results: Sequence[Any], tool_names: Iterable[str]) -> str | None:

@@ -74,8 +74,8 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     log = state.get("tool_log") or []
     lang = (state.get("fact_card") or {}).get("language") or "en"
     # JSON alone (a call, or a result pasted back) is answered from the results in words, not flattened.
-    text = None if only_data(draft) else customer_safe(errors_in_customer_words(draft, log, lang, deps.domain),
-                                                       deps.registry.names())
+    names = deps.registry.names()
+    text = None if only_data(draft) else customer_safe(errors_in_customer_words(draft, log, lang, deps.domain), names)
     results = results_of(log)
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and all(r.get("status") == "ok" or r.get("error_type") == "duplicate_call" for r in log)
@@ -84,7 +84,7 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
         # answer step offers no tools): one more try for words before the plain-facts fallback.
         return draft, [NO_WORDS]
     if text is None:
-        text = (results_in_words(results, deps.registry.names()) if worked else None) or outcome_phrase(log, lang, deps.domain)
+        text = (results_in_words(results, names) if worked else None) or outcome_phrase(log, lang, deps.domain)
     text = with_currency(text, results, deps.domain.currency)
     found = contradictions(text, results, deps.domain.claims, deps.domain.currency, grounding_text(state))
     if found and may_regenerate:

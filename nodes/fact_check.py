@@ -136,7 +136,7 @@ def _about(candidates: Sequence[Record], clause: str) -> tuple[list[Record], tup
     return top, named
 
 
-# An identifier in any domain's style: capitals, then at least three digits ("REQ0001210", "ORD-10134").
+# An identifier in any domain's style: capitals, then at least three digits ("AB1234", "XY-00042").
 _IDENTIFIER = re.compile(r"(?<![\w-])[A-Z]{2,}[-_]?\d{3,}(?![\w-])")
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
-
 from lg_harness.graphs.desk import ops
 from lg_harness.graphs.desk.auth import AGENT, agent_of
 

@@ -118,7 +118,11 @@ def trace(h: Any, thread_id: str, turn: int | None = None) -> dict[str, Any]:
     turn = max(traces, default=None) if turn is None else turn
     trace_id = traces.get(turn) if turn is not None else None
     spans = load_trace(h.data_dir, trace_id=trace_id) if trace_id and h.data_dir is not None else []
-    return {"thread_id": thread_id, "turn": turn, "trace_id": trace_id, "turns": sorted(traces), "spans": spans}
+    calls = [{k: c[k] for k in ("name", "input", "output", "status", "error_type", "duration_ms")}
+             for c in (h.audit.export(thread_id) if h.audit is not None and turn is not None else [])
+             if c["kind"] == "tool" and c["turn"] == turn]  # masked, as the audit log keeps them
+    return {"thread_id": thread_id, "turn": turn, "trace_id": trace_id, "turns": sorted(traces), "spans": spans,
+            "tool_calls": calls}
 
 
 def figures(h: Any) -> dict[str, Any]:

@@ -180,7 +180,27 @@ def trace_page(found: dict[str, Any], **frame: Any) -> str:
     origin = min(int(s.get("start_ns") or 0) for s in spans)
     total = max((int(s.get("end_ns") or 0) - origin) / 1e6 for s in spans) or 1.0
     rows = [row for root in roots for row in span_rows(root, children, origin, total)]
-    return page("Trace", head + table(("span", "duration", "tool outcome", "timeline"), rows, "spans"), **frame)
+    return page("Trace", head + table(("span", "duration", "tool outcome", "timeline"), rows, "spans")
+                + tool_calls_table(found["tool_calls"]), **frame)
+
+
+def dump(value: Any) -> str:
+    import json
+
+    return esc(json.dumps(value, ensure_ascii=False))
+
+
+def tool_calls_table(calls: list[dict[str, Any]]) -> str:
+    """The message's tool calls from the audit log: arguments and results masked, the outcome as the harness
+    counts it (``held`` and ``blocked`` are its own stops, not tool failures)."""
+    if not calls:
+        return ""
+    rows = ([esc(c["name"]), f'<code class="text">{dump(c["input"])}</code>',
+             f'<span class="outcome {esc(c["status"])}">{esc(c["status"])}</span>', esc(c["error_type"] or ""),
+             f'{float(c["duration_ms"] or 0):.1f} ms', f'<code class="text">{dump(c["output"])}</code>']
+            for c in calls)
+    return "<h2>Tool calls</h2>" + table(("tool", "arguments (masked)", "outcome", "class", "time", "result"), rows,
+                                         "calls")
 
 
 # ---------------------------------------------------------------------------------------- handoffs

@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 from typing import Any
-
-from fastapi import Request
 from urllib.parse import parse_qs
 
+from fastapi import Request
 from lg_harness.graphs.desk import ops, pages
 from lg_harness.graphs.desk.auth import AGENT, COOKIE, agent_of, csrf_token
 

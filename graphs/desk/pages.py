@@ -50,10 +50,11 @@ def table(head: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "") -> 
 
 
 def badge(status: str | None, taken_by: str | None = None) -> str:
+    """Who has the thread: the bot, or a human (waiting, held) and who took it; ``desk.js`` keeps it current."""
     if not status:
-        return '<span class="badge bot">bot</span>'
+        return '<span class="badge bot" data-handoff-badge>bot</span>'
     who = f" · {esc(taken_by)}" if taken_by else ""
-    return f'<span class="badge {esc(status)}">{esc(status)}{who}</span>'
+    return f'<span class="badge {esc(status)}" data-handoff-badge>{esc(status)}{who}</span>'
 
 
 def login_page(error: str = "") -> str:
@@ -79,7 +80,7 @@ def threads_page(rows: list[dict[str, Any]], search: str, **frame: Any) -> str:
             'placeholder="thread or user" aria-label="search threads"><button>Search</button></form>')
     body = table(("thread", "owner", "domain", "design", "phase", "turn", "handoff", "last activity"),
                  ([f'<a href="{thread_url(r["thread_id"])}">{esc(r["thread_id"])}</a>', esc(r["owner"] or "-"),
-                   esc(r["domain"] or "-"), esc(r["design"]), esc(r["phase"] or "-"), str(r["turn"]),
+                   esc(r["domain"] or "-"), design_name(r["design"]), esc(r["phase"] or "-"), str(r["turn"]),
                    badge(r["handoff"], r["taken_by"]), when(r["last_at"])] for r in rows), "threads")
     empty = "" if rows else '<p class="dim">No threads yet' + (" match." if search else ".") + "</p>"
     return page("Threads", f"<h1>Threads</h1>{form}{body}{empty}", active="/", **frame)
@@ -113,10 +114,17 @@ def checkpoints_table(view: dict[str, Any]) -> str:
     return table(("step", "turn", "phase", "next", "message", "saved", ""), rows, "checkpoints")
 
 
+def design_name(design: str | None) -> str:
+    """A preset's name, or a design file's name (its path on hover)."""
+    if not design or "/" not in design:
+        return esc(design or "-")
+    return f'<span title="{esc(design)}">{esc(design.rsplit("/", 1)[-1])}</span>'
+
+
 def thread_page(view: dict[str, Any], **frame: Any) -> str:
     tid = view["thread_id"]
     facts = (f'<dl class="facts"><dt>owner</dt><dd>{esc(view["owner"] or "-")}</dd><dt>domain</dt>'
-             f'<dd>{esc(view["domain"])}</dd><dt>design</dt><dd>{esc(view["design"])}</dd><dt>model</dt>'
+             f'<dd>{esc(view["domain"])}</dd><dt>design</dt><dd>{design_name(view["design"])}</dd><dt>model</dt>'
              f'<dd>{esc(view["model"] or "-")}</dd><dt>phase</dt><dd id="phase">{esc(view["phase"] or "-")}</dd>'
              f'<dt>turn</dt><dd id="turn">{view["turn"]}</dd><dt>handoff</dt><dd id="handoff">'
              f'{badge(view["handoff"], view["taken_by"])}</dd></dl>')

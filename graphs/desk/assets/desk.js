@@ -72,6 +72,7 @@ function messageItem(row) {
 function badge(status, takenBy) {
   const span = document.createElement("span");
   span.className = `badge ${status || "bot"}`;
+  span.dataset.handoffBadge = "";
   span.textContent = status ? status + (takenBy ? ` · ${takenBy}` : "") : "bot";
   return span;
 }
@@ -92,8 +93,7 @@ function follow(list) {
     const set = (id, value) => { const el = document.getElementById(id); if (el) el.textContent = value; };
     set("phase", s.phase || "-");
     set("turn", String(s.turn));
-    const handoff = document.getElementById("handoff");
-    if (handoff) handoff.replaceChildren(badge(s.handoff, s.taken_by));
+    document.querySelectorAll("[data-handoff-badge]").forEach((el) => el.replaceWith(badge(s.handoff, s.taken_by)));
   });
 }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from lg_harness.graphs.app import Harness
-from lg_harness.obs.audit import AuditLog, call_outcome
+from lg_harness.obs.audit import AuditLog
 from lg_harness.tools.executor import ToolOutcome
 
 try:
@@ -60,6 +60,8 @@ def outcome(error_type: str, exception: str) -> ToolOutcome:
 
 
 def test_the_harness_own_holds_and_blocks_are_not_tool_failures(tmp_path: Path) -> None:
+    from lg_harness.obs.audit import call_outcome
+
     audit = AuditLog(tmp_path / "a.sqlite")
     for _ in range(4):
         audit.record_tool_outcome(outcome("needs_confirmation", "AwaitingConfirmation"), thread_id="t", turn=1)

@@ -95,6 +95,21 @@ def desk_log() -> list[dict[str, Any]]:
         return audit.desk_actions("s2")
 
 
+def test_release_over_http_and_held_threads_listed_with_an_agent_api_key(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared ``@agent`` key of HARNESS_API_KEYS (as the LangGraph server uses it) finishes a handoff too."""
+    desk = {"Authorization": "Bearer key-desk"}
+    with service(tmp_path, monkeypatch, HARNESS_API_KEYS="key-u1=U001,key-desk=@agent") as c:
+        hand_off(c)
+        assert c.post("/handoffs/s2/reply", json={"text": "Hi, Sam here"}, headers=desk).status_code == 200
+        listed = c.get("/handoffs", headers=desk).json()
+        assert [h["thread_id"] for h in listed.get("held", [])] == ["s2"], f"the held thread is missing: {listed}"
+        released = c.post("/handoffs/s2/release", headers=desk)
+        assert released.status_code == 200, released.text
+        assert c.get("/handoffs", headers=desk).json() == {"waiting": [], "held": []}
+        assert desk_log()[-1]["agent"] == "@agent"
+
+
 def test_the_desk_role_is_not_a_header_a_customer_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with service(tmp_path, monkeypatch, HARNESS_TRUSTED_USER_HEADER="X-User") as c:
         hand_off(c)

@@ -255,7 +255,7 @@ def _service_guards(client: httpx.Client) -> None:
                        headers=other).status_code == 403
     assert client.get("/handoffs").status_code == 403
     desk = client.get("/handoffs", headers={"Authorization": "Bearer desk-key"})
-    assert desk.status_code == 200 and desk.json() == {"waiting": []}
+    assert desk.status_code == 200 and desk.json() == {"waiting": [], "held": []}
     history = client.get("/threads/k/history").json()
     assert history["thread_id"] == "k" and {"checkpoint_id", "step", "phase"} <= set(history["checkpoints"][0])
     state = client.get("/threads/k/state").json()

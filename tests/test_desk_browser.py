@@ -12,7 +12,6 @@ without them, unless ``HARNESS_TEST_REQUIRE_BROWSER=1`` (CI), which makes a miss
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.engines import database_url, free_port, postgres_server, wait_http  # noqa: F401 - fixtures
+from tests.engines import database_url, free_port, postgres_server, stop_group, wait_http  # noqa: F401 - fixtures
 
 try:
     from support import patient_design
@@ -78,13 +77,7 @@ def desk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     except (RuntimeError, TimeoutError):
         raise AssertionError(f"harness serve did not start: {log.read_text()[-2000:]}") from None
     finally:
-        if proc.poll() is None:  # only the process group this test started
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        stop_group(proc)  # the process group this test started, by its pid
 
 
 def say(base: str, thread: str, text: str) -> dict[str, Any]:

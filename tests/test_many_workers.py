@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.engines import chroma_server, database_url, free_port, postgres_server, wait_http  # noqa: F401
+from tests.engines import chroma_server, database_url, free_port, postgres_server, stop_group, wait_http  # noqa: F401
 
 HARNESS = Path(sys.executable).with_name("harness")
 KEY = "test-key"
@@ -57,13 +57,7 @@ def serve(data_dir: Path, db_url: str, chroma: str, *, workers: int, model: str,
 
 
 def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+    stop_group(proc)
 
 
 def _query(url: str, schema: str) -> Any:

@@ -707,8 +707,8 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           = "enqueue",
           data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
           domain: DomainOpt = "shop", debug: DebugOpt = False) -> None:
-    """The HTTP service (OpenAPI docs at /docs); authentication by HARNESS_API_KEYS or
-    HARNESS_TRUSTED_USER_HEADER."""
+    """The HTTP service and the web desk at / (OpenAPI docs at /docs); customers authenticate by
+    HARNESS_API_KEYS or HARNESS_TRUSTED_USER_HEADER, the desk by HARNESS_DESK_KEYS (docs/desk.md)."""
     from lg_harness.graphs.serve import serve as run_serve
 
     run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model, domain=domain,

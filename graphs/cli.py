@@ -239,8 +239,10 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Dom
     table.add_column("phase", no_wrap=True, min_width=7)
     table.add_column("message", overflow="ellipsis", no_wrap=True, max_width=20)
     table.add_column("checkpoint", no_wrap=True, min_width=36)
-    for r in rows:
-        table.add_row(str(r.turn), r.phase, r.message or "-", r.checkpoint_id)
+    from rich.text import Text
+
+    for r in rows:  # the message is the customer's words: text, not Rich markup
+        table.add_row(str(r.turn), r.phase, Text(r.message or "-"), r.checkpoint_id)
     out.print(table)
     err.print(f"fork with: harness resume --thread {thread} --checkpoint ID (--json: steps, times, next nodes)",
               markup=False, highlight=False)

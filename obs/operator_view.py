@@ -80,11 +80,12 @@ def uncertain_table(view: dict[str, Any]) -> Any:
     import json
 
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("thread", "tool", "attempts", "age (s)", "arguments (masked)",
                   title="uncertain changes: check each in the system it changes, then answer the thread "
                         "(harness handoff reply)")
     for u in view["uncertain_changes"]:
         table.add_row(u["thread_id"], u["tool"], str(u["attempts"]), f"{u['age_s']:g}",
-                      json.dumps(u["args"], ensure_ascii=False))
+                      Text(json.dumps(u["args"], ensure_ascii=False)))  # the customer's values: text, not markup
     return table

@@ -29,6 +29,9 @@ def test_handoff_list_prints_customer_text_literally_with_its_masks(tmp_path: Pa
     data = tmp_path / "data"
     with Harness(data, patient_design(), "sim:clean") as h:
         h.send("s2", f"My email is jo@example.com, call me at 555-123-4567. {MARKUP}", "U001")
+        h.send("m", "[red]hi[/] there", "U001")
+    history = harness("history", "-t", "m", "--user", "U001", "--data-dir", str(data), cwd=tmp_path)
+    assert history.returncode == 0 and "[red]hi[/] there" in history.stdout, history.stderr
     shown = harness("handoff", "list", "--data-dir", str(data), cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert f"My email is [email], call me at [phone]. {MARKUP}" in shown.stdout

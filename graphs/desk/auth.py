@@ -20,9 +20,9 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
+from lg_harness.graphs.service import AGENT
 from lg_harness.tools.errors import HarnessError
 
-AGENT = "@agent"  # the desk role, as graphs.service and graphs.server_auth name it
 COOKIE = "harness_desk"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

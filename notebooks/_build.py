@@ -299,7 +299,8 @@ for s in subset:
     print(f"  {s.id:28} {s.lang}  {len(s.turns)} turn(s)  {', '.join(s.tags)}")
 
 # %%
-records = run_compare(DESIGNS, subset, seeds=1, model="sim", out_dir=out / "ab", workers=1)
+# "sim:fitted" by name: plain "sim" follows SIMLM_PROFILE, which the test suite sets to another profile
+records = run_compare(DESIGNS, subset, seeds=1, model="sim:fitted", out_dir=out / "ab", workers=1)
 crashed = [r["cell"] for r in records if r.get("crash")]
 print(f"{len(records)} cells; crashed: {crashed or 'none'}")
 
@@ -345,7 +346,7 @@ with `harness`.
   computed from the shop database;
 - the variant, reply `survey`: the built-in reply, plus a short satisfaction question after a task.
 
-The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim` (fitted faults).
+The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim:fitted` (the default `sim` profile, named so that `SIMLM_PROFILE` cannot change it).
 
 # %%
 import dataclasses
@@ -476,7 +477,7 @@ from lg_harness.evals.scenario import load_scenarios, spread
 design_file = Path(workdir.name) / "harness-survey.yaml"
 design_file.write_text(yaml.safe_dump(design.model_dump(), allow_unicode=True, sort_keys=False), encoding="utf-8")
 subset = spread(load_scenarios(SHOP.scenario_path()), 4)
-records = run_compare(["harness", str(design_file)], subset, seeds=1, model="sim",
+records = run_compare(["harness", str(design_file)], subset, seeds=1, model="sim:fitted",
                       out_dir=Path(workdir.name) / "ab", workers=1)
 summary = aggregate(records, subset)
 KEYS = ["task_completion", "turn_pass_rate", "arg_validity_emitted", "arg_validity_boundary", "model_calls_per_msg",

@@ -6,6 +6,7 @@ messages are written once.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
 from lg_harness.graphs.storage import open_stores
 from lg_harness.graphs.storage_faults import prove_writable, storage_problem
+from lg_harness.graphs.warm import warm_caches
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.context import last_human_text
 from lg_harness.memory.longterm import LongTermMemory
@@ -116,7 +118,7 @@ class Harness:
                  resources: dict[str, Any] | None = None, checkpointer: BaseCheckpointSaver | None = None,
                  memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
                  executor: ToolExecutor | None = None, database_url: str | None = None,
-                 chroma_url: str | None = None) -> None:
+                 chroma_url: str | None = None, runs_messages: bool = True) -> None:
         """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
 
         ``database_url`` (``postgresql://...``) keeps checkpoints, transcripts, facts, audit, the handoff
@@ -126,6 +128,10 @@ class Harness:
         ``domain`` is a ``Domain``, an installed pack's name, ``module:attr`` or a file (default ``shop``).
         The keyword arguments replace single parts (the evaluation runner injects the domain's fresh
         backends, a fault-wrapped registry, an executor on a virtual clock and an in-memory checkpointer).
+
+        ``runs_messages=False`` opens a harness that only reads and forks threads (``harness history``,
+        ``resume``): no long-term memory and none of the caches a message needs (``graphs.warm``); ``send``
+        refuses.
         """
         self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.domain = load_domain(domain)
@@ -136,6 +142,7 @@ class Harness:
                       model if isinstance(model, str) else None,
                       domain if isinstance(domain, str) else (None if domain is not None else "shop"))
         self._owns_model = isinstance(model, str)
+        self.runs_messages = runs_messages
         self._owned: list[Any] = []
         self._last = threading.local()  # one harness may serve several threads at once (graphs.service)
         self.resources: dict[str, Any] = (dict(resources) if resources is not None
@@ -144,10 +151,13 @@ class Harness:
         self.checkpointer = checkpointer or self.stores.checkpointer
         self.transcripts = self.stores.transcripts
         self.memory = memory
-        if memory is None and self.design.knobs.long_term_memory:
+        if memory is None and self.design.knobs.long_term_memory and runs_messages:
             self.memory = self.stores.memory()
             if self.memory is not None:
                 self._own(self.memory)
+                self.memory.recover()  # what a process that stopped after its replies left unwritten
+        if runs_messages:
+            warm_caches(self.design, self.domain, self.data_dir, self.memory)
         self.audit = self.stores.audit
         self.order = self.stores.order
         self.on_update: Any = None  # called with (thread_id, update) for each node's update (graphs.service)
@@ -183,6 +193,10 @@ class Harness:
             if callable(getattr(backend, "close", None)):
                 self._own(backend)
         return dict(opened)
+
+    def _message_running(self) -> Any:
+        """Long-term memory's writer waits while a message runs here, so the reply goes out first."""
+        return self.memory.writer.during_message() if self.memory is not None else contextlib.nullcontext()
 
     def _path(self, name: str) -> str:
         return str(self.data_dir / name) if self.data_dir is not None else ":memory:"
@@ -260,9 +274,12 @@ class Harness:
 
     def send(self, thread_id: str, text: str, user_id: str | None = None, role: str | None = None) -> SendResult:
         """Run one user message; messages on one thread run one at a time, in the order they arrived."""
+        if not self.runs_messages:
+            raise HarnessError("this harness was opened to read threads only (runs_messages=False); open it "
+                               "without that to send messages")
         message = self.check_message(text)
         user = self.user(user_id, role)
-        with self.order.turn(thread_id):
+        with self.order.turn(thread_id), self._message_running():
             try:
                 return self._send(thread_id, message, user)
             except HarnessError:

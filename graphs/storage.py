@@ -94,6 +94,12 @@ class Stores:
             resource.close()
         self._owned.clear()
 
+    def __enter__(self) -> Stores:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_url: str | None = None,
                 *, lease_ttl: float | None = None) -> Stores:
@@ -120,6 +126,25 @@ def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_u
         stores.audit = _own(stores, AuditLog.in_dir(data_dir)) if data_dir is not None else None
         stores.ledger = _own(stores, SqliteLedger(path("ledger.sqlite")))
         stores.order = ThreadOrder(data_dir / "locks" if data_dir else None)
+        return stores
+    except BaseException:
+        stores.close()
+        raise
+
+
+def open_thread_stores(data_dir: Path, database_url: str | None = None) -> Stores:
+    """Only what reading threads needs, the checkpoints and the transcripts (``harness history``); on
+    Postgres every store, as ``open_stores`` opens them."""
+    if database_url:
+        return open_stores(data_dir, database_url)
+    from lg_harness.memory.transcript import TranscriptStore
+
+    stores = Stores()
+    stores._data_dir = data_dir
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        stores.checkpointer = sqlite_checkpointer(stores, data_dir)
+        stores.transcripts = _own(stores, TranscriptStore(str(data_dir / "transcripts.sqlite")))
         return stores
     except BaseException:
         stores.close()

@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lg_harness.core.state import HarnessState
-from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.tools.cleaning import DEFAULT_KEY_FIELDS
+
+if TYPE_CHECKING:  # chromadb comes with it; the graph imports this module whether memory is on or not
+    from lg_harness.memory.longterm import LongTermMemory
+
+
+class UnopenedMemory:
+    """Long-term memory's place in the graph of a harness that only reads threads (``runs_messages=False``):
+    the graph keeps its remember step, so its checkpoints read the same, but nothing may use it."""
+
+    def __getattr__(self, name: str) -> Any:
+        from lg_harness.tools.errors import HarnessError
+
+        raise HarnessError("long-term memory is not open: this harness only reads threads")
 
 
 def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3, vector: Any = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs import human_hold
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
+from lg_harness.graphs.step_pruning import prune_steps
 from lg_harness.graphs.storage import open_stores
 from lg_harness.graphs.storage_faults import prove_writable, storage_problem
 from lg_harness.graphs.thread_history import Checkpoint, ThreadReader, thread_config
@@ -337,7 +338,8 @@ class Harness:
         config = self.config(thread_id)
         path: list[str] = []
         try:
-            for update in self.graph.stream(graph_input, config, stream_mode="updates"):
+            # "sync": each step is saved before the next one starts (graphs.step_pruning says which are kept).
+            for update in self.graph.stream(graph_input, config, stream_mode="updates", durability="sync"):
                 path.extend(k for k in update if k != "__interrupt__")
                 if self.on_update is not None:
                     self.on_update(thread_id, update)
@@ -345,6 +347,7 @@ class Harness:
             problem = storage_problem(err)
             cause = f"{problem} ({err})" if problem else f"the graph stopped with {type(err).__name__}: {err}"
             raise HarnessError(f"{cause}; {self.saved_state(thread_id)}") from err
+        prune_steps(self.checkpointer, thread_id)
         snapshot = self.graph.get_state(config)
         self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
         if (failure := unanswered(snapshot.values.get("turn_stats") or {})) is not None:

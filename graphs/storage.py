@@ -167,9 +167,11 @@ def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
         conn = _own(stores, sqlite3.connect(str(data_dir / "checkpoints.sqlite"), check_same_thread=False, timeout=30))
         saver = SqliteSaver(conn)
         saver.setup()
-        # A commit waits for no disk flush: the write-ahead log survives a crashed or killed process, and only
-        # a power loss can take the newest steps, which the transcript (the message) and the change ledger
-        # (what was changed) recover from, as from a crash mid-message. Nine commits a message add up.
+        # A commit waits for no disk flush (the data dir's transcripts, audit log and facts do the same): the
+        # write-ahead log survives a crashed or killed process, and only a power loss can take the newest
+        # commits, which recovery treats as a crash mid-message. Nine commits a message, each waiting for the
+        # disk, were most of a message's wall time on a busy machine. The change ledger keeps full sync: a
+        # change it recorded as started must survive anything, or a replay could apply it twice.
         conn.execute("PRAGMA synchronous=NORMAL")
         return saver
     except sqlite3.DatabaseError as err:

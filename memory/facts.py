@@ -122,6 +122,7 @@ class FactStore:
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)  # several workers: wait, not fail
         if str(path) != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # see graphs.storage: a killed process loses nothing
         self._db.executescript(_SCHEMA)
         self._db.commit()
 

@@ -286,6 +286,7 @@ class AuditLog:
         self._conn.row_factory = sqlite3.Row
         with self._lock, self._conn:
             self._conn.execute("PRAGMA journal_mode=WAL")  # the CLI reads while another process writes
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # a commit per call: see graphs.storage
             self._conn.executescript(_SCHEMA)
 
     @classmethod

@@ -6,7 +6,7 @@ One run, every figure a ratio against a baseline measured in the same run:
    temporary data dir) and LangChain's ``create_agent`` (the same model instance, the same domain tools as
    LangChain tools over the same functions with the harness's backends bound, the same system prompt, its
    own ``SqliteSaver`` file) answer the same ``messages`` user messages on one thread each, message by
-   message in turn, so background load on the machine falls on both alike. For messages 1-20, 91-110 and
+   message in turn (who goes first alternates), so background load on the machine falls on both alike. For messages 1-20, 91-110 and
    181-200 (of 200: the first, middle and last tenth) the table gives wall ms and CPU ms per message of
    each, ours / create_agent for both, and ours last/first (flat or not). Long-term memory is written
    after our reply (``memory.writer``): the bench waits for it between messages, outside both timings, as
@@ -207,14 +207,22 @@ def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[st
     settle(harness)
     ours_ms, ours_cpu, theirs_ms, theirs_cpu, after_ms = [], [], [], [], []
     progress.stage("graph")
-    for i, text in enumerate(texts, 1):
-        wall, cpu = timed(lambda text=text: harness.send(THREAD, text, harness.domain.default_user))
+    def ours(text: str) -> None:
+        wall, cpu = timed(lambda: harness.send(THREAD, text, harness.domain.default_user))
         ours_ms.append(wall)
         ours_cpu.append(cpu)
         after_ms.append(settle(harness))
-        wall, cpu = timed(lambda text=text: other.send(text))
+
+    def theirs(text: str) -> None:
+        wall, cpu = timed(lambda: other.send(text))
         theirs_ms.append(wall)
         theirs_cpu.append(cpu)
+
+    for i, text in enumerate(texts, 1):
+        # They share the model instance and its caches: who goes first alternates, so neither always finds
+        # the other's work on a new message done.
+        for side in ((ours, theirs) if i % 2 else (theirs, ours)):
+            side(text)
         progress.tick(i, len(texts))
     ours = side_figures(ours_ms, ours_cpu, harness.data_dir / "checkpoints.sqlite")
     ours.update({f"memory_ms_{name}": mean_ms(after_ms, span) for name, span in three_windows(len(texts)).items()})

@@ -79,13 +79,11 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
         try:
-            from lg_harness.obs.tracing import configure_logging, setup_tracing
+            from lg_harness.obs.logs import configure_logging
 
             configure_logging("DEBUG" if debug else "ERROR", sys.stderr)
-            if kwargs.get("data_dir") is not None:  # HARNESS_TRACE picks exporters; the file one by default
-                from lg_harness.graphs.app import prepare_data_dir
-
-                setup_tracing(prepare_data_dir(kwargs["data_dir"]), default=("file",))
+            if kwargs.get("data_dir") is not None and not getattr(fn, "reads_only", False):
+                start_tracing(kwargs["data_dir"])
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
@@ -101,6 +99,20 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def start_tracing(data_dir: Path) -> None:
+    """Spans of this command's messages go where HARNESS_TRACE says; the data dir's file by default."""
+    from lg_harness.graphs.app import prepare_data_dir
+    from lg_harness.obs.tracing import setup_tracing
+
+    setup_tracing(prepare_data_dir(data_dir), default=("file",))
+
+
+def reads_only(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a command that runs no message: it sets up no tracing and so starts without loading it."""
+    fn.reads_only = True  # type: ignore[attr-defined]
+    return fn
+
+
 def fail(message: str, json_out: bool) -> None:
     """One line on stderr (and, with --json, the one JSON document: ``{"error": ...}``), exit 1."""
     err.print(f"error: {message}", markup=False, highlight=False)
@@ -113,10 +125,12 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
-def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop"):
+def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop", *, runs_messages: bool = True):
+    """The harness of a command; ``runs_messages=False`` for one that only reads or forks threads (no memory,
+    no caches: it starts at once)."""
     from lg_harness.graphs.app import Harness
 
-    return Harness(data_dir, design, model, domain=domain, **STORAGE)
+    return Harness(data_dir, design, model, domain=domain, runs_messages=runs_messages, **STORAGE)
 
 
 @app.command()
@@ -133,11 +147,16 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
 
 def caller(h: Any, user: str | None) -> str:
     """Who runs the command: ``--user`` as given (an empty one is refused), else the domain's demo user."""
+    return domain_caller(h.domain, user)
+
+
+def domain_caller(domain: Any, user: str | None) -> str:
+    """``caller`` for a command that opens no harness, only the ``Domain``."""
     if user is None:
-        return h.domain.default_user
+        return domain.default_user
     if not user.strip():
         raise HarnessError("--user is empty: name the user the command acts for (or leave --user out for the "
-                           f"demo user {h.domain.default_user})")
+                           f"demo user {domain.default_user})")
     return user.strip()
 
 
@@ -221,15 +240,21 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 
 @app.command()
 @cli_command
+@reads_only
 def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
             user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The thread's checkpoints, newest first: turn, phase, the user message, checkpoint id."""
+    from lg_harness.core.domain import load_domain
+    from lg_harness.graphs.storage import open_thread_stores
+    from lg_harness.graphs.thread_history import ThreadReader
     from rich import box
 
-    with open_harness(data_dir, "harness", "sim", domain) as h:
-        h.require_thread(thread)
-        h.check_owner(thread, caller(h, user))
-        rows = h.history(thread)
+    # No harness: the checkpoints and transcripts are read without compiling a graph (it starts at once).
+    with open_thread_stores(data_dir, STORAGE["database_url"]) as stores:
+        threads = ThreadReader(stores.checkpointer, stores.transcripts)
+        threads.require(thread)
+        threads.check_owner(thread, domain_caller(load_domain(domain), user))
+        rows = threads.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
         return
@@ -266,7 +291,7 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
     domain = domain or thread_domain(data_dir, thread) or "shop"
-    with open_harness(data_dir, design or "harness", model or "sim", domain) as h:
+    with open_harness(data_dir, design or "harness", model or "sim", domain, runs_messages=finish) as h:
         h.check_owner(thread, caller(h, user))
         if finish:
             print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
@@ -731,7 +756,7 @@ def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads 
     from lg_harness.graphs.prune import prune as run_prune
 
     age = parse_age(older_than)
-    with open_harness(data_dir, "harness", "sim", domain) as h:
+    with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
         report = run_prune(h, age, keep_latest=keep_latest)
     if json_out:
         emit_json(report)
@@ -778,7 +803,7 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop
     the same list as GET /handoffs."""
     from lg_harness.graphs.desk import ops
 
-    with open_harness(data_dir, "harness", "sim", domain) as h:
+    with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
         queue = ops.queue(h)
     if json_out:
         emit_json(queue)

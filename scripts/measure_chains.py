@@ -39,6 +39,7 @@ class ChainModel(BaseChatModel):
     memory: dict[str, list[Any]] = Field(default_factory=dict)
     read: set[str] = Field(default_factory=set)
     broken: int = 0  # planned calls whose ids never came back (an earlier call of the chain was refused)
+    offers: list[list[str]] = Field(default_factory=list)  # the tool names offered on each call with tools
 
     @property
     def _llm_type(self) -> str:
@@ -59,6 +60,8 @@ class ChainModel(BaseChatModel):
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         self._remember(messages)
+        if kwargs.get("tools"):
+            self.offers.append([t["function"]["name"] for t in kwargs["tools"]])
         last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
         text = messages[last].content if last >= 0 else ""
         done = sum(1 for m in messages[last + 1:] if isinstance(m, AIMessage) and m.tool_calls)
@@ -237,12 +240,49 @@ def measure(name: str, design: str) -> dict[str, int]:
     return total
 
 
+# Requests of a retail customer and the tool that serves each (tau-bench's retail tasks, reworded).
+REQUESTS = (
+    ("I forgot my user id, my email is mia.garcia0@example.com", "find_user_id_by_email"),
+    ("I am Mia Garcia, zip code 12345, can you find my account?", "find_user_id_by_name_zip"),
+    ("Where is my order #W2378156, what is its status?", "get_order_details"),
+    ("Cancel order #W2378156, I ordered it by mistake", "cancel_pending_order"),
+    ("I want to return the headphones from my delivered order", "return_delivered_order_items"),
+    ("Can I exchange the shoes I received for another size?", "exchange_delivered_order_items"),
+    ("Please ship my pending order to my new address instead", "modify_pending_order_address"),
+    ("Pay my pending order with paypal instead of the card", "modify_pending_order_payment"),
+    ("I moved: update my default address on my account", "modify_user_address"),
+    ("What products do you sell?", "list_all_product_types"),
+    ("What colours and prices does the backpack come in?", "get_product_details"),
+    ("Let me talk to a human agent please", "transfer_to_human_agents"),
+)
+
+
+def offers(design: str) -> list[tuple[str, str, list[str]]]:
+    """The tools offered for each request of ``REQUESTS`` on the tools-only retail domain."""
+    domain = load_domain(RETAIL + ":DOMAIN")
+    rows = []
+    for i, (text, wanted) in enumerate(REQUESTS):
+        model = ChainModel()
+        with Harness(None, load_design(design), model, domain=domain, resources=domain.fresh_resources()) as h:
+            h.send(f"offer-{i}", text, domain.default_user)
+        rows.append((text, wanted, model.offers[0] if model.offers else []))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--design", default="harness")
     parser.add_argument("--domains", default=",".join(TASKS))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--offers", action="store_true", help="the tools offered per request instead")
     args = parser.parse_args()
+    if args.offers:
+        rows = offers(args.design)
+        print(f"design {args.design}: the right tool offered for {sum(w in o for _, w, o in rows)}/{len(rows)}\n")
+        print("| request | serving tool | offered |\n| --- | --- | --- |")
+        for text, wanted, offered in rows:
+            print(f"| {text} | {wanted} {'yes' if wanted in offered else 'NO'} | {', '.join(offered)} |")
+        return
     rows = {n: measure(n, args.design) for n in args.domains.split(",")}
     if args.json:
         json.dump(rows, sys.stdout)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lg_harness.core.claims import Claim
-from lg_harness.tools.entities import EntityType, entity_args, find_mentions
+from lg_harness.tools.entities import EntityType, derived_types, entity_args, find_mentions
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 IntentKind = Literal["task", "conversational", "to-human", "escalate"]
@@ -221,13 +221,24 @@ class Domain:
         return find_mentions(self.entity_types, text)
 
     def tool_entities(self, spec: ToolSpec) -> dict[str, str]:
-        """Argument -> entity type of one tool: ``Entity`` markers, or schema patterns an entity matches."""
+        """Argument -> entity type of one tool: ``Entity`` markers, a declared type its schema fits, or the type
+        its own schema gives (``tools.entities.entity_args``)."""
         cache = self.__dict__.setdefault("_tool_entities", {})
         key = (spec.name, spec.args_model)
         if key not in cache:  # schemas are fixed once registered; read each once
             params = spec.json_schema()["function"]["parameters"]
             cache[key] = entity_args(spec.args_model.model_fields, params, self.entity_types)
         return dict(cache[key])
+
+    def all_entity_types(self) -> tuple[EntityType, ...]:
+        """The declared entity types, then those the tools' own schemas give for arguments no declared type
+        fits (``tools.entities.derived_types``): what a reply's identifiers are grounded against."""
+        derived = self.__dict__.get("_derived_types")
+        if derived is None:
+            registry = self.registry()
+            schemas = [spec.json_schema()["function"]["parameters"] for n in registry.names() if (spec := registry.get(n))]
+            derived = self.__dict__["_derived_types"] = tuple(derived_types(schemas, self.entity_types))
+        return (*self.entity_types, *derived)
 
     def slot_entities(self) -> dict[str, EntityType]:
         return {t.slot: t for t in self.entity_types if t.slot}
@@ -272,7 +283,8 @@ class Domain:
         """What ``harness domains --json`` prints about the domain."""
         return {"name": self.name, "description": self.description,
                 "intents": [{"name": i.name, "kind": i.kind, "tools": list(i.route.tools)} for i in self.intents],
-                "entity_types": [t.name for t in self.entity_types], "tools": [s for s in self.registry().names()],
+                "entity_types": [t.name for t in self.entity_types],
+                "derived_entity_types": [t.name for t in self.all_entity_types()[len(self.entity_types):]], "tools": [s for s in self.registry().names()],
                 "roles": list(self.roles), "languages": list(self.languages), "scenario_sets": list(self.scenarios),
                 "handoff_tool": self.handoff.tool}
 

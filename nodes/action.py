@@ -23,6 +23,7 @@ from lg_harness.memory.context import build_context
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from lg_harness.nodes.confirm import confirmation_question
+from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
@@ -113,9 +114,13 @@ class ToolLoopAction:
         role = (state.get("user") or {}).get("role", "customer")
         if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
             return self.deps.registry.offer(None, role)
-        # a domain without intents has one open task: all its tools, masked by role and the offer cap
-        names = self.deps.domain.route(state.get("intent")).tools if self.deps.domain.intents else None
-        return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
+        if self.deps.domain.intents:
+            names = self.deps.domain.route(state.get("intent")).tools
+            return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
+        # a domain without intents has one open task: its tools ranked by relevance to the request, capped
+        confirmed = [c["name"] for c in (state.get("confirmed_change") or {}).get("calls") or []]
+        return relevant_offer(state.get("messages") or [], self.deps.registry.offer(None, role),
+                              self.knobs.max_tools_offered, keep=confirmed)
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         began = self.deps.clock()

@@ -17,7 +17,7 @@ from lg_harness.core.state import MAX_KNOWN_IDS, remember_ids
 from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_args, seen_text
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, shop_tasks  # noqa: E402
+from chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, say, shop_tasks  # noqa: E402
 
 try:
     from support import patient_design
@@ -43,22 +43,26 @@ def test_correct_chains_are_never_refused_and_unseen_ids_always_are(name):
     assert total["unseen_refused"] == total["unseen"] > 0, total  # every id never shown is refused
 
 
-def test_an_id_compressed_out_of_the_working_set_is_still_known(tmp_path):
-    """The order id a lookup showed in turn 1 is gone from the stored messages by the write, and the write runs."""
+def test_an_id_compressed_out_of_the_working_set_is_still_known():
+    """The gift card a lookup showed in turn 1 is gone from the stored messages by turn 7, and the write
+    that pays with it runs."""
     domain = load_domain(RETAIL + ":DOMAIN")
     uid, turns, _ = retail_tasks(domain)[0]
     model = ChainModel(plan=dict(turns))
+    thread = uid + "-thread"
     with Harness(None, patient_design(), model, domain=domain, resources=domain.fresh_resources()) as h:
-        for text, _ in turns[:-1]:
-            h.send("t", text, uid)
-        first_order = model.memory["get_user_details"][0]["orders"][0]
-        assert first_order.upper() not in seen_text(h.last_values), "the lookup should have left the working set"
-        assert first_order.upper() in h.last_values["known_ids"]
-        asked = h.send("t", turns[-1][0], uid)
-        [cancel] = asked["tool_calls"]
-        assert cancel["name"] == "cancel_pending_order" and cancel["error_type"] == "needs_confirmation"
-        done = h.send("t", "yes", uid)
-        assert [(c["name"], c["status"]) for c in done["tool_calls"]] == [("cancel_pending_order", "ok")]
+        for text, _ in turns[:6]:
+            say(h, uid, text)
+        gift = next(k for k in model.memory["get_user_details"][0]["payment_methods"] if k.startswith("gift"))
+        assert gift.upper() not in seen_text(h.last_values), "the lookup should have left the working set"
+        assert gift.upper() in h.last_values["known_ids"]
+        text = turns[6][0]
+        assert "gift card" in text
+        [asked] = h.send(thread, text, uid)["tool_calls"]
+        assert asked["name"] == "modify_pending_order_payment" and asked["error_type"] == "needs_confirmation"
+        assert asked["args"]["payment_method_id"] == gift
+        done = h.send(thread, "yes", uid)
+        assert [(c["name"], c["status"]) for c in done["tool_calls"]] == [("modify_pending_order_payment", "ok")]
 
 
 def test_ids_are_known_per_thread_only():

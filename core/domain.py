@@ -9,6 +9,8 @@ never looked up globally. See ``load_domain`` for where a domain can come from.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -246,13 +248,17 @@ class Domain:
     # -- tools, phrases, users
 
     def registry(self) -> ToolRegistry:
-        """A new registry of the domain's tools (each call is separate: callers may wrap or change it)."""
+        """A new registry of the domain's tools (each call is separate: callers may wrap or change it).
+
+        A tool that does not say whether it changes anything is treated as changing (confirmed before it
+        runs, recorded in the change ledger, never retried blindly); the first build logs which ones.
+        """
         specs = self.__dict__.get("_specs")
         if specs is None:  # building a spec reads signatures and schemas: once per domain, not per registry
             scratch = ToolRegistry()
             for tool in self.tools:
                 scratch.register(tool)
-            specs = self.__dict__["_specs"] = tuple(scratch.get(n) for n in scratch.names())
+            specs = self.__dict__["_specs"] = _undeclared_as_changing(self.name, [scratch.get(n) for n in scratch.names()])
         return ToolRegistry(specs)
 
     def changing_tools(self) -> frozenset[str]:
@@ -287,6 +293,18 @@ class Domain:
                 "derived_entity_types": [t.name for t in self.all_entity_types()[len(self.entity_types):]], "tools": [s for s in self.registry().names()],
                 "roles": list(self.roles), "languages": list(self.languages), "scenario_sets": list(self.scenarios),
                 "handoff_tool": self.handoff.tool}
+
+
+def _undeclared_as_changing(domain: str, specs: list[Any]) -> tuple[ToolSpec, ...]:
+    undeclared = [s.name for s in specs if not s.changes_declared]
+    if undeclared:
+        logging.getLogger("harness.domain").warning(
+            "domain '%s': %d tool(s) do not say whether they change anything and are treated as changing "
+            "(confirmed before they run, recorded in the change ledger): %s. Declare changes_state=False on "
+            "the ones that only read (tool_meta, a function attribute, or readOnlyHint on an MCP tool)",
+            domain, len(undeclared), ", ".join(undeclared))
+    return tuple(s if s.changes_declared else dataclasses.replace(s, changes_state=True, idempotent=False)
+                 for s in specs)
 
 
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<attr>[A-Za-z_][A-Za-z0-9_]*))?$")

@@ -210,6 +210,8 @@ class ToolSpec:
             passed by keyword); None when the context goes first, positionally.
         arg_docs: Argument descriptions for properties whose schema has none (LangChain tools).
         source: What was registered (the function or the LangChain tool).
+        changes_declared: Whether the tool said whether it changes anything (``changes_state`` given, or an
+            MCP ``readOnlyHint``/``destructiveHint``); a domain treats an undeclared tool as changing.
     """
 
     name: str
@@ -227,6 +229,7 @@ class ToolSpec:
     context_keyword: str | None = None
     arg_docs: dict[str, str] = field(default_factory=dict)
     source: Any = None
+    changes_declared: bool = True
 
     @functools.cached_property
     def _parameters(self) -> dict[str, Any]:
@@ -309,11 +312,32 @@ def _function_parts(fn: Callable[..., Any], name: str | None) -> dict[str, Any]:
 
 
 def _meta_default(obj: Any, key: str) -> Any:
-    """Metadata the tool carries: a function attribute, or a LangChain tool's ``metadata`` dict."""
+    """Metadata the tool carries: a function attribute, or a LangChain tool's ``metadata`` dict (where an MCP
+    tool's annotations land: ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``)."""
     metadata = getattr(obj, "metadata", None) if _is_langchain_tool(obj) else None
-    if isinstance(metadata, dict) and key in metadata:
-        return metadata[key]
+    if isinstance(metadata, dict):
+        if key in metadata:
+            return metadata[key]
+        hinted = _mcp_hint(metadata, key)
+        if hinted is not _MISSING:
+            return hinted
     return getattr(obj, key, _MISSING)
+
+
+def _mcp_hint(annotations: dict[str, Any], key: str) -> Any:
+    """``changes_state`` / ``idempotent`` as an MCP tool's annotations say (unset hints say nothing).
+
+    ``readOnlyHint: true`` reads; ``readOnlyHint: false`` or ``destructiveHint: true`` changes; a changing
+    tool with ``idempotentHint: true`` may run again for the same call.
+    """
+    read_only, destructive = annotations.get("readOnlyHint"), annotations.get("destructiveHint")
+    if key == "changes_state":
+        if read_only is not None:
+            return not read_only
+        return True if destructive else _MISSING
+    if key == "idempotent" and annotations.get("idempotentHint") is not None:
+        return bool(annotations["idempotentHint"]) or read_only is True
+    return _MISSING
 
 
 def build_spec(obj: Any, *, name: str | None = None, description: str | None = None, **meta: Any) -> ToolSpec:
@@ -337,6 +361,7 @@ def build_spec(obj: Any, *, name: str | None = None, description: str | None = N
         value = meta[key] if key in meta else _meta_default(obj, key)
         if value is not _MISSING:
             parts[key] = value
+    parts["changes_declared"] = "changes_state" in parts
     if "idempotent" not in parts:  # a changing tool is safe to retry only if it says it honours the key
         parts["idempotent"] = not parts.get("changes_state", False)
     parts["roles"] = _frozen(parts.get("roles"))

@@ -357,8 +357,28 @@ def _attr_domain(module: Any, attr: str, spec: str) -> Domain:
     return _from_object(getattr(module, attr), f"domain '{spec}'")
 
 
+MCP_PREFIX = "mcp:"
+
+
+def mcp_domain(target: str) -> Domain:
+    """A domain of the tools of one MCP server (``tools.mcp``): a command line (stdio) or an http(s) URL."""
+    from lg_harness.tools.mcp import mcp_tools
+
+    from lg_harness.errors import HarnessError
+
+    if not target.strip():
+        raise HarnessError("--domain mcp: needs the server: mcp:<command line> (stdio) or mcp:http(s)://host/path")
+    try:
+        tools = mcp_tools(target)
+    except (ConnectionError, ValueError) as err:
+        raise HarnessError(f"{err}; check the command or URL after mcp:") from err
+    server = next((t.metadata.get("mcp_server") for t in tools if t.metadata), None) or "mcp"
+    return Domain(name=str(server), description=f"the tools of the MCP server {target}", tools=tools)
+
+
 def load_domain(spec: str | Domain | None) -> Domain:
-    """A domain from an installed pack's name, ``module:attr``, ``path.py[:attr]`` or a YAML file.
+    """A domain from an installed pack's name, ``module:attr``, ``path.py[:attr]``, a YAML file, or
+    ``mcp:<command or URL>`` (the tools of an MCP server).
 
     ``None`` is the default pack, ``shop``. Names resolve through the ``lg_harness.domains`` entry points.
     """
@@ -369,6 +389,8 @@ def load_domain(spec: str | Domain | None) -> Domain:
     if isinstance(spec, Domain):
         return spec
     spec = spec or "shop"
+    if spec.startswith(MCP_PREFIX):
+        return mcp_domain(spec[len(MCP_PREFIX):])
     packs = installed_domains()
     if spec in packs:
         return _from_object(packs[spec].load(), f"domain '{spec}'")
@@ -390,5 +412,5 @@ def load_domain(spec: str | Domain | None) -> Domain:
                        "or file.yaml")
 
 
-__all__ = ["ENTRY_POINT_GROUP", "BenchScript", "Domain", "Handoff", "Intent", "NO_ROUTE", "Route", "installed_domains",
-           "load_domain"]
+__all__ = ["ENTRY_POINT_GROUP", "MCP_PREFIX", "BenchScript", "Domain", "Handoff", "Intent", "NO_ROUTE", "Route",
+           "installed_domains", "load_domain", "mcp_domain"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lg_harness.tools.context import ToolContext
+from lg_harness.tools.json_schema import JsonSchemaArgs, model_for
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.M)
@@ -256,6 +257,8 @@ class ToolSpec:
         tool's signature asks for them.
         """
         parsed = self.args_model.model_validate(args)
+        if isinstance(parsed, JsonSchemaArgs):  # the JSON the tool's schema asks for, as the model sent it
+            return parsed.arguments()
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
 
@@ -281,15 +284,19 @@ def _is_async_callable(fn: Any) -> bool:
 def _langchain_parts(tool: Any) -> dict[str, Any]:
     """Name, description, args model and adapter of a LangChain ``BaseTool``."""
     schema = tool.tool_call_schema
-    if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
-        raise TypeError(f"LangChain tool {tool.name!r} has no pydantic args schema; only pydantic is supported")
-    config = ConfigDict(**{**schema.model_config, "extra": "forbid"})
-    # a subclass that forbids unknown keys, like our own argument models, without touching the tool's class
-    # LangChain patches the schema class with a cached model_json_schema bound to that class, which a
-    # subclass would inherit (and so lose additionalProperties): pydantic's own method is put back.
-    namespace = {"model_config": config, "__module__": schema.__module__,
-                 "model_json_schema": BaseModel.__dict__["model_json_schema"]}
-    model = type(f"{tool.name}_args", (schema,), namespace)
+    if isinstance(schema, dict):  # a JSON schema (MCP tools through langchain-mcp-adapters, hand-written ones)
+        model: type[BaseModel] = model_for(tool.name, {k: v for k, v in schema.items() if k != "description"})
+    elif isinstance(schema, type) and issubclass(schema, BaseModel):
+        config = ConfigDict(**{**schema.model_config, "extra": "forbid"})
+        # a subclass that forbids unknown keys, like our own argument models, without touching the tool's class
+        # LangChain patches the schema class with a cached model_json_schema bound to that class, which a
+        # subclass would inherit (and so lose additionalProperties): pydantic's own method is put back.
+        namespace = {"model_config": config, "__module__": schema.__module__,
+                     "model_json_schema": BaseModel.__dict__["model_json_schema"]}
+        model = type(f"{tool.name}_args", (schema,), namespace)
+    else:
+        raise TypeError(f"LangChain tool {tool.name!r} has an args schema of type {type(schema).__name__}; give a "
+                        "pydantic model or a JSON schema (dict)")
     description, arg_docs = _split_docstring(tool.description or "")
     is_async = getattr(tool, "func", None) is None and getattr(tool, "coroutine", None) is not None
     if is_async:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -376,24 +377,68 @@ def mcp_domain(target: str) -> Domain:
     return Domain(name=str(server), description=f"the tools of the MCP server {target}", tools=tools)
 
 
+DEFAULT_PACK = "shop"
+CONFIG_FILE = "harness.toml"
+DOMAIN_ENV = "HARNESS_DOMAIN"
+# Domains loaded in this process from a spec (a file, module:attr, an MCP server), by name: an evaluation
+# record names the domain it ran in, and scoring it finds the same domain again by that name.
+_LOADED_BY_NAME: dict[str, Domain] = {}
+
+
+def default_domain(folder: Path | None = None) -> tuple[str, str]:
+    """The domain spec to use when none is given, and where it was found: ``HARNESS_DOMAIN``, else
+    ``domain = "..."`` in ``harness.toml`` in ``folder`` (the working directory), else the ``shop`` pack."""
+    import tomllib
+
+    from lg_harness.errors import HarnessError
+
+    if spec := os.environ.get(DOMAIN_ENV, "").strip():
+        return spec, f"${DOMAIN_ENV}"
+    config = (folder or Path.cwd()) / CONFIG_FILE
+    if config.is_file():
+        try:
+            spec = str(tomllib.loads(config.read_text(encoding="utf-8")).get("domain") or "").strip()
+        except (OSError, tomllib.TOMLDecodeError) as err:
+            raise HarnessError(f"{config}: {err}; write domain = \"<pack, file.py:ATTR or mcp:...>\"") from err
+        if spec:
+            return spec, str(config)
+    return DEFAULT_PACK, "the built-in default"
+
+
 def load_domain(spec: str | Domain | None) -> Domain:
     """A domain from an installed pack's name, ``module:attr``, ``path.py[:attr]``, a YAML file, or
     ``mcp:<command or URL>`` (the tools of an MCP server).
 
-    ``None`` is the default pack, ``shop``. Names resolve through the ``lg_harness.domains`` entry points.
+    ``None`` is the default (``default_domain``). Names resolve through the ``lg_harness.domains`` entry
+    points, then to a domain this process already loaded from a spec under that name.
     """
-    import importlib
-
     from lg_harness.errors import HarnessError
 
     if isinstance(spec, Domain):
         return spec
-    spec = spec or "shop"
-    if spec.startswith(MCP_PREFIX):
-        return mcp_domain(spec[len(MCP_PREFIX):])
+    spec = spec or default_domain()[0]
     packs = installed_domains()
     if spec in packs:
         return _from_object(packs[spec].load(), f"domain '{spec}'")
+    if spec in _LOADED_BY_NAME:
+        return _LOADED_BY_NAME[spec]
+    domain = _from_spec(spec)
+    if domain is None:
+        known = ", ".join(sorted(packs)) or "none installed"
+        raise HarnessError(f"unknown domain '{spec}'; installed: {known}; or give module:attr, file.py[:attr], "
+                           "file.yaml or mcp:<command or URL>")
+    _LOADED_BY_NAME.setdefault(domain.name, domain)
+    return domain
+
+
+def _from_spec(spec: str) -> Domain | None:
+    """A domain from an MCP server, a file or ``module:attr``; None when ``spec`` is none of them."""
+    import importlib
+
+    from lg_harness.errors import HarnessError
+
+    if spec.startswith(MCP_PREFIX):
+        return mcp_domain(spec[len(MCP_PREFIX):])
     match = _SPEC.match(spec)
     path_text, attr = (match.group("path"), match.group("attr")) if match else (spec, None)
     path = Path(path_text).expanduser()
@@ -401,16 +446,24 @@ def load_domain(spec: str | Domain | None) -> Domain:
         if not path.is_file():
             raise HarnessError(f"domain file {path} does not exist")
         return _from_file(path, attr, spec)
-    if attr:
-        try:
-            module = importlib.import_module(path_text)
-        except ImportError as err:
-            raise HarnessError(f"domain '{spec}': cannot import {path_text} ({err})") from err
-        return _attr_domain(module, attr, spec)
-    known = ", ".join(sorted(packs)) or "none installed"
-    raise HarnessError(f"unknown domain '{spec}'; installed: {known}; or give module:attr, file.py[:attr] "
-                       "or file.yaml")
+    if not attr:
+        return None
+    try:
+        module = importlib.import_module(path_text)
+    except ImportError as err:
+        raise HarnessError(f"domain '{spec}': cannot import {path_text} ({err})") from err
+    return _attr_domain(module, attr, spec)
 
 
-__all__ = ["ENTRY_POINT_GROUP", "MCP_PREFIX", "BenchScript", "Domain", "Handoff", "Intent", "NO_ROUTE", "Route",
-           "installed_domains", "load_domain", "mcp_domain"]
+def where_found(name: str) -> str:
+    """Where ``harness domains`` says an installed pack comes from: its entry point and distribution."""
+    ep = installed_domains().get(name)
+    if ep is None:
+        return "loaded in this process"
+    dist = getattr(getattr(ep, "dist", None), "name", None)
+    return f"entry point {ENTRY_POINT_GROUP}: {ep.value}" + (f" (package {dist})" if dist else "")
+
+
+__all__ = ["CONFIG_FILE", "DEFAULT_PACK", "DOMAIN_ENV", "ENTRY_POINT_GROUP", "MCP_PREFIX", "BenchScript", "Domain",
+           "Handoff", "Intent", "NO_ROUTE", "Route", "default_domain", "installed_domains", "load_domain", "mcp_domain",
+           "where_found"]

@@ -268,7 +268,12 @@ class Domain:
         return frozenset(n for n in registry.names() if (spec := registry.get(n)) is not None and spec.changes_state)
 
     def phrase(self, key: str, lang: Lang) -> str | None:
+        """The domain's phrase ``key`` in ``lang``; a ``<tool>:<error type>`` key is the tool's own words
+        (``ToolSpec.phrases``) unless the domain words it itself."""
         texts = self.phrases.get(key)
+        if not texts and ":" in key:
+            spec = next((s for s in self.__dict__.get("_specs") or () if s.name == key.split(":", 1)[0]), None)
+            texts = spec.phrases.get(key.split(":", 1)[1]) if spec is not None else None
         if not texts:
             return None
         return texts.get(lang) or texts.get("en") or next(iter(texts.values()))

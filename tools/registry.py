@@ -37,7 +37,7 @@ _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|Returns?|Yields?"
     r"|Raises|Examples?|Notes?|Attributes|Todo|Warnings?|See Also|References|Methods):\s*$", re.M)
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
-_META_KEYS = ("changes_state", "idempotent", "timeout", "roles", "phases", "fallback")
+_META_KEYS = ("changes_state", "idempotent", "timeout", "roles", "phases", "fallback", "phrases")
 _DEFAULT_PHASES = frozenset({"action"})
 _MISSING = object()
 # Keys whose values are data, not schemas: never strip "title" inside them.
@@ -211,6 +211,9 @@ class ToolSpec:
             passed by keyword); None when the context goes first, positionally.
         arg_docs: Argument descriptions for properties whose schema has none (LangChain tools).
         source: What was registered (the function or the LangChain tool).
+        phrases: What the customer is told when a call fails, by error type, per language
+            (``{"not_found": {"en": "I could not find that order."}}``): the tool's own words, for a
+            domain without phrases of its own (``phrase_key``).
         changes_declared: Whether the tool said whether it changes anything (``changes_state`` given, or an
             MCP ``readOnlyHint``/``destructiveHint``); a domain treats an undeclared tool as changing.
     """
@@ -230,7 +233,12 @@ class ToolSpec:
     context_keyword: str | None = None
     arg_docs: dict[str, str] = field(default_factory=dict)
     source: Any = None
+    phrases: dict[str, dict[str, str]] = field(default_factory=dict)
     changes_declared: bool = True
+
+    def phrase_key(self, error_type: str) -> str | None:
+        """The phrase key (``<tool>:<error type>``) of this tool's own words for a failure, or None."""
+        return f"{self.name}:{error_type}" if error_type in self.phrases else None
 
     @functools.cached_property
     def _parameters(self) -> dict[str, Any]:
@@ -396,7 +404,8 @@ class ToolRegistry:
             fn: A function, an ``async def`` function or a LangChain ``BaseTool``.
             name: Name the model calls; defaults to the function's or tool's name.
             description: Overrides the docstring's description.
-            **meta: ``changes_state``, ``idempotent``, ``timeout``, ``roles``, ``phases``, ``fallback``.
+            **meta: ``changes_state``, ``idempotent``, ``timeout``, ``roles``, ``phases``, ``fallback``,
+                ``phrases``.
                 Defaults come from attributes the function carries (``fn.changes_state = True``) or a
                 LangChain tool's ``metadata`` dict.
 

@@ -18,7 +18,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
-from chains import RETAIL, helpdesk_tasks, offers, retail_tasks, run_task, shop_tasks  # noqa: E402
+from chains import (  # noqa: E402
+    LATER_REQUESTS,
+    REQUESTS,
+    RETAIL,
+    helpdesk_tasks,
+    offers,
+    retail_tasks,
+    run_task,
+    shop_tasks,
+)
 
 from lg_harness import load_domain  # noqa: E402
 
@@ -44,11 +53,14 @@ def main() -> None:
     parser.add_argument("--offers", action="store_true", help="the tools offered per request instead")
     args = parser.parse_args()
     if args.offers:
-        rows = offers(args.design)
-        print(f"design {args.design}: the right tool offered for {sum(w in o for _, w, o in rows)}/{len(rows)}\n")
-        print("| request | serving tool | offered |\n| --- | --- | --- |")
-        for text, wanted, offered in rows:
-            print(f"| {text} | {wanted} {'yes' if wanted in offered else 'NO'} | {', '.join(offered)} |")
+        for title, requests in (("requests", REQUESTS), ("later requests", LATER_REQUESTS)):
+            rows = offers(args.design, requests)
+            print(f"design {args.design}, {title}: the right tool offered for "
+                  f"{sum(w in o for _, w, o in rows)}/{len(rows)}\n")
+            print("| request | serving tool | offered |\n| --- | --- | --- |")
+            for text, wanted, offered in rows:
+                print(f"| {text} | {wanted} {'yes' if wanted in offered else 'NO'} | {', '.join(offered)} |")
+            print()
         return
     rows = {n: measure(n, args.design) for n in args.domains.split(",")}
     if args.json:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage
-from lg_harness import Harness, load_domain
 from lg_harness.core.state import MAX_KNOWN_IDS, remember_ids
 from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_args, seen_text
+
+from lg_harness import Harness, load_domain
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 from chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, say, shop_tasks  # noqa: E402

@@ -12,8 +12,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from lg_harness import Domain, EntityType
 from lg_harness.tools.entities import derived_type, entity_args
+
+from lg_harness import Domain, EntityType
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import retail_domain  # noqa: E402

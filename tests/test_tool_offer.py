@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from lg_harness import Harness, load_domain
 from lg_harness.obs.tracing import capture_spans
+
+from lg_harness import Harness, load_domain
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 from chains import REQUESTS, RETAIL, ChainModel  # noqa: E402

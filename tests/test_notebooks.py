@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import copy
 import importlib.util
 import re
 import tempfile
@@ -45,7 +46,7 @@ def execute(name: str) -> nbformat.NotebookNode:
     print(f"{name}: executed in {time.perf_counter() - started:.1f} s")
     # every notebook works in a TemporaryDirectory named after it and removes it at the end
     assert not list(Path(tempfile.gettempdir()).glob(f"harness-nb{name[:2]}-*")), "temporary data dir left behind"
-    assert_same_figures(name, committed, _builder().keep_small(nb))
+    assert_same_figures(name, committed, _builder().keep_small(copy.deepcopy(nb)))  # as it would be committed
     return nb
 
 

@@ -147,7 +147,7 @@ class ToolLoopAction:
             if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
                 ai = AIMessage("", tool_calls=confirmed)
             else:
-                ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
+                ai, stats = call_model(self.deps, messages, stats, self.offered(state), step="action")  # type: ignore[arg-type]
         except ModelCallFailed as err:
             stats = {**stats, **err.stats, "rounds": stats["rounds"]}
             busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)

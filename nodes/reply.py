@@ -64,7 +64,7 @@ class ModelReply:
                 state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
         context, _ = build_context(state, self.deps.design, self.deps.domain, notes=[note])
         try:
-            ai, stats = call_model(self.deps, context, stats)  # type: ignore[arg-type]
+            ai, stats = call_model(self.deps, context, stats, step="answer")  # type: ignore[arg-type]
             text = ai.text or say("ask_generic", lang_of(state), self.deps.domain)
         except ModelCallFailed as err:
             stats = {**stats, **err.stats}

@@ -52,14 +52,13 @@ def response_format() -> dict[str, Any]:
 
 
 def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """``prop`` that also takes null: its own branches (or itself) plus a null branch, notes kept outside."""
     if "anyOf" in prop:
         kinds = prop["anyOf"]
         return prop if any(k.get("type") == "null" for k in kinds) else {**prop, "anyOf": [*kinds, {"type": "null"}]}
-    kind = prop.get("type")
-    if isinstance(kind, str):
-        return {**{k: v for k, v in prop.items() if k not in ("enum", "default")}, "type": [kind, "null"],
-                **({"enum": [*prop["enum"], None]} if "enum" in prop else {})}
-    return {"anyOf": [prop, {"type": "null"}]}
+    notes = {k: v for k, v in prop.items() if k in ("description",)}
+    body = {k: v for k, v in prop.items() if k not in ("description", "default")}
+    return {**notes, "anyOf": [body, {"type": "null"}]}
 
 
 def _strict_object(node: dict[str, Any]) -> dict[str, Any]:

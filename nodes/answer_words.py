@@ -89,3 +89,16 @@ def field_words(key: str) -> list[str]:
     """The words of a field name: ``trackingNo`` / ``tracking_no`` -> tracking, number."""
     parts = re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", key)
     return [EXPANSIONS.get(p.lower(), p.lower()) for p in parts if p]
+
+# Verbs that open a changing tool's description ("Cancel a pending order ...") and how Chinese says them.
+ZH_VERBS = {
+    "cancel": "取消", "modify": "修改", "change": "修改", "update": "更新", "edit": "修改", "open": "提交",
+    "create": "创建", "request": "申请", "return": "退回", "exchange": "换货", "renew": "续期", "extend": "延长",
+    "claim": "领取", "reset": "重置", "unlock": "解锁", "lock": "锁定", "delete": "删除", "remove": "删除",
+    "add": "添加", "book": "预订", "reserve": "预订", "transfer": "转移", "record": "记录", "file": "提交",
+    "submit": "提交", "close": "关闭", "escalate": "升级", "send": "发送", "pay": "支付", "refund": "退款",
+    "block": "冻结", "approve": "批准", "grant": "授予", "revoke": "撤销", "register": "登记", "schedule": "安排",
+    "assign": "分配", "hand": "转交", "apply": "使用", "set": "设置", "enable": "启用", "disable": "停用",
+    "activate": "激活", "deactivate": "停用", "suspend": "暂停", "restore": "恢复", "replace": "更换",
+    "upgrade": "升级", "downgrade": "降级", "subscribe": "订阅", "unsubscribe": "退订", "borrow": "借阅",
+}

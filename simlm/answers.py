@@ -114,68 +114,133 @@ def localized(data: dict[str, Any], zh: bool) -> dict[str, Any]:
     return out
 
 
-def _facts(data: dict[str, Any], zh: bool) -> list[str]:
-    data = localized(data, zh)
-    currency = data.get("currency") if isinstance(data.get("currency"), str) else ""
-    facts = []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            facts += _facts(value, zh)[:4]  # one level down: "refund": {"amount": ...}
-        elif _scalar(value) and _FACT_KEY.search(key) and value not in ("", None):
-            money = f" {currency}" if currency and _MONEY_KEY.search(key) else ""
-            shown = value.rstrip(".。") if isinstance(value, str) else value
-            if zh and isinstance(shown, str) and shown.lower() in ZH_VALUE:
-                shown = f"{ZH_VALUE[shown.lower()]}（{shown}）"
-            facts.append(f"{label(key, zh)}{'：' if zh else ': '}{shown}{money}")
-    if not facts:  # nothing looks like a key fact: the first few plain fields
-        facts = [f"{label(k, zh)}{'：' if zh else ': '}{v}" for k, v in data.items() if _scalar(v) and k != "currency"][:6]
-    return facts
-
-
 def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool)
 
 
-def _row(item: Any, zh: bool) -> str:
+_HEAD_ID = re.compile(r"(?:^|_)(?:id|no|number|code|ref)$", re.I)
+_NAME_KEY = re.compile(r"(?:^|_)(?:name|title)$", re.I)
+_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.I)
+_NOISE_KEY = re.compile(r"(?:^|_)(?:score|rank|relevance|confidence|similarity|distance|currency)$", re.I)
+# What a question's words ask about, as a model associates them (stems both sides): "where" -> the status,
+# the tracking number and the carrier of a parcel; "how much" -> prices and totals.
+_ASKS = {"wher": ("status", "track", "carrier", "locat", "deliver"), "status": ("status", "state", "track"),
+         "track": ("track", "carrier", "status"), "pric": ("pric", "total", "amount", "cost"),
+         "cost": ("pric", "total", "cost", "amount"), "pay": ("total", "amount", "pric", "paid"),
+         "much": ("pric", "total", "amount"), "when": ("date", "at", "due", "eta", "expir", "deliver"),
+         "arriv": ("deliver", "eta", "expect", "status"), "stock": ("stock", "availab"),
+         "availab": ("stock", "availab"), "warranty": ("warranty",), "due": ("due", "date"),
+         "expir": ("expir", "valid"), "refund": ("refund", "amount"), "queue": ("queue", "position"),
+         "wait": ("queue", "position", "status"), "how": ("excerpt", "summary", "step", "answer", "bod")}
+MAX_ASKED = 2  # facts stated beyond the identifier, name and status
+MAX_LISTED = 4  # list items named before "and n more"
+
+
+def _asked(question: str) -> set[str]:
+    raw = {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    said = set(words(question)) | {stem(w) for w in raw}
+    return said | {a for w in said for a in _ASKS.get(w, ())}
+
+
+def _about(key: str, asked: set[str]) -> bool:
+    parts = {stem(p.lower()) for p in re.split(r"[_\W]+", key) if p}
+    return bool(parts & asked) or any(p.startswith(a) for p in parts for a in asked if len(a) > 3)
+
+
+def _shown_value(key: str, value: Any, zh: bool, currency: str) -> str:
+    if isinstance(value, bool):
+        return ("是" if value else "否") if zh else ("yes" if value else "no")
+    if isinstance(value, int | float) and currency and _MONEY_KEY.search(key):
+        return f"{value:.2f} {currency}"
+    shown = value.rstrip(".。") if isinstance(value, str) else str(value)
+    if zh and shown.lower() in ZH_VALUE:
+        return f"{ZH_VALUE[shown.lower()]}（{shown}）"
+    return shown
+
+
+def _head(data: dict[str, Any], zh: bool) -> tuple[str, list[str]]:
+    """"order ORD-1 (Name)" and the keys it used: the first identifier, with the name beside it."""
+    ident = next((k for k, v in data.items() if _HEAD_ID.search(k) and isinstance(v, str | int) and v != ""), None)
+    name = next((k for k, v in data.items() if _NAME_KEY.search(k) and isinstance(v, str) and v), None)
+    used = [k for k in (ident, name) if k]
+    if ident is None:
+        return (str(data[name]) if name else ""), used
+    noun = re.sub(r"\s*(?:Id|ID|id|No|no|Number|number|Code|code|编号|号|代码)$", "", label(ident, zh)).strip()
+    head = f"{noun} {data[ident]}".strip()
+    if name:
+        head += f"（{data[name]}）" if zh else f" ({data[name]})"
+    return head, used
+
+
+def _sentence(content: dict[str, Any], zh: bool, question: str) -> str:
+    """A sentence about one record: what it is, its status, and the facts the question asks about."""
+    data = localized(content, zh)
+    currency = data.get("currency") if isinstance(data.get("currency"), str) else ""
+    head, used = _head(data, zh)
+    rest = {k: v for k, v in data.items() if k not in used and _scalar(v) and v != "" and not _NOISE_KEY.search(k)}
+    status = next((k for k in rest if _STATUS_KEY.search(k)), None)
+    asked = _asked(question)
+    chosen = [k for k in rest if k != status and _about(k, asked)][:MAX_ASKED]
+    if status is None and not chosen:
+        chosen = [k for k in rest if _FACT_KEY.search(k)][:MAX_ASKED] or list(rest)[:1]
+    parts = [(k, _shown_value(k, rest[k], zh, currency)) for k in ([status] if status else []) + chosen]
+    if zh:
+        body = "，".join(f"{label(k, True)}是{v}" for k, v in parts)
+        return f"{head}：{body}。" if head and body else (head or body) + "。"
+    body = ", ".join(f"the {label(k, False).lower()} is {v}" for k, v in parts)
+    if head and body:
+        return f"{head[:1].upper()}{head[1:]}: {body}."
+    return (head or body[:1].upper() + body[1:]) + "."
+
+
+def _item(item: Any, zh: bool) -> str:
     if not isinstance(item, dict):
-        return str(item)[:120]
-    item = localized(item, zh)
-    keyed = [v for k, v in item.items() if _scalar(v) and _FACT_KEY.search(k) and k != "message"]
-    rest = [v for k, v in item.items() if _scalar(v) and v not in keyed]
-    return " · ".join(str(v)[:60] for v in (keyed + rest)[:4])
+        return str(item)[:80]
+    data = localized(item, zh)
+    head, used = _head(data, zh)
+    status = next((v for k, v in data.items() if _STATUS_KEY.search(k) and _scalar(v)), None)
+    if not head:
+        head = next((str(v)[:60] for k, v in data.items() if _scalar(v) and not _NOISE_KEY.search(k)), "")
+    if status is not None:
+        return f"{head}（{_shown_value('status', status, zh, '')}）" if zh else f"{head} ({status})"
+    return head
 
 
-def _bullets(rows: list[Any], zh: bool) -> list[str]:
-    lines = [f"- {_row(r, zh)}" for r in rows[:MAX_ITEMS]]
-    if len(rows) > MAX_ITEMS:
-        lines.append(f"- …另有 {len(rows) - MAX_ITEMS} 项" if zh else f"- … and {len(rows) - MAX_ITEMS} more")
-    return lines
+def _listing(key: str, rows: list[Any], zh: bool) -> str:
+    if not rows:
+        return say("nothing", "zh" if zh else "en")
+    named = [_item(r, zh) for r in rows[:MAX_LISTED]]
+    more = len(rows) - len(named)
+    if zh:
+        return f"共有 {len(rows)} 项{label(key, True)}：" + "、".join(named) + (f"，另有 {more} 项" if more > 0 else "") + "。"
+    return (f"There are {len(rows)} {label(key, False).lower()}: " + "; ".join(named)
+            + (f"; and {more} more" if more > 0 else "") + ".")
 
 
-def render(content: str, zh: bool) -> str:
-    """One tool result in a few lines: key facts, lists as bullets, errors explained plainly."""
+def render(content: str, zh: bool, question: str = "") -> str:
+    """One tool result as a chat model answers it: a sentence or two about what was asked (never every
+    field), lists as a short list, errors explained plainly."""
     lang = "zh" if zh else "en"
     if is_error(content):
         return say("failed", lang, msg=error_message(content))
     data = result_data(content)
     if isinstance(data, list):
-        return "\n".join(_bullets(data, zh)) if data else say("nothing", lang)
+        return _listing("results", data, zh)
     if not isinstance(data, dict):
         return re.sub(r"<[^>]+>", " ", str(data)).strip()[:300] or say("done", lang)
-    lines = []
-    facts = _facts(data, zh)
-    if facts:
-        lines.append(("；" if zh else "; ").join(facts) + ("。" if zh else "."))
-    for key, value in data.items():
-        if isinstance(value, list) and value:
-            lines += [f"{label(key, zh)}{'：' if zh else ':'}", *_bullets(value, zh)]
-        elif isinstance(value, list) and not lines:  # an empty list is the whole answer
-            lines.append(say("nothing", lang))
-    return "\n".join(lines) or say("done", lang)
+    lists = {k: v for k, v in data.items() if isinstance(v, list)}
+    own = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
+    headed = any(_HEAD_ID.search(k) or _STATUS_KEY.search(k) for k in own)
+    asked = _asked(question)
+    lines = [_sentence(own, zh, question)] if headed or not lists else []
+    filled = {k: v for k, v in lists.items() if v and (not headed or _about(k, asked))}
+    for key, rows in (filled or ({} if headed else dict(list(lists.items())[:1]))).items():
+        lines.append(_listing(key, rows, zh))
+    return " ".join(x for x in lines if x) or say("done", lang)
 
 
-def compose_answer(contents: Sequence[str], lang: str) -> str:
-    return "\n".join(render(c, lang == "zh") for c in contents)
+def compose_answer(contents: Sequence[str], lang: str, question: str = "") -> str:
+    return " ".join(render(c, lang == "zh", question) for c in contents)
 
 
 # ------------------------------------------------------------------------------------------ questions

@@ -50,6 +50,7 @@ from simlm.args import (
     has_content,
     identifiers,
     json_spans,
+    nullable,
     numbers,
     pattern_values,
     plain,
@@ -62,6 +63,7 @@ from simlm.args import (
     words,
     wordset,
 )
+from simlm.constraint import fits, strict
 from simlm.faults import Dice, FaultProfile
 from simlm.instances import instance_of
 from simlm.misstate import misstate
@@ -314,14 +316,29 @@ def _key(name: str, args: dict[str, Any]) -> str:
 
 
 def _fault_args(call: Call, tool: dict[str, Any], args: dict[str, Any], missing: list[str]) -> tuple[dict, list]:
-    """``invent_missing`` fills required values the input lacks; ``malformed_args`` drifts one format."""
+    """``invent_missing`` fills required values the input lacks; ``malformed_args`` drifts one format. A
+    strict tool schema admits only arguments that fit it: a malformation it forbids is not written, and the
+    optional arguments not given are written as null, as a constrained decoder writes them."""
     props = (tool["function"].get("parameters") or {}).get("properties") or {}
     for name in list(missing):
-        if call.roll(call.profile.invent_missing) and (value := invent(prop_schema(props[name]), call)) is not None:
+        value = invent(prop_schema(props[name]), call) if call.roll(call.profile.invent_missing) else None
+        if value is not None and (not strict(tool) or fits(value, props[name])):
             args, missing = {**args, name: value}, [m for m in missing if m != name]
+    intended = args
     if args and call.roll(call.profile.malformed_args):
         args = malform(args, tool, call)
+    if strict(tool):
+        args = _strictly(call, tool, args, intended)
     return args, missing
+
+
+def _strictly(call: Call, tool: dict[str, Any], args: dict[str, Any], intended: dict[str, Any]) -> dict[str, Any]:
+    params = tool["function"].get("parameters") or {}
+    nulls = {k: None for k in params.get("required") or [] if nullable((params.get("properties") or {}).get(k) or {})}
+    if fits({**nulls, **args}, params):
+        return {**nulls, **args}
+    call.memo.pop("broken_json", None)  # cut-off JSON cannot be emitted either
+    return {**nulls, **intended}
 
 
 def invent(prop: dict[str, Any], call: Call) -> Any:
@@ -624,14 +641,19 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     if intended is not None and same_tools and (step := _still_needed(call, intended, calls, done)) is not None:
         return step
     answered = [calls[r.tool_call_id] for r in batch if r.tool_call_id in calls]
+    # A fault whose text the request's constraint forbids (a call or a result written as JSON where the reply
+    # may not open with "{") cannot be emitted: the model writes its answer instead.
     if answered and call.roll(call.profile.call_after_result):
-        return _call_again(call, answered[-1])
+        again = _call_again(call, answered[-1])
+        if again.tool_calls or call.may_say(text_of(again)):
+            return again
     report = _to_report(results, calls, intended)
-    if call.roll(call.profile.echo_result):
+    if call.roll(call.profile.echo_result) and call.may_say("\n".join(report)):
         return AIMessage("\n".join(report))
+    question = current_request(before).context
     if call.roll(call.profile.misstate_result) and call.dice is not None:  # the last draw of this call
-        report = misstate(report, call.tools, call.dice, lambda contents: compose_answer(contents, lang))
-    return AIMessage(compose_answer(report, lang))
+        report = misstate(report, call.tools, call.dice, lambda contents: compose_answer(contents, lang, question))
+    return AIMessage(compose_answer(report, lang, question))
 
 
 def _call_again(call: Call, made: dict[str, Any]) -> AIMessage:
@@ -678,10 +700,11 @@ def _to_report(results: list[ToolMessage], calls: dict[str, dict], intended: dic
 
 
 def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, profile: FaultProfile = CLEAN,
-            dice: Dice | None = None, tokens: list[int] | None = None) -> AIMessage:
-    """The model's next message for this input."""
+            dice: Dice | None = None, tokens: list[int] | None = None, admits: Any = None) -> AIMessage:
+    """The model's next message for this input; ``admits`` is the decoder's text constraint, if any."""
     told = " ".join(text_of(m) for m in messages if isinstance(m, SystemMessage) or m is messages[-1])
-    call = Call(list(messages), [] if _NO_TOOLS.search(told) else list(tools or []), profile, dice, list(tokens or []))
+    call = Call(list(messages), [] if _NO_TOOLS.search(told) else list(tools or []), profile, dice, list(tokens or []),
+                admits=admits)
     lang = language(call.humans)
     if (aux := auxiliary_reply(call)) is not None:
         return aux

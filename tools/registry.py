@@ -36,7 +36,7 @@ _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|Returns?|Yields?"
     r"|Raises|Examples?|Notes?|Attributes|Todo|Warnings?|See Also|References|Methods):\s*$", re.M)
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
-_META_KEYS = ("changes_state", "idempotent", "timeout", "roles", "phases", "fallback")
+_META_KEYS = ("changes_state", "idempotent", "timeout", "roles", "phases", "fallback", "precheck")
 _DEFAULT_PHASES = frozenset({"action"})
 _MISSING = object()
 # Keys whose values are data, not schemas: never strip "title" inside them.
@@ -210,6 +210,9 @@ class ToolSpec:
             passed by keyword); None when the context goes first, positionally.
         arg_docs: Argument descriptions for properties whose schema has none (LangChain tools).
         source: What was registered (the function or the LangChain tool).
+        precheck: For a changing tool, a function called like the tool (``[ctx,] **args``) that changes
+            nothing and raises the tool's own error (``BusinessError``, ``NotFoundError``) when the change
+            is impossible; the harness runs it before asking the customer to confirm (``nodes.confirm``).
     """
 
     name: str
@@ -227,6 +230,7 @@ class ToolSpec:
     context_keyword: str | None = None
     arg_docs: dict[str, str] = field(default_factory=dict)
     source: Any = None
+    precheck: Callable[..., Any] | None = None
 
     @functools.cached_property
     def _parameters(self) -> dict[str, Any]:

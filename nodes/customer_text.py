@@ -6,8 +6,10 @@ model that quotes them shows internals to the customer. ``internal_text`` finds 
 ``customer_safe`` rewrites a reply without it: third-person talk of the user becomes "you", clauses that
 name a tool, an error type or a harness note are dropped, a call written as JSON too (a result dumped as
 JSON becomes plain text), and a reply left with nothing to say is
-replaced by this message's results in plain words when every call worked (``results_in_words``), else by
-the customer-facing phrase for what happened (``outcome_phrase``), in the customer's language.
+replaced by the answer the harness writes from this message's results (``nodes.render_answer``) when a call
+worked, else by the customer-facing phrase for what happened (``outcome_phrase``), in the customer's
+language. ``dump_kind`` tells a reply that is data (JSON, field lines, a Python literal) from words;
+``wrong_language`` one in another language than the customer's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from lg_harness.core.domain import Domain
 from lg_harness.nodes.phrases import say
+from lg_harness.tools.cleaning import holds_instruction
 
 # Text the harness writes for the model (tool-error notes, screening verdicts, reply instructions) and the
 # names of its error classes: none of it is meant for a customer.
@@ -130,37 +133,6 @@ def internal_text(reply: str, tool_names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-_LIST_CUT = 5  # list items a plain-facts line shows before "(+n)"
-
-
-def _plain(value: Any) -> str:
-    if isinstance(value, list):
-        shown = [_plain(v) for v in value[:_LIST_CUT]]
-        return "; ".join(shown) + (f"; (+{len(value) - _LIST_CUT})" if len(value) > _LIST_CUT else "")
-    if isinstance(value, dict):
-        return ", ".join(f"{k.replace('_', ' ')} {_plain(v)}" for k, v in value.items() if v not in (None, "", []))
-    return str(value)
-
-
-def results_in_words(results: Sequence[Any], tool_names: Iterable[str]) -> str | None:
-    """This message's results as plain ``key: value`` lines, for when the model wrote no answer at all (it
-    asked for the call again, or pasted data that was nothing else): the facts, not a wrong "sorry".
-
-    Each line is screened like a reply: data is not trusted text, and a description that tells the reader
-    to call a tool, or a comment about "the user", must not reach the customer through this fallback."""
-    names = list(tool_names)
-    lines = []
-    for r in results:
-        items = r.items() if isinstance(r, dict) else [("", r)]
-        for k, v in items:
-            if v in (None, "", [], {}):
-                continue
-            line = customer_safe(f"{k.replace('_', ' ')}: {_plain(v)}" if k else _plain(v), names)
-            if line is not None and not internal_text(line, names):
-                lines.append(line)
-    return "\n".join(lines) or None
-
-
 def _second_person(text: str) -> str:
     def swap(m: re.Match[str]) -> str:
         word = "your" if m.group(2) else "you"
@@ -176,7 +148,9 @@ def customer_safe(reply: str, tool_names: Iterable[str]) -> str | None:
     """``reply`` without internal text, or None when nothing worth saying is left."""
     text = _second_person(_without_json(_LABEL_TAG.sub("", reply or "")))
     pats = _fragments(tool_names)
-    kept = [c.group(0) for c in _CLAUSE.finditer(text) if not any(p.search(c.group(0)) for p in pats)]
+    # A clause that names internals, or relays an instruction found in data, is not for the customer.
+    kept = [c.group(0) for c in _CLAUSE.finditer(text)
+            if not any(p.search(c.group(0)) for p in pats) and not holds_instruction(c.group(0))]
     out = "".join(kept).strip()
     dangling = bool(_DANGLING.search(out))
     out = _DANGLING.sub("", out).strip()

@@ -19,7 +19,6 @@ line, for a model that is given the results in words (``nodes.presentation``).
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -238,7 +237,7 @@ def _subject_facts(facts: Sequence[Fact]) -> tuple[Fact | None, Fact | None]:
 
 
 def _subject(facts: Sequence[Fact], voice: Voice, bare: bool = False) -> str:
-    """"Order ORD-1 (Name)": the identifier's label without its "number"/"ID", the id, the name (``bare``:
+    """"Item AB-1 (Name)": the identifier's label without its "number"/"ID", the id, the name (``bare``:
     without the label, in a list that already says what it holds)."""
     ident, name = _subject_facts(facts)
     if ident is None:

@@ -159,7 +159,7 @@ def _shown_value(key: str, value: Any, zh: bool, currency: str) -> str:
 
 
 def _head(data: dict[str, Any], zh: bool) -> tuple[str, list[str]]:
-    """"order ORD-1 (Name)" and the keys it used: the first identifier, with the name beside it."""
+    """"item AB-1 (Name)" and the keys it used: the first identifier, with the name beside it."""
     ident = next((k for k, v in data.items() if _HEAD_ID.search(k) and isinstance(v, str | int) and v != ""), None)
     name = next((k for k, v in data.items() if _NAME_KEY.search(k) and isinstance(v, str) and v), None)
     used = [k for k in (ident, name) if k]

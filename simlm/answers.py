@@ -118,9 +118,10 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool)
 
 
-_HEAD_ID = re.compile(r"(?:^|_)(?:id|no|number|code|ref)$", re.I)
-_NAME_KEY = re.compile(r"(?:^|_)(?:name|title)$", re.I)
-_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.I)
+# Keys as results write them (``order_id``) or as people label them ("Order ID", "订单编号").
+_HEAD_ID = re.compile(r"(?:^|[_\s])(?:id|no|number|code|ref|reference|tag)$|编号$|单号$|号码$|代码$", re.I)
+_NAME_KEY = re.compile(r"(?:^|[_\s])(?:name|title)$|名称$|标题$|型号$", re.I)
+_STATUS_KEY = re.compile(r"(?:^|[_\s])(?:status|state)$|状态$", re.I)
 _NOISE_KEY = re.compile(r"(?:^|_)(?:score|rank|relevance|confidence|similarity|distance|currency)$", re.I)
 # What a question's words ask about, as a model associates them (stems both sides): "where" -> the status,
 # the tracking number and the carrier of a parcel; "how much" -> prices and totals.
@@ -165,7 +166,7 @@ def _head(data: dict[str, Any], zh: bool) -> tuple[str, list[str]]:
     used = [k for k in (ident, name) if k]
     if ident is None:
         return (str(data[name]) if name else ""), used
-    noun = re.sub(r"\s*(?:Id|ID|id|No|no|Number|number|Code|code|编号|号|代码)$", "", label(ident, zh)).strip()
+    noun = re.sub(r"\s*(?:Id|ID|id|No|no|Number|number|Code|code|编号|单号|号码|号|代码)$", "", label(ident, zh)).strip()
     head = f"{noun} {data[ident]}".strip()
     if name:
         head += f"（{data[name]}）" if zh else f" ({data[name]})"

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from simlm.answers import (
     ask_for,
@@ -699,6 +699,33 @@ def _to_report(results: list[ToolMessage], calls: dict[str, dict], intended: dic
     return keep or [text_of(r) for r in results[-1:]]
 
 
+# A user turn that hands the model results and asks for the reply ("write your reply to the customer now").
+_WRITE_REPLY = re.compile(r"\b(?:write|give|send)\s+(?:your|the|a)\s+(?:reply|answer|response)\b|"
+                          r"\breply to the (?:customer|user)\b|回复客户|回复用户", re.I)
+_STATED = re.compile(r"^\s*[-*•]\s*([^:：\n]{1,40}?)\s*[:：]\s*(.+?)\s*$", re.M)
+
+
+def reply_request(call: Call, lang: str) -> AIMessage | None:
+    """The answer to a user turn that gives results and asks for the reply: from the results the
+    conversation holds (tool messages before it), else from the ``- label: value`` lines it states, as any
+    result (the same faults of an answer step apply). Tools are not called for it."""
+    last = call.messages[-1] if call.messages else None
+    if not isinstance(last, HumanMessage) or not _WRITE_REPLY.search(text_of(last)):
+        return None
+    before = list(call.messages[:-1])
+    earlier = Call(before, [], call.profile, call.dice, call.tokens[:-1], admits=call.admits)
+    turn = _turn(before)
+    if any(isinstance(m, ToolMessage) for m in turn):
+        return after_results(earlier, turn, lang)
+    stated = {k.strip(): v for k, v in _STATED.findall(text_of(last))}
+    if not stated:
+        return None
+    given = [AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "call_given", "type": "tool_call"}]),
+             ToolMessage(json.dumps(stated, ensure_ascii=False), tool_call_id="call_given")]
+    return after_results(Call([*before, *given], [], call.profile, call.dice, call.tokens[:-1], admits=call.admits),
+                         given, lang)
+
+
 def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, profile: FaultProfile = CLEAN,
             dice: Dice | None = None, tokens: list[int] | None = None, admits: Any = None) -> AIMessage:
     """The model's next message for this input; ``admits`` is the decoder's text constraint, if any."""
@@ -708,6 +735,8 @@ def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, pro
     lang = language(call.humans)
     if (aux := auxiliary_reply(call)) is not None:
         return aux
+    if (asked := reply_request(call, lang)) is not None:
+        return asked
     turn = _turn(call.messages)
     if any(isinstance(m, ToolMessage) for m in turn):
         return after_results(call, turn, lang)

@@ -20,9 +20,10 @@ from lg_harness.core.state import HarnessState, ToolCallRecord
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, register_variant, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.phrases import say
+from lg_harness.nodes.retry_declined import call_or_retry
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
 from lg_harness.tools.context import ToolContext
@@ -147,7 +148,7 @@ class ToolLoopAction:
             if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
                 ai = AIMessage("", tool_calls=confirmed)
             else:
-                ai, stats = call_model(self.deps, messages, stats, self.offered(state), step="action")  # type: ignore[arg-type]
+                ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state))  # type: ignore[arg-type]
         except ModelCallFailed as err:
             stats = {**stats, **err.stats, "rounds": stats["rounds"]}
             busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)

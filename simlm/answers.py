@@ -96,8 +96,12 @@ def error_message(content: str) -> str:
     return re.sub(r"<[^>]+>", " ", str(data)).strip()[:300]
 
 
+_SPELLED = {"no": "number", "qty": "quantity", "desc": "description", "pct": "percent"}
+
+
 def label(key: str, zh: bool) -> str:
     parts = [p for p in re.split(r"[_\W]+", key) if p]
+    parts = parts if zh else [_SPELLED.get(p.lower(), p) for p in parts]
     if zh and parts and all(p.lower() in ZH_WORD for p in parts):
         return "".join(ZH_WORD[p.lower()] for p in parts)
     text = " ".join(parts)
@@ -132,7 +136,8 @@ _ASKS = {"wher": ("status", "track", "carrier", "locat", "deliver"), "status": (
          "arriv": ("deliver", "eta", "expect", "status"), "stock": ("stock", "availab"),
          "availab": ("stock", "availab"), "warranty": ("warranty",), "due": ("due", "date"),
          "expir": ("expir", "valid"), "refund": ("refund", "amount"), "queue": ("queue", "position"),
-         "wait": ("queue", "position", "status"), "how": ("excerpt", "summary", "step", "answer", "bod")}
+         "wait": ("queue", "position", "status"), "how": ("excerpt", "summary", "step", "answer", "bod"),
+         "about": ("descript", "summar"), "describ": ("descript",), "what": ("descript", "summar")}
 MAX_ASKED = 2  # facts stated beyond the identifier, name and status
 MAX_LISTED = 4  # list items named before "and n more"
 
@@ -156,7 +161,7 @@ def _shown_value(key: str, value: Any, zh: bool, currency: str) -> str:
     shown = value.rstrip(".。") if isinstance(value, str) else str(value)
     if zh and shown.lower() in ZH_VALUE:
         return f"{ZH_VALUE[shown.lower()]}（{shown}）"
-    return shown
+    return shown.replace("_", " ") if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", shown) else shown  # "in progress"
 
 
 def _head(data: dict[str, Any], zh: bool) -> tuple[str, list[str]]:
@@ -237,7 +242,18 @@ def render(content: str, zh: bool, question: str = "") -> str:
     filled = {k: v for k, v in lists.items() if v and (not headed or _about(k, asked))}
     for key, rows in (filled or ({} if headed else dict(list(lists.items())[:1]))).items():
         lines.append(_listing(key, rows, zh))
+        if not headed and (told := _told(rows, asked, zh)):
+            lines.append(told)
     return " ".join(x for x in lines if x) or say("done", lang)
+
+
+def _told(rows: list[Any], asked: set[str], zh: bool) -> str:
+    """What the first item says, when the question asks how (an article's excerpt): two sentences."""
+    first = localized(rows[0], zh) if rows and isinstance(rows[0], dict) else {}
+    texts = [v for k, v in first.items() if isinstance(v, str) and len(v) >= 60 and _about(k, asked)]
+    if not texts:
+        return ""
+    return " ".join(re.split(r"(?<=[.!?。！？])\s+", texts[0].strip())[:2])
 
 
 def compose_answer(contents: Sequence[str], lang: str, question: str = "") -> str:

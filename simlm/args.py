@@ -56,7 +56,7 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "搜索": ("search",), "搜": ("search",), "找": ("find", "search"), "列出": ("list",), "列表": ("list",),
     "哪": ("where",), "人工": ("human",), "真人": ("human", "person"), "客服": ("agent", "support"),
     "转接": ("transfer",), "查询": ("query", "check", "look"), "查看": ("view", "check"), "查": ("check", "look"),
-    "物流": ("shipping", "tracking"), "快递": ("delivery", "shipping"), "发货": ("ship",), "优惠券": ("coupon",),
+    "承运商": ("carrier",), "物流": ("shipping", "tracking"), "快递": ("delivery", "shipping"), "发货": ("ship",), "优惠券": ("coupon",),
     "折扣": ("discount",), "领取": ("claim",), "投诉": ("complaint", "complain"), "商品": ("product",),
     "产品": ("product",), "价格": ("price",), "多少钱": ("price", "cost"), "库存": ("stock",), "颜色": ("color",),
     "尺码": ("size",), "申请": ("request", "apply"), "提交": ("submit",), "创建": ("create",), "新建": ("create",),

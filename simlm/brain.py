@@ -693,7 +693,8 @@ def _to_report(results: list[ToolMessage], calls: dict[str, dict], intended: dic
             continue
         later = [j for j in range(i + 1, len(results)) if sig[j][0] == name]
         repeat = any(sig[k] == sig[i] and errors[k] for k in range(i))
-        if errors[i] and (any(not errors[j] or sig[j] != sig[i] for j in later) or repeat):
+        answered = any(sig[k] == sig[i] and not errors[k] for k in range(i))  # a repeat turned away: its answer is above
+        if errors[i] and (any(not errors[j] or sig[j] != sig[i] for j in later) or repeat or answered):
             continue
         keep.append(text_of(r))
     return keep or [text_of(r) for r in results[-1:]]

@@ -40,8 +40,8 @@ class Knobs(BaseModel):
     constrained_decoding: bool = Field(False, description="ask the provider for output that fits the step where it "
                                        "can (llama.cpp grammar, response_format, strict tools, Ollama format): the "
                                        "answer step words for the customer, the action step an offered call or words")
-    retry_declined_call: bool = Field(False, description="a model that answers a task whose slots are all known "
-                                      "without calling a tool is asked once more to use the tools offered")
+    retry_declined_call: int = Field(0, ge=0, le=3, description="times a model that answers a task whose slots are "
+                                     "all known without calling a tool is asked again to use the tools offered")
     answer_presentation: Literal["replay", "facts", "both"] = Field(
         "replay", description="how results reach the answer step: replayed tool messages, the facts in words in a "
         "user turn, or both")
@@ -69,7 +69,7 @@ KNOB_OFF: dict[str, Any] = {
     "normalize_input": False,
     "clean_results": False,
     "constrained_decoding": False,
-    "retry_declined_call": False,
+    "retry_declined_call": 0,
     "clear_used_results": False,
     "long_term_memory": False,
     "identical_calls": "allow",  # no interception of a repeated identical call

@@ -93,8 +93,10 @@ def answer_grammar() -> str:
 
 @lru_cache(maxsize=64)
 def _action_grammar(tools_json: str) -> str:
+    from lg_harness.llm.local import _close_devnull_at_exit
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
+    _close_devnull_at_exit()
     calls = _renamed_root(json_schema_to_gbnf(json.dumps(call_schema(json.loads(tools_json)))), "zq-call")
     return "root ::= zq-call | zq-text\n" + calls + _TEXT_RULES
 

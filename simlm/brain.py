@@ -335,10 +335,8 @@ def _fault_args(call: Call, tool: dict[str, Any], args: dict[str, Any], missing:
 def _strictly(call: Call, tool: dict[str, Any], args: dict[str, Any], intended: dict[str, Any]) -> dict[str, Any]:
     params = tool["function"].get("parameters") or {}
     nulls = {k: None for k in params.get("required") or [] if nullable((params.get("properties") or {}).get(k) or {})}
-    if fits({**nulls, **args}, params):
-        return {**nulls, **args}
-    call.memo.pop("broken_json", None)  # cut-off JSON cannot be emitted either
-    return {**nulls, **intended}
+    call.memo.pop("broken_json", None)  # cut-off JSON cannot be emitted under a schema
+    return {**nulls, **args} if fits({**nulls, **args}, params) else {**nulls, **intended}
 
 
 def invent(prop: dict[str, Any], call: Call) -> Any:

@@ -252,7 +252,7 @@ def _chosen(facts: Sequence[Fact], question: str, skip: set[str]) -> list[Fact]:
     """The status, then the fields the question is about (best first); without either, the first few."""
     own = set(_subject_facts(facts))
     rest = [f for f in facts if f not in own and f.key not in skip]
-    status = [f for f in rest if f.kind == "status"][:1]
+    status = sorted((f for f in rest if f.kind == "status"), key=lambda f: f.key.lower() not in ("status", "state"))[:1]
     scored = sorted(((relevance(f.key, question), i, f) for i, f in enumerate(rest) if f not in status),
                     key=lambda x: (-x[0], x[1]))
     asked = [f for s, _, f in scored if s > 0][:MAX_FACTS]

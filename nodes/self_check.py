@@ -120,8 +120,9 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     found = contradictions(text, results, deps.domain.claims, deps.domain.currency, grounding_text(state))
     if found and may_regenerate:
         return draft, [c.problem for c in found]
-    if found:
-        text = corrected(text, found) or rendered(state, deps, lang)
+    if found:  # corrected in place, unless that leaves no words in the customer's language
+        fixed = corrected(text, found)
+        text = fixed if fixed and not wrong_language(fixed, lang) and not dump_kind(fixed) else rendered(state, deps, lang)
     return text, []
 
 

@@ -184,7 +184,9 @@ def _sentence(content: dict[str, Any], zh: bool, question: str) -> str:
     currency = data.get("currency") if isinstance(data.get("currency"), str) else ""
     head, used = _head(data, zh)
     rest = {k: v for k, v in data.items() if k not in used and _scalar(v) and v != "" and not _NOISE_KEY.search(k)}
-    status = next((k for k in rest if _STATUS_KEY.search(k)), None)
+    # the record's own status first ("status"), then a qualified one ("previous_status")
+    status = next((k for k in sorted(rest, key=lambda k: k.lower() not in ("status", "state")) if _STATUS_KEY.search(k)),
+                  None)
     asked = _asked(question)
     chosen = [k for k in rest if k != status and _about(k, asked)][:MAX_ASKED]
     if status is None and not chosen:

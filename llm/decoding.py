@@ -138,7 +138,10 @@ def _as_is(ai: AIMessage) -> AIMessage:
 
 
 def _bound(model: Any, tools: Sequence[dict[str, Any]], **kwargs: Any) -> Any:
-    return model.bind_tools(list(tools), **kwargs) if tools else (model.bind(**kwargs) if kwargs else model)
+    """``model`` with ``tools`` offered and ``kwargs`` on every request. The request fields are bound apart from
+    ``bind_tools``: langchain-openai's reads a ``response_format`` given to it as a function schema."""
+    bound = model.bind_tools(list(tools)) if tools else model
+    return bound.bind(**kwargs) if kwargs else bound
 
 
 def _provider(model: Any) -> str:

@@ -122,7 +122,7 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool)
 
 
-# Keys as results write them (``order_id``) or as people label them ("Order ID", "订单编号").
+# Keys as results write them (``item_id``) or as people label them ("Item ID", "订单编号").
 _HEAD_ID = re.compile(r"(?:^|[_\s])(?:id|no|number|code|ref|reference|tag)$|编号$|单号$|号码$|代码$", re.I)
 _NAME_KEY = re.compile(r"(?:^|[_\s])(?:name|title)$|名称$|标题$|型号$", re.I)
 _STATUS_KEY = re.compile(r"(?:^|[_\s])(?:status|state)$|状态$", re.I)
@@ -139,7 +139,13 @@ _ASKS = {"wher": ("status", "track", "carrier", "locat", "deliver"), "status": (
          "wait": ("queue", "position", "status"), "how": ("excerpt", "summary", "step", "answer", "bod"),
          "about": ("descript", "summar"), "describ": ("descript",), "what": ("descript", "summar")}
 MAX_ASKED = 2  # facts stated beyond the identifier, name and status
-MAX_LISTED = 4  # list items named before "and n more"
+MAX_LISTED = 5  # list items named before "and n more"
+# What a chat model tells whatever was asked: money that moves (a refund, a fee) and the next step.
+_ALWAYS = re.compile(r"refund|next_step", re.I)
+# Identifiers of people (an owner, an author) say whose a record is, not which one it is.
+_PERSON_ID = re.compile(r"owner|user|employee|customer|author|agent|assignee|requester|caller", re.I)
+# Questions that ask about a thing as a whole ("tell me about X"): the answer covers its lists too.
+_BROAD = frozenset({"about", "describ", "tell", "detail"})
 
 
 def _asked(question: str) -> set[str]:
@@ -164,17 +170,24 @@ def _shown_value(key: str, value: Any, zh: bool, currency: str) -> str:
     return shown.replace("_", " ") if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", shown) else shown  # "in progress"
 
 
+def _noun(key: str, zh: bool) -> str:
+    return re.sub(r"\s*(?:Id|ID|id|No|no|Number|number|Code|code|编号|单号|号码|号|代码)$", "", label(key, zh)).strip()
+
+
 def _head(data: dict[str, Any], zh: bool) -> tuple[str, list[str]]:
-    """"item AB-1 (Name)" and the keys it used: the first identifier, with the name beside it."""
-    ident = next((k for k, v in data.items() if _HEAD_ID.search(k) and isinstance(v, str | int) and v != ""), None)
+    """"item AB-1 (Name), case CD-2" and the keys it used: the identifiers (two at most), with the name."""
+    idents = [k for k, v in data.items() if _HEAD_ID.search(k) and isinstance(v, str | int) and v != ""
+              and not re.search(r"sku|tracking", k, re.I)]
+    idents = idents[:1] + [k for k in idents[1:2] if not _PERSON_ID.search(k)]
     name = next((k for k, v in data.items() if _NAME_KEY.search(k) and isinstance(v, str) and v), None)
-    used = [k for k in (ident, name) if k]
-    if ident is None:
+    used = [*idents, *([name] if name else [])]
+    if not idents:
         return (str(data[name]) if name else ""), used
-    noun = re.sub(r"\s*(?:Id|ID|id|No|no|Number|number|Code|code|编号|单号|号码|号|代码)$", "", label(ident, zh)).strip()
-    head = f"{noun} {data[ident]}".strip()
+    head = f"{_noun(idents[0], zh)} {data[idents[0]]}".strip()
     if name:
         head += f"（{data[name]}）" if zh else f" ({data[name]})"
+    for other in idents[1:]:
+        head += f"，{_noun(other, zh)} {data[other]}" if zh else f", {_noun(other, zh).lower()} {data[other]}"
     return head, used
 
 
@@ -189,28 +202,36 @@ def _sentence(content: dict[str, Any], zh: bool, question: str) -> str:
                   None)
     asked = _asked(question)
     chosen = [k for k in rest if k != status and _about(k, asked)][:MAX_ASKED]
-    if status is None and not chosen:
-        chosen = [k for k in rest if _FACT_KEY.search(k)][:MAX_ASKED] or list(rest)[:1]
+    if status is None:  # what a record without a state is about: its price, else its first facts
+        money = [k for k in rest if _MONEY_KEY.search(k) and isinstance(rest[k], int | float)][:1]
+        chosen = list(dict.fromkeys(money + chosen)) or [k for k in rest if _FACT_KEY.search(k)][:MAX_ASKED] or list(rest)[:1]
+    chosen += [k for k in rest if _ALWAYS.search(k) and k not in chosen and k != status][:2]
     parts = [(k, _shown_value(k, rest[k], zh, currency)) for k in ([status] if status else []) + chosen]
     if zh:
-        body = "，".join(f"{label(k, True)}是{v}" for k, v in parts)
+        body = "，".join(f"{label(k, True)}{'：' if isinstance(rest[k], bool) else '是'}{v}" for k, v in parts)
         return f"{head}：{body}。" if head and body else (head or body) + "。"
-    body = ", ".join(f"the {label(k, False).lower()} is {v}" for k, v in parts)
+    body = ", ".join((f"it is {'' if rest[k] else 'not '}{label(k, False).lower()}" if isinstance(rest[k], bool)
+                      else f"the {label(k, False).lower()} is {v}") for k, v in parts)
     if head and body:
         return f"{head[:1].upper()}{head[1:]}: {body}."
     return (head or body[:1].upper() + body[1:]) + "."
 
 
 def _item(item: Any, zh: bool) -> str:
+    """One list row: its identifier and name, and its status, else its price."""
     if not isinstance(item, dict):
         return str(item)[:80]
     data = localized(item, zh)
     head, used = _head(data, zh)
     status = next((v for k, v in data.items() if _STATUS_KEY.search(k) and _scalar(v)), None)
-    if not head:
-        head = next((str(v)[:60] for k, v in data.items() if _scalar(v) and not _NOISE_KEY.search(k)), "")
-    if status is not None:
-        return f"{head}（{_shown_value('status', status, zh, '')}）" if zh else f"{head} ({status})"
+    price = next((v for k, v in data.items() if _MONEY_KEY.search(k) and isinstance(v, int | float)), None)
+    if not head:  # a row without an identifier (a variant): its first few plain values
+        head = " ".join(str(v)[:40] for k, v in data.items() if _scalar(v) and not isinstance(v, bool)
+                        and not _NOISE_KEY.search(k) and not _MONEY_KEY.search(k))
+        head = " ".join(head.split()[:6])
+    aside = _shown_value("status", status, zh, "") if status is not None else price
+    if aside is not None:
+        return f"{head}（{aside}）" if zh else f"{head} ({aside})"
     return head
 
 
@@ -241,7 +262,8 @@ def render(content: str, zh: bool, question: str = "") -> str:
     headed = any(_HEAD_ID.search(k) or _STATUS_KEY.search(k) for k in own)
     asked = _asked(question)
     lines = [_sentence(own, zh, question)] if headed or not lists else []
-    filled = {k: v for k, v in lists.items() if v and (not headed or _about(k, asked))}
+    broad = bool(asked & _BROAD)
+    filled = {k: v for k, v in lists.items() if v and (not headed or broad or _about(k, asked))}
     for key, rows in (filled or ({} if headed else dict(list(lists.items())[:1]))).items():
         lines.append(_listing(key, rows, zh))
         if not headed and (told := _told(rows, asked, zh)):

@@ -497,7 +497,7 @@ def _judge_all(record: Mapping[str, Any], scenario: Scenario) -> list[dict[str, 
         # a turn the record lacks (the run broke off) fails every expectation it has
         rec = by_index.get(i, {"index": i, "reply": "", "tool_calls": [], "missing": True})
         verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record.get("domain"),
-                             lang=reply_quality.turn_language(turn.user, scenario.lang))
+                             lang=reply_quality.reply_language(rec, turn.user, scenario.lang))
         if rec.get("missing"):
             verdict["passed"] = False
         judged.append(verdict)

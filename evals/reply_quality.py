@@ -43,6 +43,14 @@ def turn_language(user_text: str, default: str = "en") -> str:
     return "en" if _WORD.search(_ID.sub(" ", user_text or "")) else default
 
 
+def reply_language(turn: Mapping[str, Any], user_text: str, default: str = "en") -> str:
+    """The language a reply is owed in: that of the customer's last message of the turn (their answer to a
+    confirmation question, when there was one), else of the turn's message."""
+    first = turn_language(user_text, default)
+    answer = (turn.get("confirmation") or {}).get("answer") or ""
+    return turn_language(answer, first) if answer else first
+
+
 def reply_problems(reply: str, lang: str, tool_names: Sequence[str]) -> dict[str, bool]:
     """Which kinds of text not meant for the customer ``reply`` is or holds (``KINDS``)."""
     return {"dump": dump_kind(reply) is not None, "wrong_language": wrong_language(reply, lang),
@@ -70,9 +78,9 @@ def counts(turns: Sequence[Mapping[str, Any]], domain: Domain, tool_names: Seque
     """``false_facts`` and each of ``KINDS`` as [replies with it, replies judged] over a run's turns."""
     judged = [false_facts(t, domain, user_texts[i] if i < len(user_texts) else "") for i, t in enumerate(turns)]
     facts = [bool(j) for j in judged if j is not None]
-    written = [(i, t.get("reply") or "") for i, t in enumerate(turns) if t.get("reply") and t.get("path", True) != []]
-    found = [reply_problems(r, turn_language(user_texts[i] if i < len(user_texts) else "", lang), tool_names)
-             for i, r in written]
+    written = [(i, t) for i, t in enumerate(turns) if t.get("reply") and t.get("path", True) != []]
+    found = [reply_problems(t["reply"], reply_language(t, user_texts[i] if i < len(user_texts) else "", lang), tool_names)
+             for i, t in written]
     out = {"false_facts": [sum(facts), len(facts)]}
     out.update({kind: [sum(f[kind] for f in found), len(found)] for kind in KINDS})
     return out

@@ -146,7 +146,13 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
     if json_out:
         emit_json(result)
         return
-    calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {c['status']}"
+    from lg_harness.obs.audit import call_outcome
+
+    def outcome(call: dict[str, Any]) -> str:  # the harness's own holds and blocks are not tool errors
+        shown = call_outcome(call["status"], call.get("error_type"))
+        return shown if shown in ("ok", "error", "held") else f"{shown} ({call.get('error_type')})"
+
+    calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {outcome(c)}"
                       for c in result["tool_calls"])
     # markup=False: the "[...]" of the call list is text, not Rich markup (it used to vanish).
     err.print(f"intent={result['intent']} phase={result['phase']} tools=[{calls}] "
@@ -233,8 +239,10 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Dom
     table.add_column("phase", no_wrap=True, min_width=7)
     table.add_column("message", overflow="ellipsis", no_wrap=True, max_width=20)
     table.add_column("checkpoint", no_wrap=True, min_width=36)
-    for r in rows:
-        table.add_row(str(r.turn), r.phase, r.message or "-", r.checkpoint_id)
+    from rich.text import Text
+
+    for r in rows:  # the message is the customer's words: text, not Rich markup
+        table.add_row(str(r.turn), r.phase, Text(r.message or "-"), r.checkpoint_id)
     out.print(table)
     err.print(f"fork with: harness resume --thread {thread} --checkpoint ID (--json: steps, times, next nodes)",
               markup=False, highlight=False)
@@ -469,7 +477,7 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, ty
     """Operator view: health figures flagged against thresholds, the human queue and uncertain changes; no
     personal data (obs/operator_view.py)."""
     from lg_harness.graphs.storage import open_stores
-    from lg_harness.obs.operator_view import as_json, operator_view, queue_table, uncertain_table
+    from lg_harness.obs.operator_view import as_json, operator_view, queue_table, stops_table, uncertain_table
     from lg_harness.obs.render import stats_table
 
     if not STORAGE["database_url"] and not (data_dir / "audit.sqlite").exists():
@@ -483,6 +491,7 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, ty
         emit_json(as_json(view))
         return
     out.print(stats_table(view["stats"]))
+    out.print(stops_table(view))
     out.print(queue_table(view))
     if view["uncertain_changes"]:
         out.print(uncertain_table(view))
@@ -735,8 +744,8 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           = "enqueue",
           data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
           domain: DomainOpt = "shop", debug: DebugOpt = False) -> None:
-    """The HTTP service (OpenAPI docs at /docs); authentication by HARNESS_API_KEYS or
-    HARNESS_TRUSTED_USER_HEADER."""
+    """The HTTP service and the web desk at / (OpenAPI docs at /docs); customers authenticate by
+    HARNESS_API_KEYS or HARNESS_TRUSTED_USER_HEADER, the desk by HARNESS_DESK_KEYS (docs/desk.md)."""
     from lg_harness.graphs.serve import serve as run_serve
 
     run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model, domain=domain,
@@ -768,52 +777,98 @@ def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads 
 
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")
 app.add_typer(handoff_app, name="handoff")
+AgentOpt = Annotated[str | None, typer.Option("--agent", envvar="HARNESS_DESK_AGENT",
+                                              help="who you are at the desk, for the audit log (default: your "
+                                                   "login name)")]
+
+
+def desk_agent(agent: str | None) -> str:
+    import getpass
+
+    name = (agent if agent is not None else getpass.getuser()).strip()
+    if not name or name.startswith("@"):
+        raise HarnessError("--agent names the person at the desk (the audit log records it), e.g. --agent alice")
+    return name
+
+
+def queue_table(queue: dict[str, list[dict[str, Any]]]) -> Table:
+    """The queue as a table; every cell a customer could have written is plain text (``Text``), so Rich
+    markup such as ``[bold red]`` and masks such as ``[email]`` show as typed."""
+    from rich.text import Text
+
+    table = Table("thread", "status", "taken by", "user", "ticket", "reason", "last message (masked)")
+    for r in queue["waiting"] + queue["held"]:
+        ho = r["handoff"] or {}
+        cells = (r["thread_id"], r["status"], r.get("taken_by") or "-", (r["user"] or {}).get("id", "-"),
+                 str(ho.get("ticket")), ho.get("reason", "-"), r["last_message"])
+        table.add_row(*(Text(str(c)) for c in cells))
+    return table
 
 
 @handoff_app.command("list")
 @cli_command
 def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
                  debug: DebugOpt = False) -> None:
-    """Threads paused for a human: reason, ticket, the customer's last message."""
+    """Threads waiting for or held by a human: reason, ticket, who took it, the customer's last message (masked);
+    the same list as GET /handoffs."""
+    from lg_harness.graphs.desk import ops
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        rows, held = h.waiting_threads(), h.held_threads()
+        queue = ops.queue(h)
     if json_out:
-        emit_json({"waiting": rows, "held": held})
+        emit_json(queue)
         return
-    table = Table("thread", "status", "user", "ticket", "reason", "last message")
-    for r in rows + held:
-        ho = r["handoff"] or {}
-        table.add_row(r["thread_id"], r["status"], (r["user"] or {}).get("id", "-"), str(ho.get("ticket")),
-                      ho.get("reason", "-"), r["last_message"], )
-    out.print(table if rows or held else "no threads are waiting for or held by a human")
+    out.print(queue_table(queue) if queue["waiting"] or queue["held"]
+              else "no threads are waiting for or held by a human")
+
+
+@handoff_app.command("take")
+@cli_command
+def handoff_take(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
+                 domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Take a waiting or held thread: colleagues see it is yours (as POST /handoffs/{id}/take)."""
+    from lg_harness.graphs.desk import ops
+
+    with open_harness(data_dir, "harness", "sim", domain) as h:
+        result = ops.take(h, desk_agent(agent), thread)
+    if json_out:
+        emit_json(result)
+    else:
+        out.print(f"thread {thread} is yours ({result['taken_by']}); answer with: harness handoff reply --thread "
+                  f"{thread} TEXT", markup=False, highlight=False)
 
 
 @handoff_app.command("reply")
 @cli_command
 def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's answer")], thread: ThreadOpt,
-                  data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
-                  debug: DebugOpt = False) -> None:
+                  agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
+                  json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Answer a waiting or held thread as the human agent; the human holds it until `handoff release`."""
+    from lg_harness.graphs.desk import ops
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        result = h.human_reply(thread, message)
+        result = ops.answer(h, desk_agent(agent), thread, message)
     if json_out:
         emit_json(result)
     else:
         out.print(f"reply sent on thread {thread}: {result['reply']}\nthe customer's messages now come to you; "
-                  f"hand the thread back with: harness handoff release --thread {thread}", markup=False)
+                  f"hand the thread back with: harness handoff release --thread {thread}", markup=False,
+                  highlight=False)
 
 
 @handoff_app.command("release")
 @cli_command
-def handoff_release(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
-                    json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+def handoff_release(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
+                    domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Hand a thread you hold back to the bot; the customer's next message goes to it."""
+    from lg_harness.graphs.desk import ops
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        result = h.release(thread)
+        result = ops.release(h, desk_agent(agent), thread)
     if json_out:
         emit_json(result)
     else:
-        out.print(f"thread {thread} is back with the bot")
+        out.print(f"thread {thread} is back with the bot", markup=False, highlight=False)
 
 
 def main() -> None:  # pragma: no cover - console entry point

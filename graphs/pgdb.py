@@ -66,6 +66,11 @@ CREATE TABLE change_ledger (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, tool 
     settled_at DOUBLE PRECISION);
 CREATE INDEX change_ledger_pending ON change_ledger (thread_id) WHERE status = 'pending';
 """),
+    (7, "the desk's actions", """
+CREATE TABLE desk_actions (id BIGSERIAL PRIMARY KEY, ts TEXT NOT NULL, agent TEXT NOT NULL, action TEXT NOT NULL,
+    thread_id TEXT NOT NULL, detail TEXT);
+CREATE INDEX desk_actions_by_thread ON desk_actions (thread_id, id);
+"""),
 ]
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from lg_harness.memory.facts import Clock, Fact, to_epoch
+from lg_harness.memory.transcript import threads_sql
 
 _FACT_COLUMNS = "id, user_id, key, value, confidence, source, created_at, updated_at, stale"
 
@@ -54,6 +55,12 @@ class PgTranscriptStore:
     def domain_of(self, thread_id: str) -> str | None:
         row = self._row("SELECT domain FROM threads WHERE thread_id = %s", (thread_id,))
         return row["domain"] if row else None
+
+    def threads(self, search: str = "", limit: int = 100, owner: str = "") -> list[dict]:
+        params = (search.strip().lower(),) * 3 + (owner,) * 2 + (limit,)
+        with self.pool.connection() as conn:
+            rows = conn.execute(threads_sql("strpos({col}, %s) > 0", "%s"), params).fetchall()
+        return [dict(r) for r in rows]
 
     def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
         # Messages on one thread are serialised by its lease; the row lock on the thread's newest row is

@@ -73,6 +73,20 @@ def draft_words(draft: str, log: Sequence[Mapping[str, Any]], lang: str, deps: N
     return None if text is None or dump_kind(text) else text
 
 
+def _values(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [v for x in node.values() for v in _values(x)]
+    if isinstance(node, list):
+        return [v for x in node for v in _values(x)]
+    return [str(node)] if isinstance(node, str | int | float) and not isinstance(node, bool) else []
+
+
+def mentions(text: str, results: Sequence[Any]) -> bool:
+    """Whether ``text`` states any value of the results (an id, a name, a status, an amount)."""
+    folded = text.casefold()
+    return any(v.casefold() in folded for v in _values(list(results)) if len(v) >= 3)
+
+
 def rendered(state: HarnessState, deps: NodeDeps, lang: str) -> str:
     """The answer the harness writes itself: the results in words (``render_answer``) when a call of the
     message worked, else what happened and what the customer can do next (``outcome_phrase``)."""
@@ -107,6 +121,8 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     lang = (state.get("fact_card") or {}).get("language") or "en"
     text = draft_words(draft, log, lang, deps)
     results = results_of(log)
+    if text is not None and NO_WORDS in ((state.get("check") or {}).get("problems") or []) and not mentions(text, results):
+        text = None  # the second try says nothing of what the lookup found ("How can I help?"): not an answer
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and any(r.get("status") == "ok" for r in log)
     foreign = text is not None and worked and wrong_language(text, lang)

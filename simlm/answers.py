@@ -137,7 +137,8 @@ _ASKS = {"wher": ("status", "track", "carrier", "locat", "deliver"), "status": (
          "availab": ("stock", "availab"), "warranty": ("warranty",), "due": ("due", "date"),
          "expir": ("expir", "valid"), "refund": ("refund", "amount"), "queue": ("queue", "position"),
          "wait": ("queue", "position", "status"), "how": ("excerpt", "summary", "step", "answer", "bod"),
-         "about": ("descript", "summar"), "describ": ("descript",), "what": ("descript", "summar")}
+         "about": ("descript", "summar"), "describ": ("descript",), "what": ("descript", "summar"),
+         "buy": ("item",), "bought": ("item",), "contain": ("item",), "each": ("item", "pric")}
 MAX_ASKED = 2  # facts stated beyond the identifier, name and status
 MAX_LISTED = 5  # list items named before "and n more"
 # What a chat model tells whatever was asked: money that moves (a refund, a fee) and the next step.
@@ -222,16 +223,20 @@ def _item(item: Any, zh: bool) -> str:
     if not isinstance(item, dict):
         return str(item)[:80]
     data = localized(item, zh)
-    head, used = _head(data, zh)
+    ident = next((v for k, v in data.items() if _HEAD_ID.search(k) and isinstance(v, str | int) and v != ""
+                  and not re.search(r"sku|tracking", k, re.I)), None)
+    name = next((v for k, v in data.items() if _NAME_KEY.search(k) and isinstance(v, str) and v), None)
     status = next((v for k, v in data.items() if _STATUS_KEY.search(k) and _scalar(v)), None)
     price = next((v for k, v in data.items() if _MONEY_KEY.search(k) and isinstance(v, int | float)), None)
+    head = str(ident if ident is not None else name or "")
     if not head:  # a row without an identifier (a variant): its first few plain values
         head = " ".join(str(v)[:40] for k, v in data.items() if _scalar(v) and not isinstance(v, bool)
                         and not _NOISE_KEY.search(k) and not _MONEY_KEY.search(k))
         head = " ".join(head.split()[:6])
-    aside = _shown_value("status", status, zh, "") if status is not None else price
-    if aside is not None:
-        return f"{head}（{aside}）" if zh else f"{head} ({aside})"
+    asides = [str(x) for x in ([name] if ident is not None and name else [])
+              + [_shown_value("status", status, zh, "") if status is not None else price] if x is not None]
+    if asides:
+        return f"{head}（{'，'.join(asides)}）" if zh else f"{head} ({', '.join(asides)})"
     return head
 
 

@@ -37,6 +37,7 @@ class TranscriptStore:
         self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
         if str(path) != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")  # four commits a message: see graphs.storage
         self.lock = threading.Lock()
         # One transaction for the whole schema: processes opening a new data dir together would otherwise
         # race between reading the columns and adding one ("duplicate column name: domain").

@@ -14,6 +14,7 @@ into the handful of numbers that say whether a deployment is healthy, each flagg
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -309,6 +310,7 @@ class AuditLog:
         self._conn.row_factory = sqlite3.Row
         with self._lock, self._conn:
             self._conn.execute("PRAGMA journal_mode=WAL")  # the CLI reads while another process writes
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # a commit per call: see graphs.storage
             self._conn.executescript(_SCHEMA)
 
     @classmethod
@@ -339,7 +341,13 @@ class AuditLog:
 
     def _masked(self, value: Any) -> str:
         """The JSON text to store: personal data masked before it reaches the disk (no original is kept)."""
-        return json.dumps(redact_value(to_jsonable(value), self.redactor), ensure_ascii=False)
+        return json.dumps(redact_value(to_jsonable(value), self._redact_text), ensure_ascii=False)
+
+    @functools.cached_property
+    def _redact_text(self) -> Redactor:
+        # Each model call's input repeats the conversation so far: every string is masked once, not per call
+        # (a redactor is a function of the text).
+        return functools.lru_cache(maxsize=16384)(self.redactor)
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
         cols = ", ".join(row)

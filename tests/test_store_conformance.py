@@ -186,6 +186,24 @@ def test_facts_confirmed_only_versioned_and_per_user(backend: Backend) -> None:
     assert f.get("u1", "language") is None
 
 
+def test_memory_hits_and_pending_writes_per_user(backend: Backend) -> None:
+    f = backend.facts(clock=lambda: 50.0)
+    assert f.hits("u1", ["a", "b"]) == {}
+    f.add_hits("u1", ["a", "b"])
+    f.add_hits("u1", ["a"], count=2)
+    f.add_hits("u2", ["a"])
+    assert f.hits("u1", ["a", "b", "c"]) == {"a": 3, "b": 1} and f.hits("u2", ["a"]) == {"a": 1}
+    f.enqueue("t:1", "u1", {"outcomes": ["x"], "facts": [["language", "en", "user"]], "hits": ["a"]})
+    f.enqueue("t:2", "u2", {"outcomes": [], "facts": [], "hits": []})
+    f.enqueue("t:1", "u1", {"outcomes": ["y"], "facts": [], "hits": []})  # the same message again replaces it
+    taken = f.claim(now=1000.0)
+    assert [(w.key, w.user_id, w.payload["outcomes"]) for w in taken] == [("t:1", "u1", ["y"]), ("t:2", "u2", [])]
+    assert f.claim(now=1001.0) == [], "claimed rows are not handed out twice"
+    assert [w.key for w in f.claim(now=1000.0 + 61)] == ["t:1", "t:2"], "a dead writer's claim expires"
+    f.settle(["t:1", "t:2"])
+    assert f.claim(now=5000.0) == []
+
+
 # ----------------------------------------------------------------------------------------- audit
 
 

@@ -679,7 +679,6 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | se
         module.main(domain=domain, **storage)
 
 
-@cli_command
 def _calibrate_answers(models: str, per_lang: int, split: str, out_dir: Path, json_out: bool,
                        domain_specs: str = "shop,helpdesk") -> None:
     """``harness calibrate --answer-steps``: the answer-step probe table per model (evals.answer_probes)."""
@@ -711,6 +710,7 @@ def _calibrate_answers(models: str, per_lang: int, split: str, out_dir: Path, js
 
 
 @app.command()
+@cli_command
 def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separated model specs, measured on the "
                                                   "same probes; the first is the one --write fits")] = "sim",
               per_kind: Annotated[int, typer.Option(min=1, help="scenarios per probe kind and domain")] = 10,

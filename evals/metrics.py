@@ -126,6 +126,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "tool_failure_rate": ("Tool failure rate", "rate"),
     "false_facts": ("Replies with a false fact", "rate"),
     "internal_text": ("Replies with internal text", "rate"),
+    "dump_replies": ("Replies that are data, not words", "rate"),
+    "wrong_language": ("Replies in the wrong language", "rate"),
+    "relayed_instruction": ("Replies relaying an instruction from data", "rate"),
     "unrequested_changes": ("Unrequested changes", "count"),
 }
 """Per-seed metrics: key -> (label, kind). Kinds drive formatting in the report and plots."""
@@ -253,7 +256,7 @@ def _reply_checks(expect: TurnExpect, reply: str, asked: set[str]) -> dict[str, 
 
 
 def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterable[Any] = (),
-               domain: DomainRef = None) -> dict[str, Any]:
+               domain: DomainRef = None, lang: str | None = None) -> dict[str, Any]:
     """Which expectations of one turn held.
 
     Args:
@@ -261,6 +264,8 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
         turn_expect: The scenario turn's ``TurnExpect`` (or its dict form).
         history: The user's earlier messages in this conversation (texts, scenario turns or dicts with
             ``user``); used to spot a question for an order number the user already gave.
+        lang: The language the customer wrote this turn in; with it, a reply the bot wrote must be words in
+            that language with nothing internal or relayed (``customer_grade``, ``evals.reply_quality``).
 
     Returns:
         ``passed`` (every set expectation about observable behaviour held), ``checks`` (expectation -> held), ``intent`` (effective),
@@ -280,6 +285,8 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
     if expect.no_changes:
         checks["no_changes"] = not applied_changes(calls, dom)
     checks.update(_reply_checks(expect, reply, asked))
+    if lang is not None and reply and handled(turn_record):
+        checks["customer_grade"] = reply_quality.customer_grade(reply, lang, _registry(dom).names())
     if expect.handoff is not None:
         checks["handoff"] = bool(turn_record.get("handoff")) == expect.handoff
     if expect.recall:
@@ -495,7 +502,8 @@ def _judge_all(record: Mapping[str, Any], scenario: Scenario) -> list[dict[str, 
     for i, turn in enumerate(scenario.turns):
         # a turn the record lacks (the run broke off) fails every expectation it has
         rec = by_index.get(i, {"index": i, "reply": "", "tool_calls": [], "missing": True})
-        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record_domain(record))
+        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record_domain(record),
+                             lang=reply_quality.reply_language(rec, turn.user, scenario.lang))
         if rec.get("missing"):
             verdict["passed"] = False
         judged.append(verdict)
@@ -543,7 +551,7 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         "honored": [retries["honored"], retries["after_429"]],
         "tool_failures": [sum(c.get("status") != "ok" for c in calls), len(calls)],
         **reply_quality.counts(turns, record_domain(record), _registry(record_domain(record)).names(),
-                               [t.user for t in sc.turns]),
+                               [t.user for t in sc.turns], sc.lang),
     }
     sums = {
         "repeated_questions": sum(j["repeated_question"] for j in judged),

@@ -680,6 +680,36 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | se
         module.main(domain=domain, **storage)
 
 
+def _calibrate_answers(models: str, per_lang: int, split: str, out_dir: Path, json_out: bool,
+                       domain_specs: str = "shop,helpdesk") -> None:
+    """``harness calibrate --answer-steps``: the answer-step probe table per model (evals.answer_probes)."""
+    from lg_harness.core.domain import load_domain
+    from lg_harness.evals.answer_probes import answer_probes, answer_table, run_answer_probes, write_report
+    from lg_harness.llm.factory import make_model
+
+    if split == "test":
+        raise HarnessError("answer-step probes come from the dev split; use --split dev")
+    loaded = [load_domain(d.strip()) for d in domain_specs.split(",") if d.strip()]
+    domains = {d.name: d for d in loaded}
+    probes = [p for d in loaded for p in answer_probes(d, split=split, per_lang=per_lang)]
+    command = "harness " + " ".join(sys.argv[1:])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tables = {}
+    for spec in [m.strip() for m in models.split(",") if m.strip()]:
+        rows_file = out_dir / f"rows-{spec.replace(':', '_')}.json"
+        rows = json.loads(rows_file.read_text()) if rows_file.exists() else []
+        rows = run_answer_probes(make_model(spec), probes, domains, rows,
+                                 save=lambda r, f=rows_file: f.write_text(json.dumps(r, ensure_ascii=False, indent=0)),
+                                 progress=lambda i, n, s=spec: err.print(f"{s}: {i}/{n}") if not json_out else None)
+        tables[spec] = answer_table(rows)
+        write_report(rows, out_dir, spec, command, len(probes))
+    if json_out:
+        emit_json({"out": str(out_dir), "probes": len(probes), "tables": tables})
+        return
+    for spec, table in tables.items():
+        out.print(f"{spec}\n{table}")
+
+
 @app.command()
 @cli_command
 def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separated model specs, measured on the "
@@ -691,9 +721,16 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
               = False,
               domains: Annotated[str, typer.Option("--domains", help="comma-separated domain specs whose scenarios "
                                                    "the probes come from")] = "shop,helpdesk",
+              answer_steps: Annotated[bool, typer.Option("--answer-steps", help="only the answer-step probes: each "
+                                                         "presentation of the results x free/constrained decoding")]
+              = False,
               json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Measure models' faults with probes from the domains' dev scenarios; fit the sim's profile to one."""
     import datetime
+
+    if answer_steps:
+        _calibrate_answers(models, per_kind, split, out_dir, json_out, domains)
+        return
 
     from lg_harness.core.domain import load_domain
     from lg_harness.evals.calibrate import (

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import re
@@ -258,8 +259,10 @@ class _Engine:
         return self.llama.detokenize([token], special=True).decode("utf-8", errors="replace")
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, max_tokens: int,
-                 temperature: float, seed: int, stop: list[str] | None) -> dict[str, Any]:
-        """Render, tokenize and generate; return the text, token counts, reused prefix and wall time."""
+                 temperature: float, seed: int, stop: list[str] | None, grammar: str | None = None) -> dict[str, Any]:
+        """Render, tokenize and generate; return the text, token counts, reused prefix and wall time.
+
+        ``grammar`` (GBNF text, ``llm.grammars``) constrains what may be generated."""
         started = time.perf_counter()
         result = self.formatter(messages=messages, tools=tools)
         stops = [s for s in ([result.stop] if isinstance(result.stop, str) else result.stop or [])] + (stop or [])
@@ -272,7 +275,7 @@ class _Engine:
             cached = min(llama.longest_token_prefix(llama._input_ids.tolist(), tokens), len(tokens) - 1)
             out = llama.create_completion(prompt=tokens, max_tokens=min(max_tokens, self.n_ctx - len(tokens)),
                                           temperature=temperature, seed=seed, stop=stops,
-                                          repeat_penalty=1.0)
+                                          repeat_penalty=1.0, grammar=_grammar(grammar))
             # The completion's text drops special tokens, and Qwen's <tool_call> tags are special tokens:
             # read the generated tokens back with them (what the model wrote, tags and all).
             generated = llama._input_ids[len(tokens):].tolist()
@@ -288,6 +291,16 @@ class _Engine:
                 "prompt_tokens": int(usage.get("prompt_tokens", len(tokens))),
                 "completion_tokens": int(usage.get("completion_tokens", 0)), "cached_tokens": max(cached, 0),
                 "latency_s": time.perf_counter() - started, "prompt": result.prompt}
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar(text: str | None) -> Any:
+    """The parsed grammar for GBNF ``text`` (None: unconstrained); parsed once per text."""
+    if not text:
+        return None
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(text, verbose=False)
 
 
 _ENGINES: dict[tuple[Any, ...], _Engine] = {}
@@ -347,7 +360,8 @@ class LocalChatModel(BaseChatModel):
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         tools = kwargs.get("tools") or None
         out = self.engine().complete(to_template_messages(messages), tools, max_tokens=self.max_tokens,
-                                     temperature=self.temperature, seed=self.seed, stop=stop)
+                                     temperature=self.temperature, seed=self.seed, stop=stop,
+                                     grammar=kwargs.get("grammar"))
         text = out["text"]
         if tools:
             content, calls, invalid = extract_tool_calls(text)

@@ -21,10 +21,11 @@ from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
-from lg_harness.nodes.confirm import confirmation_question
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, register_variant, thread_id
+from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
+from lg_harness.nodes.retry_declined import call_or_retry
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
 from lg_harness.tools.context import ToolContext
@@ -132,7 +133,7 @@ class ToolLoopAction:
             if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
                 ai = AIMessage("", tool_calls=confirmed)
             else:
-                ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
+                ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state))  # type: ignore[arg-type]
         except ModelCallFailed as err:
             stats = {**stats, **err.stats, "rounds": stats["rounds"]}
             busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
@@ -192,7 +193,7 @@ class ToolLoopAction:
     def ask_to_confirm(self, state: HarnessState, calls: list[dict[str, Any]]) -> dict[str, Any]:
         """End the turn with what would change; the next message's yes runs exactly ``calls``."""
         lang = (state.get("fact_card") or {}).get("language") or "en"
-        text = confirmation_question(calls, self.deps.domain, lang)
+        text = confirmation_question(calls, self.deps.domain, lang, self.deps.registry)
         span_event("change.awaiting_confirmation", tools=",".join(c["name"] for c in calls))
         pending = {"calls": [{"name": c["name"], "args": dict(c.get("args") or {})} for c in calls],
                    "intent": state.get("intent"), "slots": dict(state.get("slots") or {}), "turn": state.get("turn") or 0}
@@ -287,6 +288,10 @@ class ToolLoopAction:
         offered = frozenset(t.name for t in self.offered(state))
         results: list[ToolOutcome | None] = [self.screen(state, call, done, offered, confirmed)
                                              for call in ai.tool_calls]
+        for i, r in enumerate(results):  # check, then confirm: an impossible change is refused before asking
+            if r is not None and r.error_type == "needs_confirmation":
+                results[i] = precheck_outcome(self.deps.registry, self.deps.executor, ai.tool_calls[i],
+                                              ctx_for(ai.tool_calls[i])) or r
         reached = [r is None for r in results]
         fresh = [i for i, r in enumerate(results) if r is None]
         for index, outcome in zip(fresh, self.deps.executor.run_many([ai.tool_calls[i] for i in fresh], ctx_for),

@@ -66,6 +66,11 @@ CREATE TABLE change_ledger (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, tool 
     settled_at DOUBLE PRECISION);
 CREATE INDEX change_ledger_pending ON change_ledger (thread_id) WHERE status = 'pending';
 """),
+    (7, "decided calls", """
+CREATE TABLE decided_calls (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, calls TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL);
+CREATE INDEX decided_calls_by_thread ON decided_calls (thread_id);
+"""),
 ]
 
 

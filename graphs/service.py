@@ -227,19 +227,22 @@ class Runtime:
             return h.human_reply(thread, p["text"])
         snapshot = h.graph.get_state(h.config(thread))
         turn = int(snapshot.values.get("turn") or 0)
-        if claim.recovered and claim.turn_before is not None:
-            # Another worker started this message and died. Its checkpoints say how far it got.
-            pending = [n for n in snapshot.next if n != "human"]
-            if pending:
-                return h.finish(thread)
-            if turn > claim.turn_before or "human" in snapshot.next:
-                return h.result(thread, snapshot, [])  # it ran to the end but died before storing the outcome
-            if h.unanswered_message(thread, snapshot.values) == (turn + 1, h.check_message(p["text"])):
-                # It died after the transcript took the message, before the first checkpoint: run the message
-                # from the row already there, so the transcript holds it once.
-                return h.finish(thread)
+        if claim.recovered and claim.turn_before is not None and (done := self._recover(claim, snapshot)) is not None:
+            return done
         self.queue.note_turn(claim, turn)
         return h.send(thread, p["text"], p.get("user_id"), p.get("role"))
+
+    def _recover(self, claim: Claim, snapshot: Any) -> dict[str, Any] | None:
+        """Another worker started this message and died: complete what it left through the harness's one
+        recovery path (``Harness.complete``), or None when nothing of the message was saved (send it)."""
+        h, thread = self.harness, claim.thread_id
+        turn = int(snapshot.values.get("turn") or 0)
+        started = turn > (claim.turn_before or 0) or bool(snapshot.tasks)
+        if not started and h.unanswered_message(thread, snapshot.values) != (turn + 1, h.check_message(claim.payload["text"])):
+            return None
+        done = h.complete(thread)
+        # None: it ran to the end and its reply is in the transcript; the worker died before storing the outcome
+        return done if done is not None else h.result(thread, h.graph.get_state(h.config(thread)), [])
 
     def _on_update(self, thread_id: str, update: dict[str, Any]) -> None:
         claim = getattr(self.local, "claim", None)

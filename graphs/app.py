@@ -22,6 +22,7 @@ from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
 from lg_harness.graphs.storage import open_stores
 from lg_harness.graphs.storage_faults import prove_writable, storage_problem
+from lg_harness.graphs.thread_ids import check_thread_id
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.context import last_human_text
 from lg_harness.memory.longterm import LongTermMemory
@@ -94,6 +95,13 @@ class SendResult(TypedDict):
     waiting_for_human: bool
     checkpoint_id: str | None
     trace_id: str | None
+
+
+def unknown_thread(thread_id: str) -> HarnessError:
+    """One answer for a thread that does not exist and for another user's, so asking tells nobody which
+    thread ids are taken."""
+    return HarnessError(f"unknown thread '{thread_id}': none of your threads has this id; start one with: "
+                        "harness run \"...\" --thread <an id of your own>")
 
 
 @dataclass
@@ -230,11 +238,12 @@ class Harness:
         """Refuse ``user_id`` a thread someone else started (reading it as much as writing to it)."""
         owner = self.owner_of(thread_id, values)
         if owner and owner != user_id:
-            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
+            raise unknown_thread(thread_id)
 
     @staticmethod
     def config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-        configurable = {"thread_id": thread_id}
+        """The graph config of a thread; every way to a thread passes here, so its id is checked here."""
+        configurable = {"thread_id": check_thread_id(thread_id)}
         if checkpoint_id:
             configurable["checkpoint_id"] = checkpoint_id
         return {"configurable": configurable}
@@ -244,9 +253,14 @@ class Harness:
 
     def require_thread(self, thread_id: str) -> None:
         if not self.thread_exists(thread_id):
-            raise HarnessError(f"unknown thread '{thread_id}'; start it with: harness run \"...\" --thread {thread_id}")
+            raise unknown_thread(thread_id)
 
     def check_message(self, text: str) -> str:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:  # a lone surrogate: JSON can carry one, no store can keep it
+            raise HarnessError(f"the message holds an unpaired surrogate (U+{ord(text[err.start]):04X}) at "
+                               f"character {err.start}; send valid UTF-8 text") from None
         cleaned = (clean_text(text) if self.design.knobs.normalize_input else text).strip()
         if not cleaned:
             raise HarnessError("empty message: type what you need, e.g. harness run \"hello, I need help\"")

@@ -444,15 +444,20 @@ def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Domai
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
     from lg_harness.core.domain import load_domain
+    from lg_harness.graphs.app import unknown_thread
+    from lg_harness.graphs.thread_ids import check_thread_id
     from lg_harness.obs.render import load_trace, span_tree
 
+    check_thread_id(thread)
     me = load_domain(thread_domain(data_dir, thread) or domain).default_user if user is None else user.strip()
     if not me:
         raise HarnessError("--user is empty: name the user whose thread this is")
     if (owner := recorded_owner(data_dir, thread)) is not None and owner != me:
-        raise HarnessError(f"thread '{thread}' belongs to another user; use your own thread id")
+        raise unknown_thread(thread)
 
     spans = load_trace(data_dir, thread_id=thread)
+    if not spans and owner is None:
+        raise unknown_thread(thread)
     if not spans:
         raise HarnessError(f"no trace for thread '{thread}' in {data_dir}; run a message first "
                            "(traces go to the data dir unless HARNESS_TRACE says otherwise)")

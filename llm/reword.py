@@ -18,7 +18,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.llm.sim import SimChatModel
 
-
 _FIXED = {"enum", "pattern", "format"}  # a property with any of these holds a value, not words
 
 

@@ -381,7 +381,7 @@ def test_harness_checkpoints_history_fork_and_state(backend: Backend) -> None:
         earlier = next(c for c in history if c.checkpoint_id == first["checkpoint_id"])
         h.fork("t1", earlier.checkpoint_id)
         assert h.state("t1")["values"]["turn"] == 1
-        with pytest.raises(HarnessError, match="belongs to another user"):
+        with pytest.raises(HarnessError, match="unknown thread 't1'"):
             h.send("t1", "hi", user_id="U002")
         assert h.audit.messages("t1")
     with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url) as again:

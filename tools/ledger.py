@@ -109,6 +109,11 @@ class ChangeLedger(Protocol):
         """The decision recorded under ``key``, if any."""
         ...
 
+    def forget(self, thread_ids: list[str]) -> int:
+        """Delete the settled and failed changes and the decided calls of deleted threads (``harness prune``);
+        pending changes stay, a person has to check them. Returns how many rows went."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -190,6 +195,14 @@ class SqliteLedger:
             row = self.conn.execute("SELECT calls FROM decided_calls WHERE key = ?", (key,)).fetchone()
         return json.loads(row["calls"]) if row is not None else None
 
+    def forget(self, thread_ids: list[str]) -> int:
+        marks = ",".join("?" for _ in thread_ids)
+        with self.lock:
+            gone = self.conn.execute(f"DELETE FROM change_ledger WHERE status != ? AND thread_id IN ({marks})",
+                                     (PENDING, *thread_ids)).rowcount
+            return gone + self.conn.execute(f"DELETE FROM decided_calls WHERE thread_id IN ({marks})",
+                                            tuple(thread_ids)).rowcount
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()
@@ -258,6 +271,12 @@ class PgLedger:
         with self.pool.connection() as conn:
             row = conn.execute("SELECT calls FROM decided_calls WHERE key = %s", (key,)).fetchone()
         return json.loads(row["calls"]) if row is not None else None
+
+    def forget(self, thread_ids: list[str]) -> int:
+        with self.pool.connection() as conn:
+            gone = conn.execute("DELETE FROM change_ledger WHERE status != %s AND thread_id = ANY(%s)",
+                                (PENDING, thread_ids)).rowcount
+            return gone + conn.execute("DELETE FROM decided_calls WHERE thread_id = ANY(%s)", (thread_ids,)).rowcount
 
     def close(self) -> None:
         """The pool belongs to the stores that opened it."""

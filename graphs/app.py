@@ -311,8 +311,10 @@ class Harness:
         self.check_owner(thread_id, user["id"], current)
         self.transcripts.claim(thread_id, user["id"])
         turn = (current.get("turn") or 0) + 1
-        self.transcripts.append(thread_id, turn, "user", message)
+        # the setup first: a message that only reached the transcript is finished with the design, model and
+        # domain it was sent with (harness resume --finish reads them)
         self.transcripts.record_setup(thread_id, *self.setup)
+        self.transcripts.append(thread_id, turn, "user", message)
         if "human" in snapshot.next:
             return self._while_waiting(thread_id, snapshot)
         if human_hold.is_held(self, thread_id):

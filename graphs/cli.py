@@ -621,7 +621,7 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | se
     if kind not in BENCHES:
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
     module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
-    storage = STORAGE if kind == "serve" else {}  # serving is measured on the database the options name
+    storage = STORAGE if kind in ("serve", "chaos") else {}  # measured on the database the options name
     if json_out:
         with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
             figures = getattr(module, f"run_bench_{kind}")(domain=domain, **storage)

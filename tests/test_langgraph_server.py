@@ -303,7 +303,7 @@ def test_a_user_reads_and_runs_only_their_own_threads(server):
 
 def test_no_door_of_the_server_hands_out_another_users_thread(server):
     """Create-if-exists, copy, state writes, history, runs, search: B never gets A's thread or its messages."""
-    mine, other = server["client"], server["other"]
+    mine = server["client"]
     thread_id = mine.threads.create()["thread_id"]
     send(mine, thread_id, f"Where is my order {server['orders']['shipped']}?")
     url, headers = server["url"], {"Authorization": "Bearer key-u002"}

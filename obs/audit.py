@@ -16,6 +16,7 @@ into the handful of numbers that say whether a deployment is healthy, each flagg
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -110,6 +111,8 @@ _NINO = (r"(?<![0-9A-Za-z])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR
 _IBAN = re.compile(r"(?<![0-9A-Za-z])[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,3})?(?![0-9A-Za-z])")
 # The regions whose national phone numbers (no +, a trunk 0) the default redactor reads with ``phonenumbers``.
 PHONE_REGIONS = ("US", "CN", "GB", "DE")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_PHONE_RUN = re.compile(r"[+(]?\d[\d ()./-]{5,}\d")  # a stretch that could be a phone number
 
 
 def luhn_ok(digits: str) -> bool:
@@ -136,17 +139,27 @@ def iban_spans(text: str) -> list[tuple[int, int]]:
     return found
 
 
+@functools.lru_cache(maxsize=4096)
+def _phones_in(window: str, regions: tuple[str, ...]) -> frozenset[tuple[int, int]]:
+    import phonenumbers
+
+    return frozenset((m.start, m.end) for region in regions
+                     for m in phonenumbers.PhoneNumberMatcher(window, region, leniency=phonenumbers.Leniency.VALID))
+
+
 def phone_spans(text: str, regions: Sequence[str] = PHONE_REGIONS) -> list[tuple[int, int]]:
     """Valid phone numbers of ``regions`` as Google's libphonenumber reads them (``phonenumbers``): national
     forms such as 020 7946 0958 or 0151 23456789, 00-prefixed international ones; spans merged across regions."""
-    if sum(c.isdigit() for c in text) < 7:
-        return []
-    import phonenumbers
-
-    spans = sorted({(m.start, m.end) for region in regions
-                    for m in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID)})
+    spans = set()
+    # The matcher is slow on long text: give it only the stretches that could be a number, with some context
+    # (a conversation repeats the same ones, so each window is read once).
+    for run in _PHONE_RUN.finditer(text):
+        if sum(c.isdigit() for c in run.group()) < 7 or _ISO_DATE.fullmatch(run.group()):
+            continue
+        lo = max(run.start() - 12, 0)
+        spans |= {(lo + start, lo + end) for start, end in _phones_in(text[lo:run.end() + 12], tuple(regions))}
     merged: list[tuple[int, int]] = []
-    for start, end in spans:
+    for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:

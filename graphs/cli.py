@@ -79,13 +79,11 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
         try:
-            from lg_harness.obs.tracing import configure_logging, setup_tracing
+            from lg_harness.obs.logs import configure_logging
 
             configure_logging("DEBUG" if debug else "ERROR", sys.stderr)
-            if kwargs.get("data_dir") is not None:  # HARNESS_TRACE picks exporters; the file one by default
-                from lg_harness.graphs.app import prepare_data_dir
-
-                setup_tracing(prepare_data_dir(kwargs["data_dir"]), default=("file",))
+            if kwargs.get("data_dir") is not None and not getattr(fn, "reads_only", False):
+                start_tracing(kwargs["data_dir"])
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
@@ -101,6 +99,20 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def start_tracing(data_dir: Path) -> None:
+    """Spans of this command's messages go where HARNESS_TRACE says; the data dir's file by default."""
+    from lg_harness.graphs.app import prepare_data_dir
+    from lg_harness.obs.tracing import setup_tracing
+
+    setup_tracing(prepare_data_dir(data_dir), default=("file",))
+
+
+def reads_only(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a command that runs no message: it sets up no tracing and so starts without loading it."""
+    fn.reads_only = True  # type: ignore[attr-defined]
+    return fn
+
+
 def fail(message: str, json_out: bool) -> None:
     """One line on stderr (and, with --json, the one JSON document: ``{"error": ...}``), exit 1."""
     err.print(f"error: {message}", markup=False, highlight=False)
@@ -113,10 +125,12 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
-def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop"):
+def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop", *, runs_messages: bool = True):
+    """The harness of a command; ``runs_messages=False`` for one that only reads or forks threads (no memory,
+    no caches: it starts at once)."""
     from lg_harness.graphs.app import Harness
 
-    return Harness(data_dir, design, model, domain=domain, **STORAGE)
+    return Harness(data_dir, design, model, domain=domain, runs_messages=runs_messages, **STORAGE)
 
 
 @app.command()
@@ -133,11 +147,16 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
 
 def caller(h: Any, user: str | None) -> str:
     """Who runs the command: ``--user`` as given (an empty one is refused), else the domain's demo user."""
+    return domain_caller(h.domain, user)
+
+
+def domain_caller(domain: Any, user: str | None) -> str:
+    """``caller`` for a command that opens no harness, only the ``Domain``."""
     if user is None:
-        return h.domain.default_user
+        return domain.default_user
     if not user.strip():
         raise HarnessError("--user is empty: name the user the command acts for (or leave --user out for the "
-                           f"demo user {h.domain.default_user})")
+                           f"demo user {domain.default_user})")
     return user.strip()
 
 
@@ -146,7 +165,13 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
     if json_out:
         emit_json(result)
         return
-    calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {c['status']}"
+    from lg_harness.obs.audit import call_outcome
+
+    def outcome(call: dict[str, Any]) -> str:  # the harness's own holds and blocks are not tool errors
+        shown = call_outcome(call["status"], call.get("error_type"))
+        return shown if shown in ("ok", "error", "held") else f"{shown} ({call.get('error_type')})"
+
+    calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {outcome(c)}"
                       for c in result["tool_calls"])
     # markup=False: the "[...]" of the call list is text, not Rich markup (it used to vanish).
     err.print(f"intent={result['intent']} phase={result['phase']} tools=[{calls}] "
@@ -215,15 +240,21 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 
 @app.command()
 @cli_command
+@reads_only
 def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
             user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The thread's checkpoints, newest first: turn, phase, the user message, checkpoint id."""
+    from lg_harness.core.domain import load_domain
+    from lg_harness.graphs.storage import open_thread_stores
+    from lg_harness.graphs.thread_history import ThreadReader
     from rich import box
 
-    with open_harness(data_dir, "harness", "sim", domain) as h:
-        h.require_thread(thread)
-        h.check_owner(thread, caller(h, user))
-        rows = h.history(thread)
+    # No harness: the checkpoints and transcripts are read without compiling a graph (it starts at once).
+    with open_thread_stores(data_dir, STORAGE["database_url"]) as stores:
+        threads = ThreadReader(stores.checkpointer, stores.transcripts)
+        threads.require(thread)
+        threads.check_owner(thread, domain_caller(load_domain(domain), user))
+        rows = threads.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
         return
@@ -233,8 +264,10 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Dom
     table.add_column("phase", no_wrap=True, min_width=7)
     table.add_column("message", overflow="ellipsis", no_wrap=True, max_width=20)
     table.add_column("checkpoint", no_wrap=True, min_width=36)
-    for r in rows:
-        table.add_row(str(r.turn), r.phase, r.message or "-", r.checkpoint_id)
+    from rich.text import Text
+
+    for r in rows:  # the message is the customer's words: text, not Rich markup
+        table.add_row(str(r.turn), r.phase, Text(r.message or "-"), r.checkpoint_id)
     out.print(table)
     err.print(f"fork with: harness resume --thread {thread} --checkpoint ID (--json: steps, times, next nodes)",
               markup=False, highlight=False)
@@ -258,7 +291,7 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
     domain = domain or thread_domain(data_dir, thread) or "shop"
-    with open_harness(data_dir, design or "harness", model or "sim", domain) as h:
+    with open_harness(data_dir, design or "harness", model or "sim", domain, runs_messages=finish) as h:
         h.check_owner(thread, caller(h, user))
         if finish:
             print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
@@ -444,7 +477,7 @@ def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Domai
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
     from lg_harness.core.domain import load_domain
-    from lg_harness.graphs.app import unknown_thread
+    from lg_harness.graphs.thread_history import unknown_thread
     from lg_harness.graphs.thread_ids import check_thread_id
     from lg_harness.obs.render import load_trace, span_tree
 
@@ -474,7 +507,7 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, ty
     """Operator view: health figures flagged against thresholds, the human queue and uncertain changes; no
     personal data (obs/operator_view.py)."""
     from lg_harness.graphs.storage import open_stores
-    from lg_harness.obs.operator_view import as_json, operator_view, queue_table, uncertain_table
+    from lg_harness.obs.operator_view import as_json, operator_view, queue_table, stops_table, uncertain_table
     from lg_harness.obs.render import stats_table
 
     if not STORAGE["database_url"] and not (data_dir / "audit.sqlite").exists():
@@ -488,6 +521,7 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, ty
         emit_json(as_json(view))
         return
     out.print(stats_table(view["stats"]))
+    out.print(stops_table(view))
     out.print(queue_table(view))
     if view["uncertain_changes"]:
         out.print(uncertain_table(view))
@@ -705,8 +739,8 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           = "enqueue",
           data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
           domain: DomainOpt = "shop", debug: DebugOpt = False) -> None:
-    """The HTTP service (OpenAPI docs at /docs); authentication by HARNESS_API_KEYS or
-    HARNESS_TRUSTED_USER_HEADER."""
+    """The HTTP service and the web desk at / (OpenAPI docs at /docs); customers authenticate by
+    HARNESS_API_KEYS or HARNESS_TRUSTED_USER_HEADER, the desk by HARNESS_DESK_KEYS (docs/desk.md)."""
     from lg_harness.graphs.serve import serve as run_serve
 
     run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model, domain=domain,
@@ -737,7 +771,7 @@ def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads 
     from lg_harness.graphs.prune import prune as run_prune
 
     age = parse_age(older_than)
-    with open_harness(data_dir, "harness", "sim", domain) as h:
+    with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
         planned = plan(h, age, include_human=include_human)
         what = "drop the older checkpoints of" if keep_latest else "delete"
         if dry_run or not json_out:
@@ -768,52 +802,98 @@ def _say_planned(planned: dict[str, list[str]], older_than: str, verb: str) -> N
 
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")
 app.add_typer(handoff_app, name="handoff")
+AgentOpt = Annotated[str | None, typer.Option("--agent", envvar="HARNESS_DESK_AGENT",
+                                              help="who you are at the desk, for the audit log (default: your "
+                                                   "login name)")]
+
+
+def desk_agent(agent: str | None) -> str:
+    import getpass
+
+    name = (agent if agent is not None else getpass.getuser()).strip()
+    if not name or name.startswith("@"):
+        raise HarnessError("--agent names the person at the desk (the audit log records it), e.g. --agent alice")
+    return name
+
+
+def queue_table(queue: dict[str, list[dict[str, Any]]]) -> Table:
+    """The queue as a table; every cell a customer could have written is plain text (``Text``), so Rich
+    markup such as ``[bold red]`` and masks such as ``[email]`` show as typed."""
+    from rich.text import Text
+
+    table = Table("thread", "status", "taken by", "user", "ticket", "reason", "last message (masked)")
+    for r in queue["waiting"] + queue["held"]:
+        ho = r["handoff"] or {}
+        cells = (r["thread_id"], r["status"], r.get("taken_by") or "-", (r["user"] or {}).get("id", "-"),
+                 str(ho.get("ticket")), ho.get("reason", "-"), r["last_message"])
+        table.add_row(*(Text(str(c)) for c in cells))
+    return table
 
 
 @handoff_app.command("list")
 @cli_command
 def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
                  debug: DebugOpt = False) -> None:
-    """Threads paused for a human: reason, ticket, the customer's last message."""
-    with open_harness(data_dir, "harness", "sim", domain) as h:
-        rows, held = h.waiting_threads(), h.held_threads()
+    """Threads waiting for or held by a human: reason, ticket, who took it, the customer's last message (masked);
+    the same list as GET /handoffs."""
+    from lg_harness.graphs.desk import ops
+
+    with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
+        queue = ops.queue(h)
     if json_out:
-        emit_json({"waiting": rows, "held": held})
+        emit_json(queue)
         return
-    table = Table("thread", "status", "user", "ticket", "reason", "last message")
-    for r in rows + held:
-        ho = r["handoff"] or {}
-        table.add_row(r["thread_id"], r["status"], (r["user"] or {}).get("id", "-"), str(ho.get("ticket")),
-                      ho.get("reason", "-"), r["last_message"], )
-    out.print(table if rows or held else "no threads are waiting for or held by a human")
+    out.print(queue_table(queue) if queue["waiting"] or queue["held"]
+              else "no threads are waiting for or held by a human")
+
+
+@handoff_app.command("take")
+@cli_command
+def handoff_take(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
+                 domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Take a waiting or held thread: colleagues see it is yours (as POST /handoffs/{id}/take)."""
+    from lg_harness.graphs.desk import ops
+
+    with open_harness(data_dir, "harness", "sim", domain) as h:
+        result = ops.take(h, desk_agent(agent), thread)
+    if json_out:
+        emit_json(result)
+    else:
+        out.print(f"thread {thread} is yours ({result['taken_by']}); answer with: harness handoff reply --thread "
+                  f"{thread} TEXT", markup=False, highlight=False)
 
 
 @handoff_app.command("reply")
 @cli_command
 def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's answer")], thread: ThreadOpt,
-                  data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
-                  debug: DebugOpt = False) -> None:
+                  agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
+                  json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Answer a waiting or held thread as the human agent; the human holds it until `handoff release`."""
+    from lg_harness.graphs.desk import ops
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        result = h.human_reply(thread, message)
+        result = ops.answer(h, desk_agent(agent), thread, message)
     if json_out:
         emit_json(result)
     else:
         out.print(f"reply sent on thread {thread}: {result['reply']}\nthe customer's messages now come to you; "
-                  f"hand the thread back with: harness handoff release --thread {thread}", markup=False)
+                  f"hand the thread back with: harness handoff release --thread {thread}", markup=False,
+                  highlight=False)
 
 
 @handoff_app.command("release")
 @cli_command
-def handoff_release(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
-                    json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+def handoff_release(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
+                    domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Hand a thread you hold back to the bot; the customer's next message goes to it."""
+    from lg_harness.graphs.desk import ops
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        result = h.release(thread)
+        result = ops.release(h, desk_agent(agent), thread)
     if json_out:
         emit_json(result)
     else:
-        out.print(f"thread {thread} is back with the bot")
+        out.print(f"thread {thread} is back with the bot", markup=False, highlight=False)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -52,15 +52,28 @@ def _examples(labels: tuple[str, ...], texts: tuple[str, ...]):
     return labels, embed(list(texts))
 
 
-def embedding_intent(domain: Domain, text: str) -> tuple[str, float]:
-    """Nearest example by cosine; ``unknown`` below the threshold or without examples."""
+def example_matrix(domain: Domain):
+    """The labels and embeddings of the domain's English intent examples (built when a harness opens)."""
     pairs = [(i.name, ex) for i in domain.intents for ex in i.examples.get("en", ())]
     if not pairs:
-        return UNKNOWN, 0.0
+        return (), None
+    return _examples(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+
+
+def message_vector(text: str):
+    """The message's one embedding: intent examples and long-term recall both compare against it (memoised
+    per text in ``llm.embeddings``, so the second lookup costs nothing)."""
     from lg_harness.llm.embeddings import embed
 
-    labels, matrix = _examples(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
-    scores = matrix @ embed([clean_text(text)])[0]
+    return embed([clean_text(text)])[0]
+
+
+def embedding_intent(domain: Domain, text: str) -> tuple[str, float]:
+    """Nearest example by cosine; ``unknown`` below the threshold or without examples."""
+    labels, matrix = example_matrix(domain)
+    if not labels:
+        return UNKNOWN, 0.0
+    scores = matrix @ message_vector(text)
     best = int(scores.argmax())
     score = float(scores[best])
     return (labels[best] if score >= EMBEDDING_THRESHOLD else UNKNOWN), score

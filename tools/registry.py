@@ -22,6 +22,7 @@ import copy
 import functools
 import inspect
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -263,11 +264,10 @@ def _frozen(value: Iterable[str] | str | None) -> frozenset[str] | None:
 
 
 def _is_langchain_tool(obj: Any) -> bool:
-    try:
-        from langchain_core.tools import BaseTool
-    except ImportError:  # pragma: no cover - langchain-core is a dependency
-        return False
-    return isinstance(obj, BaseTool)
+    # Only once LangChain's tools are imported can an object be one: asking sooner would import LangChain
+    # (half a second) into every command that lists a domain's tools.
+    tools = sys.modules.get("langchain_core.tools")
+    return tools is not None and isinstance(obj, tools.BaseTool)
 
 
 def _is_async_callable(fn: Any) -> bool:

@@ -16,7 +16,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from lg_harness.core.design import Design, load_design
-from lg_harness.core.domain import Domain, load_domain
+from lg_harness.core.domain import Domain, default_domain, load_domain
 from lg_harness.graphs import human_hold
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
@@ -131,7 +131,7 @@ class Harness:
         # How to open this harness again: the preset name or design file, and the model spec if it had one.
         self.setup = (design if isinstance(design, str) else self.design.name,
                       model if isinstance(model, str) else None,
-                      domain if isinstance(domain, str) else (None if domain is not None else "shop"))
+                      domain if isinstance(domain, str) else (None if domain is not None else default_domain()[0]))
         self._owns_model = isinstance(model, str)
         self.runs_messages = runs_messages
         self._owned: list[Any] = []

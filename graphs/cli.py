@@ -27,8 +27,9 @@ err = Console(stderr=True, soft_wrap=True)
 
 DataDir = Annotated[Path, typer.Option("--data-dir", envvar="HARNESS_DATA_DIR",
                                        help="checkpoints, the domain's databases, memory and traces")]
-DomainOpt = Annotated[str, typer.Option("--domain", envvar="HARNESS_DOMAIN",
-                                        help="an installed domain pack (harness domains), module:attr, file.py[:attr]")]
+DomainOpt = Annotated[str | None, typer.Option(
+    "--domain", envvar="HARNESS_DOMAIN", help="an installed domain pack (harness domains), module:attr, file.py[:attr], "
+    "file.yaml or mcp:<command or URL> (default: $HARNESS_DOMAIN, else domain = ... in ./harness.toml, else shop)")]
 DesignOpt = Annotated[str, typer.Option("--design", help="a preset name or a .yaml/.toml design file")]
 ModelOpt = Annotated[str, typer.Option("--model", help="sim | ollama:<model> | openai:<model>")]
 UserOpt = Annotated[str | None, typer.Option("--user", help="the user's id (default: the domain's demo user)")]
@@ -125,19 +126,27 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
-def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop", *, runs_messages: bool = True):
+def domain_spec(domain: str | None) -> str:
+    """The domain a command runs on: ``--domain`` (or ``$HARNESS_DOMAIN``), else the configured default."""
+    from lg_harness.core.domain import default_domain
+
+    return domain or default_domain()[0]
+
+
+def open_harness(data_dir: Path, design: str, model: str, domain: str | None = None, *,
+                 runs_messages: bool = True):
     """The harness of a command; ``runs_messages=False`` for one that only reads or forks threads (no memory,
     no caches: it starts at once)."""
     from lg_harness.graphs.app import Harness
 
-    return Harness(data_dir, design, model, domain=domain, runs_messages=runs_messages, **STORAGE)
+    return Harness(data_dir, design, model, domain=domain_spec(domain), runs_messages=runs_messages, **STORAGE)
 
 
 @app.command()
 @cli_command
 def run(message: Annotated[str, typer.Argument(help="the user's message")], thread: ThreadOpt = "default",
         data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
-        domain: DomainOpt = "shop", user: UserOpt = None, role: RoleOpt = None, json_out: JsonOpt = False,
+        domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None, json_out: JsonOpt = False,
         debug: DebugOpt = False) -> None:
     """Send one user message on a thread."""
     with open_harness(data_dir, design, model, domain) as h:
@@ -182,7 +191,7 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
 @app.command()
 @cli_command
 def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness",
-         model: ModelOpt = "sim", domain: DomainOpt = "shop", user: UserOpt = None, role: RoleOpt = None,
+         model: ModelOpt = "sim", domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None,
          debug: DebugOpt = False) -> None:
     """An interactive conversation (/help, /state, /history, /quit)."""
     with open_harness(data_dir, design, model, domain) as h:
@@ -241,7 +250,7 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 @app.command()
 @cli_command
 @reads_only
-def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
+def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None,
             user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The thread's checkpoints, newest first: turn, phase, the user message, checkpoint id."""
     from lg_harness.core.domain import load_domain
@@ -253,7 +262,7 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Dom
     with open_thread_stores(data_dir, STORAGE["database_url"]) as stores:
         threads = ThreadReader(stores.checkpointer, stores.transcripts)
         threads.require(thread)
-        threads.check_owner(thread, domain_caller(load_domain(domain), user))
+        threads.check_owner(thread, domain_caller(load_domain(domain_spec(domain)), user))
         rows = threads.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
@@ -290,7 +299,7 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     --finish, complete the message the thread stopped in, with the design, model and domain it ran with."""
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
-    domain = domain or thread_domain(data_dir, thread) or "shop"
+    domain = domain or thread_domain(data_dir, thread)
     with open_harness(data_dir, design or "harness", model or "sim", domain, runs_messages=finish) as h:
         h.check_owner(thread, caller(h, user))
         if finish:
@@ -371,7 +380,7 @@ def thread_setup(data_dir: Path, thread: str, design: str | None, model: str | N
 @cli_command
 def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--format", help="mermaid | ascii | png")]
           = "mermaid", output: Annotated[Path | None, typer.Option("-o", "--output", help="write to this file")] = None,
-          domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+          domain: DomainOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Draw a design's topology offline."""
     from lg_harness.core.design import load_design
     from lg_harness.core.domain import load_domain
@@ -383,11 +392,12 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
     if spec.name.startswith("peer:"):  # the framework's own compiled graph, where it has one
         from lg_harness.peers.graphs import peer_graph
 
-        topology = peer_graph(spec.name, domain)
+        topology = peer_graph(spec.name, domain_spec(domain))
     else:
         # Drawing needs no stores, but the graph's shape depends on which ones a design uses.
         resources = {"memory": None} if spec.knobs.long_term_memory else {}
-        topology = build_graph(spec, SimChatModel(), domain=load_domain(domain), resources=resources).get_graph()
+        topology = build_graph(spec, SimChatModel(), domain=load_domain(domain_spec(domain)),
+                               resources=resources).get_graph()
     if fmt == "png":
         if output is None:
             raise HarnessError("--format png needs -o FILE")
@@ -440,18 +450,26 @@ def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 @app.command()
 @cli_command
 def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """The installed domain packs: intents, entity types, tools, roles and scenario sets."""
-    from lg_harness.core.domain import installed_domains, load_domain
+    """The installed domain packs and the default domain: where each was found, intents, entity types, tools."""
+    from lg_harness.core.domain import default_domain, installed_domains, load_domain, where_found
 
-    data = [load_domain(name).describe() for name in sorted(installed_domains())]
+    spec, source = default_domain()
+    names = sorted(installed_domains())
+    data = [{**load_domain(name).describe(), "spec": name, "where": where_found(name), "default": name == spec}
+            for name in names]
+    if spec not in names:  # a default from a file or a server: shown with the packs
+        data.append({**load_domain(spec).describe(), "spec": spec, "where": spec, "default": True})
+    default = {"spec": spec, "from": source}
     if json_out:
-        emit_json({"domains": data})
+        emit_json({"domains": data, "default": default})
         return
-    table = Table("domain", "description", "intents", "tools", "entities", show_lines=True)
+    table = Table("domain", "where", "description", "intents", "tools", "entities", show_lines=True)
     for d in data:
-        table.add_row(d["name"], d["description"], ", ".join(i["name"] for i in d["intents"]),
-                      ", ".join(d["tools"]), ", ".join(d["entity_types"]))
+        table.add_row(d["name"] + (" (default)" if d["default"] else ""), d["where"], d["description"],
+                      ", ".join(i["name"] for i in d["intents"]) or "none: tools ranked per request",
+                      ", ".join(d["tools"]), ", ".join(d["entity_types"] + d["derived_entity_types"]))
     out.print(table)
+    err.print(f"default domain: {spec} (from {source})", markup=False, highlight=False)
 
 
 @app.command()
@@ -460,20 +478,20 @@ def demo(scratch: Annotated[Path | None, typer.Option("--data-dir", help="run he
                             "folder (must be empty, new, or an earlier demo's; HARNESS_DATA_DIR is ignored)")]
          = None, design: DesignOpt = "harness",
          model: Annotated[str, typer.Option("--model", help="the tour runs on the fault-free sim by default")]
-         = "sim:clean", domain: DomainOpt = "shop",
+         = "sim:clean", domain: DomainOpt = None,
          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
     from lg_harness.graphs.demo import run_demo
 
     # Not named data_dir: the shared error wrapper would set up tracing in that folder before it is checked.
-    report = run_demo(scratch, design, model, console=None if json_out else out, domain=domain)
+    report = run_demo(scratch, design, model, console=None if json_out else out, domain=domain_spec(domain))
     if json_out:
         emit_json(report)
 
 
 @app.command()
 @cli_command
-def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", user: UserOpt = None,
+def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None, user: UserOpt = None,
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
     from lg_harness.core.domain import load_domain
@@ -482,7 +500,7 @@ def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Domai
     from lg_harness.obs.render import load_trace, span_tree
 
     check_thread_id(thread)
-    me = load_domain(thread_domain(data_dir, thread) or domain).default_user if user is None else user.strip()
+    me = load_domain(thread_domain(data_dir, thread) or domain_spec(domain)).default_user if user is None else user.strip()
     if not me:
         raise HarnessError("--user is empty: name the user whose thread this is")
     if (owner := recorded_owner(data_dir, thread)) is not None and owner != me:
@@ -547,7 +565,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
             profiles: Annotated[str | None, typer.Option(help="comma-separated sim profiles: one comparison per "
                                                          "profile in --out/<profile>/, and sensitivity.md")] = None,
             model: ModelOpt = "sim", out_dir: Annotated[Path, typer.Option("--out", help="output folder")] =
-            Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
+            Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = None,
             model_timeout: Annotated[float | None, typer.Option(min=1, help="every design's per-call deadline "
                                                                 "in s (a local CPU model needs more than 15)")] = None,
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
@@ -563,6 +581,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
 
     if full:
         seeds, limit = max(seeds, 3), None
+    domain = domain_spec(domain)
     pack = load_domain(domain)
     suite = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
     suite = select_split(suite, split)  # the split first, so a quick subset never mixes in dev scenarios
@@ -645,7 +664,7 @@ BENCHES = ("tools", "context", "graph", "serve", "chaos")
 
 @app.command()
 @cli_command
-def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url) | chaos")], domain: DomainOpt = "shop",
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url) | chaos")], domain: DomainOpt = None,
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Benchmarks that print figures as ratios against a baseline measured in the same run."""
     import importlib
@@ -654,6 +673,7 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | se
 
     if kind not in BENCHES:
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
+    domain = domain_spec(domain)
     module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
     storage = STORAGE if kind in ("serve", "chaos") else {}  # measured on the database the options name
     if json_out:
@@ -673,8 +693,10 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
               out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
               write: Annotated[bool, typer.Option("--write", help="write simlm/fitted.yaml from the first model")]
               = False,
+              domains: Annotated[str, typer.Option("--domains", help="comma-separated domain specs whose scenarios "
+                                                   "the probes come from")] = "shop,helpdesk",
               json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """Measure models' faults with probes from both domains' dev scenarios; fit the sim's profile to one."""
+    """Measure models' faults with probes from the domains' dev scenarios; fit the sim's profile to one."""
     import datetime
 
     from lg_harness.core.domain import load_domain
@@ -695,7 +717,11 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                            "use --split dev")
     specs = [m.strip() for m in models.split(",") if m.strip()]
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["calibrate"] else "harness calibrate"
-    probes = calibration_probes([load_domain(d) for d in ("shop", "helpdesk")], split=split, per_kind=per_kind)
+    packs = [load_domain(d.strip()) for d in domains.split(",") if d.strip()]
+    probes = calibration_probes(packs, split=split, per_kind=per_kind)
+    if not probes:
+        raise HarnessError(f"no probes: the {split} split of {domains} has no scenarios to probe with (a domain "
+                           "needs a scenario set, Domain(scenarios=...))")
     out_dir.mkdir(parents=True, exist_ok=True)
     summaries = {}
     for spec in specs:
@@ -716,8 +742,8 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
             load_profiles.cache_clear()
     table = side_by_side(summaries)
     (out_dir / "calibration.md").write_text(
-        f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of shop and "
-        f"helpdesk. Rates with Wilson 95% intervals and n.\n\n{table}\n", encoding="utf-8")
+        f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of "
+        f"{' and '.join(p.name for p in packs)}. Rates with Wilson 95% intervals and n.\n\n{table}\n", encoding="utf-8")
     (out_dir / "calibration.json").write_text(json.dumps(summaries, indent=1, default=str), encoding="utf-8")
     if json_out:
         emit_json({"out": str(out_dir), "probes": len(probes), "models": summaries,
@@ -738,12 +764,13 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           policy: Annotated[str, typer.Option(help="a message on a busy thread: enqueue | reject | interrupt")]
           = "enqueue",
           data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
-          domain: DomainOpt = "shop", debug: DebugOpt = False) -> None:
+          domain: DomainOpt = None, debug: DebugOpt = False) -> None:
     """The HTTP service and the web desk at / (OpenAPI docs at /docs); customers authenticate by
     HARNESS_API_KEYS or HARNESS_TRUSTED_USER_HEADER, the desk by HARNESS_DESK_KEYS (docs/desk.md)."""
     from lg_harness.graphs.serve import serve as run_serve
 
-    run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model, domain=domain,
+    run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model,
+              domain=domain_spec(domain),
               threads=threads, lease_ttl=lease_ttl, policy=policy, log_level="debug" if debug else "warning",
               **STORAGE)
 
@@ -763,7 +790,7 @@ def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads 
           include_human: Annotated[bool, typer.Option("--include-human", help="also threads waiting for or held by "
                                                       "a human (kept by default)")] = False,
           yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask before deleting")] = False,
-          data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
+          data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None, json_out: JsonOpt = False,
           debug: DebugOpt = False) -> None:
     """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints).
     Threads waiting for or held by a human are kept unless --include-human; on a terminal it asks first."""
@@ -832,7 +859,7 @@ def queue_table(queue: dict[str, list[dict[str, Any]]]) -> Table:
 
 @handoff_app.command("list")
 @cli_command
-def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
+def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None, json_out: JsonOpt = False,
                  debug: DebugOpt = False) -> None:
     """Threads waiting for or held by a human: reason, ticket, who took it, the customer's last message (masked);
     the same list as GET /handoffs."""
@@ -850,7 +877,7 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop
 @handoff_app.command("take")
 @cli_command
 def handoff_take(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
-                 domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+                 domain: DomainOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Take a waiting or held thread: colleagues see it is yours (as POST /handoffs/{id}/take)."""
     from lg_harness.graphs.desk import ops
 
@@ -866,7 +893,7 @@ def handoff_take(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = 
 @handoff_app.command("reply")
 @cli_command
 def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's answer")], thread: ThreadOpt,
-                  agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
+                  agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None,
                   json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Answer a waiting or held thread as the human agent; the human holds it until `handoff release`."""
     from lg_harness.graphs.desk import ops
@@ -884,7 +911,7 @@ def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's
 @handoff_app.command("release")
 @cli_command
 def handoff_release(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
-                    domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+                    domain: DomainOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Hand a thread you hold back to the bot; the customer's next message goes to it."""
     from lg_harness.graphs.desk import ops
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
+from lg_harness.core.domain import default_domain
 from lg_harness.graphs import http_guard
 from lg_harness.graphs.http_guard import unknown_thread
 from lg_harness.graphs.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
@@ -77,7 +78,7 @@ class Settings:
         keys = parse_keys("HARNESS_API_KEYS", env.get("HARNESS_API_KEYS", ""))
         settings = cls(data_dir=Path(env.get("HARNESS_DATA_DIR") or ".harness"),
                        database_url=env.get("HARNESS_DATABASE_URL") or None,
-                       chroma_url=env.get("HARNESS_CHROMA_URL") or None, domain=env.get("HARNESS_DOMAIN") or "shop",
+                       chroma_url=env.get("HARNESS_CHROMA_URL") or None, domain=env.get("HARNESS_DOMAIN") or default_domain()[0],
                        design=env.get("HARNESS_DESIGN") or "harness", model=env.get("HARNESS_MODEL") or "sim",
                        lease_ttl=float(env.get("HARNESS_LEASE_TTL") or 30), threads=int(env.get("HARNESS_SERVE_THREADS") or 2),
                        policy=env.get("HARNESS_BUSY_POLICY") or "enqueue", api_keys=keys,

@@ -17,6 +17,7 @@ from lg_harness.core.state import HarnessState, NotTheOwner
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
+from lg_harness.memory.known_ids import ids_in_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
 from lg_harness.nodes.classify import OPEN, UNKNOWN, classify, message_vector
 from lg_harness.nodes.confirm import answer_to_confirmation
@@ -69,6 +70,7 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
         "turn": (state.get("turn") or 0) + 1,
         "phase": "intent",
         "fact_card": card,
+        "known_ids": ids_in_text(text, deps.domain.entity_types),
         "tool_log": [],
         "reply": "",
         "check": {},

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, ToolCallRecord

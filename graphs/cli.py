@@ -495,15 +495,20 @@ def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Domai
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
     from lg_harness.core.domain import load_domain
+    from lg_harness.graphs.thread_history import unknown_thread
+    from lg_harness.graphs.thread_ids import check_thread_id
     from lg_harness.obs.render import load_trace, span_tree
 
+    check_thread_id(thread)
     me = load_domain(thread_domain(data_dir, thread) or domain_spec(domain)).default_user if user is None else user.strip()
     if not me:
         raise HarnessError("--user is empty: name the user whose thread this is")
     if (owner := recorded_owner(data_dir, thread)) is not None and owner != me:
-        raise HarnessError(f"thread '{thread}' belongs to another user; use your own thread id")
+        raise unknown_thread(thread)
 
     spans = load_trace(data_dir, thread_id=thread)
+    if not spans and owner is None:
+        raise unknown_thread(thread)
     if not spans:
         raise HarnessError(f"no trace for thread '{thread}' in {data_dir}; run a message first "
                            "(traces go to the data dir unless HARNESS_TRACE says otherwise)")
@@ -671,7 +676,7 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | se
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
     domain = domain_spec(domain)
     module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
-    storage = STORAGE if kind == "serve" else {}  # serving is measured on the database the options name
+    storage = STORAGE if kind in ("serve", "chaos") else {}  # measured on the database the options name
     if json_out:
         with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
             figures = getattr(module, f"run_bench_{kind}")(domain=domain, **storage)
@@ -808,26 +813,56 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
               **STORAGE)
 
 
+def on_terminal() -> bool:
+    """Whether a person at a terminal can answer a question (prune asks before deleting)."""
+    return sys.stdin.isatty()
+
+
 @app.command()
 @cli_command
 def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads idle longer than this: 30d, 12h, "
                                                   "90m")],
           keep_latest: Annotated[bool, typer.Option("--keep-latest", help="keep each thread (its latest checkpoint, "
                                                     "transcript and audit); drop only older checkpoints")] = False,
+          dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be deleted; delete nothing")] = False,
+          include_human: Annotated[bool, typer.Option("--include-human", help="also threads waiting for or held by "
+                                                      "a human (kept by default)")] = False,
+          yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask before deleting")] = False,
           data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None, json_out: JsonOpt = False,
           debug: DebugOpt = False) -> None:
-    """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints)."""
-    from lg_harness.graphs.prune import parse_age
+    """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints).
+    Threads waiting for or held by a human are kept unless --include-human; on a terminal it asks first."""
+    from lg_harness.graphs.prune import parse_age, plan
     from lg_harness.graphs.prune import prune as run_prune
 
     age = parse_age(older_than)
     with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
-        report = run_prune(h, age, keep_latest=keep_latest)
+        planned = plan(h, age, include_human=include_human)
+        what = "drop the older checkpoints of" if keep_latest else "delete"
+        if dry_run or not json_out:
+            _say_planned(planned, older_than, ("would " if dry_run else "will ") + what)
+        if dry_run:
+            if json_out:
+                emit_json({"dry_run": True, **planned})
+            return
+        if planned["thread_ids"] and not yes and on_terminal() and not typer.confirm(
+                f"{what.capitalize()} {len(planned['thread_ids'])} thread(s)?", default=False, err=True):
+            raise HarnessError("nothing deleted")
+        report = run_prune(h, age, keep_latest=keep_latest, include_human=include_human)
     if json_out:
         emit_json(report)
         return
     out.print(f"{report['strategy']}: {report['threads']} thread(s) idle for over {older_than}; checkpoints "
               f"{report['checkpoints_before']} -> {report['checkpoints_after']}")
+
+
+def _say_planned(planned: dict[str, list[str]], older_than: str, verb: str) -> None:
+    threads, kept = planned["thread_ids"], planned["kept_for_a_human"]
+    err.print(f"{verb} {len(threads)} thread(s) idle for over {older_than}: {', '.join(threads) or '-'}",
+              markup=False, highlight=False)
+    if kept:
+        err.print(f"kept, waiting for or held by a human (--include-human deletes them too): {', '.join(kept)}",
+                  markup=False, highlight=False)
 
 
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")

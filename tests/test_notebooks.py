@@ -171,7 +171,7 @@ def test_02_topology_draws_every_preset_and_its_differences():
     blocks = dict(re.findall(r"^design (\S+): mermaid\n(.*?)(?=^design \S+: mermaid|\Z)", stdout(nb), re.M | re.S))
     assert list(blocks) == list(PRESETS)
     for name, design in PRESETS.items():
-        expected = {"__start__", "__end__", *NODE_ROLES}
+        expected = {"__start__", "__end__", *NODE_ROLES, "execute"}  # action decides, execute runs
         expected |= {"human"} if design.knobs.wait_for_human else set()
         expected |= {"remember"} if design.knobs.long_term_memory else set()
         drawn = set(re.findall(r"^\t(\w+)[(\[]", blocks[name], re.M))

@@ -16,7 +16,15 @@ from typing import Any
 
 from lg_harness.evals import stats
 from lg_harness.evals.ablations import differences, resolve
-from lg_harness.evals.formatting import NA, fmt_diff, fmt_stat, fmt_value, significance
+from lg_harness.evals.formatting import (
+    MIN_SCENARIOS,
+    NA,
+    TOO_FEW,
+    fmt_diff,
+    fmt_stat,
+    fmt_value,
+    significance,
+)
 from lg_harness.evals.metrics import METRICS
 
 Summary = Mapping[str, Any]
@@ -124,9 +132,6 @@ def _row(claim: str, baseline: str, target: str, compared: str, measured: str, n
             "n": n, "verdict": verdict, "significance": signif, "magnitude": magnitude}
 
 
-# Below this many scenarios behind a claim's figures, no verdict is given: a handful of runs cannot tell.
-MIN_SCENARIOS = 10
-TOO_FEW = "too few scenarios to tell"
 
 
 def _fewest(*found: Mapping[str, Any] | None) -> int | None:

@@ -90,3 +90,63 @@ def significance(diff: Mapping[str, Any] | None) -> str:
     if not diff.get("significant"):
         return "no significant difference"
     return "significantly higher" if diff["mean"] > 0 else "significantly lower"
+
+
+# ------------------------------------------------------------------------------------ the console table
+
+# Below this many scenarios behind a figure, no verdict is given: a handful of runs cannot tell.
+MIN_SCENARIOS = 10
+TOO_FEW = "too few scenarios to tell"
+CONSOLE_LEGEND = (f"[lo–hi]: 95% interval (cluster bootstrap over scenario kinds; {WILSON_MARK} Wilson's on few "
+                  f"kinds); n: scenarios; 'too few to tell': under {MIN_SCENARIOS} scenarios; report.md has the rest")
+
+
+def console_cell(stat: Mapping[str, Any] | None, kind: str, scenarios: int | None = None) -> str:
+    """One figure of the terminal table: the value, its interval on the next line, and its n where it rests on
+    fewer scenarios than the design ran (an early-reference rate on 2 recall turns), flagged under
+    ``MIN_SCENARIOS``."""
+    if not stat or stat.get("mean") is None:
+        return NA
+    mark = WILSON_MARK if stat.get("method") == "wilson" else ""
+    lines = [fmt_value(stat["mean"], kind)]
+    if stat.get("ci"):
+        lines.append(fmt_interval(stat["ci"], kind) + mark)
+    n = stat.get("n")
+    if isinstance(n, int) and n < MIN_SCENARIOS:
+        lines += [f"n={n}", "too few to tell"]
+    elif isinstance(n, int) and n != scenarios:
+        lines.append(f"n={n}")
+    return "\n".join(lines)
+
+
+def console_diff(diff: Mapping[str, Any] | None) -> str:
+    """A paired completion difference for the terminal: ``-10.0 pp`` over its interval and its verdict."""
+    if not diff or diff.get("mean") is None:
+        return NA
+    if (diff.get("n") or 0) < MIN_SCENARIOS:
+        verdict = "too few to tell"
+    else:
+        verdict = {"no significant difference": "not significant"}.get(significance(diff), significance(diff))
+    value, _, span = fmt_diff(diff, "rate").partition(" [")
+    return "\n".join([value, *([f"[{span}"] if span else []), verdict])
+
+
+def column_groups(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, keep: int = 2) -> list[list[int]]:
+    """Split a table's columns into groups that each fit ``width`` characters, every group led by the first
+    ``keep`` columns (the design and its n), so no name or figure is ever cut or folded: a narrow terminal
+    gets two or three tables instead of one unreadable one. A column is as wide as its longest line, plus
+    3 for the border and padding."""
+    def need(i: int) -> int:
+        lines = [line for text in (headers[i], *(r[i] for r in rows)) for line in str(text).splitlines()]
+        return max((len(line) for line in lines), default=1) + 3
+
+    lead = sum(need(i) for i in range(keep)) + 1
+    groups: list[list[int]] = []
+    used = width  # start a new group at the first column
+    for i in range(keep, len(headers)):
+        if used + need(i) > width and (not groups or len(groups[-1]) > keep):
+            groups.append(list(range(keep)))
+            used = lead
+        groups[-1].append(i)
+        used += need(i)
+    return groups or [list(range(len(headers)))]

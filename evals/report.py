@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from lg_harness.evals.claims import claim_rows
-from lg_harness.evals.formatting import NA, WILSON_MARK, fmt_diff, fmt_stat, fmt_value, significance, table
+from lg_harness.evals.formatting import (
+    NA,
+    WILSON_MARK,
+    console_cell,
+    console_diff,
+    fmt_diff,
+    fmt_stat,
+    fmt_value,
+    significance,
+    table,
+)
 from lg_harness.evals.metrics import METRICS
 from lg_harness.evals.stats import LEVEL, MIN_CLUSTERS, RESAMPLES, SEED
 
@@ -54,6 +64,31 @@ _COUNTS: list[tuple[str, str]] = [
     ("Replies in the wrong language", "wrong_language"),
     ("Replies relaying an instruction", "relayed_instruction"),
 ]
+
+
+# The terminal's table after harness compare: (metric key, short header); report.md has every figure.
+CONSOLE_COLUMNS: list[tuple[str, str]] = [
+    ("task_completion", "done"), ("arg_validity_emitted", "args emitted"), ("arg_validity_boundary", "args at tool"),
+    ("model_calls_per_msg", "calls/msg"), ("input_tokens_per_msg", "tokens/msg"), ("latency_p50_s", "p50 s"),
+    ("early_reference", "early refs"), ("unrequested_changes", "unrequested\nchanges"),
+]
+
+
+def console_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the terminal table: each figure with its interval and, where it rests on fewer
+    scenarios than the design ran, its n; task completion also against the baseline, with the verdict."""
+    baseline = summary.get("baseline")
+    paired = {p["design"]: p for p in summary.get("paired") or []}
+    headers = ["design", "n", "done", f"done vs\n{baseline}" if baseline else "vs baseline",
+               *(label for _, label in CONSOLE_COLUMNS[1:])]
+    rows = []
+    for design in summary.get("designs") or []:
+        stats = summary["metrics"][design]
+        scenarios = (stats.get("task_completion") or {}).get("n")
+        cells = [console_cell(stats.get(key), METRICS[key][1], scenarios) for key, _ in CONSOLE_COLUMNS]
+        vs = "—" if design == baseline else console_diff(paired.get(design))
+        rows.append([design, str(scenarios if scenarios is not None else NA), cells[0], vs, *cells[1:]])
+    return headers, rows
 
 
 def ablation_designs(summary: Summary) -> set[str]:

@@ -96,8 +96,8 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
             if callable(getattr(backend, "close", None)):
                 backend.close()
         if memory is not None:
+            memory.close()  # writes what the last message queued: the collection must outlive the writer
             _chroma_client().delete_collection(f"c{digest}")
-            memory.close()
     return {"cell": cid, "design": design.name, "domain": domain.name, "scenario": scenario.id, "seed": seed,
             "model": model, "tags": scenario.tags,
             "lang": scenario.lang, "turns": turns, "fault_events": plan.events}

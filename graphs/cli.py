@@ -616,7 +616,8 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                   {"out": str(out_dir), "files": [str(f) for f in sensitivity], "profiles": docs})
         return
     for profile, d in done.items():
-        out.print(summary_table(d["summary"], profile))
+        for table in summary_tables(d["summary"], out.width, profile):
+            out.print(table)
         out.print(f"{d['cells']} cells over {len(suite)} {split} scenarios x {seeds} seed(s); report: "
                   f"{d['out'] / 'report.md'}; results.json and {len(d['files']) - 2} plots in {d['out']}")
     if sensitivity:
@@ -638,25 +639,25 @@ def _profiles(profiles: str, model: str) -> list[str]:
     return names
 
 
-# The columns that fit a terminal; report.md has them all with intervals and n.
-SUMMARY_COLUMNS = (("task_completion", "done"), ("arg_validity_emitted", "args emitted"),
-                   ("arg_validity_boundary", "args at tool"), ("model_calls_per_msg", "calls/msg"),
-                   ("input_tokens_per_msg", "tokens/msg"), ("latency_p50_s", "p50 s"), ("early_reference", "early refs"),
-                   ("unrequested_changes", "unrequested changes"))
-
-
-def summary_table(summary: dict[str, Any], profile: str | None = None) -> Table:
-    from lg_harness.evals.metrics import METRICS
-    from lg_harness.evals.report import fmt_value
+def summary_tables(summary: dict[str, Any], width: int, profile: str | None = None) -> list[Table]:
+    """The comparison in the terminal: every figure with its interval and n, split into as many tables as
+    ``width`` needs so that no design name or figure is cut."""
+    from lg_harness.evals.formatting import CONSOLE_LEGEND, column_groups
+    from lg_harness.evals.report import console_rows
 
     title = f"pooled over {summary.get('n_scenarios', 0)} {summary.get('split') or ''} scenarios".replace("  ", " ")
-    table = Table("design", *(label for _, label in SUMMARY_COLUMNS),
-                  title=f"{title} (sim:{profile})" if profile else title)
-    for design in summary["designs"]:
-        stats = summary["metrics"][design]
-        table.add_row(design, *(fmt_value((stats.get(key) or {}).get("mean"), METRICS[key][1])
-                                for key, _ in SUMMARY_COLUMNS))
-    return table
+    headers, rows = console_rows(summary)
+    groups = column_groups(headers, rows, width)
+    tables = []
+    for k, columns in enumerate(groups):
+        table = Table(title=(f"{title} (sim:{profile})" if profile else title) if k == 0 else None,
+                      caption=CONSOLE_LEGEND if k == len(groups) - 1 else None, show_lines=True)
+        for i in columns:
+            table.add_column(headers[i], justify="left" if i == 0 else "right", no_wrap=True)
+        for row in rows:
+            table.add_row(*(row[i] for i in columns))
+        tables.append(table)
+    return tables
 
 
 BENCHES = ("tools", "context", "graph", "serve", "chaos")

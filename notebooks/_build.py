@@ -3,8 +3,9 @@ them and keep their outputs, as committed), plain (sources only) or ``--check`` 
 
 Each notebook is one string below; a line ``# %% [markdown]`` starts a markdown cell (plain markdown follows)
 and a line ``# %%`` starts a code cell. Cell ids are fixed; the committed ``.ipynb`` files carry the outputs
-of one run (images as text, long text cut, no timings) so they read as executed on GitHub, and the test
-suite executes them again. Review and edit the sources here, then rebuild.
+of one run on the current code (graphs and plots as PNG images, long text cut, no timings) so they read as
+executed on GitHub, and the test suite executes them again and fails when a committed figure no longer
+matches the fresh run's. Review and edit the sources here, then rebuild with ``--execute``.
 """
 
 from __future__ import annotations
@@ -31,10 +32,13 @@ lives in a temporary data dir that is removed at the end.
 
 # %%
 import json
+import logging
 import tempfile
 
 from lg_harness.graphs.app import Harness
 
+# Each tool call's outcome is printed below beside its reply; the tool logger's lines would only repeat them.
+logging.getLogger("harness.tools").setLevel(logging.ERROR)
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb01-")
 h = Harness(workdir.name, design="harness", model="sim:clean")
 print("design:", h.design.name)
@@ -181,10 +185,13 @@ can become the head of the thread again: the next message then continues from th
 Model `sim:clean` (no faults) keeps the outputs deterministic; `sim` would add its fitted fault profile.
 
 # %%
+import logging
 import tempfile
 
 from lg_harness.graphs.app import Harness
 
+# Each tool call's outcome is printed below beside its reply; the tool logger's lines would only repeat them.
+logging.getLogger("harness.tools").setLevel(logging.ERROR)
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb03-")
 h = Harness(workdir.name, design="harness", model="sim:clean")
 first, second = [r["id"] for r in h.resources["shop"].query(
@@ -264,18 +271,23 @@ This is a demo-sized subset (8 scenarios spread over the suite's kinds, 1 seed).
 `harness compare --designs naive,state-machine,harness --seeds 3` on the full suite.
 
 # %%
+import logging
 import tempfile
-import time
 from pathlib import Path
 
 from IPython.display import Image, Markdown, display
 
 from lg_harness.evals.compare import run_compare
+from lg_harness.evals.formatting import fmt_stat, table
 from lg_harness.evals.metrics import METRICS, aggregate
 from lg_harness.evals.plots import write_plots
-from lg_harness.evals.report import fmt_value, render_report
+from lg_harness.evals.report import render_report
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.evals.scenario import load_scenarios, spread
+
+# The tool errors of these runs are the faults the comparison injects and measures: every run record keeps
+# them, and a cell that crashed is named below. Their log lines would only bury the results.
+logging.getLogger("harness.tools").setLevel(logging.ERROR)
 
 DESIGNS = ["naive", "state-machine", "harness"]
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb04-")
@@ -287,28 +299,19 @@ for s in subset:
     print(f"  {s.id:28} {s.lang}  {len(s.turns)} turn(s)  {', '.join(s.tags)}")
 
 # %%
-started = time.perf_counter()
-records = run_compare(DESIGNS, subset, seeds=1, model="sim", out_dir=out / "ab", workers=1)
+# "sim:fitted" by name: plain "sim" follows SIMLM_PROFILE, which the test suite sets to another profile
+records = run_compare(DESIGNS, subset, seeds=1, model="sim:fitted", out_dir=out / "ab", workers=1)
 crashed = [r["cell"] for r in records if r.get("crash")]
-print(f"{len(records)} cells in {time.perf_counter() - started:.1f} s; crashed: {crashed or 'none'}")
+print(f"{len(records)} cells; crashed: {crashed or 'none'}")
 
 # %%
 summary = aggregate(records, subset)
 KEYS = ["task_completion", "turn_pass_rate", "arg_validity_emitted", "arg_validity_boundary", "intent_accuracy",
         "model_calls_per_msg", "input_tokens_per_msg", "latency_p50_s", "handoffs"]
-table = {d: {METRICS[k][0]: summary["metrics"][d][k]["mean"] for k in KEYS} for d in summary["designs"]}
-try:
-    import pandas as pd
-except ImportError:  # pandas is optional: a markdown table shows the same numbers
-    pd = None
-if pd is not None:
-    display(pd.DataFrame(table).T)
-else:
-    lines = ["| design | " + " | ".join(METRICS[k][0] for k in KEYS) + " |", "|---" * (len(KEYS) + 1) + "|"]
-    for d in summary["designs"]:
-        cells = [fmt_value(summary["metrics"][d][k]["mean"], METRICS[k][1]) for k in KEYS]
-        lines.append(f"| {d} | " + " | ".join(cells) + " |")
-    display(Markdown("\n".join(lines)))
+# one row per metric: each figure with its 95% interval († Wilson's, on few scenario kinds) and its n
+rows = [[METRICS[k][0], *(fmt_stat(summary["metrics"][d][k], METRICS[k][1]) for d in summary["designs"])]
+        for k in KEYS]
+display(Markdown("\n".join(table(["metric", *summary["designs"]], rows))))
 
 # %%
 plots = {p.stem: p for p in write_plots(summary, out / "plots")}
@@ -343,10 +346,11 @@ with `harness`.
   computed from the shop database;
 - the variant, reply `survey`: the built-in reply, plus a short satisfaction question after a task.
 
-The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim` (fitted faults).
+The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim:fitted` (the default `sim` profile, named so that `SIMLM_PROFILE` cannot change it).
 
 # %%
 import dataclasses
+import logging
 import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -361,6 +365,9 @@ from lg_harness.tools.errors import NotFoundError
 from lg_harness.domains.shop.backend import shop_db, shop_now
 from lg_harness.domains.shop.tools import OrderId
 
+# Each tool call's outcome is printed below beside its reply (and the comparison keeps them in its run records);
+# the tool logger's lines would only repeat them.
+logging.getLogger("harness.tools").setLevel(logging.ERROR)
 TRANSIT_DAYS = {"SF Express": 2, "YTO Express": 3, "ZTO Express": 4}
 
 
@@ -473,7 +480,7 @@ from lg_harness.evals.scenario import load_scenarios, spread
 design_file = Path(workdir.name) / "harness-survey.yaml"
 design_file.write_text(yaml.safe_dump(design.model_dump(), allow_unicode=True, sort_keys=False), encoding="utf-8")
 subset = spread(load_scenarios(SHOP.scenario_path()), 4)
-records = run_compare(["harness", str(design_file)], subset, seeds=1, model="sim",
+records = run_compare(["harness", str(design_file)], subset, seeds=1, model="sim:fitted",
                       out_dir=Path(workdir.name) / "ab", workers=1)
 summary = aggregate(records, subset)
 KEYS = ["task_completion", "turn_pass_rate", "arg_validity_emitted", "arg_validity_boundary", "model_calls_per_msg",
@@ -503,6 +510,7 @@ tool's type tells the harness which argument names a book, so entity alignment, 
 the fact card work without lists of argument names.
 
 # %%
+import logging
 import tempfile
 from typing import Annotated
 
@@ -513,6 +521,8 @@ from lg_harness.core.domain import Domain, Intent, Route
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity, EntityType
 
+# Each tool call's outcome is printed below beside its reply; the tool logger's lines would only repeat them.
+logging.getLogger("harness.tools").setLevel(logging.ERROR)
 BookId = Annotated[str, Entity("book"), Field(pattern=r"^BOOK-\d{4}$", description="Book id, e.g. BOOK-0042.")]
 TITLES = {"BOOK-0042": "The Hitchhiker's Guide to the Galaxy", "BOOK-0007": "Dune"}
 
@@ -636,28 +646,70 @@ def render(name: str) -> str:
 
 
 MAX_TEXT = 4000  # characters kept of one text output, so committed notebooks stay small
+PNG_COLOURS = 64  # committed images get a palette of this many colours: the same picture in a quarter of the bytes
+IMAGE_REPR = "<IPython.core.display.Image object>"
+
+
+def small_png(b64: str) -> str:
+    """A base64 PNG re-encoded with a ``PNG_COLOURS`` palette (drawings and plots are flat colours)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    with Image.open(io.BytesIO(base64.b64decode(b64))) as image:
+        image.convert("RGB").quantize(colors=PNG_COLOURS, method=Image.Quantize.MEDIANCUT).save(
+            out, format="PNG", optimize=True)
+    return base64.b64encode(out.getvalue()).decode("ascii")
+
+
+def _cut(text: str, mark: str) -> str:
+    return text[:MAX_TEXT] + mark if len(text) > MAX_TEXT else text
+
+
+def _joined_streams(outputs: list) -> list:
+    """Consecutive prints to one stream as one output: how the kernel chunks them varies from run to run."""
+    joined: list = []
+    for out in outputs:
+        last = joined[-1] if joined else None
+        if (out.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+                and last.get("name") == out.get("name")):
+            last["text"] += out["text"]
+        else:
+            joined.append(out)
+    return joined
+
+
+def keep_small(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """What is committed of an executed notebook: no timings, images as small PNGs (their text stand-in
+    dropped, so GitHub shows the picture), long text cut. The test suite applies the same to a fresh run
+    before comparing its figures with the committed ones."""
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        if "outputs" in cell:
+            cell.outputs = _joined_streams(cell.outputs)
+        for out in cell.get("outputs", []):
+            data = out.get("data") or {}
+            if "image/png" in data:
+                data["image/png"] = small_png(data["image/png"])
+                if data.get("text/plain") == IMAGE_REPR:
+                    data.pop("text/plain")
+            if isinstance(out.get("text"), str):
+                out["text"] = _cut(out["text"], "\n[... cut]\n")
+            for mime, value in list(data.items()):
+                if isinstance(value, str) and not mime.startswith("image/"):
+                    data[mime] = _cut(value, "\n[... cut]")
+    return nb
 
 
 def executed(name: str) -> nbformat.NotebookNode:
-    """The notebook run top to bottom (repository root as working directory), outputs kept small: no
-    timings, images as their text form, long text cut."""
+    """The notebook run top to bottom (repository root as working directory), outputs kept small."""
     from nbclient import NotebookClient
 
     nb = build(name)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE.parent)}}).execute()
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-        for out in cell.get("outputs", []):
-            data = out.get("data") or {}
-            if "image/png" in data:
-                data.pop("image/png")
-                data.setdefault("text/plain", "<image>")
-            for key in ("text",):
-                if isinstance(out.get(key), str) and len(out[key]) > MAX_TEXT:
-                    out[key] = out[key][:MAX_TEXT] + "\n[... cut]\n"
-            for mime, value in list(data.items()):
-                if isinstance(value, str) and len(value) > MAX_TEXT:
-                    data[mime] = value[:MAX_TEXT] + "\n[... cut]"
+    keep_small(nb)
     nbformat.validate(nb)
     return nb
 

@@ -8,6 +8,8 @@ themselves must be what ``notebooks/_build.py --execute`` generates: sources in 
 from __future__ import annotations
 
 import ast
+import base64
+import copy
 import importlib.util
 import re
 import tempfile
@@ -22,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 CELL_TIMEOUT_S = 120
 CJK = re.compile(r"[\u4e00-\u9fff]")
+IMAGES = {"02_topology": 6, "04_ab_designs": 4}  # the graphs of the six presets; four plots of the comparison
 
 
 def _builder() -> ModuleType:
@@ -33,6 +36,8 @@ def _builder() -> ModuleType:
 
 
 def execute(name: str) -> nbformat.NotebookNode:
+    """Run the committed notebook again, and fail if its committed figures are not the fresh run's."""
+    committed = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT)}})
@@ -41,7 +46,48 @@ def execute(name: str) -> nbformat.NotebookNode:
     print(f"{name}: executed in {time.perf_counter() - started:.1f} s")
     # every notebook works in a TemporaryDirectory named after it and removes it at the end
     assert not list(Path(tempfile.gettempdir()).glob(f"harness-nb{name[:2]}-*")), "temporary data dir left behind"
+    assert_same_figures(name, committed, _builder().keep_small(copy.deepcopy(nb)))  # as it would be committed
     return nb
+
+
+# What may differ between two runs of the same code: ids drawn at random, dates and the temporary folders.
+VOLATILE = [
+    re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),  # checkpoint and trace ids
+    re.compile(r"^Date: .*$", re.M),  # when report.md was rendered
+    re.compile(r"harness-nb\d\d-\w+"),  # the notebook's temporary data dir
+]
+FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def figures(nb: nbformat.NotebookNode) -> list[list[str]]:
+    """The numbers each code cell shows (printed, or in a displayed table or text), volatile parts masked."""
+    shown = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        texts = []
+        for out in cell.get("outputs", []):
+            if out.get("name") == "stderr":  # no figures there: the committed notebooks show none (checked apart)
+                continue
+            data = out.get("data") or {}
+            texts.append(out.get("text") or next((data[m] for m in ("text/markdown", "text/html", "text/plain")
+                                                  if m in data), ""))
+        text = "\n".join(texts)
+        for pattern in VOLATILE:
+            text = pattern.sub("", text)
+        shown.append(FIGURE.findall(text))
+    return shown
+
+
+def _stale(name: str, cell: int, old: list[str], new: list[str]) -> str:
+    at = next((k for k, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+    return (f"{name}, code cell {cell}: the committed output shows {old[at:at + 6]} where this code gives "
+            f"{new[at:at + 6]} ({len(old)} and {len(new)} figures); run python notebooks/_build.py --execute")
+
+
+def assert_same_figures(name: str, committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> None:
+    for cell, (old, new) in enumerate(zip(figures(committed), figures(fresh), strict=True), start=1):
+        assert old == new, _stale(name, cell, old, new)
 
 
 def outputs(nb: nbformat.NotebookNode) -> list[dict]:
@@ -86,11 +132,16 @@ def test_notebooks_are_built_from_their_sources_and_committed_executed():
             f"{path.name} is stale: run notebooks/_build.py --execute"
         assert 5 <= len(nb.cells) <= 12
         code = [c for c in nb.cells if c.cell_type == "code"]
-        # Executed, in order, with what they printed kept (small: no images, no timings).
+        # Executed, in order, with what they showed kept: real images, no stray log lines, no timings.
         assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), f"{path.name} is not executed"
         assert any(c.outputs for c in code), f"{path.name} has no outputs"
-        assert path.stat().st_size < 200_000, f"{path.name} is too large to commit"
-        assert not any("image/png" in (o.get("data") or {}) for c in code for o in c.outputs)
+        assert path.stat().st_size < 400_000, f"{path.name} is too large to commit"
+        shown = [o for c in code for o in c.outputs]
+        assert not [o for o in shown if o.get("name") == "stderr"], f"{path.name} shows log lines or warnings"
+        assert build.IMAGE_REPR not in nbformat.writes(nb), f"{path.name} has an image committed as its text"
+        images = [o["data"]["image/png"] for o in shown if "image/png" in (o.get("data") or {})]
+        assert len(images) >= IMAGES.get(name, 0), f"{path.name} shows {len(images)} images"
+        assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
 
 
 def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():

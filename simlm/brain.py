@@ -62,6 +62,7 @@ from simlm.args import (
     words,
     wordset,
 )
+from simlm.errors import error_kind
 from simlm.faults import Dice, FaultProfile
 from simlm.instances import instance_of
 from simlm.misstate import misstate
@@ -426,12 +427,24 @@ def _with_faults(call: Call, intended: dict[str, Any], req: Request) -> dict[str
     wrong = call.roll(p.by_tools(p.wrong_tool, n))
     lookup = call.roll(p.by_tools(p.extra_lookup, n))
     if wrong and others and call.dice is not None:
-        return call.dice.choice(others)
+        return _wrong_pick(call, others)
     if not lookup or call.dice is None:
         return intended
     clean_call = Call(call.messages, call.tools, CLEAN, None, call.tokens)
     lookups = [t for t in others if tool_words(t, set()).read_only and not fill_args(t, clean_call, req.text)[1]]
     return call.dice.choice(lookups) if lookups else intended
+
+
+def _wrong_pick(call: Call, others: list[dict[str, Any]]) -> dict[str, Any]:
+    """A neighbouring tool: a read-only one with the measured share ``wrong_tool_to_read`` (when both kinds
+    are offered), else any."""
+    share, dice = call.profile.wrong_tool_to_read, call.dice
+    if share is None:
+        return dice.choice(others)
+    to_read = dice.roll(share)
+    reads = [t for t in others if tool_words(t, set()).read_only]
+    pool = (reads if to_read else [t for t in others if t not in reads]) or others
+    return dice.choice(pool)
 
 
 def _sentences(text: str) -> list[str]:
@@ -609,7 +622,7 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
         if not is_error(text_of(r)) or failed is None or failed["name"] not in tool_of:
             continue
         tool = tool_of[failed["name"]]
-        if call.roll(call.profile.repeat_after_error):
+        if call.roll(call.profile.repeat_rate(error_kind(text_of(r)))):
             return tool_calls(call, [(tool, failed["args"])])
         if not _retried(turn, failed["name"]) and (fixed := repair(call, tool, failed, text_of(r), done)):
             return fixed

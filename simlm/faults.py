@@ -11,7 +11,12 @@ functions of what the model sees, so no design's knob value sits on a threshold:
 - argument malformations of several kinds, each with its own share;
 - an answer written from tool results misstates one of their values (``simlm.misstate``);
 - no call where one is needed, a call again where an answer is due (written as text when no tools are
-  offered, as small models do), and an answer that pastes the raw result: flat rates, as measured.
+  offered, as small models do), and an answer that pastes the raw result: flat rates, as measured;
+- the identical call again after an error, at a rate per kind of error (``simlm.errors``).
+
+A profile may carry ``by_domain: {<domain>: {<fault>: ...}}``: where the calibration probes measured a rate
+that differs between domains' prompts, ``<profile>@<domain>`` (e.g. ``fitted@shop``) is the profile with that
+domain's rates. The sim itself never knows a domain; whoever runs it picks the variant (``evals.runner``).
 
 Faults are drawn from a random generator seeded by the model's seed and the exact input of the call, so
 the same input always gets the same behaviour, whichever harness built it.
@@ -42,10 +47,14 @@ class FaultProfile:
     invent_missing: float = 0.0        # invents a required value the input does not contain instead of asking
     forget: float = 0.0                # ceiling of the chance to miss a fact far back in the input
     forget_half_tokens: int = 2000     # distance (tokens after the fact) at which half that ceiling applies
-    repeat_after_error: float = 0.0    # calls the same tool with the same arguments after an error result
+    repeat_after_error: float = 0.0    # calls the same tool with the same arguments after a transient error
+    # ... after the other kinds of error (``simlm.errors``): validation, not_found, refusal; a kind not
+    # given repeats at ``repeat_after_error``
+    repeat_after_error_kinds: dict[str, float] = field(default_factory=dict)
     malformed_args: float = 0.0        # a call carries one malformed argument
     malformation_mix: dict[str, float] = field(default_factory=lambda: {k: 1.0 for k in MALFORMATIONS})
     wrong_tool: float = 0.0            # per tool offered beyond the first: picks a neighbouring tool
+    wrong_tool_to_read: float | None = None  # share of wrong picks that go to a read-only tool (None: any tool)
     extra_lookup: float = 0.0          # per tool offered beyond the first: makes an unneeded lookup first
     per_tool: bool = True              # False: the two above are flat per call, whatever the tools offered
     follow_injection: float = 0.0      # obeys an instruction found in undelimited data
@@ -63,6 +72,12 @@ class FaultProfile:
     latency_per_input_token_s: float = 0.0006
     latency_per_output_token_s: float = 0.025
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+    # What each measured rate rests on: fault -> {k, n, ci} (the 95% interval the sensitivity run sweeps)
+    evidence: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+
+    def repeat_rate(self, kind: str) -> float:
+        """The chance of the identical call again after an error of ``kind`` (``simlm.errors.KINDS``)."""
+        return self.repeat_after_error_kinds.get(kind, self.repeat_after_error)
 
     def by_tools(self, rate: float, tools_offered: int) -> float:
         if not self.per_tool:
@@ -79,25 +94,38 @@ class FaultProfile:
 
 CLEAN = FaultProfile(name="clean")
 _FIELDS = {f.name for f in fields(FaultProfile)}
+_EVIDENCE_KEYS = ("k", "n", "ci")
+DOMAIN_MARK = "@"  # ``fitted@shop``: the profile with the rates its probes measured on one domain's prompts
 
 
 def _profile(name: str, spec: dict[str, Any]) -> FaultProfile:
     values: dict[str, Any] = {"name": name}
     sources: dict[str, str] = {}
+    evidence: dict[str, dict[str, Any]] = {}
     for key, value in spec.items():
         if key in ("calibrated", "per_tool"):
             values[key] = bool(value)
             continue
-        if key not in _FIELDS or key in ("name", "sources"):
-            raise ValueError(f"profile '{name}': unknown fault '{key}' (known: {', '.join(sorted(_FIELDS - {'name', 'sources'}))})")
-        if isinstance(value, dict) and "rate" in value:  # {rate: 0.1, source: "..."}
-            sources[key] = str(value.get("source", ""))
-            value = value["rate"]
-        values[key] = value
+        if key not in _FIELDS or key in ("name", "sources", "evidence"):
+            known = ", ".join(sorted(_FIELDS - {"name", "sources", "evidence"}))
+            raise ValueError(f"profile '{name}': unknown fault '{key}' (known: {known})")
+        if key == "repeat_after_error_kinds":  # each kind may carry its own source and evidence, like a rate
+            value = {kind: _rate(v, f"{key}.{kind}", sources, evidence) for kind, v in (value or {}).items()}
+        values[key] = _rate(value, key, sources, evidence) if isinstance(value, dict) and "rate" in value else value
     mix = values.get("malformation_mix")
     if mix is not None and set(mix) - set(MALFORMATIONS):
         raise ValueError(f"profile '{name}': unknown malformation {sorted(set(mix) - set(MALFORMATIONS))}")
-    return FaultProfile(**values, sources=sources)
+    return FaultProfile(**values, sources=sources, evidence=evidence)
+
+
+def _rate(value: Any, key: str, sources: dict[str, str], evidence: dict[str, dict[str, Any]]) -> Any:
+    """A rate as written: a number, or ``{rate, source, k, n, ci}`` whose source and evidence are kept."""
+    if not (isinstance(value, dict) and "rate" in value):
+        return value
+    sources[key] = str(value.get("source", ""))
+    if "n" in value:
+        evidence[key] = {k: value[k] for k in _EVIDENCE_KEYS if k in value}
+    return value["rate"]
 
 
 def _raw(path: Path) -> dict[str, Any]:
@@ -116,10 +144,20 @@ def load_profiles(path: str | None = None) -> dict[str, FaultProfile]:
             raise ValueError(f"profile '{name}': circular base")
         spec = dict(raw[name])
         base = spec.pop("base", None)
-        return {**(resolved(base, (*seen, name)) if base else {}), **spec}
+        inherited = resolved(base, (*seen, name)) if base else {}
+        merged = {**inherited, **spec}
+        # per-domain overrides merge too: a profile built on ``fitted`` keeps fitted's domain rates
+        below, own = inherited.get("by_domain") or {}, spec.get("by_domain") or {}
+        if below or own:
+            merged["by_domain"] = {d: {**below.get(d, {}), **own.get(d, {})} for d in {*below, *own}}
+        return merged
 
     for name in raw:
-        out[name] = _profile(name, resolved(name))
+        spec = resolved(name)
+        by_domain = spec.pop("by_domain", None) or {}
+        out[name] = _profile(name, spec)
+        for domain, overrides in sorted(by_domain.items()):
+            out[f"{name}{DOMAIN_MARK}{domain}"] = _profile(f"{name}{DOMAIN_MARK}{domain}", {**spec, **overrides})
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.core.guards import stop_reason
+from lg_harness.evals.world import World
 from lg_harness.graphs.app import Harness, executor_for
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.llm.factory import close_model, make_model
@@ -54,9 +55,31 @@ def cell_id(design: str, scenario_id: str, seed: int) -> str:
     return f"{design}|{scenario_id}|{seed}"
 
 
-def model_spec_for(model: str, seed: int) -> str:
-    """The seed goes to the simulated model; real models get the spec as it is."""
-    return f"{model}:{seed}" if model.startswith("sim") else model
+def model_spec_for(model: str, seed: int, domain: str | None = None) -> str:
+    """The seed goes to the simulated model; real models get the spec as it is.
+
+    A sim profile with rates measured per domain (``fitted@shop``, see ``simlm.faults``) runs as that
+    domain's variant: ``sim`` and ``sim:fitted`` on the shop are ``sim:fitted@shop``. The sim never learns
+    the domain; the evaluation picks the profile its probes were measured on.
+    """
+    if not model.startswith("sim"):
+        return model
+    return f"{domain_profile(model, domain)}:{seed}"
+
+
+def domain_profile(model: str, domain: str | None) -> str:
+    """``sim[:<profile>]`` as the profile variant measured on ``domain``, when there is one."""
+    from simlm import default_profile_name, profile_names
+    from simlm.faults import DOMAIN_MARK
+
+    kind, _, rest = model.partition(":")
+    parts = [p for p in rest.split(":") if p]
+    named = next((p for p in parts if not p.isdigit()), None)
+    base = named or default_profile_name()
+    variant = f"{base}{DOMAIN_MARK}{domain}"
+    if not domain or DOMAIN_MARK in base or variant not in profile_names():
+        return model
+    return ":".join([kind, variant, *(p for p in parts if p != named)])
 
 
 def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
@@ -81,7 +104,8 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
 
         memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}")
     backends = domain.fresh_resources() if domain.fresh_resources else {}
-    chat_model = make_model(model_spec_for(model, seed), domain=domain)
+    world = World(backends)
+    chat_model = make_model(model_spec_for(model, seed, domain.name), domain=domain)
     harness = Harness(None, design, chat_model, domain=domain, resources=backends, memory=memory,
                       registry=registry, executor=executor_for(design, registry, sleep=clock.sleep))
     turns = []
@@ -89,6 +113,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
         for index, turn in enumerate(scenario.turns):
             before = (plan.virtual_elapsed[0], clock.now)
             turns.append(_play(harness, scenario, index, turn, before, plan, clock))
+            turns[-1]["world"] = world.turn_changes()
     finally:
         harness.close()
         close_model(chat_model)
@@ -100,7 +125,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
             memory.close()
     return {"cell": cid, "design": design.name, "domain": domain.name, "scenario": scenario.id, "seed": seed,
             "model": model, "tags": scenario.tags,
-            "lang": scenario.lang, "turns": turns, "fault_events": plan.events}
+            "lang": scenario.lang, "turns": turns, "fault_events": plan.events, "world": world.changes()}
 
 
 # What a scripted user answers when the harness asks to confirm a change it asked for.

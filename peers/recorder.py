@@ -35,6 +35,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.evals.runner import BACKGROUND_RATES, VirtualClock, cell_id, model_spec_for
+from lg_harness.evals.world import World
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import classify
@@ -131,7 +132,8 @@ class PeerCell:
         found = self.domain.user(user_id, self.backends) or {}
         self.user = {"id": str(found.get("id") or user_id),
                      "role": scenario.role or str(found.get("role") or self.domain.default_role)}
-        self.inner_model = make_model(model_spec_for(model, seed), domain=self.domain)
+        self.world = World(self.backends)
+        self.inner_model = make_model(model_spec_for(model, seed, self.domain.name), domain=self.domain)
         self.chat_model = RecordedChatModel(inner=self.inner_model, cell=self)
         self.turn: TurnLog | None = None
         self.turns: list[dict[str, Any]] = []
@@ -217,12 +219,13 @@ class PeerCell:
                 except Exception as err:  # noqa: BLE001 - what the user sees of a framework's exception
                     outcome = {"reply": "", "path": ["error"], "error": f"{type(err).__name__}: {err}"[:500]}
                 self.turns.append(self._turn_record(outcome))
+                self.turns[-1]["world"] = self.world.turn_changes()
         finally:
             self.close()
         return {"cell": cell_id(self.peer, self.scenario.id, self.seed), "design": self.peer,
                 "domain": self.domain.name, "scenario": self.scenario.id, "seed": self.seed,
                 "model": self.model_spec, "tags": self.scenario.tags, "lang": self.scenario.lang,
-                "turns": self.turns, "fault_events": self.plan.events}
+                "turns": self.turns, "fault_events": self.plan.events, "world": self.world.changes()}
 
     def _turn_record(self, outcome: dict[str, Any]) -> dict[str, Any]:
         turn = self._current()

@@ -90,6 +90,8 @@ class Outcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     changes: list[Change] = Field(default_factory=list)
+    allowed: list[Change] = Field(default_factory=list, description="changes that may be there but need not: "
+                                  "neither required nor wrong (a complaint filed on the way to a human)")
 
 
 class Scenario(BaseModel):

@@ -160,14 +160,16 @@ def judge_outcome(changes: Sequence[Mapping[str, Any]], outcome: Any) -> dict[st
 
     Returns:
         ``passed``, ``missing`` (expected changes not found, as written), ``wrong`` (counted changes no
-        expectation accounts for: extra writes and writes with the wrong values) and ``matched``.
+        expectation accounts for: extra writes and writes with the wrong values; an ``allowed`` change of the
+        outcome is not wrong) and ``matched``.
     """
     expected = list(outcome.changes)
     actual = list(changes)
     pairs = _assign(expected, actual)
     missing = [e.model_dump(exclude_none=True) for i, e in enumerate(expected) if i not in pairs]
-    used = set(pairs.values())
-    wrong = [_brief(c) for j, c in enumerate(actual) if j not in used and c.get("counted", True)]
+    left = [c for j, c in enumerate(actual) if j not in set(pairs.values()) and c.get("counted", True)]
+    tolerated = set(_assign(list(getattr(outcome, "allowed", None) or []), left).values())
+    wrong = [_brief(c) for j, c in enumerate(left) if j not in tolerated]
     return {"passed": not missing and not wrong, "missing": missing, "wrong": wrong, "matched": len(pairs)}
 
 

@@ -784,7 +784,7 @@ def _ablations(by_design: Mapping[str, list], summary: Mapping[str, Any]) -> lis
 
 
 def _split_counts(scenarios: Iterable[Any], ran: set[str]) -> dict[str, int]:
-    counts = {"dev": 0, "test": 0}
+    counts = {"dev": 0, "test": 0, "heldout": 0}
     for sc in map(_scenario_of, scenarios):
         if sc.id in ran:
             counts[split_of(sc)] += 1

@@ -215,6 +215,6 @@ def parse_splits(spec: str) -> list[str]:
     names = [p.strip() for p in spec.split(",") if p.strip()]
     bad = [n for n in names if n not in SPLITS]
     if not names or bad or len(set(names)) != len(names):
-        raise HarnessError(f"--split takes distinct names out of {', '.join(SPLITS)} (e.g. test,heldout); "
-                           f"got {spec!r}")
+        raise HarnessError(f"unknown split {spec!r}: --split takes distinct names out of {', '.join(SPLITS)} "
+                           "(e.g. test,heldout)")
     return names

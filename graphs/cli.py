@@ -501,8 +501,9 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
             limit: Annotated[int | None, typer.Option(min=1, help="only the first K scenarios (a spread subset)")]
             = QUICK_LIMIT,
             full: Annotated[bool, typer.Option("--full", help="every scenario, 3 seeds")] = False,
-            split: Annotated[str, typer.Option(help="dev | test | all: which scenarios (tune on dev, report on "
-                                               "test)")] = "test",
+            split: Annotated[str, typer.Option(help="dev | test | heldout | all, or several (test,heldout: each "
+                                               "split's report in --out/<split>/ and headline.md side by side; tune "
+                                               "on dev only)")] = "test",
             ablations: Annotated[bool, typer.Option("--ablations", help="add harness with each knob off alone, "
                                                     "and the part swaps the claims need")] = False,
             profiles: Annotated[str | None, typer.Option(help="comma-separated sim profiles: one comparison per "
@@ -517,19 +518,23 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
     from lg_harness.core.domain import load_domain
     from lg_harness.evals.ablations import ABLATED, ablation_specs
     from lg_harness.evals.compare import run_compare, write_outputs
+    from lg_harness.evals.headline import split_records, write_headline
     from lg_harness.evals.metrics import aggregate
-    from lg_harness.evals.scenario import load_scenarios, select_split, spread
+    from lg_harness.evals.scenario import load_scenarios, parse_splits, select_split, spread
     from lg_harness.evals.sensitivity import profile_model, write_sensitivity
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if full:
         seeds, limit = max(seeds, 3), None
     pack = load_domain(domain)
-    suite = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
-    suite = select_split(suite, split)  # the split first, so a quick subset never mixes in dev scenarios
-    suite = spread(suite, limit) if limit else suite
-    if not suite:
-        raise HarnessError(f"no scenarios in the {split} split of {scenarios}; try --split all")
+    everything = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
+    splits = parse_splits(split)
+    # the split first, so a quick subset never mixes in dev scenarios; --limit applies to each split
+    suites = {sp: (spread(chosen, limit) if limit else chosen) for sp in splits
+              for chosen in [select_split(everything, sp)]}
+    if empty := [sp for sp, chosen in suites.items() if not chosen]:
+        raise HarnessError(f"no scenarios in the {', '.join(empty)} split of {scenarios}; try --split all")
+    suite = list({s.id: s for chosen in suites.values() for s in chosen}.values())
     names = [d.strip() for d in designs.split(",") if d.strip()]
     if ablations:
         names += [n for n in [ABLATED, *ablation_specs(ABLATED)] if n not in names]
@@ -546,9 +551,14 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                                   domain=domain, model_timeout_s=model_timeout,
                                   on_done=lambda n, total, bar=bar, progress=progress:
                                   progress.update(bar, completed=n, total=total))
-        summary = aggregate(records, suite, split=split, order=[load_design(n).name for n in names])
-        done[profile] = {"summary": summary, "cells": len(records), "out": folder,
-                         "files": write_outputs(summary, folder, command)}
+        order = [load_design(n).name for n in names]
+        parts = {sp: aggregate(part, suites[sp], split=sp, order=order)
+                 for sp, part in split_records(records, suites).items()}
+        files = write_outputs(parts[splits[0]], folder, command) if len(splits) == 1 else \
+            [f for sp in splits for f in write_outputs(parts[sp], folder / sp, command)] + \
+            [write_headline(folder, command, parts)]
+        # the first split is the one the terminal table, --json and the sensitivity ranking show
+        done[profile] = {"summary": parts[splits[0]], "cells": len(records), "out": folder, "files": files}
     sensitivity = write_sensitivity({p: d["summary"] for p, d in done.items()}, out_dir, command) if profiles else []
     if json_out:
         docs = {p: {"out": str(d["out"]), "files": [str(f) for f in d["files"]], "cells": d["cells"], "split": split,
@@ -559,8 +569,9 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
         return
     for profile, d in done.items():
         out.print(summary_table(d["summary"], profile))
-        out.print(f"{d['cells']} cells over {len(suite)} {split} scenarios x {seeds} seed(s); report: "
-                  f"{d['out'] / 'report.md'}; results.json and {len(d['files']) - 2} plots in {d['out']}")
+        where = d["out"] / "report.md" if len(splits) == 1 else d["out"] / "headline.md"
+        out.print(f"{d['cells']} cells over {len(suite)} {split} scenarios x {seeds} seed(s); report: {where}; "
+                  f"results.json and plots in {d['out']}" + ("" if len(splits) == 1 else "/<split>/"))
     if sensitivity:
         out.print(f"ranking per profile: {sensitivity[0]}")
 

@@ -70,16 +70,16 @@ def model_spec_for(model: str, seed: int, domain: str | None = None) -> str:
 def domain_profile(model: str, domain: str | None) -> str:
     """``sim[:<profile>]`` as the profile variant measured on ``domain``, when there is one."""
     from simlm import default_profile_name, profile_names
-    from simlm.faults import DOMAIN_MARK
+    from simlm.faults import DOMAIN_MARK, OVERRIDE_MARK
 
     kind, _, rest = model.partition(":")
     parts = [p for p in rest.split(":") if p]
     named = next((p for p in parts if not p.isdigit()), None)
-    base = named or default_profile_name()
+    base, mark, overrides = (named or default_profile_name()).partition(OVERRIDE_MARK)
     variant = f"{base}{DOMAIN_MARK}{domain}"
     if not domain or DOMAIN_MARK in base or variant not in profile_names():
         return model
-    return ":".join([kind, variant, *(p for p in parts if p != named)])
+    return ":".join([kind, variant + mark + overrides, *(p for p in parts if p != named)])
 
 
 def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",

@@ -508,6 +508,10 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                                                     "and the part swaps the claims need")] = False,
             profiles: Annotated[str | None, typer.Option(help="comma-separated sim profiles: one comparison per "
                                                          "profile in --out/<profile>/, and sensitivity.md")] = None,
+            sweep: Annotated[str | None, typer.Option(help="comma-separated fitted rates, or 'default' (call_after_"
+                                                      "result,repeat_after_error,skip_call,invent_missing): the sim "
+                                                      "with each at both ends of its 95% interval, one comparison "
+                                                      "per variant in --out/<variant>/, and sensitivity.md")] = None,
             model: ModelOpt = "sim", out_dir: Annotated[Path, typer.Option("--out", help="output folder")] =
             Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
             model_timeout: Annotated[float | None, typer.Option(min=1, help="every design's per-call deadline "
@@ -521,7 +525,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
     from lg_harness.evals.headline import split_records, write_headline
     from lg_harness.evals.metrics import aggregate
     from lg_harness.evals.scenario import load_scenarios, parse_splits, select_split, spread
-    from lg_harness.evals.sensitivity import profile_model, write_sensitivity
+    from lg_harness.evals.sensitivity import profile_model, write_sensitivity, write_sweep
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if full:
@@ -541,6 +545,9 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
     runs = [(None, model, out_dir)]
     if profiles:
         runs = [(p, profile_model(p), out_dir / p) for p in _profiles(profiles, model)]
+    variants = _sweep(sweep, model, domain) if sweep else []
+    if variants:
+        runs = [(v["slug"], profile_model(v["profile"]), out_dir / v["slug"]) for v in variants]
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["compare"] else "harness compare"
     done: dict[str | None, dict[str, Any]] = {}
     for profile, spec, folder in runs:
@@ -560,11 +567,13 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
         # the first split is the one the terminal table, --json and the sensitivity ranking show
         done[profile] = {"summary": parts[splits[0]], "cells": len(records), "out": folder, "files": files}
     sensitivity = write_sensitivity({p: d["summary"] for p, d in done.items()}, out_dir, command) if profiles else []
+    if variants:
+        sensitivity = write_sweep({p: d["summary"] for p, d in done.items()}, variants, out_dir, command)
     if json_out:
         docs = {p: {"out": str(d["out"]), "files": [str(f) for f in d["files"]], "cells": d["cells"], "split": split,
                     "n_scenarios": d["summary"]["n_scenarios"], "metrics": d["summary"]["metrics"]}
                 for p, d in done.items()}
-        emit_json(docs[None] if not profiles else
+        emit_json(docs[None] if not (profiles or variants) else
                   {"out": str(out_dir), "files": [str(f) for f in sensitivity], "profiles": docs})
         return
     for profile, d in done.items():
@@ -574,6 +583,20 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                   f"results.json and plots in {d['out']}" + ("" if len(splits) == 1 else "/<split>/"))
     if sensitivity:
         out.print(f"ranking per profile: {sensitivity[0]}")
+
+
+def _sweep(sweep: str, model: str, domain: str) -> list[dict[str, Any]]:
+    """The profile variants of ``--sweep``: the domain's fitted profile, then each rate at both ends."""
+    from lg_harness.evals.runner import domain_profile
+    from lg_harness.evals.sensitivity import SWEPT, sweep_variants
+
+    if model != "sim" and not model.startswith("sim:"):
+        raise HarnessError("--sweep moves the simulated model's fitted rates; use --model sim (or sim:<profile>)")
+    params = list(SWEPT) if sweep.strip() == "default" else [p.strip() for p in sweep.split(",") if p.strip()]
+    from simlm import default_profile_name
+
+    base = domain_profile(model, domain).partition(":")[2].split(":")[0]  # fitted@shop where measured per domain
+    return sweep_variants(base or default_profile_name(), params)
 
 
 def _profiles(profiles: str, model: str) -> list[str]:

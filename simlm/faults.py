@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -161,11 +161,48 @@ def load_profiles(path: str | None = None) -> dict[str, FaultProfile]:
     return out
 
 
+OVERRIDE_MARK = "+"  # ``fitted@shop+skip_call=0.29``: a profile with some rates set to other values
+
+
 def profile(name: str) -> FaultProfile:
+    """A profile by name; ``<name>+<fault>=<rate>[+...]`` is that profile with those rates replaced (a
+    sensitivity sweep runs each fitted rate at the ends of its interval this way). A kind of error's
+    repeat rate is ``repeat_after_error_kinds.<kind>``."""
+    base, *overrides = name.split(OVERRIDE_MARK)
     profiles = load_profiles()
-    if name not in profiles:
-        raise KeyError(f"unknown sim profile '{name}' (known: {', '.join(profiles)})")
-    return profiles[name]
+    if base not in profiles:
+        raise KeyError(f"unknown sim profile '{base}' (known: {', '.join(profiles)})")
+    found = profiles[base]
+    return _overridden(found, name, overrides) if overrides else found
+
+
+def _overridden(found: FaultProfile, name: str, overrides: list[str]) -> FaultProfile:
+    changes: dict[str, Any] = {"name": name}
+    kinds = dict(found.repeat_after_error_kinds)
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = None
+        field_name, _, kind = key.partition(".")
+        numeric = isinstance(getattr(found, field_name, None), int | float) and not isinstance(
+            getattr(found, field_name, None), bool)
+        if not sep or rate is None or not (numeric or (field_name == "repeat_after_error_kinds" and kind)):
+            raise KeyError(f"bad sim profile override '{item}' in '{name}': use <fault>=<number>, e.g. skip_call=0.3")
+        if kind:
+            kinds[kind] = rate
+        else:
+            changes[field_name] = rate
+    return replace(found, **changes, repeat_after_error_kinds=kinds)
+
+
+def has_profile(name: str) -> bool:
+    try:
+        profile(name)
+    except KeyError:
+        return False
+    return True
 
 
 def profile_names() -> list[str]:

@@ -95,6 +95,7 @@ class TurnStats(TypedDict, total=False):
     elapsed_s: float
     model_latency_s: float  # modelled (sim) or measured (real model) time spent in model calls
     call_input_tokens: list[int]
+    speed: dict[str, float]  # a local engine's timings summed: prompt_eval_tokens/_s, generated_tokens, generation_s
 
 
 class HarnessState(TypedDict, total=False):

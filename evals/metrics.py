@@ -485,6 +485,7 @@ def _message(turn: Mapping[str, Any], pos: int) -> dict[str, Any]:
     return {"index": turn.get("index", pos), "model_calls": turn.get("model_calls") or 0,
             "input_tokens": turn.get("input_tokens") or 0, "latency_s": float(turn.get("latency_s") or 0.0),
             "cached_input_tokens": turn.get("cached_input_tokens"),
+            "output_tokens": turn.get("output_tokens") or 0, "speed": turn.get("speed"),
             "call_input_tokens": list(turn.get("call_input_tokens") or []),
             # The largest call carries the history; a message's total also counts small side calls
             # (an intent label call sees only the last message), which hides what a resend costs.

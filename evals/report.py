@@ -242,10 +242,13 @@ def render_report(summary: Summary, command: str, date: str | None = None) -> st
         f"baseline for paired differences: {summary.get('baseline') or NA}.", "",
         _split_line(summary), "", *model_lines(summary.get("models") or []),
     ]
+    from lg_harness.evals.cost import cost_section
     from lg_harness.peers.report import peer_section
 
-    body = (_main_section(summary) + _claims_section(summary) + _paired_section(summary) + peer_section(summary)
-            + _ablation_section(summary) + _tag_section(summary) + _growth_section(summary))
+    real = any(not str(m).startswith(("sim", "paced")) for m in summary.get("models") or [])
+    body = (_main_section(summary) + (cost_section(summary) if real else []) + _claims_section(summary)
+            + _paired_section(summary) + peer_section(summary) + _ablation_section(summary) + _tag_section(summary)
+            + _growth_section(summary))
     return "\n".join(header + body)
 
 

@@ -146,8 +146,11 @@ def _play(h: Harness, scenario: Any, index: int, turn: Any, before: tuple[float,
     merged = {**second, "confirmation": {"asked": record["reply"], "answer": answer}}
     for key in ("tool_calls", "call_input_tokens"):
         merged[key] = record[key] + second[key]
-    for key in ("model_calls", "input_tokens", "output_tokens", "latency_s"):
+    for key in ("model_calls", "input_tokens", "output_tokens", "latency_s", "model_latency_s"):
         merged[key] = (record.get(key) or 0) + (second.get(key) or 0)
+    if record.get("speed") or second.get("speed"):
+        merged["speed"] = {k: (record.get("speed") or {}).get(k, 0) + (second.get("speed") or {}).get(k, 0)
+                           for k in {*(record.get("speed") or {}), *(second.get("speed") or {})}}
     if record.get("cached_input_tokens") is not None or second.get("cached_input_tokens") is not None:
         merged["cached_input_tokens"] = (record.get("cached_input_tokens") or 0) + (second.get("cached_input_tokens") or 0)
     merged["path"] = record["path"] + second["path"]
@@ -181,6 +184,8 @@ def _send(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
         "output_tokens": stats.get("output_tokens", 0),
         "call_input_tokens": stats.get("call_input_tokens", []),
         "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),
+        "model_latency_s": round(stats.get("model_latency_s", 0.0), 4),
+        **({"speed": stats["speed"]} if stats.get("speed") else {}),
         "stop_reason": stop_reason(values, h.design.knobs) if "action" in r["path"] else None,
     }
 

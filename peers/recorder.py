@@ -82,6 +82,7 @@ class TurnLog:
     cached_input_tokens: int | None = None
     call_input_tokens: list[int] = field(default_factory=list)
     model_latency_s: float = 0.0
+    speed: dict[str, float] = field(default_factory=dict)  # a local engine's timings, summed (llm.local)
     started: tuple[float, float] = (0.0, 0.0)
 
 
@@ -167,6 +168,8 @@ class PeerCell:
             if cached is not None:
                 turn.cached_input_tokens = (turn.cached_input_tokens or 0) + int(cached)
             turn.model_latency_s += float((reply.response_metadata or {}).get("latency_s") or 0.0)
+            for key, value in ((reply.response_metadata or {}).get("speed") or {}).items():
+                turn.speed[key] = round(turn.speed.get(key, 0.0) + float(value), 3)
             for call in reply.tool_calls:
                 turn.calls.append(CallLog(call_id=str(call.get("id") or ""), name=call["name"],
                                           emitted_args=dict(call.get("args") or {})))
@@ -242,6 +245,7 @@ class PeerCell:
             "cached_input_tokens": turn.cached_input_tokens, "output_tokens": turn.output_tokens,
             "call_input_tokens": list(turn.call_input_tokens),
             "latency_s": round(turn.model_latency_s + tool_s, 4), "stop_reason": outcome.get("stop_reason"),
+            "model_latency_s": round(turn.model_latency_s, 4), **({"speed": dict(turn.speed)} if turn.speed else {}),
         }
         if outcome.get("error"):
             record["error"] = outcome["error"]

@@ -107,6 +107,7 @@ class HarnessState(TypedDict, total=False):
     intent_kind: str  # the domain's kind of the intent: task | conversational | to-human | escalate
     handoff_blocked: str | None  # the pinned constraint that forbids handing off, if any
     intent_confidence: float
+    offer_intents: list[str]  # an unsure intent step's candidates: their routes' tools are offered (knob unsure_offer)
     slots: Annotated[dict[str, Any], merge_dict]
     missing_slots: list[str]
     fact_card: Annotated[dict[str, Any], merge_dict]

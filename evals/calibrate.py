@@ -387,6 +387,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     domains = sorted({str(r.get("domain")) for r in rows})
     if len(domains) > 1:
         out["by_domain"] = {d: _summary([r for r in rows if r.get("domain") == d]) for d in domains}
+        # what each domain is compared with: the probes of every other domain, pooled
+        out["others"] = {d: _summary([r for r in rows if r.get("domain") != d]) for d in domains}
     return out
 
 
@@ -563,15 +565,17 @@ def _fitted_spec(summary: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 def _domain_overrides(summary: dict[str, Any], model: str) -> dict[str, dict[str, Any]]:
-    """Per domain, the flat rates whose probes differ between the domains (each domain against the rest
-    pooled, Newcombe's interval excluding 0); every other rate stays pooled."""
-    by_domain = summary.get("by_domain") or {}
+    """Per domain, the rates whose probes differ between the domains (each domain against the others
+    pooled): a flat rate when Newcombe's interval of the difference excludes 0, a fitted curve when the two
+    likelihood intervals do not overlap. Every other rate stays pooled."""
     out: dict[str, dict[str, Any]] = {}
-    for domain, own in by_domain.items():
-        rest = summarise_rows_of(summary, exclude=domain)
+    for domain, own in (summary.get("by_domain") or {}).items():
+        rest = summary["others"][domain]
         spec = _fitted_spec(own, f"{model} on the {domain} probes")
         keep = {key: spec[key] for key, name in MEASURED_BY.items()
                 if key in spec and differs(own["rates"].get(name), rest["rates"].get(name))}
+        keep |= {key: spec[key] for key in own.get("intervals", {})
+                 if key in spec and _apart(own["intervals"][key]["ci"], rest["intervals"][key]["ci"])}
         kinds = {k: v for k, v in (spec.get("repeat_after_error_kinds") or {}).items()
                  if differs(own["rates"].get(_REPEAT_RATE[k]), rest["rates"].get(_REPEAT_RATE[k]))}
         if kinds:
@@ -581,15 +585,8 @@ def _domain_overrides(summary: dict[str, Any], model: str) -> dict[str, dict[str
     return out
 
 
-def summarise_rows_of(summary: dict[str, Any], exclude: str) -> dict[str, Any]:
-    """The pooled rates of every domain but ``exclude`` (counts added up from the per-domain summaries)."""
-    others = [s for d, s in (summary.get("by_domain") or {}).items() if d != exclude]
-    rates: dict[str, Any] = {}
-    for name in {k for s in others for k in s["rates"]}:
-        k = sum(s["rates"].get(name, {}).get("k", 0) for s in others)
-        n = sum(s["rates"].get(name, {}).get("n", 0) for s in others)
-        rates[name] = {"k": k, "n": n, "rate": k / n if n else None, "ci": wilson(k, n) if n else None}
-    return {"rates": rates}
+def _apart(a: Sequence[float], b: Sequence[float]) -> bool:
+    return a[1] < b[0] or b[1] < a[0]
 
 
 def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str) -> str:
@@ -624,4 +621,19 @@ def side_by_side(summaries: dict[str, dict[str, Any]]) -> str:
     keys = list(dict.fromkeys(k for s in summaries.values() for k in s["rates"]))
     lines = ["| Probe | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     lines += [f"| {k} | " + " | ".join(_fmt(summaries[n]["rates"].get(k)) for n in names) + " |" for k in keys]
+    return "\n".join(lines)
+
+
+def by_domain_table(summary: dict[str, Any]) -> str:
+    """One model's rates per domain beside the pooled rate, with the rows where the domains differ marked
+    (Newcombe's interval of the difference excludes 0) and the profile fault each rate sets."""
+    domains = list(summary.get("by_domain") or {})
+    sets = {name: key for key, name in MEASURED_BY.items()} | {v: f"repeat_after_error_kinds.{k}"
+                                                               for k, v in _REPEAT_RATE.items() if k != "transient"}
+    lines = ["| Probe | sets | " + " | ".join(domains) + " | pooled | differs |", "|---|---|" + "---|" * (len(domains) + 2)]
+    for name in summary["rates"]:
+        own = [summary["by_domain"][d]["rates"].get(name) for d in domains]
+        split = any(differs(o, summary["others"][d]["rates"].get(name)) for d, o in zip(domains, own, strict=True))
+        lines.append(f"| {name} | {sets.get(name, '')} | " + " | ".join(_fmt(o) for o in own)
+                     + f" | {_fmt(summary['rates'][name])} | {'yes' if split else ''} |")
     return "\n".join(lines)

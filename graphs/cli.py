@@ -562,8 +562,9 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
         parts = {sp: aggregate(part, suites[sp], split=sp, order=order)
                  for sp, part in split_records(records, suites).items()}
         files = write_outputs(parts[splits[0]], folder, command) if len(splits) == 1 else \
-            [f for sp in splits for f in write_outputs(parts[sp], folder / sp, command)] + \
-            [write_headline(folder, command, parts)]
+            [f for sp in splits for f in write_outputs(parts[sp], folder / sp, command)]
+        if len(splits) > 1 or (folder / "headline.md").exists():  # a split run here before joins the table
+            files.append(write_headline(folder, command, parts))
         # the first split is the one the terminal table, --json and the sensitivity ranking show
         done[profile] = {"summary": parts[splits[0]], "cells": len(records), "out": folder, "files": files}
     sensitivity = write_sensitivity({p: d["summary"] for p, d in done.items()}, out_dir, command) if profiles else []
@@ -674,6 +675,7 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
 
     from lg_harness.core.domain import load_domain
     from lg_harness.evals.calibrate import (
+        by_domain_table,
         calibration_probes,
         fitted_yaml,
         run_probes,
@@ -710,9 +712,14 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                                    encoding="utf-8")
             load_profiles.cache_clear()
     table = side_by_side(summaries)
+    first = summaries[specs[0]]
+    per_domain = (f"\n## {specs[0]} per domain\n\nEach rate on each domain's probes, pooled, and whether the domains "
+                  "differ (Newcombe's 95% interval of the difference excludes 0); where they do, the fitted profile "
+                  f"carries each domain's own rate (`by_domain`).\n\n{by_domain_table(first)}\n") \
+        if first.get("by_domain") else ""
     (out_dir / "calibration.md").write_text(
         f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of shop and "
-        f"helpdesk. Rates with Wilson 95% intervals and n.\n\n{table}\n", encoding="utf-8")
+        f"helpdesk. Rates with Wilson 95% intervals and n.\n\n{table}\n{per_domain}", encoding="utf-8")
     (out_dir / "calibration.json").write_text(json.dumps(summaries, indent=1, default=str), encoding="utf-8")
     if json_out:
         emit_json({"out": str(out_dir), "probes": len(probes), "models": summaries,

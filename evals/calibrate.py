@@ -327,16 +327,18 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ running
 
 
-def run_probes(model: BaseChatModel, probes: Iterable[Probe], progress: Callable[[int, int], None] | None = None,
+def run_probes(model: BaseChatModel | Callable[[str], BaseChatModel], probes: Iterable[Probe], progress: Callable[[int, int], None] | None = None,
                done: Sequence[dict[str, Any]] = (), save: Callable[[list[dict[str, Any]]], None] | None = None
                ) -> list[dict[str, Any]]:
     """Each probe once; ``done`` rows (from an interrupted run on the same probes) are kept, not re-asked,
-    and ``save`` gets the rows after every probe, so a slow model's run can stop and go on."""
+    and ``save`` gets the rows after every probe, so a slow model's run can stop and go on. ``model`` may
+    be a function of the probe's domain (the sim runs the profile variant measured on that domain)."""
     probes = list(probes)
     rows = list(done)[: len(probes)]
     for i, probe in enumerate(probes[len(rows):], len(rows) + 1):
         started = time.perf_counter()
-        bound = model.bind_tools(probe.tools) if probe.tools else model
+        chosen = model if isinstance(model, BaseChatModel) else model(probe.domain)
+        bound = chosen.bind_tools(probe.tools) if probe.tools else chosen
         try:
             reply = bound.invoke(probe.messages)
             verdict = judge(probe, reply)

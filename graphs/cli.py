@@ -682,7 +682,6 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
         side_by_side,
         summarise,
     )
-    from lg_harness.llm.factory import make_model
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simlm.faults import FITTED_FILE, load_profiles
@@ -703,7 +702,7 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
             with Progress(TextColumn(f"calibrate {spec}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, disable=json_out) as progress:
                 bar = progress.add_task("probes", total=len(probes), completed=len(rows))
-                rows = run_probes(make_model(spec), probes,
+                rows = run_probes(_probe_model(spec), probes,
                                   lambda i, n, bar=bar, progress=progress: progress.update(bar, completed=i),
                                   done=rows, save=lambda r, f=rows_file: f.write_text(json.dumps(r, ensure_ascii=False)))
         summaries[spec] = summarise(rows)
@@ -727,6 +726,19 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
         return
     out.print(table)
     out.print(f"{len(probes)} probes; {out_dir / 'calibration.md'}" + (f"; wrote {FITTED_FILE}" if write else ""))
+
+
+def _probe_model(spec: str) -> Any:
+    """The model the probes ask: a real one as it is; the sim as the profile variant of each probe's domain
+    (``fitted@shop``), so its rates are compared with what was fitted on that domain."""
+    from functools import cache
+
+    from lg_harness.evals.runner import domain_profile
+    from lg_harness.llm.factory import make_model
+
+    if not spec.startswith("sim"):
+        return make_model(spec)
+    return cache(lambda domain: make_model(domain_profile(spec, domain)))
 
 
 @app.command()

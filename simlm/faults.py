@@ -145,7 +145,7 @@ def load_profiles(path: str | None = None) -> dict[str, FaultProfile]:
         spec = dict(raw[name])
         base = spec.pop("base", None)
         inherited = resolved(base, (*seen, name)) if base else {}
-        merged = {**inherited, **spec}
+        merged = _merged(inherited, spec)
         # per-domain overrides merge too: a profile built on ``fitted`` keeps fitted's domain rates
         below, own = inherited.get("by_domain") or {}, spec.get("by_domain") or {}
         if below or own:
@@ -157,7 +157,17 @@ def load_profiles(path: str | None = None) -> dict[str, FaultProfile]:
         by_domain = spec.pop("by_domain", None) or {}
         out[name] = _profile(name, spec)
         for domain, overrides in sorted(by_domain.items()):
-            out[f"{name}{DOMAIN_MARK}{domain}"] = _profile(f"{name}{DOMAIN_MARK}{domain}", {**spec, **overrides})
+            out[f"{name}{DOMAIN_MARK}{domain}"] = _profile(f"{name}{DOMAIN_MARK}{domain}", _merged(spec, overrides))
+    return out
+
+
+def _merged(below: dict[str, Any], above: dict[str, Any]) -> dict[str, Any]:
+    """``above`` over ``below``; the repeat rates per kind of error merge kind by kind, so a profile (or a
+    domain's variant) that sets one kind keeps the others'."""
+    out = dict(below)
+    for key, value in above.items():
+        old = out.get(key)
+        out[key] = {**old, **value} if key == "repeat_after_error_kinds" and isinstance(old, dict) else value
     return out
 
 

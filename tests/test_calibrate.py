@@ -266,7 +266,13 @@ def test_a_rate_that_differs_between_domains_is_fitted_per_domain_and_loads_as_a
     assert fitted["by_domain"]["helpdesk"]["call_after_result"]["rate"] == 1.0
     assert "skip_call" not in fitted["by_domain"]["shop"]  # the same everywhere: stays pooled
     path = tmp_path / "profiles.yaml"
-    path.write_text(yaml.safe_dump({"profiles": {"prior": {}, "fitted": fitted}}), encoding="utf-8")
+    fitted["repeat_after_error_kinds"] = {"validation": 0.8, "refusal": 0.7}
+    fitted["by_domain"]["shop"]["repeat_after_error_kinds"] = {"refusal": 1.0}
+    path.write_text(yaml.safe_dump({"profiles": {"prior": {}, "fitted": fitted, "flat": {"base": "fitted"}}}),
+                    encoding="utf-8")
     profiles = load_profiles(str(path))
     assert profiles["fitted@shop"].call_after_result == 0.2 and profiles["fitted"].call_after_result == 0.6
     assert profiles["fitted@shop"].evidence["call_after_result"]["n"] == 10
+    # a domain's own rate for one kind of error keeps the pooled rates of the other kinds
+    assert profiles["fitted@shop"].repeat_after_error_kinds == {"validation": 0.8, "refusal": 1.0}
+    assert profiles["flat@shop"].call_after_result == 0.2  # a profile built on fitted keeps its domain rates

@@ -65,3 +65,14 @@ def cost_section(summary: Mapping[str, Any]) -> list[str]:
             "Read and written tokens/s are llama.cpp's own timings of prompt evaluation and generation.", "",
             *table(["Design", "Messages", "s/message", "s p50", "Prompt tokens/msg", "Cached %", "Output tokens/msg",
                     "Read tokens/s", "Written tokens/s"], rows), ""]
+
+
+def cell_line(record: Mapping[str, Any]) -> str:
+    """One line per finished real-model cell: how long it took, how fast the engine read and wrote."""
+    turns = record.get("turns") or []
+    cost = design_cost([{**t, "cached_input_tokens": t.get("cached_input_tokens")} for t in turns])
+    written, read = cost["output_tokens_per_s"], cost["prompt_tokens_per_s"]
+    cached = cost["cached_share"]
+    return (f"{record.get('cell')}: {len(turns)} messages, {sum(float(t.get('latency_s') or 0) for t in turns):.1f} s"
+            + (f", written {written:.1f} tokens/s" if written else "") + (f", read {read:.0f} tokens/s" if read else "")
+            + (f", {100 * cached:.0f}% of prompt tokens cached" if cached is not None else ""))

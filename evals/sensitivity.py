@@ -147,11 +147,13 @@ def flips(base: list[Mapping[str, Any]], other: list[Mapping[str, Any]]) -> list
 
 
 def sweep_verdict(data: Mapping[str, Any], variants: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Where the ranking holds: per swept rate the pairs whose order flips at an end of its interval, and
-    whether the design ranked first stays first under every variant."""
+    """Where the ranking holds: per swept rate the pairs whose order flips at an end of its interval,
+    whether the design ranked first stays first (and with whom it ties), and under which variants each
+    design's paired difference from the baseline is significant."""
     base = data[variants[0]["slug"]]["ranking"]
     leader = base[0]["design"] if base else None
-    out: dict[str, Any] = {"leader": leader, "flips": {}, "leader_holds": True, "leader_loses": []}
+    out: dict[str, Any] = {"leader": leader, "flips": {}, "leader_holds": True, "leader_loses": [], "ties": [],
+                           "significant": {}}
     for v in variants[1:]:
         ranking = data[v["slug"]]["ranking"]
         pairs = flips(base, ranking)
@@ -161,6 +163,15 @@ def sweep_verdict(data: Mapping[str, Any], variants: Sequence[Mapping[str, Any]]
         if leader not in top:
             out["leader_holds"] = False
             out["leader_loses"].append({"variant": v["label"], "first": top})
+        elif len(top) > 1:
+            out["ties"].append({"variant": v["label"], "with": [d for d in top if d != leader]})
+    for v in variants:
+        for row in data[v["slug"]]["ranking"]:
+            if row["paired"] is not None:
+                marks = out["significant"].setdefault(row["design"], [])
+                if row["paired"].get("significant"):
+                    marks.append({"variant": v["label"], "higher": row["paired"]["mean"] > 0})
+    out["variants"] = len(variants)
     return out
 
 
@@ -194,11 +205,13 @@ def render_sweep(summaries: Mapping[str, Summary], variants: Sequence[Mapping[st
 
 def _verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
     lines = []
+    ties = "; ".join(f"tied with {', '.join(t['with'])} at {t['variant']}" for t in verdict.get("ties") or [])
     if verdict["leader_holds"]:
-        lines.append(f"- `{verdict['leader']}` ranks first under every variant.")
+        lines.append(f"- `{verdict['leader']}` ranks first under every variant" + (f" ({ties})." if ties else "."))
     else:
         lost = "; ".join(f"{x['variant']}: {', '.join(x['first'])} first" for x in verdict["leader_loses"])
         lines.append(f"- `{verdict['leader']}` ranks first as fitted but not under every variant ({lost}).")
+    lines += _significance_lines(verdict)
     if not verdict["flips"]:
         lines.append("- No pair of designs changes order at either end of any swept interval: the ranking holds.")
     for param, where in verdict["flips"].items():
@@ -206,6 +219,27 @@ def _verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
             pairs = ", ".join(f"{b} overtakes {a}" for a, b in w["pairs"])
             lines.append(f"- The ranking flips with `{param}`: at {w['variant']}, {pairs}.")
     return lines
+
+
+def _significance_lines(verdict: Mapping[str, Any]) -> list[str]:
+    """Which designs differ significantly from the baseline under every variant, some, or none."""
+    total = verdict.get("variants") or 0
+    always, some, never = [], [], []
+    for design, marks in (verdict.get("significant") or {}).items():
+        if len(marks) == total and total:
+            always.append(f"{design} ({'above' if marks[0]['higher'] else 'below'})")
+        elif marks:
+            some.append(f"{design} ({len(marks)} of {total}: {', '.join(m['variant'] for m in marks)})")
+        else:
+            never.append(design)
+    out = []
+    if always:
+        out.append(f"- Significantly different from the baseline under every variant: {', '.join(always)}.")
+    if some:
+        out.append(f"- Significantly different under some variants only: {'; '.join(some)}.")
+    if never:
+        out.append(f"- Not significantly different under any variant: {', '.join(never)}.")
+    return out
 
 
 def write_sweep(summaries: Mapping[str, Summary], variants: Sequence[Mapping[str, Any]], out_dir: str | Path,

@@ -9,6 +9,9 @@ never looked up globally. See ``load_domain`` for where a domain can come from.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lg_harness.core.claims import Claim
-from lg_harness.tools.entities import EntityType, entity_args, find_mentions
+from lg_harness.tools.entities import EntityType, derived_types, entity_args, find_mentions
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 IntentKind = Literal["task", "conversational", "to-human", "escalate"]
@@ -221,7 +224,8 @@ class Domain:
         return find_mentions(self.entity_types, text)
 
     def tool_entities(self, spec: ToolSpec) -> dict[str, str]:
-        """Argument -> entity type of one tool: ``Entity`` markers, or schema patterns an entity matches."""
+        """Argument -> entity type of one tool: ``Entity`` markers, a declared type its schema fits, or the type
+        its own schema gives (``tools.entities.entity_args``)."""
         cache = self.__dict__.setdefault("_tool_entities", {})
         key = (spec.name, spec.args_model)
         if key not in cache:  # schemas are fixed once registered; read each once
@@ -229,19 +233,33 @@ class Domain:
             cache[key] = entity_args(spec.args_model.model_fields, params, self.entity_types)
         return dict(cache[key])
 
+    def all_entity_types(self) -> tuple[EntityType, ...]:
+        """The declared entity types, then those the tools' own schemas give for arguments no declared type
+        fits (``tools.entities.derived_types``): what a reply's identifiers are grounded against."""
+        derived = self.__dict__.get("_derived_types")
+        if derived is None:
+            registry = self.registry()
+            schemas = [spec.json_schema()["function"]["parameters"] for n in registry.names() if (spec := registry.get(n))]
+            derived = self.__dict__["_derived_types"] = tuple(derived_types(schemas, self.entity_types))
+        return (*self.entity_types, *derived)
+
     def slot_entities(self) -> dict[str, EntityType]:
         return {t.slot: t for t in self.entity_types if t.slot}
 
     # -- tools, phrases, users
 
     def registry(self) -> ToolRegistry:
-        """A new registry of the domain's tools (each call is separate: callers may wrap or change it)."""
+        """A new registry of the domain's tools (each call is separate: callers may wrap or change it).
+
+        A tool that does not say whether it changes anything is treated as changing (confirmed before it
+        runs, recorded in the change ledger, never retried blindly); the first build logs which ones.
+        """
         specs = self.__dict__.get("_specs")
         if specs is None:  # building a spec reads signatures and schemas: once per domain, not per registry
             scratch = ToolRegistry()
             for tool in self.tools:
                 scratch.register(tool)
-            specs = self.__dict__["_specs"] = tuple(scratch.get(n) for n in scratch.names())
+            specs = self.__dict__["_specs"] = _undeclared_as_changing(self.name, [scratch.get(n) for n in scratch.names()])
         return ToolRegistry(specs)
 
     def changing_tools(self) -> frozenset[str]:
@@ -250,7 +268,12 @@ class Domain:
         return frozenset(n for n in registry.names() if (spec := registry.get(n)) is not None and spec.changes_state)
 
     def phrase(self, key: str, lang: Lang) -> str | None:
+        """The domain's phrase ``key`` in ``lang``; a ``<tool>:<error type>`` key is the tool's own words
+        (``ToolSpec.phrases``) unless the domain words it itself."""
         texts = self.phrases.get(key)
+        if not texts and ":" in key:
+            spec = next((s for s in self.__dict__.get("_specs") or () if s.name == key.split(":", 1)[0]), None)
+            texts = spec.phrases.get(key.split(":", 1)[1]) if spec is not None else None
         if not texts:
             return None
         return texts.get(lang) or texts.get("en") or next(iter(texts.values()))
@@ -272,9 +295,22 @@ class Domain:
         """What ``harness domains --json`` prints about the domain."""
         return {"name": self.name, "description": self.description,
                 "intents": [{"name": i.name, "kind": i.kind, "tools": list(i.route.tools)} for i in self.intents],
-                "entity_types": [t.name for t in self.entity_types], "tools": [s for s in self.registry().names()],
+                "entity_types": [t.name for t in self.entity_types],
+                "derived_entity_types": [t.name for t in self.all_entity_types()[len(self.entity_types):]], "tools": [s for s in self.registry().names()],
                 "roles": list(self.roles), "languages": list(self.languages), "scenario_sets": list(self.scenarios),
                 "handoff_tool": self.handoff.tool}
+
+
+def _undeclared_as_changing(domain: str, specs: list[Any]) -> tuple[ToolSpec, ...]:
+    undeclared = [s.name for s in specs if not s.changes_declared]
+    if undeclared:
+        logging.getLogger("harness.domain").warning(
+            "domain '%s': %d tool(s) do not say whether they change anything and are treated as changing "
+            "(confirmed before they run, recorded in the change ledger): %s. Declare changes_state=False on "
+            "the ones that only read (tool_meta, a function attribute, or readOnlyHint on an MCP tool)",
+            domain, len(undeclared), ", ".join(undeclared))
+    return tuple(s if s.changes_declared else dataclasses.replace(s, changes_state=True, idempotent=False)
+                 for s in specs)
 
 
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<attr>[A-Za-z_][A-Za-z0-9_]*))?$")
@@ -327,21 +363,87 @@ def _attr_domain(module: Any, attr: str, spec: str) -> Domain:
     return _from_object(getattr(module, attr), f"domain '{spec}'")
 
 
+MCP_PREFIX = "mcp:"
+
+
+def mcp_domain(target: str) -> Domain:
+    """A domain of the tools of one MCP server (``tools.mcp``): a command line (stdio) or an http(s) URL."""
+    from lg_harness.tools.mcp import mcp_tools
+
+    from lg_harness.errors import HarnessError
+
+    if not target.strip():
+        raise HarnessError("--domain mcp: needs the server: mcp:<command line> (stdio) or mcp:http(s)://host/path")
+    try:
+        tools = mcp_tools(target)
+    except (ConnectionError, ValueError) as err:
+        raise HarnessError(f"{err}; check the command or URL after mcp:") from err
+    server = next((t.metadata.get("mcp_server") for t in tools if t.metadata), None) or "mcp"
+    return Domain(name=str(server), description=f"the tools of the MCP server {target}", tools=tools)
+
+
+DEFAULT_PACK = "shop"
+CONFIG_FILE = "harness.toml"
+DOMAIN_ENV = "HARNESS_DOMAIN"
+# Domains loaded in this process from a spec (a file, module:attr, an MCP server), by name: an evaluation
+# record names the domain it ran in, and scoring it finds the same domain again by that name.
+_LOADED_BY_NAME: dict[str, Domain] = {}
+
+
+def default_domain(folder: Path | None = None) -> tuple[str, str]:
+    """The domain spec to use when none is given, and where it was found: ``HARNESS_DOMAIN``, else
+    ``domain = "..."`` in ``harness.toml`` in ``folder`` (the working directory), else the ``shop`` pack."""
+    import tomllib
+
+    from lg_harness.errors import HarnessError
+
+    if spec := os.environ.get(DOMAIN_ENV, "").strip():
+        return spec, f"${DOMAIN_ENV}"
+    config = (folder or Path.cwd()) / CONFIG_FILE
+    if config.is_file():
+        try:
+            spec = str(tomllib.loads(config.read_text(encoding="utf-8")).get("domain") or "").strip()
+        except (OSError, tomllib.TOMLDecodeError) as err:
+            raise HarnessError(f"{config}: {err}; write domain = \"<pack, file.py:ATTR or mcp:...>\"") from err
+        if spec:
+            return spec, str(config)
+    return DEFAULT_PACK, "the built-in default"
+
+
 def load_domain(spec: str | Domain | None) -> Domain:
-    """A domain from an installed pack's name, ``module:attr``, ``path.py[:attr]`` or a YAML file.
+    """A domain from an installed pack's name, ``module:attr``, ``path.py[:attr]``, a YAML file, or
+    ``mcp:<command or URL>`` (the tools of an MCP server).
 
-    ``None`` is the default pack, ``shop``. Names resolve through the ``lg_harness.domains`` entry points.
+    ``None`` is the default (``default_domain``). Names resolve through the ``lg_harness.domains`` entry
+    points, then to a domain this process already loaded from a spec under that name.
     """
-    import importlib
-
     from lg_harness.errors import HarnessError
 
     if isinstance(spec, Domain):
         return spec
-    spec = spec or "shop"
+    spec = spec or default_domain()[0]
     packs = installed_domains()
     if spec in packs:
         return _from_object(packs[spec].load(), f"domain '{spec}'")
+    if spec in _LOADED_BY_NAME:
+        return _LOADED_BY_NAME[spec]
+    domain = _from_spec(spec)
+    if domain is None:
+        known = ", ".join(sorted(packs)) or "none installed"
+        raise HarnessError(f"unknown domain '{spec}'; installed: {known}; or give module:attr, file.py[:attr], "
+                           "file.yaml or mcp:<command or URL>")
+    _LOADED_BY_NAME.setdefault(domain.name, domain)
+    return domain
+
+
+def _from_spec(spec: str) -> Domain | None:
+    """A domain from an MCP server, a file or ``module:attr``; None when ``spec`` is none of them."""
+    import importlib
+
+    from lg_harness.errors import HarnessError
+
+    if spec.startswith(MCP_PREFIX):
+        return mcp_domain(spec[len(MCP_PREFIX):])
     match = _SPEC.match(spec)
     path_text, attr = (match.group("path"), match.group("attr")) if match else (spec, None)
     path = Path(path_text).expanduser()
@@ -349,16 +451,24 @@ def load_domain(spec: str | Domain | None) -> Domain:
         if not path.is_file():
             raise HarnessError(f"domain file {path} does not exist")
         return _from_file(path, attr, spec)
-    if attr:
-        try:
-            module = importlib.import_module(path_text)
-        except ImportError as err:
-            raise HarnessError(f"domain '{spec}': cannot import {path_text} ({err})") from err
-        return _attr_domain(module, attr, spec)
-    known = ", ".join(sorted(packs)) or "none installed"
-    raise HarnessError(f"unknown domain '{spec}'; installed: {known}; or give module:attr, file.py[:attr] "
-                       "or file.yaml")
+    if not attr:
+        return None
+    try:
+        module = importlib.import_module(path_text)
+    except ImportError as err:
+        raise HarnessError(f"domain '{spec}': cannot import {path_text} ({err})") from err
+    return _attr_domain(module, attr, spec)
 
 
-__all__ = ["ENTRY_POINT_GROUP", "BenchScript", "Domain", "Handoff", "Intent", "NO_ROUTE", "Route", "installed_domains",
-           "load_domain"]
+def where_found(name: str) -> str:
+    """Where ``harness domains`` says an installed pack comes from: its entry point and distribution."""
+    ep = installed_domains().get(name)
+    if ep is None:
+        return "loaded in this process"
+    dist = getattr(getattr(ep, "dist", None), "name", None)
+    return f"entry point {ENTRY_POINT_GROUP}: {ep.value}" + (f" (package {dist})" if dist else "")
+
+
+__all__ = ["CONFIG_FILE", "DEFAULT_PACK", "DOMAIN_ENV", "ENTRY_POINT_GROUP", "MCP_PREFIX", "BenchScript", "Domain",
+           "Handoff", "Intent", "NO_ROUTE", "Route", "default_domain", "installed_domains", "load_domain", "mcp_domain",
+           "where_found"]

@@ -43,7 +43,7 @@ from dataclasses import field as dc_field
 from typing import Any, ClassVar, Literal, NamedTuple, NoReturn
 
 from langchain_core.messages import AIMessage
-from langgraph.graph import END as LANGGRAPH_END
+from langgraph.constants import END as LANGGRAPH_END
 from lg_harness.core import guards
 from lg_harness.core.knobs import Knobs
 from pydantic import BaseModel

@@ -6,10 +6,12 @@ Each brake is a small predicate so it can be tested alone and reused: the rule a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lg_harness.core.knobs import Knobs
-from lg_harness.core.state import HarnessState
+
+if TYPE_CHECKING:  # the state schema loads LangGraph's graph; guards only read dicts (harness designs starts light)
+    from lg_harness.core.state import HarnessState
 
 
 def _stats(state: HarnessState) -> dict[str, Any]:

@@ -34,6 +34,19 @@ def union_list(left: list[str] | None, right: list[str] | None) -> list[str]:
     return list(dict.fromkeys([*(left or []), *(right or [])]))
 
 
+MAX_KNOWN_IDS = 1000
+
+
+def remember_ids(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """New ids appended (one seen again moves to the end), the newest ``MAX_KNOWN_IDS`` kept: the record is
+    bounded, so a checkpoint does not grow with the conversation (``memory.known_ids``)."""
+    merged = dict.fromkeys(left or [])
+    for value in right or []:
+        merged.pop(value, None)
+        merged[value] = None
+    return list(merged)[-MAX_KNOWN_IDS:]
+
+
 class UserInfo(TypedDict):
     id: str
     role: str
@@ -127,3 +140,4 @@ class HarnessState(TypedDict, total=False):
     known_facts: dict[str, Any]  # long-term facts about the user (from earlier sessions)
     pending_change: dict[str, Any] | None  # changing calls waiting for the user's yes (nodes.confirm)
     confirmed_change: dict[str, Any] | None  # the calls this message's yes confirmed, run once by action
+    known_ids: Annotated[list[str], remember_ids]  # every id the customer typed or a result showed (memory.known_ids)

@@ -70,6 +70,8 @@ def _work(task: Task) -> dict[str, Any]:
         record = {"cell": task.cell, "design": design.name, "scenario": scenario.id, "seed": task.seed,
                   "tags": scenario.tags, "lang": scenario.lang, "turns": [], "fault_events": [],
                   "crash": f"{type(err).__name__}: {err}"}
+    if task.domain != record.get("domain"):  # a domain from a file or a server: scoring loads it by its spec
+        record["domain_spec"] = task.domain
     return {**record, "fingerprint": task.fingerprint}
 
 

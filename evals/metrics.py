@@ -53,6 +53,12 @@ def domain_of(domain: DomainRef) -> Domain:
     return domain if isinstance(domain, Domain) else _loaded(domain)
 
 
+def record_domain(record: Mapping[str, Any]) -> Domain:
+    """The domain a run record was played in: its spec (a file, ``module:attr``, ``mcp:...``) where it has
+    one, else the pack its name names."""
+    return domain_of(record.get("domain_spec") or record.get("domain"))
+
+
 @lru_cache(maxsize=16)
 def _tool_intents(domain: Domain) -> dict[str, str]:
     """Tool -> the first intent whose route offers it (the handoff tool -> the first to-human intent).
@@ -212,7 +218,7 @@ def applied_changes(calls: Sequence[Mapping[str, Any]], domain: Domain) -> list[
 def unrequested_changes(record: Mapping[str, Any], scenario: Scenario) -> int:
     """Changes applied in a turn whose script did not ask for that tool (``expect.tools``): a question
     answered with a cancellation, a coupon claimed on "can I use it?", an injected instruction obeyed."""
-    dom = domain_of(record.get("domain"))
+    dom = record_domain(record)
     count = 0
     for t in record.get("turns") or []:
         index = t.get("index")
@@ -397,7 +403,7 @@ def arg_validity(record: Mapping[str, Any], scenario: Any, domain: DomainRef = N
     """
     if at not in AT:
         raise ValueError(f"at must be one of {AT}")
-    dom = domain_of(domain if domain is not None else record.get("domain"))
+    dom = domain_of(domain) if domain is not None else record_domain(record)
     users = user_messages(scenario)
     results = ""
     checked = []
@@ -509,7 +515,7 @@ def _judge_all(record: Mapping[str, Any], scenario: Scenario) -> list[dict[str, 
     for i, turn in enumerate(scenario.turns):
         # a turn the record lacks (the run broke off) fails every expectation it has
         rec = by_index.get(i, {"index": i, "reply": "", "tool_calls": [], "missing": True})
-        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record.get("domain"), world)
+        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record_domain(record), world)
         if rec.get("missing"):
             verdict["passed"] = False
         judged.append(verdict)
@@ -561,7 +567,7 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         "honored": [retries["honored"], retries["after_429"]],
         "tool_failures": [sum(c.get("status") != "ok" for c in calls), len(calls)],
         "end_state": [int(outcome["passed"]), 1] if outcome else [0, 0],
-        **reply_quality.counts(turns, domain_of(record.get("domain")), _registry(domain_of(record.get("domain"))).names(),
+        **reply_quality.counts(turns, record_domain(record), _registry(record_domain(record)).names(),
                                [t.user for t in sc.turns]),
     }
     sums = {

@@ -6,25 +6,27 @@ messages are written once.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from lg_harness.core.design import Design, load_design
-from lg_harness.core.domain import Domain, load_domain
+from lg_harness.core.domain import Domain, default_domain, load_domain
 from lg_harness.graphs import human_hold
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
+from lg_harness.graphs.step_pruning import prune_steps
 from lg_harness.graphs.storage import open_stores
 from lg_harness.graphs.storage_faults import prove_writable, storage_problem
+from lg_harness.graphs.thread_history import Checkpoint, ThreadReader, thread_config
+from lg_harness.graphs.warm import warm_caches
 from lg_harness.llm.factory import close_model, make_model
-from lg_harness.memory.context import last_human_text
-from lg_harness.memory.longterm import LongTermMemory
+from lg_harness.memory.hooks import UnopenedMemory
 from lg_harness.obs.audit import default_redactor, redact_value
 from lg_harness.obs.tracing import current_trace_id, message_span
 from lg_harness.tools.backend import BackendPlace
@@ -34,6 +36,9 @@ from lg_harness.tools.ledger import LEDGER_RESOURCE
 from lg_harness.tools.registry import ToolRegistry
 from lg_harness.tools.text import clean_text
 from typing_extensions import TypedDict
+
+if TYPE_CHECKING:  # chromadb loads with it: only the commands that run messages open memory
+    from lg_harness.memory.longterm import LongTermMemory
 
 
 def executor_for(design: Design, registry: ToolRegistry, **clock: Any) -> ToolExecutor:
@@ -96,18 +101,6 @@ class SendResult(TypedDict):
     trace_id: str | None
 
 
-@dataclass
-class Checkpoint:
-    checkpoint_id: str
-    step: int
-    phase: str
-    created_at: str
-    next: list[str]
-    parent_id: str | None
-    turn: int = 0
-    message: str = ""  # the user message the checkpoint's turn is about
-
-
 class Harness:
     """One data dir, one design, one model; ``send`` runs one user message on a thread."""
 
@@ -116,7 +109,7 @@ class Harness:
                  resources: dict[str, Any] | None = None, checkpointer: BaseCheckpointSaver | None = None,
                  memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
                  executor: ToolExecutor | None = None, database_url: str | None = None,
-                 chroma_url: str | None = None) -> None:
+                 chroma_url: str | None = None, runs_messages: bool = True) -> None:
         """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
 
         ``database_url`` (``postgresql://...``) keeps checkpoints, transcripts, facts, audit, the handoff
@@ -126,6 +119,10 @@ class Harness:
         ``domain`` is a ``Domain``, an installed pack's name, ``module:attr`` or a file (default ``shop``).
         The keyword arguments replace single parts (the evaluation runner injects the domain's fresh
         backends, a fault-wrapped registry, an executor on a virtual clock and an in-memory checkpointer).
+
+        ``runs_messages=False`` opens a harness that only reads and forks threads (``harness history``,
+        ``resume``): no long-term memory and none of the caches a message needs (``graphs.warm``); ``send``
+        refuses.
         """
         self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.domain = load_domain(domain)
@@ -134,8 +131,9 @@ class Harness:
         # How to open this harness again: the preset name or design file, and the model spec if it had one.
         self.setup = (design if isinstance(design, str) else self.design.name,
                       model if isinstance(model, str) else None,
-                      domain if isinstance(domain, str) else (None if domain is not None else "shop"))
+                      domain if isinstance(domain, str) else (None if domain is not None else default_domain()[0]))
         self._owns_model = isinstance(model, str)
+        self.runs_messages = runs_messages
         self._owned: list[Any] = []
         self._last = threading.local()  # one harness may serve several threads at once (graphs.service)
         self.resources: dict[str, Any] = (dict(resources) if resources is not None
@@ -143,11 +141,15 @@ class Harness:
         self.stores = self._own(open_stores(self.data_dir, database_url, chroma_url))
         self.checkpointer = checkpointer or self.stores.checkpointer
         self.transcripts = self.stores.transcripts
+        self.threads = ThreadReader(self.checkpointer, self.transcripts)
         self.memory = memory
-        if memory is None and self.design.knobs.long_term_memory:
+        if memory is None and self.design.knobs.long_term_memory and runs_messages:
             self.memory = self.stores.memory()
             if self.memory is not None:
                 self._own(self.memory)
+                self.memory.recover()  # what a process that stopped after its replies left unwritten
+        if runs_messages:
+            warm_caches(self.design, self.domain, self.data_dir, self.memory)
         self.audit = self.stores.audit
         self.order = self.stores.order
         self.on_update: Any = None  # called with (thread_id, update) for each node's update (graphs.service)
@@ -155,6 +157,8 @@ class Harness:
         graph_resources = dict(self.resources)
         if self.memory is not None:
             graph_resources["memory"] = self.memory
+        elif not runs_messages and self.design.knobs.long_term_memory:
+            graph_resources["memory"] = UnopenedMemory()  # the same steps as the graph that wrote the thread
         if self.audit is not None:
             graph_resources["audit"] = self.audit
         if (fences := getattr(self.stores, "fences", None)) is not None:
@@ -183,6 +187,10 @@ class Harness:
             if callable(getattr(backend, "close", None)):
                 self._own(backend)
         return dict(opened)
+
+    def _message_running(self) -> Any:
+        """Long-term memory's writer waits while a message runs here, so the reply goes out first."""
+        return self.memory.writer.during_message() if self.memory is not None else contextlib.nullcontext()
 
     def _path(self, name: str) -> str:
         return str(self.data_dir / name) if self.data_dir is not None else ":memory:"
@@ -217,34 +225,22 @@ class Harness:
                                f"try --user {self.domain.default_user}")
         return {"id": str(found["id"]), "role": role or str(found.get("role") or self.domain.default_role)}
 
+    # Who owns a thread and whether it exists are read the one way harness history reads them too
+    # (graphs.thread_history.ThreadReader, which needs no graph).
+
     def owner_of(self, thread_id: str, values: dict[str, Any] | None = None) -> str | None:
-        """The user a thread belongs to: recorded with its first message (older threads: in the checkpoint)."""
-        if (owner := self.transcripts.owner(thread_id)) is not None:
-            return owner
-        if values is None:
-            tup = self.checkpointer.get_tuple(self.config(thread_id))
-            values = (tup.checkpoint.get("channel_values") or {}) if tup is not None else {}
-        return (values.get("user") or {}).get("id") or None
+        return self.threads.owner_of(thread_id, values)
 
     def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None) -> None:
-        """Refuse ``user_id`` a thread someone else started (reading it as much as writing to it)."""
-        owner = self.owner_of(thread_id, values)
-        if owner and owner != user_id:
-            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
+        self.threads.check_owner(thread_id, user_id, values)
 
-    @staticmethod
-    def config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-        configurable = {"thread_id": thread_id}
-        if checkpoint_id:
-            configurable["checkpoint_id"] = checkpoint_id
-        return {"configurable": configurable}
+    config = staticmethod(thread_config)
 
     def thread_exists(self, thread_id: str) -> bool:
-        return self.checkpointer.get_tuple(self.config(thread_id)) is not None
+        return self.threads.exists(thread_id)
 
     def require_thread(self, thread_id: str) -> None:
-        if not self.thread_exists(thread_id):
-            raise HarnessError(f"unknown thread '{thread_id}'; start it with: harness run \"...\" --thread {thread_id}")
+        self.threads.require(thread_id)
 
     def check_message(self, text: str) -> str:
         cleaned = (clean_text(text) if self.design.knobs.normalize_input else text).strip()
@@ -260,9 +256,10 @@ class Harness:
 
     def send(self, thread_id: str, text: str, user_id: str | None = None, role: str | None = None) -> SendResult:
         """Run one user message; messages on one thread run one at a time, in the order they arrived."""
+        self._require_messages()
         message = self.check_message(text)
         user = self.user(user_id, role)
-        with self.order.turn(thread_id):
+        with self.order.turn(thread_id), self._message_running():
             try:
                 return self._send(thread_id, message, user)
             except HarnessError:
@@ -318,7 +315,13 @@ class Harness:
         self.transcripts.append(thread_id, snapshot.values.get("turn") or 0, "assistant", result["reply"])
         return result
 
+    def _require_messages(self) -> None:
+        if not self.runs_messages:
+            raise HarnessError("this harness was opened to read threads only (runs_messages=False); open it "
+                               "without that to run messages")
+
     def _run(self, thread_id: str, graph_input: Any, turn: int, user_id: str | None = None) -> dict[str, Any]:
+        self._require_messages()
         with message_span(thread_id, user_id, turn):
             trace_id = current_trace_id()
             result = self._stream(thread_id, graph_input, turn)
@@ -335,7 +338,8 @@ class Harness:
         config = self.config(thread_id)
         path: list[str] = []
         try:
-            for update in self.graph.stream(graph_input, config, stream_mode="updates"):
+            # "sync": each step is saved before the next one starts (graphs.step_pruning says which are kept).
+            for update in self.graph.stream(graph_input, config, stream_mode="updates", durability="sync"):
                 path.extend(k for k in update if k != "__interrupt__")
                 if self.on_update is not None:
                     self.on_update(thread_id, update)
@@ -343,6 +347,7 @@ class Harness:
             problem = storage_problem(err)
             cause = f"{problem} ({err})" if problem else f"the graph stopped with {type(err).__name__}: {err}"
             raise HarnessError(f"{cause}; {self.saved_state(thread_id)}") from err
+        prune_steps(self.checkpointer, thread_id)
         snapshot = self.graph.get_state(config)
         self.last_values = snapshot.values  # the state after this message, for callers that need more than the result
         if (failure := unanswered(snapshot.values.get("turn_stats") or {})) is not None:
@@ -431,16 +436,8 @@ class Harness:
     # -- checkpoints
 
     def history(self, thread_id: str) -> list[Checkpoint]:
-        self.require_thread(thread_id)
-        out = []
-        for snap in self.graph.get_state_history(self.config(thread_id)):
-            parent = (snap.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-            out.append(Checkpoint(checkpoint_id=snap.config["configurable"]["checkpoint_id"],
-                                  step=int((snap.metadata or {}).get("step", -1)),
-                                  phase=str(snap.values.get("phase") or "-"), created_at=snap.created_at or "",
-                                  next=list(snap.next), parent_id=parent, turn=int(snap.values.get("turn") or 0),
-                                  message=last_human_text(snap.values.get("messages") or [])))
-        return out
+        """The thread's checkpoints, newest first (``graphs.thread_history``)."""
+        return self.threads.history(thread_id)
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
         self.require_thread(thread_id)

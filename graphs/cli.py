@@ -27,8 +27,9 @@ err = Console(stderr=True, soft_wrap=True)
 
 DataDir = Annotated[Path, typer.Option("--data-dir", envvar="HARNESS_DATA_DIR",
                                        help="checkpoints, the domain's databases, memory and traces")]
-DomainOpt = Annotated[str, typer.Option("--domain", envvar="HARNESS_DOMAIN",
-                                        help="an installed domain pack (harness domains), module:attr, file.py[:attr]")]
+DomainOpt = Annotated[str | None, typer.Option(
+    "--domain", envvar="HARNESS_DOMAIN", help="an installed domain pack (harness domains), module:attr, file.py[:attr], "
+    "file.yaml or mcp:<command or URL> (default: $HARNESS_DOMAIN, else domain = ... in ./harness.toml, else shop)")]
 DesignOpt = Annotated[str, typer.Option("--design", help="a preset name or a .yaml/.toml design file")]
 ModelOpt = Annotated[str, typer.Option("--model", help="sim | ollama:<model> | openai:<model>")]
 UserOpt = Annotated[str | None, typer.Option("--user", help="the user's id (default: the domain's demo user)")]
@@ -79,13 +80,11 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
         try:
-            from lg_harness.obs.tracing import configure_logging, setup_tracing
+            from lg_harness.obs.logs import configure_logging
 
             configure_logging("DEBUG" if debug else "ERROR", sys.stderr)
-            if kwargs.get("data_dir") is not None:  # HARNESS_TRACE picks exporters; the file one by default
-                from lg_harness.graphs.app import prepare_data_dir
-
-                setup_tracing(prepare_data_dir(kwargs["data_dir"]), default=("file",))
+            if kwargs.get("data_dir") is not None and not getattr(fn, "reads_only", False):
+                start_tracing(kwargs["data_dir"])
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
@@ -101,6 +100,20 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def start_tracing(data_dir: Path) -> None:
+    """Spans of this command's messages go where HARNESS_TRACE says; the data dir's file by default."""
+    from lg_harness.graphs.app import prepare_data_dir
+    from lg_harness.obs.tracing import setup_tracing
+
+    setup_tracing(prepare_data_dir(data_dir), default=("file",))
+
+
+def reads_only(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a command that runs no message: it sets up no tracing and so starts without loading it."""
+    fn.reads_only = True  # type: ignore[attr-defined]
+    return fn
+
+
 def fail(message: str, json_out: bool) -> None:
     """One line on stderr (and, with --json, the one JSON document: ``{"error": ...}``), exit 1."""
     err.print(f"error: {message}", markup=False, highlight=False)
@@ -113,17 +126,27 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
-def open_harness(data_dir: Path, design: str, model: str, domain: str = "shop"):
+def domain_spec(domain: str | None) -> str:
+    """The domain a command runs on: ``--domain`` (or ``$HARNESS_DOMAIN``), else the configured default."""
+    from lg_harness.core.domain import default_domain
+
+    return domain or default_domain()[0]
+
+
+def open_harness(data_dir: Path, design: str, model: str, domain: str | None = None, *,
+                 runs_messages: bool = True):
+    """The harness of a command; ``runs_messages=False`` for one that only reads or forks threads (no memory,
+    no caches: it starts at once)."""
     from lg_harness.graphs.app import Harness
 
-    return Harness(data_dir, design, model, domain=domain, **STORAGE)
+    return Harness(data_dir, design, model, domain=domain_spec(domain), runs_messages=runs_messages, **STORAGE)
 
 
 @app.command()
 @cli_command
 def run(message: Annotated[str, typer.Argument(help="the user's message")], thread: ThreadOpt = "default",
         data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
-        domain: DomainOpt = "shop", user: UserOpt = None, role: RoleOpt = None, json_out: JsonOpt = False,
+        domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None, json_out: JsonOpt = False,
         debug: DebugOpt = False) -> None:
     """Send one user message on a thread."""
     with open_harness(data_dir, design, model, domain) as h:
@@ -133,11 +156,16 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
 
 def caller(h: Any, user: str | None) -> str:
     """Who runs the command: ``--user`` as given (an empty one is refused), else the domain's demo user."""
+    return domain_caller(h.domain, user)
+
+
+def domain_caller(domain: Any, user: str | None) -> str:
+    """``caller`` for a command that opens no harness, only the ``Domain``."""
     if user is None:
-        return h.domain.default_user
+        return domain.default_user
     if not user.strip():
         raise HarnessError("--user is empty: name the user the command acts for (or leave --user out for the "
-                           f"demo user {h.domain.default_user})")
+                           f"demo user {domain.default_user})")
     return user.strip()
 
 
@@ -146,7 +174,13 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
     if json_out:
         emit_json(result)
         return
-    calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {c['status']}"
+    from lg_harness.obs.audit import call_outcome
+
+    def outcome(call: dict[str, Any]) -> str:  # the harness's own holds and blocks are not tool errors
+        shown = call_outcome(call["status"], call.get("error_type"))
+        return shown if shown in ("ok", "error", "held") else f"{shown} ({call.get('error_type')})"
+
+    calls = ", ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {outcome(c)}"
                       for c in result["tool_calls"])
     # markup=False: the "[...]" of the call list is text, not Rich markup (it used to vanish).
     err.print(f"intent={result['intent']} phase={result['phase']} tools=[{calls}] "
@@ -157,7 +191,7 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
 @app.command()
 @cli_command
 def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness",
-         model: ModelOpt = "sim", domain: DomainOpt = "shop", user: UserOpt = None, role: RoleOpt = None,
+         model: ModelOpt = "sim", domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None,
          debug: DebugOpt = False) -> None:
     """An interactive conversation (/help, /state, /history, /quit)."""
     with open_harness(data_dir, design, model, domain) as h:
@@ -215,15 +249,21 @@ def _public_state(values: dict[str, Any]) -> dict[str, Any]:
 
 @app.command()
 @cli_command
-def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
+@reads_only
+def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None,
             user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The thread's checkpoints, newest first: turn, phase, the user message, checkpoint id."""
+    from lg_harness.core.domain import load_domain
+    from lg_harness.graphs.storage import open_thread_stores
+    from lg_harness.graphs.thread_history import ThreadReader
     from rich import box
 
-    with open_harness(data_dir, "harness", "sim", domain) as h:
-        h.require_thread(thread)
-        h.check_owner(thread, caller(h, user))
-        rows = h.history(thread)
+    # No harness: the checkpoints and transcripts are read without compiling a graph (it starts at once).
+    with open_thread_stores(data_dir, STORAGE["database_url"]) as stores:
+        threads = ThreadReader(stores.checkpointer, stores.transcripts)
+        threads.require(thread)
+        threads.check_owner(thread, domain_caller(load_domain(domain_spec(domain)), user))
+        rows = threads.history(thread)
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
         return
@@ -233,8 +273,10 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Dom
     table.add_column("phase", no_wrap=True, min_width=7)
     table.add_column("message", overflow="ellipsis", no_wrap=True, max_width=20)
     table.add_column("checkpoint", no_wrap=True, min_width=36)
-    for r in rows:
-        table.add_row(str(r.turn), r.phase, r.message or "-", r.checkpoint_id)
+    from rich.text import Text
+
+    for r in rows:  # the message is the customer's words: text, not Rich markup
+        table.add_row(str(r.turn), r.phase, Text(r.message or "-"), r.checkpoint_id)
     out.print(table)
     err.print(f"fork with: harness resume --thread {thread} --checkpoint ID (--json: steps, times, next nodes)",
               markup=False, highlight=False)
@@ -257,8 +299,8 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     --finish, complete the message the thread stopped in, with the design, model and domain it ran with."""
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
-    domain = domain or thread_domain(data_dir, thread) or "shop"
-    with open_harness(data_dir, design or "harness", model or "sim", domain) as h:
+    domain = domain or thread_domain(data_dir, thread)
+    with open_harness(data_dir, design or "harness", model or "sim", domain, runs_messages=finish) as h:
         h.check_owner(thread, caller(h, user))
         if finish:
             print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
@@ -338,7 +380,7 @@ def thread_setup(data_dir: Path, thread: str, design: str | None, model: str | N
 @cli_command
 def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--format", help="mermaid | ascii | png")]
           = "mermaid", output: Annotated[Path | None, typer.Option("-o", "--output", help="write to this file")] = None,
-          domain: DomainOpt = "shop", json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+          domain: DomainOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Draw a design's topology offline."""
     from lg_harness.core.design import load_design
     from lg_harness.core.domain import load_domain
@@ -350,11 +392,12 @@ def graph(design: DesignOpt = "harness", fmt: Annotated[str, typer.Option("--for
     if spec.name.startswith("peer:"):  # the framework's own compiled graph, where it has one
         from lg_harness.peers.graphs import peer_graph
 
-        topology = peer_graph(spec.name, domain)
+        topology = peer_graph(spec.name, domain_spec(domain))
     else:
         # Drawing needs no stores, but the graph's shape depends on which ones a design uses.
         resources = {"memory": None} if spec.knobs.long_term_memory else {}
-        topology = build_graph(spec, SimChatModel(), domain=load_domain(domain), resources=resources).get_graph()
+        topology = build_graph(spec, SimChatModel(), domain=load_domain(domain_spec(domain)),
+                               resources=resources).get_graph()
     if fmt == "png":
         if output is None:
             raise HarnessError("--format png needs -o FILE")
@@ -407,18 +450,26 @@ def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 @app.command()
 @cli_command
 def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """The installed domain packs: intents, entity types, tools, roles and scenario sets."""
-    from lg_harness.core.domain import installed_domains, load_domain
+    """The installed domain packs and the default domain: where each was found, intents, entity types, tools."""
+    from lg_harness.core.domain import default_domain, installed_domains, load_domain, where_found
 
-    data = [load_domain(name).describe() for name in sorted(installed_domains())]
+    spec, source = default_domain()
+    names = sorted(installed_domains())
+    data = [{**load_domain(name).describe(), "spec": name, "where": where_found(name), "default": name == spec}
+            for name in names]
+    if spec not in names:  # a default from a file or a server: shown with the packs
+        data.append({**load_domain(spec).describe(), "spec": spec, "where": spec, "default": True})
+    default = {"spec": spec, "from": source}
     if json_out:
-        emit_json({"domains": data})
+        emit_json({"domains": data, "default": default})
         return
-    table = Table("domain", "description", "intents", "tools", "entities", show_lines=True)
+    table = Table("domain", "where", "description", "intents", "tools", "entities", show_lines=True)
     for d in data:
-        table.add_row(d["name"], d["description"], ", ".join(i["name"] for i in d["intents"]),
-                      ", ".join(d["tools"]), ", ".join(d["entity_types"]))
+        table.add_row(d["name"] + (" (default)" if d["default"] else ""), d["where"], d["description"],
+                      ", ".join(i["name"] for i in d["intents"]) or "none: tools ranked per request",
+                      ", ".join(d["tools"]), ", ".join(d["entity_types"] + d["derived_entity_types"]))
     out.print(table)
+    err.print(f"default domain: {spec} (from {source})", markup=False, highlight=False)
 
 
 @app.command()
@@ -427,26 +478,26 @@ def demo(scratch: Annotated[Path | None, typer.Option("--data-dir", help="run he
                             "folder (must be empty, new, or an earlier demo's; HARNESS_DATA_DIR is ignored)")]
          = None, design: DesignOpt = "harness",
          model: Annotated[str, typer.Option("--model", help="the tour runs on the fault-free sim by default")]
-         = "sim:clean", domain: DomainOpt = "shop",
+         = "sim:clean", domain: DomainOpt = None,
          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
     from lg_harness.graphs.demo import run_demo
 
     # Not named data_dir: the shared error wrapper would set up tracing in that folder before it is checked.
-    report = run_demo(scratch, design, model, console=None if json_out else out, domain=domain)
+    report = run_demo(scratch, design, model, console=None if json_out else out, domain=domain_spec(domain))
     if json_out:
         emit_json(report)
 
 
 @app.command()
 @cli_command
-def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", user: UserOpt = None,
+def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None, user: UserOpt = None,
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
     from lg_harness.core.domain import load_domain
     from lg_harness.obs.render import load_trace, span_tree
 
-    me = load_domain(thread_domain(data_dir, thread) or domain).default_user if user is None else user.strip()
+    me = load_domain(thread_domain(data_dir, thread) or domain_spec(domain)).default_user if user is None else user.strip()
     if not me:
         raise HarnessError("--user is empty: name the user whose thread this is")
     if (owner := recorded_owner(data_dir, thread)) is not None and owner != me:
@@ -469,7 +520,7 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, ty
     """Operator view: health figures flagged against thresholds, the human queue and uncertain changes; no
     personal data (obs/operator_view.py)."""
     from lg_harness.graphs.storage import open_stores
-    from lg_harness.obs.operator_view import as_json, operator_view, queue_table, uncertain_table
+    from lg_harness.obs.operator_view import as_json, operator_view, queue_table, stops_table, uncertain_table
     from lg_harness.obs.render import stats_table
 
     if not STORAGE["database_url"] and not (data_dir / "audit.sqlite").exists():
@@ -483,6 +534,7 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, thread: Annotated[str | None, ty
         emit_json(as_json(view))
         return
     out.print(stats_table(view["stats"]))
+    out.print(stops_table(view))
     out.print(queue_table(view))
     if view["uncertain_changes"]:
         out.print(uncertain_table(view))
@@ -513,7 +565,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                                                       "with each at both ends of its 95% interval, one comparison "
                                                       "per variant in --out/<variant>/, and sensitivity.md")] = None,
             model: ModelOpt = "sim", out_dir: Annotated[Path, typer.Option("--out", help="output folder")] =
-            Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = "shop",
+            Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = None,
             model_timeout: Annotated[float | None, typer.Option(min=1, help="every design's per-call deadline "
                                                                 "in s (a local CPU model needs more than 15)")] = None,
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
@@ -530,6 +582,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
 
     if full:
         seeds, limit = max(seeds, 3), None
+    domain = domain_spec(domain)
     pack = load_domain(domain)
     everything = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
     splits = parse_splits(split)
@@ -641,7 +694,7 @@ BENCHES = ("tools", "context", "graph", "serve", "chaos")
 
 @app.command()
 @cli_command
-def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url) | chaos")], domain: DomainOpt = "shop",
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url) | chaos")], domain: DomainOpt = None,
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Benchmarks that print figures as ratios against a baseline measured in the same run."""
     import importlib
@@ -650,6 +703,7 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | se
 
     if kind not in BENCHES:
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
+    domain = domain_spec(domain)
     module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
     storage = STORAGE if kind == "serve" else {}  # serving is measured on the database the options name
     if json_out:
@@ -669,8 +723,10 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
               out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
               write: Annotated[bool, typer.Option("--write", help="write simlm/fitted.yaml from the first model")]
               = False,
+              domains: Annotated[str, typer.Option("--domains", help="comma-separated domain specs whose scenarios "
+                                                   "the probes come from")] = "shop,helpdesk",
               json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """Measure models' faults with probes from both domains' dev scenarios; fit the sim's profile to one."""
+    """Measure models' faults with probes from the domains' dev scenarios; fit the sim's profile to one."""
     import datetime
 
     from lg_harness.core.domain import load_domain
@@ -691,7 +747,11 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                            "use --split dev")
     specs = [m.strip() for m in models.split(",") if m.strip()]
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["calibrate"] else "harness calibrate"
-    probes = calibration_probes([load_domain(d) for d in ("shop", "helpdesk")], split=split, per_kind=per_kind)
+    packs = [load_domain(d.strip()) for d in domains.split(",") if d.strip()]
+    probes = calibration_probes(packs, split=split, per_kind=per_kind)
+    if not probes:
+        raise HarnessError(f"no probes: the {split} split of {domains} has no scenarios to probe with (a domain "
+                           "needs a scenario set, Domain(scenarios=...))")
     out_dir.mkdir(parents=True, exist_ok=True)
     summaries = {}
     for spec in specs:
@@ -717,8 +777,9 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                   f"carries each domain's own rate (`by_domain`).\n\n{by_domain_table(first)}\n") \
         if first.get("by_domain") else ""
     (out_dir / "calibration.md").write_text(
-        f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of shop and "
-        f"helpdesk. Rates with Wilson 95% intervals and n.\n\n{table}\n{per_domain}", encoding="utf-8")
+        f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of "
+        f"{' and '.join(p.name for p in packs)}. Rates with Wilson 95% intervals and n.\n\n{table}\n{per_domain}",
+        encoding="utf-8")
     (out_dir / "calibration.json").write_text(json.dumps(summaries, indent=1, default=str), encoding="utf-8")
     if json_out:
         emit_json({"out": str(out_dir), "probes": len(probes), "models": summaries,
@@ -752,12 +813,13 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           policy: Annotated[str, typer.Option(help="a message on a busy thread: enqueue | reject | interrupt")]
           = "enqueue",
           data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
-          domain: DomainOpt = "shop", debug: DebugOpt = False) -> None:
-    """The HTTP service (OpenAPI docs at /docs); authentication by HARNESS_API_KEYS or
-    HARNESS_TRUSTED_USER_HEADER."""
+          domain: DomainOpt = None, debug: DebugOpt = False) -> None:
+    """The HTTP service and the web desk at / (OpenAPI docs at /docs); customers authenticate by
+    HARNESS_API_KEYS or HARNESS_TRUSTED_USER_HEADER, the desk by HARNESS_DESK_KEYS (docs/desk.md)."""
     from lg_harness.graphs.serve import serve as run_serve
 
-    run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model, domain=domain,
+    run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model,
+              domain=domain_spec(domain),
               threads=threads, lease_ttl=lease_ttl, policy=policy, log_level="debug" if debug else "warning",
               **STORAGE)
 
@@ -768,14 +830,14 @@ def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads 
                                                   "90m")],
           keep_latest: Annotated[bool, typer.Option("--keep-latest", help="keep each thread (its latest checkpoint, "
                                                     "transcript and audit); drop only older checkpoints")] = False,
-          data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
+          data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None, json_out: JsonOpt = False,
           debug: DebugOpt = False) -> None:
     """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints)."""
     from lg_harness.graphs.prune import parse_age
     from lg_harness.graphs.prune import prune as run_prune
 
     age = parse_age(older_than)
-    with open_harness(data_dir, "harness", "sim", domain) as h:
+    with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
         report = run_prune(h, age, keep_latest=keep_latest)
     if json_out:
         emit_json(report)
@@ -786,52 +848,98 @@ def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads 
 
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")
 app.add_typer(handoff_app, name="handoff")
+AgentOpt = Annotated[str | None, typer.Option("--agent", envvar="HARNESS_DESK_AGENT",
+                                              help="who you are at the desk, for the audit log (default: your "
+                                                   "login name)")]
+
+
+def desk_agent(agent: str | None) -> str:
+    import getpass
+
+    name = (agent if agent is not None else getpass.getuser()).strip()
+    if not name or name.startswith("@"):
+        raise HarnessError("--agent names the person at the desk (the audit log records it), e.g. --agent alice")
+    return name
+
+
+def queue_table(queue: dict[str, list[dict[str, Any]]]) -> Table:
+    """The queue as a table; every cell a customer could have written is plain text (``Text``), so Rich
+    markup such as ``[bold red]`` and masks such as ``[email]`` show as typed."""
+    from rich.text import Text
+
+    table = Table("thread", "status", "taken by", "user", "ticket", "reason", "last message (masked)")
+    for r in queue["waiting"] + queue["held"]:
+        ho = r["handoff"] or {}
+        cells = (r["thread_id"], r["status"], r.get("taken_by") or "-", (r["user"] or {}).get("id", "-"),
+                 str(ho.get("ticket")), ho.get("reason", "-"), r["last_message"])
+        table.add_row(*(Text(str(c)) for c in cells))
+    return table
 
 
 @handoff_app.command("list")
 @cli_command
-def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
+def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None, json_out: JsonOpt = False,
                  debug: DebugOpt = False) -> None:
-    """Threads paused for a human: reason, ticket, the customer's last message."""
-    with open_harness(data_dir, "harness", "sim", domain) as h:
-        rows, held = h.waiting_threads(), h.held_threads()
+    """Threads waiting for or held by a human: reason, ticket, who took it, the customer's last message (masked);
+    the same list as GET /handoffs."""
+    from lg_harness.graphs.desk import ops
+
+    with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
+        queue = ops.queue(h)
     if json_out:
-        emit_json({"waiting": rows, "held": held})
+        emit_json(queue)
         return
-    table = Table("thread", "status", "user", "ticket", "reason", "last message")
-    for r in rows + held:
-        ho = r["handoff"] or {}
-        table.add_row(r["thread_id"], r["status"], (r["user"] or {}).get("id", "-"), str(ho.get("ticket")),
-                      ho.get("reason", "-"), r["last_message"], )
-    out.print(table if rows or held else "no threads are waiting for or held by a human")
+    out.print(queue_table(queue) if queue["waiting"] or queue["held"]
+              else "no threads are waiting for or held by a human")
+
+
+@handoff_app.command("take")
+@cli_command
+def handoff_take(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
+                 domain: DomainOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """Take a waiting or held thread: colleagues see it is yours (as POST /handoffs/{id}/take)."""
+    from lg_harness.graphs.desk import ops
+
+    with open_harness(data_dir, "harness", "sim", domain) as h:
+        result = ops.take(h, desk_agent(agent), thread)
+    if json_out:
+        emit_json(result)
+    else:
+        out.print(f"thread {thread} is yours ({result['taken_by']}); answer with: harness handoff reply --thread "
+                  f"{thread} TEXT", markup=False, highlight=False)
 
 
 @handoff_app.command("reply")
 @cli_command
 def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's answer")], thread: ThreadOpt,
-                  data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop", json_out: JsonOpt = False,
-                  debug: DebugOpt = False) -> None:
+                  agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None,
+                  json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Answer a waiting or held thread as the human agent; the human holds it until `handoff release`."""
+    from lg_harness.graphs.desk import ops
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        result = h.human_reply(thread, message)
+        result = ops.answer(h, desk_agent(agent), thread, message)
     if json_out:
         emit_json(result)
     else:
         out.print(f"reply sent on thread {thread}: {result['reply']}\nthe customer's messages now come to you; "
-                  f"hand the thread back with: harness handoff release --thread {thread}", markup=False)
+                  f"hand the thread back with: harness handoff release --thread {thread}", markup=False,
+                  highlight=False)
 
 
 @handoff_app.command("release")
 @cli_command
-def handoff_release(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = "shop",
-                    json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+def handoff_release(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
+                    domain: DomainOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Hand a thread you hold back to the bot; the customer's next message goes to it."""
+    from lg_harness.graphs.desk import ops
+
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        result = h.release(thread)
+        result = ops.release(h, desk_agent(agent), thread)
     if json_out:
         emit_json(result)
     else:
-        out.print(f"thread {thread} is back with the bot")
+        out.print(f"thread {thread} is back with the bot", markup=False, highlight=False)
 
 
 def main() -> None:  # pragma: no cover - console entry point

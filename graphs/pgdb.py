@@ -66,6 +66,17 @@ CREATE TABLE change_ledger (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, tool 
     settled_at DOUBLE PRECISION);
 CREATE INDEX change_ledger_pending ON change_ledger (thread_id) WHERE status = 'pending';
 """),
+    (7, "the desk's actions", """
+CREATE TABLE desk_actions (id BIGSERIAL PRIMARY KEY, ts TEXT NOT NULL, agent TEXT NOT NULL, action TEXT NOT NULL,
+    thread_id TEXT NOT NULL, detail TEXT);
+CREATE INDEX desk_actions_by_thread ON desk_actions (thread_id, id);
+"""),
+    (8, "experience hit counts and pending long-term memory writes", """
+CREATE TABLE experience_hits (user_id TEXT NOT NULL, record_id TEXT NOT NULL, hits INTEGER NOT NULL,
+    PRIMARY KEY (user_id, record_id));
+CREATE TABLE memory_pending (key TEXT PRIMARY KEY, user_id TEXT NOT NULL, payload TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL, claimed_at DOUBLE PRECISION);
+"""),
 ]
 
 

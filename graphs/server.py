@@ -30,7 +30,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from lg_harness.core.design import PRESETS, load_design
-from lg_harness.core.domain import Domain, load_domain
+from lg_harness.core.domain import Domain, default_domain, load_domain
 from lg_harness.graphs.app import prepare_data_dir
 from lg_harness.graphs.builder import build_graph
 from lg_harness.llm.factory import make_model
@@ -85,7 +85,7 @@ def graph_for(config: RunnableConfig | None = None) -> CompiledStateGraph:
             raise HarnessError(f"unknown design '{asked}'; presets: {', '.join(PRESETS)}")
         design = str(asked)
     model = os.environ.get("HARNESS_MODEL") or "sim"
-    return compiled(design, model, str(data_dir()), os.environ.get("HARNESS_DOMAIN") or "shop")
+    return compiled(design, model, str(data_dir()), os.environ.get("HARNESS_DOMAIN") or default_domain()[0])
 
 
 async def make_graph(config: RunnableConfig) -> CompiledStateGraph:

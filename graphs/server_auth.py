@@ -57,7 +57,7 @@ async def role_of(identity: str) -> str | None:
         from lg_harness.core.domain import load_domain
         from lg_harness.graphs import server
 
-        pack = load_domain(os.environ.get("HARNESS_DOMAIN") or "shop")
+        pack = load_domain(None)
         found = pack.user(identity, server.backends_for(pack, server.data_dir()))
         return str(found.get("role") or pack.default_role) if found else None
 

@@ -12,9 +12,10 @@ Settings come from the environment (``harness serve`` sets them for its workers)
 default 2), ``HARNESS_BUSY_POLICY`` (``enqueue`` | ``reject`` | ``interrupt``).
 
 Authentication (one of them is required): ``HARNESS_API_KEYS`` maps keys to users, ``key=U001,key2=U002``,
-sent as ``Authorization: Bearer <key>``; the user ``@agent`` is the human-agent desk (handoff list and reply,
-any thread). Or ``HARNESS_TRUSTED_USER_HEADER`` names a header a proxy in front sets to the authenticated user
-id (``X-Harness-Agent: 1`` from that proxy marks a human agent). The user never comes from the request body.
+sent as ``Authorization: Bearer <key>``. Or ``HARNESS_TRUSTED_USER_HEADER`` names a header a proxy in front sets
+to the authenticated user id. The desk (handoffs, every thread, the web desk at ``/``) signs in with keys of its
+own, ``HARNESS_DESK_KEYS=key=alice``, or a header believed only from configured proxies (``graphs.desk.auth``).
+The user never comes from the request body, and no header a client sets makes it the desk.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
+from lg_harness.core.domain import default_domain
 from lg_harness.graphs.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.tools.errors import HarnessError
@@ -62,28 +64,28 @@ class Settings:
     policy: str = "enqueue"
     api_keys: dict[str, str] = field(default_factory=dict)
     user_header: str | None = None
+    desk_keys: dict[str, str] = field(default_factory=dict)  # key -> the human agent's name
+    desk_header: str | None = None
+    trusted_proxies: tuple[Any, ...] = ()  # ipaddress networks the proxy headers are believed from
 
     @classmethod
     def from_env(cls) -> Settings:
+        from lg_harness.graphs.desk.auth import desk_settings, parse_keys
+
         env = os.environ
-        keys = {}
-        for pair in filter(None, (p.strip() for p in env.get("HARNESS_API_KEYS", "").split(","))):
-            key, sep, user = pair.partition("=")
-            if not sep or not key or not user:
-                raise HarnessError(f"HARNESS_API_KEYS entries are key=user_id; got '{pair}'")
-            keys[key] = user
+        keys = parse_keys("HARNESS_API_KEYS", env.get("HARNESS_API_KEYS", ""))
         settings = cls(data_dir=Path(env.get("HARNESS_DATA_DIR") or ".harness"),
                        database_url=env.get("HARNESS_DATABASE_URL") or None,
-                       chroma_url=env.get("HARNESS_CHROMA_URL") or None, domain=env.get("HARNESS_DOMAIN") or "shop",
+                       chroma_url=env.get("HARNESS_CHROMA_URL") or None, domain=env.get("HARNESS_DOMAIN") or default_domain()[0],
                        design=env.get("HARNESS_DESIGN") or "harness", model=env.get("HARNESS_MODEL") or "sim",
                        lease_ttl=float(env.get("HARNESS_LEASE_TTL") or 30), threads=int(env.get("HARNESS_SERVE_THREADS") or 2),
                        policy=env.get("HARNESS_BUSY_POLICY") or "enqueue", api_keys=keys,
-                       user_header=env.get("HARNESS_TRUSTED_USER_HEADER") or None)
+                       user_header=env.get("HARNESS_TRUSTED_USER_HEADER") or None, **desk_settings(env))
         settings.check()
         return settings
 
     def check(self) -> None:
-        if not self.api_keys and not self.user_header:
+        if not self.api_keys and not self.user_header and not self.desk_keys:
             raise HarnessError("harness serve needs authentication: set HARNESS_API_KEYS=key=user_id[,...] or "
                                "HARNESS_TRUSTED_USER_HEADER=<header your proxy sets to the user id>")
         if self.policy not in POLICIES:
@@ -224,7 +226,9 @@ class Runtime:
         if claim.kind == "finish":
             return h.finish(thread, p.get("checkpoint_id"))
         if claim.kind == "human_reply":
-            return h.human_reply(thread, p["text"])
+            from lg_harness.graphs.desk import ops
+
+            return ops.answer(h, p.get("agent") or AGENT, thread, p["text"])
         snapshot = h.graph.get_state(h.config(thread))
         turn = int(snapshot.values.get("turn") or 0)
         if claim.recovered and claim.turn_before is not None:
@@ -303,17 +307,13 @@ class Api:
         return self.state["runtime"]
 
     def caller(self, request: Request) -> str:
+        """The user id, or ``AGENT`` for the desk (``graphs.desk.auth``: never from a header a client sets)."""
         from fastapi import HTTPException
+        from lg_harness.graphs.desk.auth import identify
 
         s = self.settings
-        auth = request.headers.get("authorization", "")
-        if s.api_keys and auth.lower().startswith("bearer "):
-            user = s.api_keys.get(auth[7:].strip())
-            if user is None:
-                raise HTTPException(401, "unknown API key")
+        if (user := identify(s, request)) is not None:
             return user
-        if s.user_header and (user := request.headers.get(s.user_header)):
-            return AGENT if request.headers.get("x-harness-agent") == "1" else user
         raise HTTPException(401, "authenticate with Authorization: Bearer <key>"
                             + (f" or the {s.user_header} header" if s.user_header else ""))
 
@@ -380,8 +380,10 @@ def create_app(settings: Settings | None = None) -> Any:
             waiters.task.cancel()
             await asyncio.to_thread(runtime.close)
 
-    app = FastAPI(title="lg-harness", version="0.1.0", lifespan=lifespan,
-                  description="The harness as an HTTP service: messages, node events, threads, handoffs.")
+    # docs_url=None: Swagger UI is served from the installed package, not a CDN (graphs.desk.api).
+    app = FastAPI(title="lg-harness", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="The harness as an HTTP service: messages, node events, threads, handoffs, "
+                              "and the web desk at /.")
 
     @app.exception_handler(HarnessError)
     async def harness_error(request: Request, exc: HarnessError) -> JSONResponse:
@@ -390,6 +392,9 @@ def create_app(settings: Settings | None = None) -> Any:
     _message_routes(app, api)
     _thread_routes(app, api)
     _ops_routes(app, api)
+    from lg_harness.graphs.desk.api import add_desk
+
+    add_desk(app, api)
     return app
 
 
@@ -454,7 +459,8 @@ def _thread_routes(app: Any, api: Api) -> None:
                 "forked_from": None, "next": st["next"], **public_state(st["values"])}
 
     @app.post("/threads/{thread_id}/fork", summary="Continue the thread from an earlier checkpoint")
-    async def fork(thread_id: str, checkpoint_id: str = Body(embed=True), user: str = Depends(api.caller)) -> Any:
+    async def fork(thread_id: str, request: Request, checkpoint_id: str = Body(embed=True),
+                   user: str = Depends(api.caller)) -> Any:
         await asyncio.to_thread(api.owned, thread_id, user)
 
         def do() -> dict[str, Any]:
@@ -462,6 +468,11 @@ def _thread_routes(app: Any, api: Api) -> None:
             with h.order.turn(thread_id):  # never while a message runs on the thread
                 h.fork(thread_id, checkpoint_id)
                 st = h.state(thread_id)
+            if user == AGENT:  # every desk action is audited under the agent's name
+                from lg_harness.graphs.desk import ops
+                from lg_harness.graphs.desk.auth import agent_of
+
+                ops.note_fork(h, agent_of(request), thread_id, checkpoint_id)
             return {"thread_id": thread_id, "domain": h.domain.name, "checkpoint_id": st["checkpoint_id"],
                     "forked_from": checkpoint_id, "next": st["next"], **public_state(st["values"])}
 
@@ -484,13 +495,22 @@ def _ops_routes(app: Any, api: Api) -> None:
             raise HTTPException(403, "only the human-agent desk may do this")
         return user
 
-    @app.get("/handoffs", summary="Threads waiting for a human, as `harness handoff list --json`")
+    @app.get("/handoffs", summary="Threads waiting for and held by a human, as `harness handoff list --json`")
     async def handoffs(user: str = Depends(agent)) -> Any:
-        return {"waiting": await asyncio.to_thread(api.rt.harness.waiting_threads)}
+        from lg_harness.graphs.desk import ops
 
-    @app.post("/handoffs/{thread_id}/reply", summary="The human agent's answer; the thread resumes")
-    async def handoff_reply(thread_id: str, text: str = Body(embed=True), user: str = Depends(agent)) -> Any:
-        mid = await api.enqueue(thread_id, "human_reply", {"text": text}, "enqueue")
+        return await asyncio.to_thread(ops.queue, api.rt.harness)
+
+    @app.post("/handoffs/{thread_id}/reply", summary="The human agent's answer; the human holds the thread "
+              "until `release`")
+    async def handoff_reply(thread_id: str, request: Request, text: str = Body(embed=True),
+                            user: str = Depends(agent)) -> Any:
+        from lg_harness.graphs.desk import ops
+        from lg_harness.graphs.desk.auth import agent_of
+
+        who = agent_of(request)
+        await asyncio.to_thread(ops.check_holder, api.rt.harness, who, thread_id)  # 409 at once, not in the queue
+        mid = await api.enqueue(thread_id, "human_reply", {"text": text, "agent": who}, "enqueue")
         return await api.finished(mid)
 
     @app.get("/healthz", summary="The worker process is up")

@@ -94,6 +94,12 @@ class Stores:
             resource.close()
         self._owned.clear()
 
+    def __enter__(self) -> Stores:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_url: str | None = None,
                 *, lease_ttl: float | None = None) -> Stores:
@@ -126,6 +132,25 @@ def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_u
         raise
 
 
+def open_thread_stores(data_dir: Path, database_url: str | None = None) -> Stores:
+    """Only what reading threads needs, the checkpoints and the transcripts (``harness history``); on
+    Postgres every store, as ``open_stores`` opens them."""
+    if database_url:
+        return open_stores(data_dir, database_url)
+    from lg_harness.memory.transcript import TranscriptStore
+
+    stores = Stores()
+    stores._data_dir = data_dir
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        stores.checkpointer = sqlite_checkpointer(stores, data_dir)
+        stores.transcripts = _own(stores, TranscriptStore(str(data_dir / "transcripts.sqlite")))
+        return stores
+    except BaseException:
+        stores.close()
+        raise
+
+
 def _own(stores: Stores, resource: Any) -> Any:
     stores._owned.append(resource)
     return resource
@@ -142,6 +167,12 @@ def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
         conn = _own(stores, sqlite3.connect(str(data_dir / "checkpoints.sqlite"), check_same_thread=False, timeout=30))
         saver = SqliteSaver(conn)
         saver.setup()
+        # A commit waits for no disk flush (the data dir's transcripts, audit log and facts do the same): the
+        # write-ahead log survives a crashed or killed process, and only a power loss can take the newest
+        # commits, which recovery treats as a crash mid-message. Nine commits a message, each waiting for the
+        # disk, were most of a message's wall time on a busy machine. The change ledger keeps full sync: a
+        # change it recorded as started must survive anything, or a replay could apply it twice.
+        conn.execute("PRAGMA synchronous=NORMAL")
         return saver
     except sqlite3.DatabaseError as err:
         raise HarnessError(f"cannot open the checkpoint database in {data_dir}: {err}; "

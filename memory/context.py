@@ -35,6 +35,7 @@ from lg_harness.memory.assembly import (
 from lg_harness.memory.clearing import clear_used_results
 from lg_harness.memory.compress import first_turn_of, maybe_compress, state_update
 from lg_harness.memory.constraints import extract_constraints
+from lg_harness.memory.messages import last_human_text  # noqa: F401 - re-exported: its home is light
 from lg_harness.obs.tracing import span_event
 
 
@@ -146,13 +147,6 @@ def overflow(messages: Sequence[BaseMessage], keep: int, keep_id: str | None = N
     while start > 0 and isinstance(messages[start], ToolMessage):
         start -= 1
     return [m for m in messages[:start] if m.id != keep_id]
-
-
-def last_human_text(messages: Sequence[BaseMessage]) -> str:
-    for m in reversed(messages):
-        if isinstance(m, HumanMessage):
-            return m.text if isinstance(m.text, str) else str(m.content)
-    return ""
 
 
 def turn_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

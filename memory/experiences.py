@@ -25,6 +25,11 @@ Reads (``search``) rank a candidate pool fetched from Chroma with ``where={"user
     hit_rate = hits / (hits + hit_saturation)             # per record, so it needs no global max
     score   *= stale_factor  if the record is stale       # stale records stay findable but rank lower
 
+Hit counts are not Chroma metadata: a search that helped would cost a metadata update in Chroma per hit.
+They live in a small counter beside the rest of the state (``HitCounts``: the fact store's table in
+``LongTermMemory``, a dict in this process for a store on its own); ``hits`` in older collections' metadata
+still counts.
+
 Every method takes ``user_id``; touching another user's record id raises ``MemoryAccessError``.
 Chroma is used directly rather than through ``langchain_chroma.Chroma`` because the store needs
 metadata-only updates (hits, stale, timestamps) without re-embedding, raw cosine distances under a
@@ -44,7 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import chromadb
 from chromadb.api import ClientAPI
@@ -105,6 +110,28 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
     def default_space(self) -> str:
         """Cosine: the vectors are unit-normalised and the thresholds are cosines."""
         return "cosine"
+
+
+class HitCounts(Protocol):
+    """Where an experience store keeps how often each record helped (``FactStore`` is one)."""
+
+    def add_hits(self, user_id: str, record_ids: list[str], count: int = 1) -> None: ...
+
+    def hits(self, user_id: str, record_ids: list[str]) -> dict[str, int]: ...
+
+
+class LocalHits:
+    """Hit counts in this process only: for a store used on its own (``LongTermMemory`` keeps them in SQL)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str], int] = {}
+
+    def add_hits(self, user_id: str, record_ids: list[str], count: int = 1) -> None:
+        for rid in record_ids:
+            self._counts[user_id, rid] = self._counts.get((user_id, rid), 0) + count
+
+    def hits(self, user_id: str, record_ids: list[str]) -> dict[str, int]:
+        return {rid: self._counts[user_id, rid] for rid in record_ids if (user_id, rid) in self._counts}
 
 
 @dataclass(frozen=True)
@@ -263,6 +290,7 @@ class ExperienceStore:
         weights: default ranking weights (``search`` can override per call).
         policy: thresholds and decay constants.
         clock: time source (epoch seconds) used when a method gets no ``now``.
+        hits: where hit counts are kept (default: in this process).
     """
 
     def __init__(
@@ -274,6 +302,7 @@ class ExperienceStore:
         weights: RetrievalWeights | None = None,
         policy: MemoryPolicy | None = None,
         clock: Clock = time.time,
+        hits: HitCounts | None = None,
     ) -> None:
         if client is None and path is None:
             raise HarnessError("ExperienceStore needs a Chroma path or a client.")
@@ -294,6 +323,7 @@ class ExperienceStore:
         self.weights = weights or RetrievalWeights()
         self.policy = policy or MemoryPolicy()
         self._clock = clock
+        self._hits = hits if hits is not None else LocalHits()
         # Hits and merges are read-modify-write on metadata; serialise them within this process.
         self._lock = threading.RLock()
 
@@ -396,9 +426,7 @@ class ExperienceStore:
         with self._lock:
             records = self._owned(user_id, list(dict.fromkeys(ids)))
             if records:
-                self._col.update(
-                    ids=[r.id for r in records], metadatas=[{"hits": r.hits + count} for r in records]
-                )
+                self._hits.add_hits(user_id, [r.id for r in records], count)
 
     def mark_stale(self, user_id: str, record_id: str, *, now: float | datetime | None = None) -> Experience:
         """Mark a record stale (kept, ranked lower, never a dedupe target); returns the updated record.
@@ -428,10 +456,10 @@ class ExperienceStore:
         got = self._col.get(
             where=_where(user_id, current_only=not include_stale), include=["documents", "metadatas"]
         )
-        records = [
+        records = self._counted(user_id, [
             _to_record(i, d, m)
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-        ]
+        ])
         return sorted(records, key=lambda r: (r.created_at, r.id))
 
     def count(self, user_id: str, *, include_stale: bool = True) -> int:
@@ -448,8 +476,12 @@ class ExperienceStore:
         include_stale: bool = True,
         weights: RetrievalWeights | None = None,
         now: float | datetime | None = None,
+        query_vector: Sequence[float] | None = None,
     ) -> list[SearchHit]:
         """The user's ``k`` best records for ``query`` by the combined score (see the module doc).
+
+        ``query_vector``: the query's embedding when the caller has it already (one embedding per message
+        serves every lookup), else it is embedded here.
 
         Only ``policy.candidate_pool`` nearest records (at least ``k``) are re-ranked, so a very old
         or rarely similar record outside that pool cannot be lifted in by recency or hits alone.
@@ -459,18 +491,21 @@ class ExperienceStore:
             return []
         ts = to_epoch(now, self._clock)
         got = self._col.query(
-            query_embeddings=[self._ef([query])[0]],
+            query_embeddings=[query_vector if query_vector is not None else self._ef([query])[0]],
             n_results=max(k, self.policy.candidate_pool),
             where=_where(user_id, kind=kind, current_only=not include_stale),
             include=["documents", "metadatas", "distances"],
         )
-        hits = [
-            self._score(_to_record(i, d, m), 1.0 - dist, ts, weights or self.weights)
+        found = [
+            (_to_record(i, d, m), 1.0 - dist)
             for i, d, m, dist in zip(
                 got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True
             )
             if 1.0 - dist >= self.policy.min_similarity
         ]
+        counted = self._counted(user_id, [record for record, _ in found])
+        hits = [self._score(record, sim, ts, weights or self.weights)
+                for record, (_, sim) in zip(counted, found, strict=True)]
         hits.sort(key=lambda h: (-h.score, -h.record.updated_at, h.record.id))
         return hits[:k]
 
@@ -501,7 +536,12 @@ class ExperienceStore:
                     f"Memory record {rid!r} belongs to another user; user {user_id!r} may only read or "
                     "change its own memories."
                 )
-        return [found[rid] for rid in ids]
+        return self._counted(user_id, [found[rid] for rid in ids])
+
+    def _counted(self, user_id: str, records: list[Experience]) -> list[Experience]:
+        """``records`` with the hits the counter holds added to any their metadata carries (older stores)."""
+        counts = self._hits.hits(user_id, [r.id for r in records]) if records else {}
+        return [replace(r, hits=r.hits + counts[r.id]) if r.id in counts else r for r in records]
 
     def _neighbours(self, user_id: str, kind: str, vector: Any) -> list[tuple[Experience, float]]:
         """The user's nearest current same-kind records with their cosine similarity, best first."""

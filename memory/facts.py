@@ -8,6 +8,10 @@ purpose, so every call site states its decision instead of relying on a silent n
 History is never lost: when a key gets a different value, the old row is kept with ``stale=1`` and the
 new row becomes current. ``mark_stale`` retires the current value without deleting it.
 Values are stored as JSON, so strings, numbers, lists and dicts round-trip unchanged.
+
+Beside the facts the same database keeps the rest of long-term memory's SQL state: how often each experience
+helped (``add_hits``/``hits``: a row per record, not a metadata update in Chroma per hit) and what a message
+asked to remember until it is written (``enqueue``/``claim``/``settle``, drained by ``memory.writer``).
 """
 
 from __future__ import annotations
@@ -38,6 +42,19 @@ CREATE TABLE IF NOT EXISTS facts (
     stale INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS facts_user_key ON facts (user_id, key, stale);
+CREATE TABLE IF NOT EXISTS experience_hits (
+    user_id TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    hits INTEGER NOT NULL,
+    PRIMARY KEY (user_id, record_id)
+);
+CREATE TABLE IF NOT EXISTS memory_pending (
+    key TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    claimed_at REAL
+);
 """
 
 _COLUMNS = "id, user_id, key, value, confidence, source, created_at, updated_at, stale"
@@ -50,6 +67,19 @@ def to_epoch(now: float | datetime | None, clock: Clock) -> float:
     if isinstance(now, datetime):
         return now.timestamp()
     return float(now)
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """What one message asked long-term memory to keep, durable until ``settle``."""
+
+    key: str  # the message it came from (thread and turn): enqueueing it again replaces it
+    user_id: str
+    payload: dict[str, Any]
+
+
+# A claim older than this belongs to a writer that died: the next drain takes the row over.
+CLAIM_EXPIRES_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +122,7 @@ class FactStore:
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)  # several workers: wait, not fail
         if str(path) != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # see graphs.storage: a killed process loses nothing
         self._db.executescript(_SCHEMA)
         self._db.commit()
 
@@ -180,6 +211,43 @@ class FactStore:
                 f"SELECT {_COLUMNS} FROM facts WHERE {where} ORDER BY key, created_at, id", (user_id,)
             ).fetchall()
         return [_row_to_fact(r) for r in rows]
+
+    def add_hits(self, user_id: str, record_ids: list[str], count: int = 1) -> None:
+        """``count`` more hits for each of the user's experience records (ownership is checked by the caller)."""
+        with self._lock, self._db:
+            self._db.executemany(
+                "INSERT INTO experience_hits VALUES (?, ?, ?) ON CONFLICT (user_id, record_id) "
+                "DO UPDATE SET hits = hits + excluded.hits", [(user_id, rid, count) for rid in record_ids])
+
+    def hits(self, user_id: str, record_ids: list[str]) -> dict[str, int]:
+        """Hit counts of the user's records among ``record_ids`` (records never credited are left out)."""
+        if not record_ids:
+            return {}
+        marks = ",".join("?" for _ in record_ids)
+        with self._lock:
+            rows = self._db.execute(f"SELECT record_id, hits FROM experience_hits WHERE user_id = ? AND record_id "
+                                    f"IN ({marks})", (user_id, *record_ids)).fetchall()
+        return dict(rows)
+
+    def enqueue(self, key: str, user_id: str, payload: dict[str, Any]) -> None:
+        """Keep what a message asked to remember until it is written; the same ``key`` again replaces it."""
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO memory_pending VALUES (?, ?, ?, ?, NULL)",
+                             (key, user_id, json.dumps(payload, ensure_ascii=False), self._clock()))
+
+    def claim(self, *, now: float | None = None, expires_s: float = CLAIM_EXPIRES_S) -> list[PendingWrite]:
+        """Take every pending write no live writer holds, oldest first; ``settle`` them once written."""
+        ts = time.time() if now is None else now
+        with self._lock, self._db:
+            rows = self._db.execute(
+                "UPDATE memory_pending SET claimed_at = ? WHERE claimed_at IS NULL OR claimed_at < ? "
+                "RETURNING key, user_id, payload, created_at", (ts, ts - expires_s)).fetchall()
+        return [PendingWrite(k, u, json.loads(p)) for k, u, p, _ in sorted(rows, key=lambda r: (r[3], r[0]))]
+
+    def settle(self, keys: list[str]) -> None:
+        """The claimed writes are in long-term memory: forget them."""
+        with self._lock, self._db:
+            self._db.executemany("DELETE FROM memory_pending WHERE key = ?", [(k,) for k in keys])
 
     def close(self) -> None:
         """Close the SQLite connection (idempotent)."""

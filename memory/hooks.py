@@ -8,16 +8,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lg_harness.core.state import HarnessState
-from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.tools.cleaning import DEFAULT_KEY_FIELDS
 
+if TYPE_CHECKING:  # chromadb comes with it; the graph imports this module whether memory is on or not
+    from lg_harness.memory.longterm import LongTermMemory
 
-def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3) -> dict[str, Any]:
-    """State updates with what long-term memory knows that is relevant to this message."""
-    hits = memory.experiences.search(user_id, text, k=k, include_stale=False)
+
+class UnopenedMemory:
+    """Long-term memory's place in the graph of a harness that only reads threads (``runs_messages=False``):
+    the graph keeps its remember step, so its checkpoints read the same, but nothing may use it."""
+
+    def __getattr__(self, name: str) -> Any:
+        from lg_harness.tools.errors import HarnessError
+
+        raise HarnessError("long-term memory is not open: this harness only reads threads")
+
+
+def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3, vector: Any = None) -> dict[str, Any]:
+    """State updates with what long-term memory knows that is relevant to this message.
+
+    ``vector``: the message's embedding, when the caller has it (the one embedding of the message)."""
+    memory.writer.wait_idle()  # what the previous message asked to keep is written before it is looked for
+    hits = memory.experiences.search(user_id, text, k=k, include_stale=False, query_vector=vector)
     facts = {f.key: f.value for f in memory.facts.all(user_id)}
     return {"recalled": [h.text for h in hits], "recalled_ids": [h.id for h in hits], "known_facts": facts}
 
@@ -31,13 +46,17 @@ def outcome_sentence(record: dict[str, Any], result: dict[str, Any]) -> str:
     return f"{record['name']}({args}) succeeded: {found or 'ok'}"
 
 
-def remember(memory: LongTermMemory, state: HarnessState, remembered: Collection[str] = ()) -> list[str]:
-    """Write the outcomes of this message's successful calls; count hits on what recall brought back.
+def to_remember(state: HarnessState, remembered: Collection[str] = ()) -> dict[str, Any] | None:
+    """What this message gives long-term memory, or None when it gives nothing (small talk, a question
+    answered without a successful call, a language already known).
 
-    ``remembered``: the slots whose identifiers are kept as long-term facts (the domain's remembered types).
+    ``outcomes``: a sentence per successful call; ``facts``: ``[key, value, source]`` for each identifier a
+    confirmed call acted on (the slots in ``remembered``) and the user's language, when new; ``hits``: the
+    recalled records, credited when the message succeeded at something.
     """
-    user_id = (state.get("user") or {}).get("id", "")
-    outcomes = []
+    known = state.get("known_facts") or {}
+    outcomes: list[str] = []
+    facts: list[list[Any]] = []
     for record in state.get("tool_log") or []:
         if record.get("status") != "ok":
             continue
@@ -45,12 +64,21 @@ def remember(memory: LongTermMemory, state: HarnessState, remembered: Collection
         outcomes.append(outcome_sentence(record, result))
         for key, value in (record.get("args") or {}).items():
             if key in remembered and isinstance(value, str):  # the identifier a confirmed call acted on
-                memory.facts.put(user_id, f"last_{key}", value, confirmed=True, source="tool")
-    # One batch per message: with a Chroma server every write is a round trip.
-    written = memory.experiences.add_many(user_id, outcomes, kind="outcome", confidence=0.9)
+                facts.append([f"last_{key}", value, "tool"])
     lang = (state.get("fact_card") or {}).get("language")
-    if lang:
-        memory.facts.put(user_id, "language", lang, confirmed=True, source="user")
-    if written and state.get("recalled_ids"):
-        memory.experiences.record_hits(user_id, state["recalled_ids"])
-    return written
+    facts.append(["language", lang, "user"])
+    facts = [f for f in facts if f[1] and known.get(f[0]) != f[1]]
+    if not outcomes and not facts:
+        return None
+    return {"outcomes": outcomes, "facts": facts, "hits": list(state.get("recalled_ids") or []) if outcomes else []}
+
+
+def remember(memory: LongTermMemory, key: str, state: HarnessState, remembered: Collection[str] = ()) -> bool:
+    """Record what this message gives long-term memory (``to_remember``) under ``key`` and have the writer
+    write it after the reply (``memory.writer``); False when there was nothing to keep."""
+    payload = to_remember(state, remembered)
+    if payload is None:
+        return False
+    memory.facts.enqueue(key, (state.get("user") or {}).get("id", ""), payload)
+    memory.writer.kick()
+    return True

@@ -22,6 +22,7 @@ from lg_harness.memory.experiences import (
     SearchHit,
 )
 from lg_harness.memory.facts import Clock, Fact, FactStore
+from lg_harness.memory.writer import MemoryWriter
 from lg_harness.tools.errors import HarnessError
 
 __all__ = [
@@ -79,15 +80,23 @@ class LongTermMemory:
         try:
             extra = {"collection": collection} if collection else {}
             self.experiences = ExperienceStore(
-                chroma_path, client=chroma_client, weights=weights, policy=policy, clock=clock, **extra
+                chroma_path, client=chroma_client, weights=weights, policy=policy, clock=clock,
+                hits=self.facts, **extra
             )
         except Exception:
             self.facts.close()
             raise
+        # What a message asks to keep is written after its reply, on this writer's thread (memory.writer).
+        self.writer = MemoryWriter(self.facts, self.experiences)
+
+    def recover(self) -> int:
+        """Write what a process that stopped after its replies left unwritten; returns how many messages."""
+        return self.writer.recover()
 
     def close(self) -> None:
-        """Close both stores (a passed-in Chroma client stays open)."""
+        """Write what is pending, then close both stores (a passed-in Chroma client stays open)."""
         try:
+            self.writer.close()
             self.experiences.close()
         finally:
             self.facts.close()

@@ -13,7 +13,8 @@ import time
 from datetime import datetime
 from typing import Any
 
-from lg_harness.memory.facts import Clock, Fact, to_epoch
+from lg_harness.memory.facts import CLAIM_EXPIRES_S, Clock, Fact, PendingWrite, to_epoch
+from lg_harness.memory.transcript import threads_sql
 
 _FACT_COLUMNS = "id, user_id, key, value, confidence, source, created_at, updated_at, stale"
 
@@ -54,6 +55,12 @@ class PgTranscriptStore:
     def domain_of(self, thread_id: str) -> str | None:
         row = self._row("SELECT domain FROM threads WHERE thread_id = %s", (thread_id,))
         return row["domain"] if row else None
+
+    def threads(self, search: str = "", limit: int = 100, owner: str = "") -> list[dict]:
+        params = (search.strip().lower(),) * 3 + (owner,) * 2 + (limit,)
+        with self.pool.connection() as conn:
+            rows = conn.execute(threads_sql("strpos({col}, %s) > 0", "%s"), params).fetchall()
+        return [dict(r) for r in rows]
 
     def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
         # Messages on one thread are serialised by its lease; the row lock on the thread's newest row is
@@ -168,6 +175,38 @@ class PgFactStore:
             rows = conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE {where} ORDER BY key, created_at, id",
                                 (user_id,)).fetchall()
         return [_fact(r) for r in rows]
+
+    def add_hits(self, user_id: str, record_ids: list[str], count: int = 1) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            for rid in record_ids:
+                conn.execute("INSERT INTO experience_hits VALUES (%s, %s, %s) ON CONFLICT (user_id, record_id) "
+                             "DO UPDATE SET hits = experience_hits.hits + EXCLUDED.hits", (user_id, rid, count))
+
+    def hits(self, user_id: str, record_ids: list[str]) -> dict[str, int]:
+        if not record_ids:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute("SELECT record_id, hits FROM experience_hits WHERE user_id = %s AND "
+                                "record_id = ANY(%s)", (user_id, list(record_ids))).fetchall()
+        return {r["record_id"]: r["hits"] for r in rows}
+
+    def enqueue(self, key: str, user_id: str, payload: dict[str, Any]) -> None:
+        with self.pool.connection() as conn:
+            conn.execute("INSERT INTO memory_pending VALUES (%s, %s, %s, %s, NULL) ON CONFLICT (key) DO UPDATE SET "
+                         "user_id = EXCLUDED.user_id, payload = EXCLUDED.payload, created_at = EXCLUDED.created_at, "
+                         "claimed_at = NULL", (key, user_id, json.dumps(payload, ensure_ascii=False), self._clock()))
+
+    def claim(self, *, now: float | None = None, expires_s: float = CLAIM_EXPIRES_S) -> list[PendingWrite]:
+        ts = time.time() if now is None else now
+        with self.pool.connection() as conn:
+            rows = conn.execute("UPDATE memory_pending SET claimed_at = %s WHERE claimed_at IS NULL OR claimed_at < %s "
+                                "RETURNING key, user_id, payload, created_at", (ts, ts - expires_s)).fetchall()
+        rows.sort(key=lambda r: (r["created_at"], r["key"]))
+        return [PendingWrite(r["key"], r["user_id"], json.loads(r["payload"])) for r in rows]
+
+    def settle(self, keys: list[str]) -> None:
+        with self.pool.connection() as conn:
+            conn.execute("DELETE FROM memory_pending WHERE key = ANY(%s)", (list(keys),))
 
     def close(self) -> None:
         """The pool belongs to the storage that opened it."""

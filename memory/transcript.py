@@ -14,6 +14,20 @@ from pathlib import Path
 
 BUSY_TIMEOUT_S = 30.0  # as the checkpointer, the audit log and the change ledger
 
+# The desk's thread list (SQLite and Postgres differ only in the substring test ``has`` and the placeholder).
+THREAD_COLUMNS = ("thread_id", "owner", "design", "model", "domain", "last_at")
+THREADS_SQL = ("SELECT t.thread_id, o.user_id AS owner, t.design, t.model, t.domain, COALESCE((SELECT MAX(x.created_at) "
+               "FROM transcript x WHERE x.thread_id = t.thread_id), t.updated_at) AS last_at FROM threads t LEFT JOIN "
+               "owners o ON o.thread_id = t.thread_id WHERE ({mark} = '' OR {has_id} OR {has_owner}) "
+               "AND ({mark} = '' OR o.user_id = {mark}) "
+               "ORDER BY last_at DESC, t.thread_id LIMIT {mark}")
+
+
+def threads_sql(has: str, mark: str) -> str:
+    """``THREADS_SQL`` for a driver: ``has`` tests that ``{col}`` contains the search (a placeholder)."""
+    return THREADS_SQL.format(mark=mark, has_id=has.format(col="lower(t.thread_id)"),
+                              has_owner=has.format(col="lower(COALESCE(o.user_id, ''))"))
+
 
 class TranscriptStore:
     def __init__(self, path: str | Path = ":memory:") -> None:
@@ -23,6 +37,7 @@ class TranscriptStore:
         self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
         if str(path) != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")  # four commits a message: see graphs.storage
         self.lock = threading.Lock()
         # One transaction for the whole schema: processes opening a new data dir together would otherwise
         # race between reading the columns and adding one ("duplicate column name: domain").
@@ -82,6 +97,13 @@ class TranscriptStore:
         """The domain spec the thread last ran with (None: passed as an object, or recorded before domains)."""
         row = self.conn.execute("SELECT domain FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
         return row[0] if row else None
+
+    def threads(self, search: str = "", limit: int = 100, owner: str = "") -> list[dict]:
+        """Threads by last activity, newest first: thread_id, owner, design, model, domain, last_at (epoch
+        seconds); ``search`` keeps those whose id or owner contains it (any case), ``owner`` one user's."""
+        params = (search.strip().lower(),) * 3 + (owner,) * 2 + (limit,)
+        rows = self.conn.execute(threads_sql("instr({col}, ?) > 0", "?"), params).fetchall()
+        return [dict(zip(THREAD_COLUMNS, r, strict=True)) for r in rows]
 
     def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
         with self.lock:

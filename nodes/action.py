@@ -13,15 +13,17 @@ import json
 import logging
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, ToolCallRecord
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
+from lg_harness.memory.known_ids import ids_of_outcomes, invented_args
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
 from lg_harness.nodes.confirm import confirmation_question
+from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
@@ -40,27 +42,6 @@ def call_signature(name: str, args: dict[str, Any]) -> str:
 def _failed(call: dict[str, Any], error_type: str, exception: str, error: str) -> ToolOutcome:
     return ToolOutcome(call_id=call.get("id") or "", name=call["name"], args=call.get("args") or {},
                        status="error", error_type=error_type, exception=exception, error=error)
-
-
-def seen_text(state: HarnessState) -> str:
-    """Everything an identifier may legitimately come from: user words, fact card, tool results."""
-    parts = [json.dumps(state.get("fact_card") or {}, ensure_ascii=False)]
-    for m in state.get("messages") or []:
-        if isinstance(m, HumanMessage | ToolMessage):
-            parts.append(m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False))
-    return "\n".join(parts).upper()
-
-
-def _values(value: Any) -> list[str]:
-    """The strings an argument holds: itself, or the items of a list."""
-    items = value if isinstance(value, list | tuple) else [value]
-    return [v.strip() for v in items if isinstance(v, str) and v.strip()]
-
-
-def invented_args(call: dict[str, Any], seen: str, entity_args: dict[str, str]) -> list[str]:
-    """Entity arguments (string or list) holding a value the conversation never showed."""
-    args = call.get("args") or {}
-    return [k for k, v in args.items() if k in entity_args and any(x.upper() not in seen for x in _values(v))]
 
 
 # Failures that say nothing about the arguments: the same call may work later (timeouts, 429, 5xx).
@@ -137,9 +118,13 @@ class ToolLoopAction:
         if unsure and self.knobs.unsure_offer:  # the intent step could not tell: every candidate's tools
             names = list(dict.fromkeys(t for i in unsure for t in self.deps.domain.route(i).tools))
             return self.deps.registry.offer(names, role)[: max(self.knobs.unsure_offer, self.knobs.max_tools_offered)]
-        # a domain without intents has one open task: all its tools, masked by role and the offer cap
-        names = self.deps.domain.route(state.get("intent")).tools if self.deps.domain.intents else None
-        return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
+        if self.deps.domain.intents:
+            names = self.deps.domain.route(state.get("intent")).tools
+            return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
+        # a domain without intents has one open task: its tools ranked by relevance to the request, capped
+        confirmed = [c["name"] for c in (state.get("confirmed_change") or {}).get("calls") or []]
+        return relevant_offer(state.get("messages") or [], self.deps.registry.offer(None, role),
+                              self.knobs.max_tools_offered, keep=confirmed)
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         began = self.deps.clock()
@@ -186,7 +171,8 @@ class ToolLoopAction:
         # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
         stored = ai.model_copy(update={"response_metadata": {}, "usage_metadata": None, "additional_kwargs": {}})
         update = {"messages": [stored, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
-                  "context_account": account, "confirmed_change": None}
+                  "context_account": account, "confirmed_change": None,
+                  "known_ids": ids_of_outcomes(outcomes, self.deps.domain.entity_types)}
         waiting = [c for c, o in zip(ai.tool_calls, outcomes, strict=True) if o.error_type == "needs_confirmation"]
         if waiting:
             update.update(self.ask_to_confirm(state, waiting))
@@ -266,7 +252,7 @@ class ToolLoopAction:
             earlier = done[sig]
             return dataclasses.replace(earlier, call_id=call.get("id") or "", attempts=0, timings_ms={"reused": 1.0})
         if (self.knobs.align_entities and self.well_formed(call)
-                and (bad := invented_args(call, seen_text(state), self.entity_args(call["name"])))):
+                and (bad := invented_args(call, state, self.entity_args(call["name"])))):
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
         # Only a well-formed call is put to the user: a malformed one gets its repair try first.

@@ -52,28 +52,44 @@ def _examples(labels: tuple[str, ...], texts: tuple[str, ...]):
     return labels, embed(list(texts))
 
 
+def example_matrix(domain: Domain):
+    """The labels and embeddings of the domain's English intent examples (built when a harness opens)."""
+    pairs = [(i.name, ex) for i in domain.intents for ex in i.examples.get("en", ())]
+    if not pairs:
+        return (), None
+    return _examples(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+
+
+def message_vector(text: str):
+    """The message's one embedding: intent examples and long-term recall both compare against it (memoised
+    per text in ``llm.embeddings``, so the second lookup costs nothing)."""
+    from lg_harness.llm.embeddings import embed
+
+    return embed([clean_text(text)])[0]
+
+
 def embedding_intent(domain: Domain, text: str) -> tuple[str, float]:
     """Nearest example by cosine; ``unknown`` below the threshold or without examples."""
-    ranked = embedding_ranking(domain, text)
-    if not ranked:
+    labels, matrix = example_matrix(domain)
+    if not labels:
         return UNKNOWN, 0.0
-    name, score = ranked[0]
-    return (name if score >= EMBEDDING_THRESHOLD else UNKNOWN), score
+    scores = matrix @ message_vector(text)
+    best = int(scores.argmax())
+    score = float(scores[best])
+    return (labels[best] if score >= EMBEDDING_THRESHOLD else UNKNOWN), score
 
 
-CANDIDATE_THRESHOLD = 0.30  # an example this close is a candidate when nothing decided (tuned on dev only)
+CANDIDATE_THRESHOLD = 0.30  # an example this close is a candidate when nothing decided (set a priori, not tuned)
 MAX_CANDIDATES = 3
 
 
 def embedding_ranking(domain: Domain, text: str) -> list[tuple[str, float]]:
-    """Every intent with examples by its nearest example's cosine to ``text``, best first."""
-    pairs = [(i.name, ex) for i in domain.intents for ex in i.examples.get("en", ())]
-    if not pairs or language(text) == "zh" or len(clean_text(text).strip()) < 4:
+    """Every intent with examples by its nearest example's cosine to ``text``, best first (none for Chinese
+    or a message too short to say anything: the English-centric embedder cannot tell there)."""
+    labels, matrix = example_matrix(domain)
+    if not labels or language(text) == "zh" or len(clean_text(text).strip()) < 4:
         return []
-    from lg_harness.llm.embeddings import embed
-
-    labels, matrix = _examples(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
-    scores = matrix @ embed([clean_text(text)])[0]
+    scores = matrix @ message_vector(text)
     best: dict[str, float] = {}
     for label, score in zip(labels, scores, strict=True):
         best[label] = max(best.get(label, -1.0), float(score))

@@ -170,7 +170,12 @@ _OUTCOMES = (
 
 
 def outcome_phrase(tool_log: Sequence[Mapping[str, Any]], lang: str, domain: Domain | None = None) -> str:
-    """The customer-facing words for what this message's tool calls ran into."""
+    """The customer-facing words for what this message's tool calls ran into: a failed tool's own words for
+    its failure (``ToolSpec.phrases``) where it has them, else the generic phrase for the kind of failure."""
+    for r in tool_log:
+        key = str((r.get("customer") or {}).get("phrase") or "")
+        if r.get("status") != "ok" and ":" in key and domain is not None and domain.phrase(key, lang) is not None:
+            return say(key, lang, domain)
     types = {str(r.get("error_type")) for r in tool_log if r.get("status") != "ok"}
     for keys, phrase in _OUTCOMES:
         if types & ({keys} if isinstance(keys, str) else set(keys)):

@@ -17,8 +17,9 @@ from lg_harness.core.state import HarnessState, NotTheOwner
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
+from lg_harness.memory.known_ids import ids_in_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
-from lg_harness.nodes.classify import OPEN, UNKNOWN, candidates, classify
+from lg_harness.nodes.classify import OPEN, UNKNOWN, candidates, classify, message_vector
 from lg_harness.nodes.confirm import answer_to_confirmation
 from lg_harness.tools.entities import card_updates
 from lg_harness.tools.text import clean_text, is_low_information, language
@@ -53,7 +54,7 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     memory = deps.resources.get("memory")
     recalled = {}
     if memory is not None and deps.design.knobs.long_term_memory:
-        recalled = recall(memory, (state.get("user") or {}).get("id", ""), text)
+        recalled = recall(memory, (state.get("user") or {}).get("id", ""), text, vector=message_vector(text))
     previous = state.get("turn_stats") or {}
     totals = state.get("totals") or {}
     counted = ("model_calls", "input_tokens", "output_tokens", "tool_calls", "tool_errors")
@@ -69,6 +70,7 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
         "turn": (state.get("turn") or 0) + 1,
         "phase": "intent",
         "fact_card": card,
+        "known_ids": ids_in_text(text, deps.domain.entity_types),
         "tool_log": [],
         "reply": "",
         "check": {},

@@ -1,4 +1,8 @@
-"""Remember: after a message that passed the self-check, write what it confirmed to long-term memory."""
+"""Remember: after a message that passed the self-check, record what it confirmed for long-term memory.
+
+The node writes one durable row (``FactStore.enqueue``) and leaves the embedding and the stores to the
+memory's writer thread (``memory.writer``), so the reply does not wait for them.
+"""
 
 from __future__ import annotations
 
@@ -16,5 +20,7 @@ class Remember:
         self.slots = [t.slot for t in deps.domain.entity_types if t.remember and t.slot]
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
-        remember(self.memory, state, self.slots)
+        # One row per message: finishing a message again after a crash replaces it instead of adding a second.
+        thread = (config.get("configurable") or {}).get("thread_id", "")
+        remember(self.memory, f"{thread}:{state.get('turn') or 0}", state, self.slots)
         return {}

@@ -119,7 +119,7 @@ class GroundedCheck:
         text, wrong = customer_draft(state, self.deps, may_regenerate=regenerations_left(state, self.deps))
         if wrong:
             return {"check": {"ok": False, "problems": wrong, "facts": True}, "phase": "self_check"}
-        missing = ungrounded_claims(text, grounding_text(state), self.deps.domain.entity_types)
+        missing = ungrounded_claims(text, grounding_text(state), self.deps.domain.all_entity_types())
         problems = [f"'{c}' does not come from a tool result or the customer" for c in missing]
         return {"check": {"ok": not problems, "problems": problems}, "phase": "self_check" if problems else "done",
                 **replaced(state, text)}

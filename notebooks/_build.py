@@ -383,6 +383,9 @@ def track_order_status(ctx: ToolContext, order_id: OrderId) -> dict:
     return {"order": row["id"], "status": row["status"], "estimated_delivery": eta}
 
 
+track_order_status.changes_state = False  # a lookup: a tool that does not say so is treated as changing
+
+
 registry = SHOP.registry()          # a fresh registry of the shop's tools ...
 spec = registry.register(track_order_status)   # ... plus ours: schema from the type hints and docstring
 print(spec.json_schema())
@@ -534,6 +537,7 @@ def renew_loan(ctx: ToolContext, book_id: BookId) -> dict:
     return {"book_id": book_id, "status": "renewed", "renewals": loans[book_id]}
 
 
+get_book.changes_state = False  # say which tools only read: undeclared ones are confirmed as changes
 renew_loan.changes_state = True
 
 library = Domain(

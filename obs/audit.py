@@ -14,6 +14,7 @@ into the handful of numbers that say whether a deployment is healthy, each flagg
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -59,7 +60,30 @@ CREATE TABLE IF NOT EXISTS messages (
     input_tokens INTEGER
 );
 CREATE INDEX IF NOT EXISTS messages_by_thread ON messages (thread_id, turn);
+CREATE TABLE IF NOT EXISTS desk_actions (
+    id INTEGER PRIMARY KEY,
+    ts TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    action TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS desk_actions_by_thread ON desk_actions (thread_id, id);
 """
+
+# Outcomes the harness gave a tool call without running it, by the harness's own error type
+# (``nodes.action``'s screen): a change waiting for the customer's yes is *held*; a repeat, a tool not
+# offered, one the customer forbade or an argument nobody gave is *blocked*. Neither is a tool failing, so
+# the audit stores them under these statuses and the failure rate leaves them out.
+HARNESS_STOPS = {"needs_confirmation": "held", "duplicate_call": "blocked", "not_offered": "blocked",
+                 "constraint": "blocked", "invented_argument": "blocked"}
+
+
+def call_outcome(status: str | None, error_type: str | None) -> str:
+    """``ok``, ``held``, ``blocked`` (the harness stopped the call itself) or ``error`` (the tool failed)."""
+    if (status or "ok") in ("ok", "success"):
+        return "ok"
+    return HARNESS_STOPS.get(error_type or "", "error")
 
 # ------------------------------------------------------------------------------------------ redaction
 
@@ -286,6 +310,7 @@ class AuditLog:
         self._conn.row_factory = sqlite3.Row
         with self._lock, self._conn:
             self._conn.execute("PRAGMA journal_mode=WAL")  # the CLI reads while another process writes
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # a commit per call: see graphs.storage
             self._conn.executescript(_SCHEMA)
 
     @classmethod
@@ -316,7 +341,13 @@ class AuditLog:
 
     def _masked(self, value: Any) -> str:
         """The JSON text to store: personal data masked before it reaches the disk (no original is kept)."""
-        return json.dumps(redact_value(to_jsonable(value), self.redactor), ensure_ascii=False)
+        return json.dumps(redact_value(to_jsonable(value), self._redact_text), ensure_ascii=False)
+
+    @functools.cached_property
+    def _redact_text(self) -> Redactor:
+        # Each model call's input repeats the conversation so far: every string is masked once, not per call
+        # (a redactor is a function of the text).
+        return functools.lru_cache(maxsize=16384)(self.redactor)
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
         cols = ", ".join(row)
@@ -374,7 +405,8 @@ class AuditLog:
         ``result`` is read) to keep what the tool returned.
         """
         data = outcome_dict(outcome)
-        ok = (data.get("status") or "ok") == "ok"
+        status = call_outcome(data.get("status"), data.get("error_type"))
+        ok = status == "ok"
         if ok:
             output = result if result is not None else getattr(outcome, "result", data.get("result"))
         else:
@@ -382,7 +414,7 @@ class AuditLog:
             message = getattr(outcome, "error", None) or data.get("error")
             output = {"error": {"type": data.get("error_type"), "class": data.get("exception"), "message": message}}
         return self.record_tool(data.get("name") or "", data.get("args") or {}, output,
-                                duration_ms=total_ms(data.get("timings_ms") or {}), status="ok" if ok else "error",
+                                duration_ms=total_ms(data.get("timings_ms") or {}), status=status,
                                 error_type=None if ok else (data.get("exception") or data.get("error_type")), **scope)
 
     def record_message(self, thread_id: str, turn: int, completed: bool, rounds: int, latency_ms: float,
@@ -458,9 +490,37 @@ class AuditLog:
         return list(merged.values())
 
     def _tool_failure_rate(self, thread_id: str | None) -> float | None:
-        sql = "SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN status != 'ok' THEN 1 ELSE 0 END), 0) AS failed FROM calls{where}"
+        """Failed calls among those that reached a tool: the harness's own holds and blocks are not failures."""
+        sql = ("SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), 0) AS failed"
+               " FROM calls{where} AND status NOT IN ('held', 'blocked')")
         row = self._select(sql, thread_id, kind="tool")[0]
         return row["failed"] / row["total"] if row["total"] else None
+
+    def harness_stops(self, thread_id: str | None = None) -> dict[str, Any]:
+        """Tool calls the harness held (a change awaiting the customer's yes) or blocked (a repeat, a tool not
+        offered, a forbidden one, an invented argument), counted apart from tool failures, with the error
+        classes behind them: ``{"held": n, "blocked": n, "by_class": {"DuplicateCall": n, ...}}``."""
+        sql = ("SELECT status, COALESCE(error_type, '') AS cls, COUNT(*) AS n FROM calls{where}"
+               " AND status IN ('held', 'blocked') GROUP BY status, error_type ORDER BY status, error_type")
+        out: dict[str, Any] = {"held": 0, "blocked": 0, "by_class": {}}
+        for row in self._select(sql, thread_id, kind="tool"):
+            out[row["status"]] += row["n"]
+            out["by_class"][row["cls"]] = out["by_class"].get(row["cls"], 0) + row["n"]
+        return out
+
+    # -- the desk's actions
+
+    def record_desk(self, agent: str, action: str, thread_id: str, detail: Any = None) -> int:
+        """Store one action of a human agent at the desk (take, answer, release, fork) under their identity;
+        ``detail`` (an answer's text, a checkpoint id) is masked like every other row."""
+        return self._insert("desk_actions", {"ts": _now(), "agent": agent, "action": action, "thread_id": thread_id,
+                                             "detail": None if detail is None else self._masked(detail)})
+
+    def desk_actions(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """The desk's actions, oldest first, ``detail`` parsed from JSON."""
+        rows = self._fetch("SELECT * FROM desk_actions" + (f" WHERE thread_id = {self.MARK}" if thread_id else "")
+                           + " ORDER BY id", [thread_id] if thread_id else [])
+        return [{**dict(r), "detail": json.loads(r["detail"]) if r["detail"] is not None else None} for r in rows]
 
     def stats(self, thresholds: Thresholds = DEFAULT_THRESHOLDS, *, token_budget: int | None = None,
               thread_id: str | None = None) -> list[StatRow]:

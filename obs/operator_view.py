@@ -5,6 +5,8 @@ not what customers said. So this view holds:
 
 - health: the audit log's figures (input tokens per message, tool failure rate, model calls per message,
   task completion, p99 latency), each flagged against its threshold (``AuditLog.stats``);
+- the harness's own stops, counted apart from tool failures: calls held for the customer's yes and calls
+  blocked before they ran (a repeat, a tool not offered, an invented argument; ``AuditLog.harness_stops``);
 - the queue: the threads waiting for a human (oldest first) and those a human holds;
 - uncertain changes: changing calls a crash left ``pending`` in the change ledger (``tools.ledger``), which
   a person must check in the system they change before anyone runs them again: thread, tool, attempts,
@@ -28,6 +30,8 @@ def operator_view(stores: Any, thread_id: str | None = None, *, now: float | Non
     """Health, queue and uncertain changes of the opened ``stores`` (``graphs.storage.Stores``)."""
     now = time.time() if now is None else now
     rows = stores.audit.stats(thread_id=thread_id) if stores.audit is not None else []
+    stops = (stores.audit.harness_stops(thread_id) if stores.audit is not None
+             else {"held": 0, "blocked": 0, "by_class": {}})
     waiting = stores.transcripts.waiting_handoffs()
     held = stores.transcripts.held_handoffs()
     if thread_id is not None:
@@ -38,6 +42,7 @@ def operator_view(stores: Any, thread_id: str | None = None, *, now: float | Non
                   "args": redact_value(e.args, default_redactor)} for e in pending]
     return {
         "stats": rows,
+        "harness_stops": stops,
         "queue": {"waiting_for_human": len(waiting), "held_by_human": len(held),
                   "uncertain_changes": len(uncertain), "waiting_threads": waiting, "held_threads": held},
         "uncertain_changes": uncertain,
@@ -58,16 +63,29 @@ def queue_table(view: dict[str, Any]) -> Any:
     return table
 
 
+def stops_table(view: dict[str, Any]) -> Any:
+    """Calls the harness itself held or blocked: not tool failures, so not in the failure rate."""
+    from rich.table import Table
+
+    stops = view["harness_stops"]
+    table = Table("held (awaiting the customer's yes)", "blocked (before they ran)", "by class",
+                  title="tool calls the harness stopped itself (not counted as tool failures)")
+    table.add_row(str(stops["held"]), str(stops["blocked"]),
+                  ", ".join(f"{k} {n}" for k, n in stops["by_class"].items()) or "-")
+    return table
+
+
 def uncertain_table(view: dict[str, Any]) -> Any:
     """The changes a person must check before anyone runs them again (arguments masked)."""
     import json
 
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("thread", "tool", "attempts", "age (s)", "arguments (masked)",
                   title="uncertain changes: check each in the system it changes, then answer the thread "
                         "(harness handoff reply)")
     for u in view["uncertain_changes"]:
         table.add_row(u["thread_id"], u["tool"], str(u["attempts"]), f"{u['age_s']:g}",
-                      json.dumps(u["args"], ensure_ascii=False))
+                      Text(json.dumps(u["args"], ensure_ascii=False)))  # the customer's values: text, not markup
     return table

@@ -95,7 +95,8 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _details(attrs: dict[str, Any]) -> list[str]:
+def span_details(attrs: dict[str, Any]) -> list[str]:
+    """The attributes worth a glance, as short ``label=value`` texts (tokens, thread, status, phases)."""
     parts = []
     if "gen_ai.usage.input_tokens" in attrs or "gen_ai.usage.output_tokens" in attrs:
         parts.append(f"tokens {attrs.get('gen_ai.usage.input_tokens', '?')}→"
@@ -113,7 +114,7 @@ def span_label(span: dict[str, Any]) -> Text:
     failed = (span.get("status") or {}).get("code") == "ERROR"
     label = Text(span.get("name", "?"), style="bold red" if failed else "bold")
     label.append(f"  {float(span.get('duration_ms') or 0):.1f} ms", style="cyan")
-    details = _details(attrs)
+    details = span_details(attrs)
     if details:
         label.append("  " + "  ".join(details), style="dim")
     if failed:
@@ -150,6 +151,20 @@ def _newest_trace(spans: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in spans if s.get("trace_id") == wanted]
 
 
+def span_forest(spans: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str | None, list[dict[str, Any]]]]:
+    """The spans' roots (usually one; several when the process died before writing the root) and each span's
+    children by span id, both in start order."""
+    ids = {s.get("span_id") for s in spans}
+    children: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    roots = []
+    for span in sorted(spans, key=_start):
+        if span.get("parent_id") in ids:
+            children[span["parent_id"]].append(span)
+        else:
+            roots.append(span)
+    return roots, children
+
+
 def span_tree(spans: list[dict[str, Any]]) -> Tree:
     """The last message's spans as a tree (nesting by parent id), with durations and key attributes.
 
@@ -159,14 +174,7 @@ def span_tree(spans: list[dict[str, Any]]) -> Tree:
     spans = _newest_trace(spans)
     if not spans:
         return Tree(Text("no spans recorded: run with HARNESS_TRACE=file", style="dim"))
-    ids = {s.get("span_id") for s in spans}
-    children: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
-    roots = []
-    for span in sorted(spans, key=_start):
-        if span.get("parent_id") in ids:
-            children[span["parent_id"]].append(span)
-        else:
-            roots.append(span)
+    roots, children = span_forest(spans)
     if len(roots) == 1:
         tree = Tree(span_label(roots[0]))
         _grow(tree, roots[0], children)
@@ -178,7 +186,7 @@ def span_tree(spans: list[dict[str, Any]]) -> Tree:
     return tree
 
 
-def _fmt_stat(value: float | None, unit: str) -> str:
+def fmt_stat(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
     if unit == "ratio":
@@ -194,7 +202,7 @@ def stats_table(rows: Sequence[StatRow]) -> Table:
     """Audit statistics with their thresholds; flagged rows in red."""
     table = Table("metric", "value", "threshold", "flag", title="audit stats")
     for row in rows:
-        table.add_row(row.metric, _fmt_stat(row.value, row.unit),
-                      f"{row.rule} {_fmt_stat(row.threshold, row.unit)}", "⚠" if row.flagged else "",
+        table.add_row(row.metric, fmt_stat(row.value, row.unit),
+                      f"{row.rule} {fmt_stat(row.threshold, row.unit)}", "⚠" if row.flagged else "",
                       style="red" if row.flagged else None)
     return table

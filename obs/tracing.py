@@ -24,11 +24,11 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
+from lg_harness.obs.logs import JsonLogFormatter, configure_logging  # noqa: F401 - re-exported
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -560,52 +560,6 @@ def bind_context(fn: F) -> F:
 
 
 # --------------------------------------------------------------------------------------------- logs
-
-_STD_RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
-_HANDLER_MARK = "_harness_json_handler"
-
-
-class JsonLogFormatter(logging.Formatter):
-    """One JSON object per line: ts, level, logger, message, trace_id, span_id, then any ``extra`` fields."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        extras = {k: v for k, v in vars(record).items() if k not in _STD_RECORD_KEYS and not k.startswith("_")}
-        data: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-            # A record logged outside any span (another thread) may carry the ids as extras.
-            "trace_id": current_trace_id() or extras.pop("trace_id", None),
-            "span_id": current_span_id() or extras.pop("span_id", None),
-        }
-        for key, value in extras.items():
-            data.setdefault(key, value)  # the fixed fields stay reliable even if an extra reuses a name
-        if record.exc_info and record.exc_info[0] is not None:
-            data["exc_type"] = record.exc_info[0].__name__
-            data["exc"] = self.formatException(record.exc_info)
-        return json.dumps(data, ensure_ascii=False, default=str)
-
-
-def configure_logging(level: int | str = "INFO", stream: Any = None, logger: str | None = None) -> logging.Handler:
-    """Send ``logger`` (root by default) to ``stream`` (stderr by default) as JSON lines.
-
-    Calling it again replaces the handler it installed before instead of adding a second one.
-
-    Returns:
-        The installed handler.
-    """
-    target = logging.getLogger(logger)
-    for handler in list(target.handlers):
-        if getattr(handler, _HANDLER_MARK, False):
-            target.removeHandler(handler)
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    setattr(handler, _HANDLER_MARK, True)
-    handler.setFormatter(JsonLogFormatter())
-    target.addHandler(handler)
-    target.setLevel(level.upper() if isinstance(level, str) else level)
-    return handler
-
 
 def total_ms(timings: Mapping[str, Any]) -> float:
     """Sum of the ``*_ms`` phases of a tool call."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -108,6 +109,17 @@ def start_chroma(path: Path, port: int) -> subprocess.Popen:
     code = "import sys; from chromadb.cli.cli import app; sys.argv[0] = 'chroma'; sys.exit(app())"
     return subprocess.Popen([sys.executable, "-c", code, "run", "--path", str(path), "--port", str(port),
                              "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_group(proc: subprocess.Popen, grace: float = 30.0) -> None:
+    """Stop a server started with ``start_new_session=True``: its process group (only it), TERM then KILL."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
 
 
 def wait_http(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:

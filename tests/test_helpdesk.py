@@ -138,7 +138,7 @@ def test_transaction_rolls_back_on_error(db: HelpdeskDB) -> None:
 def test_schemas_carry_patterns_and_entity_markers(registry: ToolRegistry) -> None:
     expected = {"get_ticket": {"ticket_id": "ticket"}, "add_ticket_comment": {"ticket_id": "ticket"},
                 "get_asset": {"asset_id": "asset"}, "get_article": {"article_id": "article"},
-                "verify_identity": {"employee_id": "employee"}, "reset_password": {"employee_id": "employee"},
+                "verify_identity": {"employee_id": "employee", "pin": "pin"}, "reset_password": {"employee_id": "employee"},
                 "unlock_account": {"employee_id": "employee"}, "get_access_request": {"request_id": "request"}}
     for name in registry.names():
         spec = registry.get(name)

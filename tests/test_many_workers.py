@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.engines import chroma_server, database_url, free_port, postgres_server, wait_http  # noqa: F401
+from tests.engines import chroma_server, database_url, free_port, postgres_server, stop_group, wait_http  # noqa: F401
 
 HARNESS = Path(sys.executable).with_name("harness")
 KEY = "test-key"
@@ -57,13 +57,7 @@ def serve(data_dir: Path, db_url: str, chroma: str, *, workers: int, model: str,
 
 
 def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+    stop_group(proc)
 
 
 def _query(url: str, schema: str) -> Any:
@@ -255,7 +249,7 @@ def _service_guards(client: httpx.Client) -> None:
                        headers=other).status_code == 403
     assert client.get("/handoffs").status_code == 403
     desk = client.get("/handoffs", headers={"Authorization": "Bearer desk-key"})
-    assert desk.status_code == 200 and desk.json() == {"waiting": []}
+    assert desk.status_code == 200 and desk.json() == {"waiting": [], "held": []}
     history = client.get("/threads/k/history").json()
     assert history["thread_id"] == "k" and {"checkpoint_id", "step", "phase"} <= set(history["checkpoints"][0])
     state = client.get("/threads/k/state").json()

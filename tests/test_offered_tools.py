@@ -38,7 +38,8 @@ def test_an_injected_call_to_an_unoffered_destructive_tool_changes_nothing(tmp_p
         assert events and events[0].attributes["tool"] == "cancel_order"
     with sqlite3.connect(tmp_path / "audit.sqlite") as conn:
         rows = conn.execute("SELECT name, status, output FROM calls WHERE kind = 'tool'").fetchall()
-    assert [(r[0], r[1]) for r in rows] == [("cancel_order", "error")]
+    # Audited as the harness's own block (the tool never ran), so it is not counted as a tool failure.
+    assert [(r[0], r[1]) for r in rows] == [("cancel_order", "blocked")]
     assert json.loads(rows[0][2])["error"]["type"] == "not_offered"
 
 

@@ -15,7 +15,8 @@ def request(**headers: str) -> Request:
 
 
 def settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> Settings:
-    for key in ("HARNESS_API_KEYS", "HARNESS_TRUSTED_USER_HEADER", "HARNESS_BUSY_POLICY"):
+    for key in ("HARNESS_API_KEYS", "HARNESS_TRUSTED_USER_HEADER", "HARNESS_BUSY_POLICY", "HARNESS_DESK_KEYS",
+                "HARNESS_DESK_HEADER", "HARNESS_TRUSTED_PROXIES"):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -44,7 +45,34 @@ def test_api_keys_name_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_trusted_proxy_header_names_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
     api = Api(settings(monkeypatch, HARNESS_TRUSTED_USER_HEADER="X-Auth-User"))
     assert api.caller(request(x_auth_user="U002")) == "U002"
-    assert api.caller(request(x_auth_user="staff-7", x_harness_agent="1")) == AGENT
+    # A flag anyone can send does not make the caller the desk (it used to: X-Harness-Agent: 1).
+    assert api.caller(request(x_auth_user="staff-7", x_harness_agent="1")) == "staff-7"
     with pytest.raises(HTTPException) as err:
         api.caller(request(authorization="Bearer anything"))
     assert err.value.status_code == 401
+
+
+def proxied(host: str, **headers: str) -> Request:
+    raw = [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]
+    return Request({"type": "http", "method": "GET", "path": "/", "headers": raw, "client": (host, 40000)})
+
+
+def test_the_desk_is_named_by_its_own_keys_or_by_a_trusted_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = Api(settings(monkeypatch, HARNESS_DESK_KEYS="dk=alice", HARNESS_DESK_HEADER="X-Desk-Agent",
+                       HARNESS_TRUSTED_PROXIES="10.0.0.0/8", HARNESS_TRUSTED_USER_HEADER="X-Auth-User"))
+    desk = request(authorization="Bearer dk")
+    assert api.caller(desk) == AGENT and desk.state.desk_agent == "alice"
+    via_proxy = proxied("10.1.2.3", x_desk_agent="bob")
+    assert api.caller(via_proxy) == AGENT and via_proxy.state.desk_agent == "bob"
+    assert api.caller(proxied("10.1.2.3", x_auth_user="U001")) == "U001"
+    for outsider in (proxied("192.0.2.9", x_desk_agent="bob"), proxied("192.0.2.9", x_auth_user="U001")):
+        with pytest.raises(HTTPException) as err:
+            api.caller(outsider)
+        assert err.value.status_code == 401
+    with pytest.raises(HTTPException) as err:
+        api.caller(proxied("10.1.2.3", x_auth_user="@agent"))
+    assert err.value.status_code == 403
+    with pytest.raises(HarnessError, match="HARNESS_TRUSTED_PROXIES"):
+        settings(monkeypatch, HARNESS_DESK_KEYS="dk=alice", HARNESS_DESK_HEADER="X-Desk-Agent")
+    with pytest.raises(HarnessError, match="addresses or networks"):
+        settings(monkeypatch, HARNESS_DESK_KEYS="dk=alice", HARNESS_TRUSTED_PROXIES="the-proxy")

@@ -127,6 +127,25 @@ def test_a_human_holds_a_thread_until_released(backend: Backend) -> None:
     assert t.held_handoffs() == [] and t.release_handoff("a") is False
 
 
+def test_the_desk_lists_threads_by_last_activity_and_searches_id_or_owner(backend: Backend) -> None:
+    t = backend.transcripts()
+    for thread, owner in (("order-a", "U001"), ("order-b", "U002"), ("chat-c", "U001")):
+        t.claim(thread, owner)
+        t.record_setup(thread, "harness", "sim", "shop")
+        t.append(thread, 1, "user", "hi")
+        time.sleep(0.01)
+    t.append("order-a", 2, "user", "again")  # the newest activity
+    rows = t.threads()
+    assert [r["thread_id"] for r in rows] == ["order-a", "chat-c", "order-b"]
+    assert rows[0]["owner"] == "U001" and rows[0]["design"] == "harness" and rows[0]["domain"] == "shop"
+    assert rows[0]["last_at"] > rows[1]["last_at"]
+    assert [r["thread_id"] for r in t.threads("ORDER")] == ["order-a", "order-b"]
+    assert [r["thread_id"] for r in t.threads("u002")] == ["order-b"]
+    assert [r["thread_id"] for r in t.threads(owner="U001")] == ["order-a", "chat-c"]
+    assert [r["thread_id"] for r in t.threads("order", owner="U001")] == ["order-a"]
+    assert len(t.threads(limit=1)) == 1 and t.threads("%") == []
+
+
 def test_concurrent_appends_on_one_thread_never_collide(backend: Backend) -> None:
     t = backend.transcripts()
 
@@ -167,6 +186,24 @@ def test_facts_confirmed_only_versioned_and_per_user(backend: Backend) -> None:
     assert f.get("u1", "language") is None
 
 
+def test_memory_hits_and_pending_writes_per_user(backend: Backend) -> None:
+    f = backend.facts(clock=lambda: 50.0)
+    assert f.hits("u1", ["a", "b"]) == {}
+    f.add_hits("u1", ["a", "b"])
+    f.add_hits("u1", ["a"], count=2)
+    f.add_hits("u2", ["a"])
+    assert f.hits("u1", ["a", "b", "c"]) == {"a": 3, "b": 1} and f.hits("u2", ["a"]) == {"a": 1}
+    f.enqueue("t:1", "u1", {"outcomes": ["x"], "facts": [["language", "en", "user"]], "hits": ["a"]})
+    f.enqueue("t:2", "u2", {"outcomes": [], "facts": [], "hits": []})
+    f.enqueue("t:1", "u1", {"outcomes": ["y"], "facts": [], "hits": []})  # the same message again replaces it
+    taken = f.claim(now=1000.0)
+    assert [(w.key, w.user_id, w.payload["outcomes"]) for w in taken] == [("t:1", "u1", ["y"]), ("t:2", "u2", [])]
+    assert f.claim(now=1001.0) == [], "claimed rows are not handed out twice"
+    assert [w.key for w in f.claim(now=1000.0 + 61)] == ["t:1", "t:2"], "a dead writer's claim expires"
+    f.settle(["t:1", "t:2"])
+    assert f.claim(now=5000.0) == []
+
+
 # ----------------------------------------------------------------------------------------- audit
 
 
@@ -189,6 +226,17 @@ def test_audit_records_exports_redacted_and_computes_stats(backend: Backend) -> 
     assert stats["input tokens / message (mean)"] == 100
     assert stats["task completion"] == 1.0
     assert len(a.messages("t")) == 1
+
+
+def test_audit_keeps_the_desk_actions_under_the_agents_name_masked(backend: Backend) -> None:
+    a = backend.audit()
+    a.record_desk("alice", "take", "t")
+    a.record_desk("alice", "answer", "t", "I have your number, 415-555-0100")
+    a.record_desk("bob", "fork", "u", {"checkpoint_id": "c1"})
+    rows = a.desk_actions("t")
+    assert [(r["agent"], r["action"]) for r in rows] == [("alice", "take"), ("alice", "answer")]
+    assert rows[1]["detail"] == "I have your number, [phone]" and rows[0]["detail"] is None
+    assert [r["detail"] for r in a.desk_actions() if r["thread_id"] == "u"] == [{"checkpoint_id": "c1"}]
 
 
 # ----------------------------------------------------------------------------- queue and leases

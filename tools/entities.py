@@ -168,12 +168,18 @@ def entity_of_annotation(annotation: Any) -> str | None:
 
 
 def entity_args(fields: dict[str, Any], schema: dict[str, Any], types: Sequence[EntityType]) -> dict[str, str]:
-    """Argument name -> entity type, from markers first, then schema patterns matched by a type's examples.
+    """Argument name -> entity type: a marker first, then a declared type the schema fits, then one derived.
+
+    A declared type fits an argument when one of its examples matches the argument's schema ``pattern`` or its
+    name is the argument's (``order`` for ``order_id``). Where several fit (a payment id also matches a loose
+    user-id pattern), the argument's name and description decide, never the order of declaration; where
+    they cannot, nothing declared is taken. An argument no declared type fits gets the type derived from its
+    own schema (``derived_type``), so a domain of tools alone still knows which arguments are identifiers.
 
     Args:
         fields: The arguments model's ``model_fields`` (pydantic ``FieldInfo`` with ``metadata``).
         schema: The tool's JSON-schema ``parameters``.
-        types: The domain's entity types (only needed for patterns).
+        types: The domain's declared entity types.
     """
     out: dict[str, str] = {}
     for name, info in fields.items():
@@ -183,12 +189,129 @@ def entity_args(fields: dict[str, Any], schema: dict[str, Any], types: Sequence[
     for name, prop in (schema.get("properties") or {}).items():
         if name in out:
             continue
-        pattern = prop.get("pattern") or (prop.get("items") or {}).get("pattern")
-        hit = next((t.name for t in types if pattern and t.matches_schema(pattern)), None)
-        if hit:
-            out[name] = hit
+        declared = _declared_fit(name, prop, types)
+        derived = derived_type(name, prop)
+        if declared is not None or derived is not None:
+            out[name] = declared.name if declared is not None else derived.name  # type: ignore[union-attr]
     return out
 
 
-__all__ = ["Entity", "EntityType", "card_updates", "entity_args", "entity_of_annotation", "find_mentions",
-           "normalise_text", "user_facing"]
+# -------------------------------------------------------------------------------- types from tool schemas
+
+# An argument named like an identifier: order_id, item_ids, code, sku, ticket_number.
+_ID_NAME = re.compile(r"(?:^|_)(?:id|ids|code|codes|sku|skus|number|ref)$")
+_AFFIXES = re.compile(r"^(?:new|old|original|current|target|source)_|(?:_ids?|_codes?|_skus?|_numbers?|_refs?|s)$")
+_FORMATS = {"uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+            "email": r"[\w.+-]+@[\w-]+\.[\w.-]+"}
+# An identifier whose shape the schema does not give: the argument is tied, but no text is searched for it.
+_NO_TEXT = r"(?!)"
+# Examples a description gives: "such as '#W0000000'", "e.g. ORD-10042", "like `A1`".
+_EXAMPLE = re.compile(r"(?:e\.g\.,?|such as|for example,?|like|for instance,?)\s+['\"`]?([^\s'\"`,;]+?)['\"`]?(?=[\s,;).]|$)",
+                      re.I)
+_WORD = re.compile(r"[a-z]+")
+
+
+def entity_stem(argument: str) -> str:
+    """What an identifier argument names: ``order_id`` -> ``order``, ``new_item_ids`` -> ``item``."""
+    stem = argument.lower()
+    for _ in range(2):
+        stem = _AFFIXES.sub("", stem) or stem
+    return stem
+
+
+def string_schema(prop: dict[str, Any]) -> dict[str, Any] | None:
+    """The string schema an argument takes: itself, its array's items, or the string member of an
+    ``anyOf``/``oneOf`` (an optional argument); None when it takes no string."""
+    if prop.get("type") == "array" or "items" in prop:
+        return string_schema(prop.get("items") or {})
+    for key in ("anyOf", "oneOf"):
+        found = next((t for m in prop.get(key) or () if isinstance(m, dict) and (t := string_schema(m))), None)
+        if found is not None:
+            return found
+    kind = prop.get("type")
+    return prop if kind == "string" or (isinstance(kind, list) and "string" in kind) else None
+
+
+def _text_regex(pattern: str) -> str | None:
+    """A schema pattern as a regex that finds mentions in text (anchors dropped), or None if not valid."""
+    body = pattern[1:] if pattern.startswith("^") else pattern
+    body = body[:-1] if body.endswith("$") and not body.endswith("\\$") else body
+    try:
+        re.compile(body)
+        re.compile(pattern)
+    except re.error:
+        return None
+    return body
+
+
+def derived_type(argument: str, prop: dict[str, Any]) -> EntityType | None:
+    """The entity type an argument's own schema says it takes: its ``pattern``, a ``format`` that names an
+    identifier (``uuid``, ``email``), or a name that says it is one (``order_id``); None for other arguments.
+
+    The type is named by the argument (``order_id`` -> ``order``), takes examples from the description that
+    fit the pattern, and is grounded in replies when it has a shape to find.
+    """
+    text = string_schema(prop)
+    if text is None or "enum" in text or "const" in text:
+        return None
+    pattern = text.get("pattern")
+    regex = _text_regex(pattern) if isinstance(pattern, str) else None
+    if regex is None:
+        regex = _FORMATS.get(str(text.get("format")))
+    if regex is None and not _ID_NAME.search(argument.lower()):
+        return None
+    description = str(text.get("description") or prop.get("description") or "")
+    examples = tuple(e for e in _EXAMPLE.findall(description) if regex and re.fullmatch(regex, e))
+    return EntityType(entity_stem(argument), regex or _NO_TEXT, examples=examples, ground=regex is not None)
+
+
+def _words(*texts: str) -> set[str]:
+    return {w for t in texts for w in _WORD.findall(t.lower().replace("_", " "))}
+
+
+_GENERIC_STEMS = frozenset({"id", "code", "ref", "key", "value", "identifier", "number", "sku"})
+
+
+def _declared_fit(argument: str, prop: dict[str, Any], types: Sequence[EntityType]) -> EntityType | None:
+    """The declared type that fits an argument (see ``entity_args``), or None.
+
+    One fit is taken unless the argument's name says it is something else (``product_id`` is no ``item``,
+    though both are ten digits); several are told apart by the words of the argument's name and description.
+    """
+    text = string_schema(prop) or {}
+    pattern = text.get("pattern")
+    stem = entity_stem(argument)
+    fits = [t for t in types if (isinstance(pattern, str) and t.matches_schema(pattern))
+            or t.name == stem or (t.slot and t.slot == argument)]
+    if len(fits) == 1:
+        named_else = _ID_NAME.search(argument.lower()) and stem not in _GENERIC_STEMS
+        return fits[0] if _named(fits[0], argument) or not named_else else None
+    said = _words(argument, str(text.get("description") or prop.get("description") or ""))
+    scores = [(len(_words(t.name, t.slot) & said), t) for t in fits]
+    best = max((score for score, _ in scores), default=0)
+    top = [t for score, t in scores if score == best]
+    return top[0] if best and len(top) == 1 else None
+
+
+def _named(t: EntityType, argument: str) -> bool:
+    """Whether the argument's name says the type (``payment`` in ``payment_method_id``)."""
+    return bool(_words(t.name, t.slot) & _words(argument))
+
+
+def derived_types(schemas: Iterable[dict[str, Any]], declared: Sequence[EntityType] = ()) -> list[EntityType]:
+    """The entity types the tools' own schemas give (``parameters`` of each), for the arguments no declared
+    type fits: one per argument stem and shape (``item`` for ``item_ids`` and ``new_item_ids``)."""
+    found: dict[str, EntityType] = {}
+    taken = {t.name for t in declared}
+    for params in schemas:
+        for name, prop in (params.get("properties") or {}).items():
+            if _declared_fit(name, prop, declared) is not None or (t := derived_type(name, prop)) is None:
+                continue
+            if t.name in taken or found.get(t.name, t).pattern != t.pattern:
+                continue  # the same stem with another shape elsewhere: tied to the argument only
+            found[t.name] = found.get(t.name) or t
+    return list(found.values())
+
+
+__all__ = ["Entity", "EntityType", "card_updates", "derived_type", "derived_types", "entity_args", "entity_of_annotation",
+           "entity_stem", "find_mentions", "normalise_text", "string_schema", "user_facing"]

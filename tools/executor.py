@@ -389,6 +389,11 @@ class ToolExecutor:
         with tool_span(call.get("name", ""), call.get("id") or "") as span:
             outcome = self._run(call, ctx)
             record_tool_outcome(span, outcome)
+        # no phrase named by the error: the tool's own words for this kind of failure, if it has them
+        spec = self.registry.get(outcome.name)
+        if outcome.status != "ok" and outcome.customer is None and spec is not None \
+                and (key := spec.phrase_key(str(outcome.error_type))):
+            outcome.customer = {"phrase": key, "values": {}}
         return outcome
 
     def _run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:

@@ -22,12 +22,14 @@ import copy
 import functools
 import inspect
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lg_harness.tools.context import ToolContext
+from lg_harness.tools.json_schema import JsonSchemaArgs, model_for
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.M)
@@ -36,7 +38,7 @@ _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|Returns?|Yields?"
     r"|Raises|Examples?|Notes?|Attributes|Todo|Warnings?|See Also|References|Methods):\s*$", re.M)
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
-_META_KEYS = ("changes_state", "idempotent", "timeout", "roles", "phases", "fallback")
+_META_KEYS = ("changes_state", "idempotent", "timeout", "roles", "phases", "fallback", "phrases")
 _DEFAULT_PHASES = frozenset({"action"})
 _MISSING = object()
 # Keys whose values are data, not schemas: never strip "title" inside them.
@@ -210,6 +212,11 @@ class ToolSpec:
             passed by keyword); None when the context goes first, positionally.
         arg_docs: Argument descriptions for properties whose schema has none (LangChain tools).
         source: What was registered (the function or the LangChain tool).
+        phrases: What the customer is told when a call fails, by error type, per language
+            (``{"not_found": {"en": "I could not find that order."}}``): the tool's own words, for a
+            domain without phrases of its own (``phrase_key``).
+        changes_declared: Whether the tool said whether it changes anything (``changes_state`` given, or an
+            MCP ``readOnlyHint``/``destructiveHint``); a domain treats an undeclared tool as changing.
     """
 
     name: str
@@ -227,6 +234,12 @@ class ToolSpec:
     context_keyword: str | None = None
     arg_docs: dict[str, str] = field(default_factory=dict)
     source: Any = None
+    phrases: dict[str, dict[str, str]] = field(default_factory=dict)
+    changes_declared: bool = True
+
+    def phrase_key(self, error_type: str) -> str | None:
+        """The phrase key (``<tool>:<error type>``) of this tool's own words for a failure, or None."""
+        return f"{self.name}:{error_type}" if error_type in self.phrases else None
 
     @functools.cached_property
     def _parameters(self) -> dict[str, Any]:
@@ -253,6 +266,8 @@ class ToolSpec:
         tool's signature asks for them.
         """
         parsed = self.args_model.model_validate(args)
+        if isinstance(parsed, JsonSchemaArgs):  # the JSON the tool's schema asks for, as the model sent it
+            return parsed.arguments()
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
 
@@ -263,11 +278,10 @@ def _frozen(value: Iterable[str] | str | None) -> frozenset[str] | None:
 
 
 def _is_langchain_tool(obj: Any) -> bool:
-    try:
-        from langchain_core.tools import BaseTool
-    except ImportError:  # pragma: no cover - langchain-core is a dependency
-        return False
-    return isinstance(obj, BaseTool)
+    # Only once LangChain's tools are imported can an object be one: asking sooner would import LangChain
+    # (half a second) into every command that lists a domain's tools.
+    tools = sys.modules.get("langchain_core.tools")
+    return tools is not None and isinstance(obj, tools.BaseTool)
 
 
 def _is_async_callable(fn: Any) -> bool:
@@ -278,15 +292,19 @@ def _is_async_callable(fn: Any) -> bool:
 def _langchain_parts(tool: Any) -> dict[str, Any]:
     """Name, description, args model and adapter of a LangChain ``BaseTool``."""
     schema = tool.tool_call_schema
-    if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
-        raise TypeError(f"LangChain tool {tool.name!r} has no pydantic args schema; only pydantic is supported")
-    config = ConfigDict(**{**schema.model_config, "extra": "forbid"})
-    # a subclass that forbids unknown keys, like our own argument models, without touching the tool's class
-    # LangChain patches the schema class with a cached model_json_schema bound to that class, which a
-    # subclass would inherit (and so lose additionalProperties): pydantic's own method is put back.
-    namespace = {"model_config": config, "__module__": schema.__module__,
-                 "model_json_schema": BaseModel.__dict__["model_json_schema"]}
-    model = type(f"{tool.name}_args", (schema,), namespace)
+    if isinstance(schema, dict):  # a JSON schema (MCP tools through langchain-mcp-adapters, hand-written ones)
+        model: type[BaseModel] = model_for(tool.name, {k: v for k, v in schema.items() if k != "description"})
+    elif isinstance(schema, type) and issubclass(schema, BaseModel):
+        config = ConfigDict(**{**schema.model_config, "extra": "forbid"})
+        # a subclass that forbids unknown keys, like our own argument models, without touching the tool's class
+        # LangChain patches the schema class with a cached model_json_schema bound to that class, which a
+        # subclass would inherit (and so lose additionalProperties): pydantic's own method is put back.
+        namespace = {"model_config": config, "__module__": schema.__module__,
+                     "model_json_schema": BaseModel.__dict__["model_json_schema"]}
+        model = type(f"{tool.name}_args", (schema,), namespace)
+    else:
+        raise TypeError(f"LangChain tool {tool.name!r} has an args schema of type {type(schema).__name__}; give a "
+                        "pydantic model or a JSON schema (dict)")
     description, arg_docs = _split_docstring(tool.description or "")
     is_async = getattr(tool, "func", None) is None and getattr(tool, "coroutine", None) is not None
     if is_async:
@@ -309,11 +327,32 @@ def _function_parts(fn: Callable[..., Any], name: str | None) -> dict[str, Any]:
 
 
 def _meta_default(obj: Any, key: str) -> Any:
-    """Metadata the tool carries: a function attribute, or a LangChain tool's ``metadata`` dict."""
+    """Metadata the tool carries: a function attribute, or a LangChain tool's ``metadata`` dict (where an MCP
+    tool's annotations land: ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``)."""
     metadata = getattr(obj, "metadata", None) if _is_langchain_tool(obj) else None
-    if isinstance(metadata, dict) and key in metadata:
-        return metadata[key]
+    if isinstance(metadata, dict):
+        if key in metadata:
+            return metadata[key]
+        hinted = _mcp_hint(metadata, key)
+        if hinted is not _MISSING:
+            return hinted
     return getattr(obj, key, _MISSING)
+
+
+def _mcp_hint(annotations: dict[str, Any], key: str) -> Any:
+    """``changes_state`` / ``idempotent`` as an MCP tool's annotations say (unset hints say nothing).
+
+    ``readOnlyHint: true`` reads; ``readOnlyHint: false`` or ``destructiveHint: true`` changes; a changing
+    tool with ``idempotentHint: true`` may run again for the same call.
+    """
+    read_only, destructive = annotations.get("readOnlyHint"), annotations.get("destructiveHint")
+    if key == "changes_state":
+        if read_only is not None:
+            return not read_only
+        return True if destructive else _MISSING
+    if key == "idempotent" and annotations.get("idempotentHint") is not None:
+        return bool(annotations["idempotentHint"]) or read_only is True
+    return _MISSING
 
 
 def build_spec(obj: Any, *, name: str | None = None, description: str | None = None, **meta: Any) -> ToolSpec:
@@ -337,6 +376,7 @@ def build_spec(obj: Any, *, name: str | None = None, description: str | None = N
         value = meta[key] if key in meta else _meta_default(obj, key)
         if value is not _MISSING:
             parts[key] = value
+    parts["changes_declared"] = "changes_state" in parts
     if "idempotent" not in parts:  # a changing tool is safe to retry only if it says it honours the key
         parts["idempotent"] = not parts.get("changes_state", False)
     parts["roles"] = _frozen(parts.get("roles"))
@@ -364,7 +404,8 @@ class ToolRegistry:
             fn: A function, an ``async def`` function or a LangChain ``BaseTool``.
             name: Name the model calls; defaults to the function's or tool's name.
             description: Overrides the docstring's description.
-            **meta: ``changes_state``, ``idempotent``, ``timeout``, ``roles``, ``phases``, ``fallback``.
+            **meta: ``changes_state``, ``idempotent``, ``timeout``, ``roles``, ``phases``, ``fallback``,
+                ``phrases``.
                 Defaults come from attributes the function carries (``fn.changes_state = True``) or a
                 LangChain tool's ``metadata`` dict.
 

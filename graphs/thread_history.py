@@ -1,0 +1,116 @@
+"""A thread's owner and checkpoints, read from the checkpoint saver and the transcripts alone, no graph.
+
+``Harness`` answers "does this thread exist, whose is it, what are its checkpoints" through ``ThreadReader``,
+and ``harness history`` uses the same reader without opening a harness, so the command needs neither
+LangGraph's graph machinery nor the harness's nodes (it starts at once). What a compiled graph would
+add is only ``next``, the steps due after a checkpoint; a ``StateGraph`` decides them by one rule, which
+``next_steps`` applies to the saved checkpoint: a step is due when the channel that triggers it
+(``branch:to:<step>``, or ``__start__`` for new input) holds a value, at a newer version than the step
+last saw.
+``tests/test_thread_history.py`` checks this against LangGraph's own ``get_state_history``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lg_harness.tools.errors import HarnessError
+
+START = "__start__"
+BRANCH = "branch:to:"
+
+
+@dataclass
+class Checkpoint:
+    checkpoint_id: str
+    step: int
+    phase: str
+    created_at: str
+    next: list[str]
+    parent_id: str | None
+    turn: int = 0
+    message: str = ""  # the user message the checkpoint's turn is about
+
+
+def next_steps(checkpoint: dict[str, Any]) -> list[str]:
+    """The steps a ``StateGraph`` runs after ``checkpoint``: those whose trigger changed since they ran."""
+    versions = checkpoint.get("channel_versions") or {}
+    seen = checkpoint.get("versions_seen") or {}
+    held = checkpoint.get("channel_values") or {}  # a trigger that was consumed is no longer held
+    due = []
+    for channel, version in versions.items():
+        step = START if channel == START else channel[len(BRANCH):] if channel.startswith(BRANCH) else None
+        if step is None or channel not in held:
+            continue
+        last = (seen.get(step) or {}).get(channel)
+        if last is None or _newer(version, last):
+            due.append(step)
+    return due
+
+
+def _newer(version: Any, last: Any) -> bool:
+    # Savers number versions as ints (in memory) or zero-padded strings (SQLite, Postgres); both order.
+    return (version > last) if type(version) is type(last) else str(version) > str(last)
+
+
+def checkpoint_row(saved: Any) -> Checkpoint:
+    """One ``CheckpointTuple`` as a history row."""
+    from lg_harness.memory.messages import last_human_text
+
+    values = saved.checkpoint.get("channel_values") or {}
+    parent = (saved.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    return Checkpoint(checkpoint_id=saved.config["configurable"]["checkpoint_id"],
+                      step=int((saved.metadata or {}).get("step", -1)), phase=str(values.get("phase") or "-"),
+                      created_at=saved.checkpoint.get("ts") or "", next=next_steps(saved.checkpoint),
+                      parent_id=parent, turn=int(values.get("turn") or 0),
+                      message=last_human_text(values.get("messages") or []))
+
+
+def read_history(saver: Any, thread_id: str) -> list[Checkpoint]:
+    """Every checkpoint of ``thread_id`` (its main graph, not subgraphs), newest first."""
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    return [checkpoint_row(saved) for saved in saver.list(config)]
+
+
+def thread_config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    """The graph config of a thread (at one of its checkpoints)."""
+    configurable = {"thread_id": thread_id}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+class ThreadReader:
+    """Whether a thread exists, whose it is, and its checkpoints: from a checkpoint saver and the transcripts."""
+
+    def __init__(self, checkpointer: Any, transcripts: Any) -> None:
+        self.checkpointer = checkpointer
+        self.transcripts = transcripts
+
+    def exists(self, thread_id: str) -> bool:
+        return self.checkpointer.get_tuple(thread_config(thread_id)) is not None
+
+    def require(self, thread_id: str) -> None:
+        if not self.exists(thread_id):
+            raise HarnessError(f"unknown thread '{thread_id}'; start it with: harness run \"...\" --thread {thread_id}")
+
+    def owner_of(self, thread_id: str, values: dict[str, Any] | None = None) -> str | None:
+        """The user a thread belongs to: recorded with its first message (older threads: in the checkpoint)."""
+        if (owner := self.transcripts.owner(thread_id)) is not None:
+            return owner
+        if values is None:
+            tup = self.checkpointer.get_tuple(thread_config(thread_id))
+            values = (tup.checkpoint.get("channel_values") or {}) if tup is not None else {}
+        return (values.get("user") or {}).get("id") or None
+
+    def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None) -> None:
+        """Refuse ``user_id`` a thread someone else started (reading it as much as writing to it)."""
+        owner = self.owner_of(thread_id, values)
+        if owner and owner != user_id:
+            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
+
+    def history(self, thread_id: str) -> list[Checkpoint]:
+        """The thread's checkpoints, newest first."""
+        self.require(thread_id)
+        return read_history(self.checkpointer, thread_id)

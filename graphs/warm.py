@@ -1,0 +1,61 @@
+"""What a harness builds when it opens, so that no customer's first message pays for it.
+
+Loading the embedder, importing its numeric libraries, embedding the domain's intent examples and reading
+the tokenizer used to happen inside the first message that needed them (1.4-1.6 s in the first message the
+rules could not classify). ``warm_caches`` does it when the harness opens. The example vectors are kept on
+disk per domain version (``<data_dir>/cache/``: the file's name hashes the embedder and the texts, so a
+changed domain or embedder writes a new file and a reopened harness reads instead of embedding).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from lg_harness.core.design import Design
+from lg_harness.core.domain import Domain
+
+CACHE_DIR = "cache"
+
+
+def example_texts(domain: Domain) -> list[str]:
+    """The domain's English intent examples, the texts the embedding classifiers compare a message with."""
+    return [ex for intent in domain.intents for ex in intent.examples.get("en", ())]
+
+
+def uses_embeddings(design: Design, domain: Domain, memory: Any) -> bool:
+    """Whether messages of this harness can need the embedder: long-term recall, or an intent classifier."""
+    classifies = design.variant("intent") in ("classifier", "hybrid") and (
+        domain.classifier is not None or bool(example_texts(domain)))
+    return memory is not None or classifies
+
+
+def cache_file(data_dir: Path | None, domain: Domain, texts: list[str]) -> Path | None:
+    """Where the domain's example vectors are kept: one file per domain, embedder and set of texts."""
+    if data_dir is None:
+        return None
+    from lg_harness.llm.embeddings import embed_model_name
+
+    digest = hashlib.sha256("\x1f".join([embed_model_name(), *texts]).encode()).hexdigest()[:16]
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", domain.name)
+    return data_dir / CACHE_DIR / f"intent-examples-{safe}-{digest}.npz"
+
+
+def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: Any) -> None:
+    """Build at open what the first message would otherwise build: tokenizer, embedder, example vectors."""
+    from lg_harness.llm.embeddings import count_tokens
+
+    count_tokens("warm up")  # context assembly counts tokens in every message
+    if not uses_embeddings(design, domain, memory):
+        return
+    from lg_harness.llm.embeddings import warm, warm_encoder
+
+    warm_encoder()
+    texts = example_texts(domain)
+    if texts:
+        warm(texts, cache_file(data_dir, domain, texts))
+        from lg_harness.nodes.classify import example_matrix
+
+        example_matrix(domain)

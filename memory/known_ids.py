@@ -1,0 +1,109 @@
+"""Every identifier a thread has shown, and the invented-id check that reads it.
+
+An identifier argument must come from the conversation: the customer typed it, or a tool result returned it.
+The working messages cannot answer that on their own: they are bounded, compressed into a summary and their
+old results cleared to digests, so an order id a lookup returned ten turns ago is no longer in them, and a
+correct write that uses it would be refused as invented. So each thread keeps a record beside the working
+set (the state field ``known_ids``): every id-like value the customer typed and every one a successful tool
+result held, kept in order of arrival, the newest ``core.state.MAX_KNOWN_IDS``. Compression, clearing and the window
+never touch it; it lives in the thread's state, so it belongs to the thread's one owner (``core.state
+.keep_owner``) and a fork goes back to what was known at its checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.messages import HumanMessage, ToolMessage
+from lg_harness.tools.entities import EntityType, find_mentions, normalise_text
+
+_LONGEST_ID = 80
+# A token: a run without spaces, brackets, quotes or list punctuation.
+_TOKEN = re.compile(r"[^\s,;!?()\[\]{}<>\"'`]+")
+_EDGES = ".:;,"
+
+
+def _id_like(token: str) -> bool:
+    """What an identifier looks like in text: it holds a digit, or joins words with ``_ # @``."""
+    return any(c.isdigit() for c in token) or any(c in token for c in "_#@")
+
+
+def ids_in_text(text: str, entity_types: Sequence[EntityType] = ()) -> list[str]:
+    """The id-like tokens of ``text`` and the canonical form of every entity mention, upper-cased."""
+    plain = normalise_text(text)
+    found = [t for m in _TOKEN.finditer(plain) if (t := m.group(0).strip(_EDGES)) and _id_like(t)]
+    found += [v for values in find_mentions(entity_types, plain).values() for v in values]
+    return [t.upper() for t in found if len(t) <= _LONGEST_ID]
+
+
+def ids_in_result(value: Any, entity_types: Sequence[EntityType] = ()) -> list[str]:
+    """Every value a result shows that an argument could take: short strings whole (``"#W2378156"``,
+    ``"SUMMER"``), integers, dict keys that look like ids (``{"credit_card_4466831": {...}}``), and the
+    id-like tokens of longer texts; upper-cased."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            out += [str(k).upper() for k in node if _id_like(str(k)) and len(str(k)) <= _LONGEST_ID]
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+        elif isinstance(node, bool) or node is None:
+            continue
+        elif isinstance(node, int):
+            out.append(str(node))
+        elif isinstance(node, str):
+            whole = node.strip()
+            if whole and len(whole) <= _LONGEST_ID and not any(c.isspace() for c in whole):
+                out.append(whole.upper())
+            out += ids_in_text(node, entity_types)
+    return out
+
+
+def ids_of_outcomes(outcomes: Iterable[Any], entity_types: Sequence[EntityType] = ()) -> list[str]:
+    """The ids successful tool outcomes (``tools.executor.ToolOutcome``) showed."""
+    return [v for o in outcomes if o.status == "ok" for v in ids_in_result(o.result, entity_types)]
+
+
+# ------------------------------------------------------------------------------------------------ check
+
+
+def seen_text(state: dict[str, Any]) -> str:
+    """What the working set still shows: user words, fact card, tool results (upper-cased)."""
+    parts = [json.dumps(state.get("fact_card") or {}, ensure_ascii=False)]
+    for m in state.get("messages") or []:
+        if isinstance(m, HumanMessage | ToolMessage):
+            parts.append(m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False))
+    return "\n".join(parts).upper()
+
+
+def _values(value: Any) -> list[str]:
+    """The strings an argument holds: itself, or the items of a list."""
+    items = value if isinstance(value, list | tuple) else [value]
+    return [v.strip() for v in items if isinstance(v, str) and v.strip()]
+
+
+def invented_args(call: dict[str, Any], state: dict[str, Any], entity_args: dict[str, str]) -> list[str]:
+    """Entity arguments (string or list, item by item) holding a value the thread never showed: neither in
+    its record of known ids nor anywhere in the working set."""
+    known = set(state.get("known_ids") or ())
+    seen: str | None = None
+    bad = []
+    for key, value in (call.get("args") or {}).items():
+        if key not in entity_args:
+            continue
+        for item in _values(value):
+            if item.upper() in known:
+                continue
+            seen = seen_text(state) if seen is None else seen
+            if item.upper() not in seen:
+                bad.append(key)
+                break
+    return bad
+
+
+__all__ = ["ids_in_result", "ids_in_text", "ids_of_outcomes", "invented_args", "seen_text"]

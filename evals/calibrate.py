@@ -591,13 +591,20 @@ def _apart(a: Sequence[float], b: Sequence[float]) -> bool:
     return a[1] < b[0] or b[1] < a[0]
 
 
-def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str) -> str:
+def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str,
+                answer_rows: Sequence[dict[str, Any]] = ()) -> str:
     """The ``fitted`` profile as YAML: measured rates with their source, k, n and 95% interval; per-domain
-    overrides where the domains' probes differ; unmeasured faults keep the prior."""
+    overrides where the domains' probes differ; the answer step's rates per presentation and decoding when
+    the answer-step probes' rows are given (``evals.fit_answers``); unmeasured faults keep the prior."""
     import yaml
+    from lg_harness.evals.fit_answers import fit_answer_steps
 
     fitted = summary["fitted"]
     spec: dict[str, Any] = {"base": "prior", **_fitted_spec(summary, model)}
+    if answer_rows:
+        spec["answer_steps"] = {variant: {f: {**v, "source": f"measured on {model}: answer-step probes, {variant}"}
+                                          for f, v in rates.items()}
+                                for variant, rates in fit_answer_steps(answer_rows).items()}
     spec["forget_half_tokens"] = int(fitted["forget_half_tokens"])
     spec["malformation_mix"] = {k: round(v, 3) for k, v in fitted["malformation_mix"].items()}
     if overrides := _domain_overrides(summary, model):

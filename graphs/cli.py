@@ -723,6 +723,10 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
               out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
               write: Annotated[bool, typer.Option("--write", help="write simlm/fitted.yaml from the first model")]
               = False,
+              answer_rows: Annotated[Path | None, typer.Option("--answer-rows", help="with --write: the answer-step "
+                                                               "probes' rows of the same model (harness calibrate "
+                                                               "--answer-steps), fitted per presentation and "
+                                                               "decoding")] = None,
               domains: Annotated[str, typer.Option("--domains", help="comma-separated domain specs whose scenarios "
                                                    "the probes come from")] = "shop,helpdesk",
               json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
@@ -767,8 +771,9 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                                   done=rows, save=lambda r, f=rows_file: f.write_text(json.dumps(r, ensure_ascii=False)))
         summaries[spec] = summarise(rows)
         if write and spec == specs[0]:  # written now, so later specs may measure sim:fitted beside it
-            FITTED_FILE.write_text(fitted_yaml(summaries[spec], spec, command, datetime.date.today().isoformat()),
-                                   encoding="utf-8")
+            answers = json.loads(answer_rows.read_text(encoding="utf-8")) if answer_rows else []
+            FITTED_FILE.write_text(fitted_yaml(summaries[spec], spec, command, datetime.date.today().isoformat(),
+                                               answers), encoding="utf-8")
             load_profiles.cache_clear()
     table = side_by_side(summaries)
     first = summaries[specs[0]]

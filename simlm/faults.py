@@ -74,6 +74,15 @@ class FaultProfile:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     # What each measured rate rests on: fault -> {k, n, ci} (the 95% interval the sensitivity run sweeps)
     evidence: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    # The answer step's rates per way of presenting the result and decoding ("facts/constrained" ->
+    # {call_after_result: 0.1, echo_result: 0.0}), fitted from the answer-step probes; a request whose
+    # presentation the sim cannot tell, or one not measured, uses the flat rates above.
+    answer_steps: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def answer_rate(self, fault: str, presentation: str | None = None, decoding: str = "free") -> float:
+        """``call_after_result`` or ``echo_result`` for an answer step presented and decoded this way."""
+        measured = self.answer_steps.get(f"{presentation}/{decoding}", {}) if presentation else {}
+        return float(measured.get(fault, getattr(self, fault)))
 
     def repeat_rate(self, kind: str) -> float:
         """The chance of the identical call again after an error of ``kind`` (``simlm.errors.KINDS``)."""
@@ -111,6 +120,9 @@ def _profile(name: str, spec: dict[str, Any]) -> FaultProfile:
             raise ValueError(f"profile '{name}': unknown fault '{key}' (known: {known})")
         if key == "repeat_after_error_kinds":  # each kind may carry its own source and evidence, like a rate
             value = {kind: _rate(v, f"{key}.{kind}", sources, evidence) for kind, v in (value or {}).items()}
+        if key == "answer_steps":  # variant -> fault -> rate, each with its evidence
+            value = {variant: {f: _rate(v, f"{key}.{variant}.{f}", sources, evidence) for f, v in rates.items()}
+                     for variant, rates in (value or {}).items()}
         values[key] = _rate(value, key, sources, evidence) if isinstance(value, dict) and "rate" in value else value
     mix = values.get("malformation_mix")
     if mix is not None and set(mix) - set(MALFORMATIONS):

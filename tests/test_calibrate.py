@@ -276,3 +276,27 @@ def test_a_rate_that_differs_between_domains_is_fitted_per_domain_and_loads_as_a
     # a domain's own rate for one kind of error keeps the pooled rates of the other kinds
     assert profiles["fitted@shop"].repeat_after_error_kinds == {"validation": 0.8, "refusal": 1.0}
     assert profiles["flat@shop"].call_after_result == 0.2  # a profile built on fitted keeps its domain rates
+
+
+def test_answer_step_rows_fit_rates_per_presentation_and_decoding_into_the_profile(tmp_path):
+    """The answer-step probes' rows (one per presentation x decoding) give the answer step's rates per way of
+    presenting the result; the profile keeps them with their evidence, and the flat rates for the rest."""
+    from lg_harness.evals.fit_answers import fit_answer_steps
+    from simlm.faults import load_profiles
+
+    call = json.dumps({"name": "get_order_status", "arguments": {"order_id": "ORD-10134"}})
+    rows = ([{"presentation": "replay", "decoding": "free", "data": True, "reply": call}] * 3
+            + [{"presentation": "replay", "decoding": "free", "data": True, "reply": '{"status": "shipped"}'}]
+            + [{"presentation": "facts", "decoding": "constrained", "data": False, "reply": "It has shipped."}] * 4)
+    fitted = fit_answer_steps(rows)
+    assert fitted["replay/free"]["call_after_result"] == {"rate": 0.75, "k": 3, "n": 4, "ci": fitted["replay/free"][
+        "call_after_result"]["ci"]}
+    assert fitted["replay/free"]["echo_result"]["k"] == 1 and fitted["facts/constrained"]["call_after_result"]["k"] == 0
+    rows_all = [{"kind": "facts", "domain": "shop", "scenario": "s", "answered": True, "echoed": False}]
+    spec = yaml.safe_load(fitted_yaml(summarise(rows_all), "m", "c", "d", rows))["profiles"]["fitted"]
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({"profiles": {"prior": {}, "fitted": spec}}), encoding="utf-8")
+    profile = load_profiles(str(path))["fitted"]
+    assert profile.answer_rate("call_after_result", "replay", "free") == 0.75
+    assert profile.answer_rate("call_after_result", "both", "free") == profile.call_after_result  # not measured
+    assert profile.evidence["answer_steps.replay/free.call_after_result"]["n"] == 4

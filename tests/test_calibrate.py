@@ -282,6 +282,7 @@ def test_answer_step_rows_fit_rates_per_presentation_and_decoding_into_the_profi
     """The answer-step probes' rows (one per presentation x decoding) give the answer step's rates per way of
     presenting the result; the profile keeps them with their evidence, and the flat rates for the rest."""
     from lg_harness.evals.fit_answers import fit_answer_steps
+
     from simlm.faults import load_profiles
 
     call = json.dumps({"name": "get_order_status", "arguments": {"order_id": "ORD-10134"}})

@@ -646,3 +646,17 @@ def by_domain_table(summary: dict[str, Any]) -> str:
         lines.append(f"| {name} | {sets.get(name, '')} | " + " | ".join(_fmt(o) for o in own)
                      + f" | {_fmt(summary['rates'][name])} | {'yes' if split else ''} |")
     return "\n".join(lines)
+
+
+def wrong_picks_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Where the wrong first picks of the tool-choice probes went: intended tool -> the tool called, counted,
+    and whether that tool only reads."""
+    picks: dict[tuple[str, str, str, bool], int] = {}
+    for r in rows:
+        if r["kind"] == "choice" and r.get("off_tool") and r.get("calls"):
+            key = (r["domain"], r["tool"], r["calls"][0], r["calls"][0] in (r.get("reads") or []))
+            picks[key] = picks.get(key, 0) + 1
+    lines = ["| Domain | Intended | Called first | Read-only | Probes |", "|---|---|---|---|---|"]
+    lines += [f"| {d} | {want} | {got} | {'yes' if read else 'no'} | {n} |"
+              for (d, want, got, read), n in sorted(picks.items(), key=lambda kv: (kv[0][0], -kv[1]))]
+    return "\n".join(lines)

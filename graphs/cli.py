@@ -741,6 +741,7 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
         run_probes,
         side_by_side,
         summarise,
+        wrong_picks_table,
     )
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -781,6 +782,8 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                   "differ (Newcombe's 95% interval of the difference excludes 0); where they do, the fitted profile "
                   f"carries each domain's own rate (`by_domain`).\n\n{by_domain_table(first)}\n") \
         if first.get("by_domain") else ""
+    picks = json.loads((out_dir / f"rows-{specs[0].replace(':', '_')}.json").read_text(encoding="utf-8"))
+    per_domain += f"\n## Where {specs[0]}'s wrong first picks went\n\n{wrong_picks_table(picks)}\n"
     (out_dir / "calibration.md").write_text(
         f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of "
         f"{' and '.join(p.name for p in packs)}. Rates with Wilson 95% intervals and n.\n\n{table}\n{per_domain}",

@@ -89,7 +89,7 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
             "guards, a grounded self-check, and an explicit yes before any change.",
             {"intent": "classifier"}, context_budget_tokens=1300, clear_used_results=True, confirm_changes=True,
-            unsure_offer=6, stable_prefix=True),
+            unsure_offer=6),
 )}
 
 

@@ -39,8 +39,6 @@ class Knobs(BaseModel):
     tool_calling: Literal["native", "text"] = Field(
         "native", description="native tool calls, or TOOL: lines parsed from text (models without tool calling)")
     clean_results: bool = Field(True, description="clean tool results before the model reads them")
-    stable_prefix: bool = Field(False, description="the system prompt alone opens every call, the task and memory "
-                                "layers follow the history: the prompt repeats from call to call (prompt cache)")
     clear_used_results: bool = Field(False, description="keep earlier turns' tool results as digests (ids and "
                                      "key fields) once answered; the latest successful one stays whole")
     normalize_input: bool = Field(True, description="strip invisible characters from user messages")
@@ -64,7 +62,6 @@ KNOB_OFF: dict[str, Any] = {
     "normalize_args": False,
     "normalize_input": False,
     "clean_results": False,
-    "stable_prefix": False,
     "clear_used_results": False,
     "long_term_memory": False,
     "identical_calls": "allow",  # no interception of a repeated identical call

@@ -87,10 +87,6 @@ class ContextPolicy(BaseModel):
         drop_low_information: Leave acknowledgements ("ok", "谢谢") out of the working layer.
         clear_used_results: Show earlier turns' tool results as digests (``memory.clearing``), except the
             latest successful one while this turn has none of its own.
-        stable_prefix: The system layer alone opens the call; the task and memory layers (which change from
-            turn to turn) follow the history, just before this turn: the prompt up to the latest turn then
-            repeats from call to call, and a provider's prompt cache serves it (on a chat template that puts
-            the tools after the first system message, a changing system message re-reads tools and history).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -102,7 +98,6 @@ class ContextPolicy(BaseModel):
     compress_at: float = Field(0.7, gt=0, le=1)
     drop_low_information: bool = True
     clear_used_results: bool = False
-    stable_prefix: bool = False
 
     @field_validator("working")
     @classmethod
@@ -542,15 +537,6 @@ def _system_message(system: str, task: str, memory_lines: list[str]) -> list[Bas
     return [SystemMessage(content)] if content else []
 
 
-def _ordered(system: str, task: str, memory_lines: list[str], working: list[BaseMessage],
-             immediate: list[BaseMessage], stable_prefix: bool) -> list[BaseMessage]:
-    """System, task and memory first; or, with a stable prefix, the system alone first and the changing
-    layers after the history."""
-    if not stable_prefix:
-        return [*_system_message(system, task, memory_lines), *working, *immediate]
-    return [*_system_message(system, "", []), *working, *_system_message("", task, memory_lines), *immediate]
-
-
 def _uncuttable_account(system: str, task: str, immediate: Sequence[BaseMessage], count: Count) -> dict[str, int]:
     has_system = bool(system or task)
     return {
@@ -606,7 +592,7 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
     account["total"] = sum(account.values())
     kept_from_history = sum(len(g.messages) for g in working if g.start >= 0)
     return Assembly(
-        messages=_ordered(system, task, memory_lines, working_msgs, immediate_msgs, policy.stable_prefix),
+        messages=[*_system_message(system, task, memory_lines), *working_msgs, *immediate_msgs],
         account=account,
         dropped=len(history) - kept_from_history + (len(immediate) - len(immediate_msgs)),
         over_budget=account["total"] > policy.budget_tokens,

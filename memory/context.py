@@ -49,7 +49,7 @@ def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list
 
 def policy_for(design: Design) -> ContextPolicy:
     return ContextPolicy(budget_tokens=design.knobs.context_budget_tokens, working=design.variant("context"),
-                         clear_used_results=design.knobs.clear_used_results, stable_prefix=design.knobs.stable_prefix)
+                         clear_used_results=design.knobs.clear_used_results)
 
 
 def system_text(state: HarnessState, domain: Domain) -> str:

@@ -119,27 +119,6 @@ def test_prefix_is_stable_across_turns():
     assert later.messages[0].content.startswith(first.messages[0].content)
 
 
-def test_a_stable_prefix_keeps_every_earlier_message_of_the_call_when_the_memory_changes():
-    """With ``stable_prefix`` the system layer alone opens the call and the changing layers come after the
-    history: turn 2's call starts with turn 1's call whole (minus its changing layers), as a prompt cache needs;
-    without it the first message itself changes with the fact card."""
-    history = long_history()[:6]
-    policy = ContextPolicy(stable_prefix=True, working="full")
-    first = assemble(system=SYSTEM, task="Intent: return_order.", memory=rich_memory(2), history=history,
-                     immediate=[HumanMessage("and the refund?", id="q1")], policy=policy, count=words)
-    later = assemble(system=SYSTEM, task="Intent: return_order.", memory=rich_memory(5),
-                     history=[*history, HumanMessage("and the refund?", id="q1"), AIMessage("In 5 days.", id="r1")],
-                     immediate=[HumanMessage("thanks, and ORD-10002?", id="q2")], policy=policy, count=words)
-    assert first.messages[0].content == SYSTEM == later.messages[0].content
-    assert later.messages[: len(history) + 1] == first.messages[: len(history) + 1]
-    moved = first.messages[len(history) + 1]
-    assert isinstance(moved, SystemMessage) and "## Constraints" in moved.content
-    assert first.account["total"] == sum(first.account[n] for n in LAYERS)
-    plain = assemble(system=SYSTEM, task="Intent: return_order.", memory=rich_memory(2), history=history,
-                     immediate=[HumanMessage("and the refund?")], policy=ContextPolicy(working="full"), count=words)
-    assert "## Constraints" in plain.messages[0].content
-
-
 def test_no_system_message_when_every_fixed_layer_is_empty():
     asm = assemble(system="", task="", memory=MemoryLayer(), history=[], immediate=[HumanMessage("hi")],
                    policy=ContextPolicy(), count=words)

@@ -1,24 +1,34 @@
-"""Chaos: kill the process at every checkpoint write and at random moments of a changing conversation,
-recover the way the README says, and count what went wrong. Plus a soak of many processes on one data dir.
+"""Chaos: kill a changing conversation where it hurts, recover the way the README says, count what went wrong.
+Plus a soak of many processes on one data dir.
 
-Each run is a fresh copy of a seeded data dir and a conversation that changes the domain once (the request,
-and "yes" when the design asks to confirm). A forked child plays it and dies: ``os._exit`` just before or just
-after the k-th checkpoint write (every k of a clean run), or SIGKILL from the parent at a random moment.
-Then, in fresh processes as a user would: ``Harness.finish`` (``harness resume --thread T --finish``); if
-nothing was pending and the transcript does not hold the request, the request is sent again; if the thread
-waits for a confirmation, the user answers yes. The model is the simulated one, which issues fresh tool-call
-ids on every call (a replay never repeats an id).
+The model rewords (``reword:clean``, ``llm/reword.py``): each answer words its free-text arguments anew and
+renames its calls, as real models do, so a recovery that asked the model again for a call already decided
+would make a second change. Each run plays one conversation that changes the domain once (the request, and
+"yes" when the design asks to confirm: ``harness`` with ``confirm_changes`` on, or ``harness-no:confirm_changes``)
+in a forked process, which dies at one of these points:
 
-Besides the checkpoint writes, one run dies between a changing tool and its settle in the change ledger
-(``tools.ledger``). The domains are the shop and the helpdesk (changes through their backends'
-``changes_once``) and ``library``, an outside pack (``benchmarks/outside_pack.py``) whose changing tool
-appends to a file and is not idempotent.
+- just before or just after the k-th checkpoint write (every k of a clean run);
+- just before or just after the k-th transcript write (every k);
+- just after the action node kept its decision in the change ledger, before anything ran;
+- between the change ledger's ``pending`` record and the tool (the tool never ran);
+- between a changing tool and its settle in the ledger (the tool ran);
+- SIGKILL from the parent at a random moment, until the runs reach the crash target.
 
-Counted per domain: runs, crashes, applied twice (the change is in the backend more than once), lost (not
-at all, and nobody told), unanswered (the last user message has no reply in the transcript), unrecoverable
-(recovery itself failed), and to a person: a change whose outcome the crash left unknown, which is not run
-again; the customer is told it is being checked and a person gets it, split by whether it had applied. ``python -m lg_harness.benchmarks.bench_chaos [--domain shop] [--random 60] [--soak MINUTES]`` or
-``harness bench chaos --domain shop``.
+Two backends. ``sqlite``: the conversation runs on a ``Harness`` over a fresh copy of a seeded data dir, and
+recovery is ``harness resume --thread T --finish`` (the CLI command, invoked in a fresh process), then what a
+user does: send the request again if nothing of it was saved, answer yes if the thread waits for it.
+``postgres``: the conversation is sent to the HTTP service's worker (``graphs.service.Runtime``: the queue,
+leases, fencing) on a database made for the run; the worker dies, a new worker takes the message over when
+its lease expires and finishes it through the same recovery path, and the client goes on as above.
+
+Counted per setup (domain, backend, confirmation on or off): runs, crashes, applied twice (the change is in
+the domain more than once), lost (not at all, and nobody told), unanswered (the last user message has no reply
+in the transcript), unrecoverable (recovery itself failed), reply missing (a reply the user was given is not
+in the transcript), and to a person: a change whose outcome the crash left unknown, which is not run again; the
+customer is told it is being checked and a person gets it, split by whether it had applied.
+
+``python -m lg_harness.benchmarks.bench_chaos [--domain shop] [--backend sqlite|postgres|both] [--confirm
+on|off|both] [--crashes 100] [--database-url URL]`` or ``harness [--database-url URL] bench chaos --domain shop``.
 
 The soak (``--soak``): N processes x T threads on one data dir for M minutes, each worker sending numbered
 messages to its own thread and to one thread all share; it prints messages served, failures and order
@@ -37,15 +47,20 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODEL = "sim:clean"
+MODEL = "reword:clean"
+SOAK_MODEL = "sim:clean"
 DESIGN = "harness"
 THREAD = "chaos"
+LEASE_TTL = 1.0  # seconds a dead worker's message waits before another worker takes it over
 
 
 @dataclass(frozen=True)
@@ -54,7 +69,7 @@ class ChaosScript:
 
     user: str
     message: str
-    count_sql: str  # rows the change adds, in the domain's database ("" : count_fn counts instead)
+    count_sql: str  # rows the change adds; {s} is the table's schema prefix ("" on SQLite, "shop." on Postgres)
     database: str
     domain: str = ""  # the domain spec Harness loads (default: the script's name)
     count_fn: Callable[[Path], int] | None = None  # for a change outside any database
@@ -68,19 +83,40 @@ def _library_renewals(run_dir: Path) -> int:
 
 SCRIPTS: dict[str, ChaosScript] = {
     "shop": ChaosScript("U001", "I want to file a complaint: the parcel for ORD-10134 arrived damaged.",
-                        "SELECT COUNT(*) FROM complaints WHERE user_id = 'U001'", "shop.sqlite"),
+                        "SELECT COUNT(*) FROM {s}complaints WHERE user_id = 'U001'", "shop.sqlite"),
     "helpdesk": ChaosScript("E1001", "Please open a ticket: my second monitor flickers all day.",
-                            "SELECT COUNT(*) FROM tickets WHERE owner_id = 'E1001'", "helpdesk.sqlite"),
+                            "SELECT COUNT(*) FROM {s}tickets WHERE owner_id = 'E1001'", "helpdesk.sqlite"),
     # an outside domain whose changing tool appends to a file and is not idempotent: only the change ledger
     # keeps it from applying twice, and a crash between it and its settle goes to a person
     "library": ChaosScript("reader-1", "Please renew BOOK-0042", "", "", domain="lg_harness.benchmarks.outside_pack:DOMAIN",
                            count_fn=_library_renewals),
 }
+YES = "yes"
 
 
 def domain_spec(name: str) -> str:
     return SCRIPTS[name].domain or name
-YES = "yes"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One cell of the bench: a domain, a backend, and whether the design asks before changing."""
+
+    domain: str
+    backend: str  # sqlite | postgres
+    confirm: bool
+
+    @property
+    def design(self) -> str:
+        return DESIGN if self.confirm else "harness-no:confirm_changes"
+
+    @property
+    def script(self) -> ChaosScript:
+        return SCRIPTS[self.domain]
+
+    @property
+    def label(self) -> str:
+        return f"{self.domain}/{self.backend}/confirm {'on' if self.confirm else 'off'}"
 
 
 # ------------------------------------------------------------------------------------------ processes
@@ -126,74 +162,197 @@ def in_child(fn: Callable[[], Any], kill_after: float | None = None, timeout: fl
     return ("ok", doc["ok"]) if "ok" in doc else ("error", doc["error"])
 
 
-def crash_at_write(k: int, after: bool) -> Callable[[], int]:
-    """Patch the SQLite saver so the process dies at its k-th write (``put`` or ``put_writes``), just before
-    it or just after it committed. Returns a counter reader (for the clean run, k = 0)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
+# ------------------------------------------------------------------------------------------ crash points
 
-    count = {"n": 0}
-    for name in ("put", "put_writes"):
-        real = getattr(SqliteSaver, name)
+
+@dataclass(frozen=True)
+class Crash:
+    """Where a run dies: the k-th write of ``kind`` (before or after it), or one of the ledger's points."""
+
+    kind: str  # checkpoint | transcript | decided | recorded | ran | random
+    k: int = 0
+    after: bool = False
+    label: str = ""
+
+
+def _classes(backend: str) -> dict[str, list[type]]:
+    from lg_harness.tools.ledger import PgLedger, SqliteLedger
+
+    if backend == "postgres":
+        from lg_harness.graphs.fencing import FencedPostgresSaver
+        from lg_harness.memory.pg_stores import PgTranscriptStore
+
+        return {"checkpoint": [FencedPostgresSaver], "transcript": [PgTranscriptStore], "ledger": [PgLedger]}
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from lg_harness.memory.transcript import TranscriptStore
+
+    return {"checkpoint": [SqliteSaver], "transcript": [TranscriptStore], "ledger": [SqliteLedger]}
+
+
+_counting = threading.Lock()
+
+
+def _count_writes(cls: type, names: tuple[str, ...], k: int, after: bool, count: dict[str, int]) -> None:
+    for name in names:
+        real = getattr(cls, name)
 
         def patched(self, *args, _real=real, **kwargs):
-            count["n"] += 1
-            if count["n"] == k and not after:
+            with _counting:  # writes come from more than one thread (LangGraph writes checkpoints in the background)
+                count["n"] += 1
+                mine = count["n"]
+            if mine == k and not after:
                 os._exit(137)
             result = _real(self, *args, **kwargs)
-            if count["n"] == k and after:
+            if mine == k and after:
                 os._exit(137)
             return result
 
-        setattr(SqliteSaver, name, patched)
-    return lambda: count["n"]
+        setattr(cls, name, patched)
 
 
-def crash_at_settle() -> None:
-    """Patch the change ledger so the process dies after a changing tool returned, before its settle."""
-    from lg_harness.tools.ledger import SqliteLedger
+def _die_around(cls: type, name: str, before: bool, when: Callable[[Any], bool] = lambda result: True) -> None:
+    real = getattr(cls, name)
 
-    def died(self, key, result):
-        os._exit(137)
+    def patched(self, *args, **kwargs):
+        if before:
+            os._exit(137)
+        result = real(self, *args, **kwargs)
+        if when(result):
+            os._exit(137)
+        return result
 
-    SqliteLedger.settle = died
+    setattr(cls, name, patched)
 
 
-def converse(data_dir: Path, domain: str, script: ChaosScript) -> list[str]:
-    """What the user does: the request, and yes if the harness asks to confirm."""
+def install(crash: Crash | None, backend: str) -> dict[str, dict[str, int]]:
+    """Patch the stores of ``backend`` so this process dies at ``crash``; returns the write counters (a clean
+    run passes None and reads how many checkpoint and transcript writes it made)."""
+    classes = _classes(backend)
+    counts = {"checkpoint": {"n": 0}, "transcript": {"n": 0}}
+    k, after = (crash.k, crash.after) if crash is not None else (0, False)
+    for cls in classes["checkpoint"]:
+        _count_writes(cls, ("put", "put_writes"), k if crash and crash.kind == "checkpoint" else 0, after,
+                      counts["checkpoint"])
+    for cls in classes["transcript"]:
+        _count_writes(cls, ("append",), k if crash and crash.kind == "transcript" else 0, after, counts["transcript"])
+    for cls in classes["ledger"]:
+        if crash is not None and crash.kind == "decided":  # the decision is kept, nothing of it has run
+            _die_around(cls, "decide", before=False)
+        if crash is not None and crash.kind == "recorded":  # pending in the ledger, the tool not yet started
+            _die_around(cls, "begin", before=False, when=lambda earlier: earlier is None)
+        if crash is not None and crash.kind == "ran":  # the tool returned, its settle never written
+            _die_around(cls, "settle", before=True)
+    return counts
+
+
+def crash_points(writes: dict[str, int], confirm: bool) -> list[Crash]:
+    """Every deterministic point of a clean run that made ``writes`` checkpoint and transcript writes (a
+    confirmed change runs from the checkpoint, so only a change made without asking keeps a decision)."""
+    points = [Crash(kind, k, after, f"{kind} write {k} {'after' if after else 'before'}")
+              for kind in ("checkpoint", "transcript") for k in range(1, writes[kind] + 1) for after in (False, True)]
+    kept = [] if confirm else [Crash("decided", label="after the decision was kept")]
+    return points + kept + [Crash("recorded", label="between the ledger's record and the tool"),
+                            Crash("ran", label="between a tool and its settle")]
+
+
+# ------------------------------------------------------------------------------------------ the two backends
+
+
+def _harness(run_dir: Path, setup: Setup, url: str | None = None) -> Any:
     from lg_harness.graphs.app import Harness
 
-    with Harness(data_dir, DESIGN, MODEL, domain=domain_spec(domain)) as h:
-        replies = [h.send(THREAD, script.message, script.user)["reply"]]
+    return Harness(run_dir, setup.design, MODEL, domain=domain_spec(setup.domain), database_url=url)
+
+
+def converse(run_dir: Path, setup: Setup, thread: str = THREAD) -> list[str]:
+    """What the user does on the embedded harness: the request, and yes if it asks to confirm."""
+    with _harness(run_dir, setup) as h:
+        replies = [h.send(thread, setup.script.message, setup.script.user)["reply"]]
         if h.last_values.get("pending_change"):
-            replies.append(h.send(THREAD, YES, script.user)["reply"])
+            replies.append(h.send(thread, YES, setup.script.user)["reply"])
     return replies
 
 
-def recover(data_dir: Path, domain: str, script: ChaosScript) -> dict[str, Any]:
-    """The README's recovery, as a new process does it: finish, resend what was never recorded, answer."""
-    from lg_harness.graphs.app import Harness
-    from lg_harness.tools.errors import HarnessError
+def recover_sqlite(run_dir: Path, setup: Setup) -> dict[str, Any]:
+    """The README's recovery in a new process: ``harness resume --finish``, then resend or answer yes."""
+    from lg_harness.graphs import cli
+    from typer.testing import CliRunner
 
-    steps = []
-    with Harness(data_dir, DESIGN, MODEL, domain=domain_spec(domain)) as h:
-        try:
-            h.finish(THREAD)
-            steps.append("finish")
-        except HarnessError as err:
-            if "no unfinished message" not in str(err) and "waits for a human" not in str(err) \
-                    and "unknown thread" not in str(err):
-                raise
-        told = h.transcripts.read(THREAD)
-        if not any(r["role"] == "user" and r["content"] == script.message for r in told):
-            h.send(THREAD, script.message, script.user)
-            steps.append("resend")
+    replies, steps = [], []
+    done = CliRunner().invoke(cli.app, ["resume", "--thread", THREAD, "--finish", "--data-dir", str(run_dir),
+                                        "--user", setup.script.user, "--json"])
+    if done.exit_code == 0:
+        replies.append(json.loads(done.stdout)["reply"])
+        steps.append("finish")
+    elif not any(s in done.output for s in ("no unfinished message", "waits for a human", "unknown thread")):
+        raise RuntimeError(f"harness resume --finish failed: {done.output.strip()[-300:]}")
+    with _harness(run_dir, setup) as h:
+        replies += _go_on(h, setup, THREAD, lambda text: h.send(THREAD, text, setup.script.user)["reply"], steps)
         values = h.state(THREAD)["values"] if h.thread_exists(THREAD) else {}
-        if values.get("pending_change"):
-            h.send(THREAD, YES, script.user)
-            steps.append("yes")
-            values = h.state(THREAD)["values"]
-        checked = bool((values.get("handoff") or {}).get("uncertain_changes"))
-    return {"steps": steps, "to_person": checked}
+    return {"steps": steps, "replies": replies, "to_person": bool((values.get("handoff") or {}).get("uncertain_changes"))}
+
+
+def _go_on(h: Any, setup: Setup, thread: str, send: Callable[[str], str], steps: list[str]) -> list[str]:
+    """After recovery, what the user does: the request again if nothing of it was saved, yes if asked."""
+    replies = []
+    told = h.transcripts.read(thread)
+    if not any(r["role"] == "user" and r["content"] == setup.script.message for r in told):
+        replies.append(send(setup.script.message))
+        steps.append("resend")
+    if h.thread_exists(thread) and h.state(thread)["values"].get("pending_change"):
+        replies.append(send(YES))
+        steps.append("yes")
+    return replies
+
+
+@contextmanager
+def worker(url: str, run_dir: Path, setup: Setup) -> Iterator[Any]:
+    """One HTTP-service worker process's runtime on ``url`` (its executor thread started)."""
+    from lg_harness.graphs.service import Runtime, Settings
+
+    rt = Runtime(Settings(data_dir=run_dir, database_url=url, chroma_url=None, domain=domain_spec(setup.domain),
+                          design=setup.design, model=MODEL, lease_ttl=LEASE_TTL, threads=1,
+                          api_keys={"chaos": setup.script.user}))
+    try:
+        rt.start()
+        yield rt
+    finally:
+        rt.close()
+
+
+def _served(rt: Any, thread: str, text: str, user: str) -> str:
+    mid = rt.submit(thread, "send", {"text": text, "user_id": user, "role": None}, None)
+    return _outcome(rt, mid)
+
+
+def _outcome(rt: Any, mid: int) -> str:
+    row = rt.queue.wait(mid, timeout=180)
+    if row["status"] != "done":
+        raise RuntimeError(f"message {mid} ended {row['status']}: {row.get('error')}")
+    return row["result"]["reply"]
+
+
+def converse_served(url: str, run_dir: Path, setup: Setup, thread: str) -> list[str]:
+    """The conversation sent to a worker of the HTTP service, on Postgres."""
+    with worker(url, run_dir, setup) as rt:
+        replies = [_served(rt, thread, setup.script.message, setup.script.user)]
+        if rt.harness.state(thread)["values"].get("pending_change"):
+            replies.append(_served(rt, thread, YES, setup.script.user))
+    return replies
+
+
+def recover_served(url: str, run_dir: Path, setup: Setup, thread: str) -> dict[str, Any]:
+    """A new worker: it takes over the dead worker's messages once their lease expires; the client goes on."""
+    replies, steps = [], []
+    with worker(url, run_dir, setup) as rt:
+        for row in rt.queue.thread_rows(thread):
+            if row["status"] in ("queued", "running"):
+                replies.append(_outcome(rt, row["id"]))
+                steps.append("taken over" if row["status"] == "running" else "served")
+        h = rt.harness
+        replies += _go_on(h, setup, thread, lambda text: _served(rt, thread, text, setup.script.user), steps)
+        values = h.state(thread)["values"] if h.thread_exists(thread) else {}
+    return {"steps": steps, "replies": replies, "to_person": bool((values.get("handoff") or {}).get("uncertain_changes"))}
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -207,6 +366,7 @@ class Tally:
     lost: int = 0
     unanswered: int = 0
     unrecoverable: int = 0
+    reply_missing: int = 0  # a reply the user was given that the transcript does not hold
     # an uncertain change handed to a person (the customer told it is being checked), by what the person finds
     to_person_applied: int = 0
     to_person_not_applied: int = 0
@@ -214,51 +374,131 @@ class Tally:
 
     def figures(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in ("runs", "crashes", "applied_twice", "lost", "unanswered",
-                                              "unrecoverable", "to_person_applied", "to_person_not_applied")}
+                                              "unrecoverable", "reply_missing", "to_person_applied",
+                                              "to_person_not_applied")}
 
 
-def applied(run_dir: Path, script: ChaosScript, baseline: int) -> int:
-    if script.count_fn is not None:
-        return script.count_fn(run_dir) - baseline
-    with sqlite3.connect(run_dir / script.database) as conn:
-        return int(conn.execute(script.count_sql).fetchone()[0]) - baseline
+class Place:
+    """Where a setup's runs live: a template data dir copied per run (SQLite), or one database per setup
+    whose runs each take a thread of their own (Postgres), and how to read what a run left."""
+
+    def __init__(self, setup: Setup, work: Path, url: str | None) -> None:
+        self.setup, self.work, self.admin_url, self.url = setup, work, url, None
+        self.template = work / "template"
+        self.n = 0
+
+    def open(self) -> None:
+        if self.setup.backend == "postgres":
+            self.url = _create_database(self.admin_url)
+
+        def seed() -> int:  # open once: the domain's databases seeded, nothing said yet
+            with _harness(self.template, self.setup, self.url):
+                return 0
+
+        status, info = in_child(seed)
+        if status != "ok":
+            raise RuntimeError(f"cannot seed a {self.setup.label} place: {info}")
+
+    def close(self) -> None:
+        if self.url is not None:
+            _drop_database(self.admin_url, self.url)
+
+    def next_run(self) -> tuple[Path, str]:
+        """A run's data dir and thread."""
+        self.n += 1
+        run_dir = self.work / f"run-{self.n}"
+        if self.setup.backend == "sqlite":
+            shutil.copytree(self.template, run_dir)
+            return run_dir, THREAD
+        run_dir.mkdir()
+        return run_dir, f"{THREAD}-{self.n}"
+
+    def applied(self, run_dir: Path) -> int:
+        """How many times the change exists in the domain now (all runs' on Postgres: subtract a baseline)."""
+        script = self.setup.script
+        if script.count_fn is not None:
+            return script.count_fn(run_dir)
+        if self.url is not None:
+            import psycopg
+
+            with psycopg.connect(self.url) as conn:
+                return int(conn.execute(script.count_sql.format(s=f"{self.setup.domain}.")).fetchone()[0])
+        with sqlite3.connect(run_dir / script.database) as conn:
+            return int(conn.execute(script.count_sql.format(s="")).fetchone()[0])
+
+    def transcript(self, run_dir: Path, thread: str) -> list[tuple[str, str]]:
+        if self.url is not None:
+            import psycopg
+
+            with psycopg.connect(self.url) as conn:
+                return [(r[0], r[1]) for r in conn.execute("SELECT role, content FROM harness.transcript WHERE "
+                                                           "thread_id = %s ORDER BY seq", (thread,))]
+        path = run_dir / "transcripts.sqlite"
+        if not path.exists():
+            return []
+        with sqlite3.connect(path) as conn:
+            return [(r[0], r[1]) for r in conn.execute("SELECT role, content FROM transcript WHERE thread_id = ? "
+                                                       "ORDER BY seq", (thread,))]
+
+    def play(self, run_dir: Path, thread: str) -> list[str]:
+        if self.url is not None:
+            return converse_served(self.url, run_dir, self.setup, thread)
+        return converse(run_dir, self.setup, thread)
+
+    def recover(self, run_dir: Path, thread: str) -> dict[str, Any]:
+        if self.url is not None:
+            return recover_served(self.url, run_dir, self.setup, thread)
+        return recover_sqlite(run_dir, self.setup)
 
 
-def unanswered(run_dir: Path) -> bool:
-    """The thread's last user message has no reply after it (or the request never reached the transcript)."""
-    path = run_dir / "transcripts.sqlite"
-    if not path.exists():
-        return True
-    with sqlite3.connect(path) as conn:
-        roles = [r[0] for r in conn.execute("SELECT role FROM transcript WHERE thread_id = ? ORDER BY seq", (THREAD,))]
-    return not roles or roles[-1] != "assistant"
+def _create_database(admin_url: str | None) -> str:
+    import psycopg
+
+    if not admin_url:
+        raise RuntimeError("the postgres backend needs a database URL whose role may create databases "
+                           "(--database-url, HARNESS_DATABASE_URL or HARNESS_TEST_DATABASE_URL)")
+    name = f"harness_chaos_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    return f"{admin_url.rpartition('/')[0]}/{name}"
 
 
-def one_run(template: Path, work: Path, domain: str, script: ChaosScript, baseline: int, tally: Tally,
-            label: str, crash: tuple[int, bool] | None = None, kill_after: float | None = None,
-            at_settle: bool = False) -> None:
-    run_dir = work / f"run-{tally.runs}"
-    shutil.copytree(template, run_dir)
+def _drop_database(admin_url: str | None, url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {url.rpartition('/')[2]} WITH (FORCE)")
+
+
+def one_run(place: Place, tally: Tally, crash: Crash | None = None, kill_after: float | None = None) -> None:
+    run_dir, thread = place.next_run()
+    baseline = place.applied(run_dir)
     tally.runs += 1
+    label = crash.label if crash is not None else f"random kill at {kill_after:.2f} s"
 
     def play() -> list[str]:
-        if crash is not None:
-            crash_at_write(*crash)
-        if at_settle:
-            crash_at_settle()
-        return converse(run_dir, domain, script)
+        install(crash, place.setup.backend)
+        return place.play(run_dir, thread)
 
     outcome, detail = in_child(play, kill_after=kill_after)
+    given = detail if outcome == "ok" else []
     if outcome == "died":
         tally.crashes += 1
     elif outcome == "error":
         tally.problems.append(f"{label}: the conversation failed without a crash: {detail}")
-    recovered, info = in_child(lambda: recover(run_dir, domain, script))
+    recovered, info = in_child(lambda: place.recover(run_dir, thread))
     if recovered != "ok":
         tally.unrecoverable += 1
         tally.problems.append(f"{label}: recovery failed: {info}")
-    to_person = recovered == "ok" and info["to_person"]
-    count = applied(run_dir, script, baseline)
+    else:
+        given = [*given, *info["replies"]]
+    _count(place, tally, label, run_dir, thread, baseline, given, recovered == "ok" and info["to_person"])
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _count(place: Place, tally: Tally, label: str, run_dir: Path, thread: str, baseline: int, given: list[str],
+           to_person: bool) -> None:
+    count = place.applied(run_dir) - baseline
     if count > 1:
         tally.applied_twice += 1
         tally.problems.append(f"{label}: applied {count} times")
@@ -270,77 +510,79 @@ def one_run(template: Path, work: Path, domain: str, script: ChaosScript, baseli
     elif count == 0:
         tally.lost += 1
         tally.problems.append(f"{label}: never applied")
-    if unanswered(run_dir):
+    told = place.transcript(run_dir, thread)
+    if not told or told[-1][0] != "assistant":
         tally.unanswered += 1
         tally.problems.append(f"{label}: unanswered")
-    shutil.rmtree(run_dir, ignore_errors=True)
+    replies = {content for role, content in told if role == "assistant"}
+    if missing := [r for r in given if r not in replies]:
+        tally.reply_missing += 1
+        tally.problems.append(f"{label}: a reply the user got is not in the transcript: {missing[0][:80]!r}")
 
 
 def warm(domain: str) -> None:
     """Import and load in the parent what every child needs (modules, the embedder, the domain's intent
     prototypes), so each forked run pays only for its own work. Nothing that starts threads or opens files."""
+    import logging
+
     from lg_harness.core.domain import load_domain
+    from lg_harness.graphs import cli  # noqa: F401
     from lg_harness.graphs.app import Harness  # noqa: F401
+    from lg_harness.graphs.service import Runtime  # noqa: F401
     from lg_harness.llm.embeddings import count_tokens, embed
     from lg_harness.nodes.classify import classify
 
     embed(["warm up"])
     count_tokens("warm up")
     classify(load_domain(domain_spec(domain)), SCRIPTS[domain].message)
+    logging.getLogger("harness").setLevel(logging.ERROR)  # each run's tool lines would drown the figures
 
 
-def run_domain(domain: str, random_kills: int = 60, seed: int = 7, log: Callable[[str], None] = print,
-               points: list[int] | None = None) -> dict[str, Any]:
-    """Crash at every checkpoint write of a clean conversation (or only at ``points``), then at random."""
-    script = SCRIPTS[domain]
-    warm(domain)
-    work = Path(tempfile.mkdtemp(prefix=f"chaos-{domain}-"))
+def run_setup(setup: Setup, crashes: int = 100, seed: int = 7, url: str | None = None,
+              log: Callable[[str], None] = print, points: list[Crash] | None = None,
+              max_runs: int | None = None) -> dict[str, Any]:
+    """Crash at every write of a clean conversation and at the ledger's points (or only at ``points``), then
+    at random moments until ``crashes`` runs have died (at most ``max_runs`` runs)."""
+    warm(setup.domain)
+    work = Path(tempfile.mkdtemp(prefix=f"chaos-{setup.domain}-{setup.backend}-"))
+    place = Place(setup, work, url)
     try:
-        template = work / "template"
-
-        def seed_dir() -> int:  # open once: the domain's databases seeded, nothing said yet
-            from lg_harness.graphs.app import Harness
-
-            with Harness(template, DESIGN, MODEL, domain=domain_spec(domain)):
-                pass
-            return 0
-
-        status, info = in_child(seed_dir)
-        if status != "ok":
-            raise RuntimeError(f"cannot seed a {domain} data dir: {info}")
-        baseline = applied(template, script, 0)
-
-        # A clean run: how many checkpoint writes the conversation makes, and how long it takes.
-        clean = work / "clean"
-        shutil.copytree(template, clean)
-
-        def counted() -> dict[str, Any]:
-            writes = crash_at_write(0, False)
-            started = time.monotonic()
-            replies = converse(clean, domain, script)
-            return {"writes": writes(), "seconds": time.monotonic() - started, "replies": replies}
-
-        status, info = in_child(counted)
-        if status != "ok" or applied(clean, script, baseline) != 1:
-            raise RuntimeError(f"the clean {domain} conversation did not apply its change once: {info}")
-        writes, seconds = info["writes"], info["seconds"]
-        log(f"{domain}: clean conversation makes {writes} checkpoint writes in {seconds:.1f} s; crashing at each, "
-            f"before and after it commits, then {random_kills} random kills")
+        place.open()
+        writes, seconds = _clean_run(place)
+        log(f"{setup.label}: a clean conversation makes {writes['checkpoint']} checkpoint and {writes['transcript']} "
+            f"transcript writes in {seconds:.1f} s; crashing at each, then at random until {crashes} crashes")
         tally = Tally()
-        for k in points if points is not None else range(1, writes + 1):
-            for after in (False, True):
-                one_run(template, work, domain, script, baseline, tally, f"write {k} {'after' if after else 'before'}",
-                        crash=(k, after))
-        # between a changing tool and its settle in the change ledger (the crash a ledger exists for)
-        one_run(template, work, domain, script, baseline, tally, "between a tool and its settle", at_settle=True)
+        for crash in points if points is not None else crash_points(writes, setup.confirm):
+            one_run(place, tally, crash=crash)
         rng = random.Random(seed)
-        for i in range(random_kills):
-            # the forked child spends part of its time opening the data dir: kill anywhere from there on
-            one_run(template, work, domain, script, baseline, tally, f"random kill {i}",
-                    kill_after=rng.uniform(0.0, seconds))
-        return {"domain": domain, "writes_per_conversation": writes, **tally.figures(), "problems": tally.problems}
+        limit = max_runs if max_runs is not None else tally.runs + 3 * crashes
+        while points is None and tally.crashes < crashes and tally.runs < limit:
+            # the forked child spends part of its time opening its stores: kill anywhere from there on
+            one_run(place, tally, kill_after=rng.uniform(0.0, seconds))
+        return {"setup": setup.label, "domain": setup.domain, "backend": setup.backend, "confirm": setup.confirm,
+                "writes_per_conversation": writes, **tally.figures(), "problems": tally.problems}
     finally:
+        place.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _clean_run(place: Place) -> tuple[dict[str, int], float]:
+    """A run without a crash: how many writes the conversation makes, and how long it takes."""
+    run_dir, thread = place.next_run()
+    baseline = place.applied(run_dir)
+
+    def counted() -> dict[str, Any]:
+        counts = install(None, place.setup.backend)
+        started = time.monotonic()
+        replies = place.play(run_dir, thread)
+        return {"writes": {k: v["n"] for k, v in counts.items()}, "seconds": time.monotonic() - started,
+                "replies": replies}
+
+    status, info = in_child(counted)
+    if status != "ok" or place.applied(run_dir) - baseline != 1:
+        raise RuntimeError(f"the clean {place.setup.label} conversation did not apply its change once: {info}")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return info["writes"], info["seconds"]
 
 
 # ---------------------------------------------------------------------------------------------- soak
@@ -359,7 +601,7 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
         from lg_harness.graphs.app import Harness
 
         served, failures = [0], []
-        with Harness(data_dir, DESIGN, MODEL, domain=domain_spec(domain)) as h:
+        with Harness(data_dir, DESIGN, SOAK_MODEL, domain=domain_spec(domain)) as h:
             deadline = time.time() + minutes * 60
 
             def work(w: int) -> None:
@@ -441,23 +683,53 @@ def order_inversions(path: Path) -> int:
     return inversions
 
 
+
+
 # ---------------------------------------------------------------------------------------------- entry
 
+COLUMNS = (("runs", "runs"), ("crashes", "crashes"), ("applied_twice", "applied twice"), ("lost", "lost"),
+           ("unanswered", "unanswered"), ("unrecoverable", "unrecoverable"), ("reply_missing", "reply missing"))
 
-def run_bench_chaos(domain: str | None = None, random_kills: int = 60, soak_minutes: float = 0.0,
-                    log: Callable[[str], None] = print) -> dict[str, Any]:
-    domains = [domain] if domain else list(SCRIPTS)
-    figures: dict[str, Any] = {"model": MODEL, "design": DESIGN,
-                               "domains": [run_domain(d, random_kills, log=log) for d in domains]}
+
+def setups(domain: str | None, backend: str, confirm: str) -> list[Setup]:
+    domains = [domain] if domain else ["shop", "helpdesk"]
+    backends = ["sqlite", "postgres"] if backend == "both" else [backend]
+    confirms = [True, False] if confirm == "both" else [confirm == "on"]
+    return [Setup(d, b, c) for d in domains for b in backends for c in confirms
+            if not (b == "postgres" and SCRIPTS[d].count_fn is not None)]  # an outside change lives in a file
+
+
+def run_bench_chaos(domain: str | None = None, crashes: int = 100, backend: str | None = None, confirm: str = "both",
+                    database_url: str | None = None, soak_minutes: float = 0.0, log: Callable[[str], None] = print,
+                    **_: Any) -> dict[str, Any]:
+    url = database_url or os.environ.get("HARNESS_DATABASE_URL") or os.environ.get("HARNESS_TEST_DATABASE_URL")
+    backend = backend or ("both" if url else "sqlite")
+    figures: dict[str, Any] = {"model": MODEL, "setups": [run_setup(s, crashes, url=url, log=log)
+                                                          for s in setups(domain, backend, confirm)]}
     if soak_minutes > 0:
-        figures["soak"] = soak(minutes=soak_minutes, domain=domains[0], log=log)
+        figures["soak"] = soak(minutes=soak_minutes, domain=domain or "shop", log=log)
     return figures
 
 
-def main(domain: str | None = None, argv: list[str] | None = None) -> None:
+def print_table(figures: dict[str, Any]) -> None:
+    print(f"{'setup':<32} " + " ".join(f"{title:>13}" for _, title in COLUMNS) + f" {'to a person (applied/not)':>26}")
+    for d in figures["setups"]:
+        person = f"{d['to_person_applied']}/{d['to_person_not_applied']}"
+        print(f"{d['setup']:<32} " + " ".join(f"{d[key]:>13}" for key, _ in COLUMNS) + f" {person:>26}")
+        for p in d["problems"][:10]:
+            print(f"  {p}")
+
+
+def main(domain: str | None = None, argv: list[str] | None = None, database_url: str | None = None,
+         **_: Any) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domain", default=domain, choices=sorted(SCRIPTS))
-    parser.add_argument("--random", type=int, default=60, help="random-moment kills per domain")
+    parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default=None,
+                        help="default: both with a database URL, else sqlite")
+    parser.add_argument("--confirm", choices=("on", "off", "both"), default="both")
+    parser.add_argument("--crashes", type=int, default=100, help="crashed runs per setup, at least")
+    parser.add_argument("--database-url", default=database_url, help="a Postgres whose role may create databases")
+    parser.add_argument("--json", dest="json_out", metavar="FILE", help="also write the figures to FILE")
     parser.add_argument("--soak", type=float, default=0.0, help="minutes of soak after the chaos runs")
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--threads", type=int, default=3)
@@ -466,15 +738,11 @@ def main(domain: str | None = None, argv: list[str] | None = None) -> None:
     if args.soak_only:
         print(json.dumps(soak(args.processes, args.threads, args.soak or 1.0, args.domain or "shop"), indent=1))
         return
-    figures = run_bench_chaos(args.domain, args.random, log=lambda s: print(s, file=sys.stderr))
-    print(f"{'domain':<10} {'runs':>5} {'crashes':>8} {'applied twice':>14} {'lost':>5} {'unanswered':>11} "
-          f"{'unrecoverable':>14} {'to a person (applied/not)':>26}")
-    for d in figures["domains"]:
-        person = f"{d['to_person_applied']}/{d['to_person_not_applied']}"
-        print(f"{d['domain']:<10} {d['runs']:>5} {d['crashes']:>8} {d['applied_twice']:>14} {d['lost']:>5} "
-              f"{d['unanswered']:>11} {d['unrecoverable']:>14} {person:>26}")
-        for p in d["problems"][:10]:
-            print(f"  {p}")
+    figures = run_bench_chaos(args.domain, args.crashes, args.backend, args.confirm, args.database_url,
+                              log=lambda s: print(s, file=sys.stderr, flush=True))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=1))
+    print_table(figures)
     if args.soak:
         s = soak(args.processes, args.threads, args.soak, args.domain or "shop")
         print(f"soak: {s['processes']} processes x {s['threads']} threads, {s['minutes']} min: "

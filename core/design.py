@@ -87,9 +87,10 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "for real models; on the simulated model it only adds calls), slots from the fact "
             "card, masked tools, canonical, validated and entity-aligned arguments, classified retries, cleaned "
             "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
-            "guards, a grounded self-check, and an explicit yes before any change.",
+            "guards, a grounded self-check, decoding constrained to each step, another try for a declined call, "
+            "and an explicit yes before any change, checked first.",
             {"intent": "classifier"}, context_budget_tokens=1300, clear_used_results=True, confirm_changes=True,
-            unsure_offer=6),
+            constrained_decoding=True, retry_declined_call=2, answer_presentation="facts", unsure_offer=6),
 )}
 
 

@@ -39,6 +39,14 @@ class Knobs(BaseModel):
     tool_calling: Literal["native", "text"] = Field(
         "native", description="native tool calls, or TOOL: lines parsed from text (models without tool calling)")
     clean_results: bool = Field(True, description="clean tool results before the model reads them")
+    constrained_decoding: bool = Field(False, description="ask the provider for output that fits the step where it "
+                                       "can (llama.cpp grammar, response_format, strict tools, Ollama format): the "
+                                       "answer step words for the customer, the action step an offered call or words")
+    retry_declined_call: int = Field(0, ge=0, le=3, description="times a model that answers a task whose slots are "
+                                     "all known without calling a tool is asked again to use the tools offered")
+    answer_presentation: Literal["replay", "facts", "both"] = Field(
+        "replay", description="how results reach the answer step: replayed tool messages, the facts in words in a "
+        "user turn, or both")
     clear_used_results: bool = Field(False, description="keep earlier turns' tool results as digests (ids and "
                                      "key fields) once answered; the latest successful one stays whole")
     normalize_input: bool = Field(True, description="strip invisible characters from user messages")
@@ -62,6 +70,8 @@ KNOB_OFF: dict[str, Any] = {
     "normalize_args": False,
     "normalize_input": False,
     "clean_results": False,
+    "constrained_decoding": False,
+    "retry_declined_call": 0,
     "clear_used_results": False,
     "long_term_memory": False,
     "identical_calls": "allow",  # no interception of a repeated identical call

@@ -601,10 +601,10 @@ def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str,
 
     fitted = summary["fitted"]
     spec: dict[str, Any] = {"base": "prior", **_fitted_spec(summary, model)}
-    if answer_rows:
+    if answer_rows:  # replay/free is what the flat rates measure (per domain, on more probes): not repeated here
         spec["answer_steps"] = {variant: {f: {**v, "source": f"measured on {model}: answer-step probes, {variant}"}
                                           for f, v in rates.items()}
-                                for variant, rates in fit_answer_steps(answer_rows).items()}
+                                for variant, rates in fit_answer_steps(answer_rows).items() if variant != "replay/free"}
     spec["forget_half_tokens"] = int(fitted["forget_half_tokens"])
     spec["malformation_mix"] = {k: round(v, 3) for k, v in fitted["malformation_mix"].items()}
     if overrides := _domain_overrides(summary, model):

@@ -127,6 +127,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "tool_failure_rate": ("Tool failure rate", "rate"),
     "false_facts": ("Replies with a false fact", "rate"),
     "internal_text": ("Replies with internal text", "rate"),
+    "dump_replies": ("Replies that are data, not words", "rate"),
+    "wrong_language": ("Replies in the wrong language", "rate"),
+    "relayed_instruction": ("Replies relaying an instruction from data", "rate"),
     "unrequested_changes": ("Unrequested changes", "count"),
     "end_state": ("End state as the scenario says", "rate"),
     "wrong_changes": ("Wrong changes (the backend's diff)", "count"),
@@ -256,7 +259,7 @@ def _reply_checks(expect: TurnExpect, reply: str, asked: set[str]) -> dict[str, 
 
 
 def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterable[Any] = (),
-               domain: DomainRef = None, on_world: bool = False) -> dict[str, Any]:
+               domain: DomainRef = None, lang: str | None = None, on_world: bool = False) -> dict[str, Any]:
     """Which expectations of one turn held.
 
     Args:
@@ -264,6 +267,8 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
         turn_expect: The scenario turn's ``TurnExpect`` (or its dict form).
         history: The user's earlier messages in this conversation (texts, scenario turns or dicts with
             ``user``); used to spot a question for an order number the user already gave.
+        lang: The language the customer wrote this turn in; with it, a reply the bot wrote must be words in
+            that language with nothing internal or relayed (``customer_grade``, ``evals.reply_quality``).
         on_world: The scenario's outcome is judged on the backend's end state: which calls ran
             (``tools``) is then a diagnostic, not part of ``passed``.
 
@@ -287,6 +292,8 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
         world = turn_record.get("world")
         checks["no_changes"] = not (counted(world) if world is not None else applied_changes(calls, dom))
     checks.update(_reply_checks(expect, reply, asked))
+    if lang is not None and reply and handled(turn_record):
+        checks["customer_grade"] = reply_quality.customer_grade(reply, lang, _registry(dom).names())
     if expect.handoff is not None:
         checks["handoff"] = bool(turn_record.get("handoff")) == expect.handoff
     diagnostic = {"intent", "tools"} if on_world else {"intent"}
@@ -515,7 +522,8 @@ def _judge_all(record: Mapping[str, Any], scenario: Scenario) -> list[dict[str, 
     for i, turn in enumerate(scenario.turns):
         # a turn the record lacks (the run broke off) fails every expectation it has
         rec = by_index.get(i, {"index": i, "reply": "", "tool_calls": [], "missing": True})
-        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record_domain(record), world)
+        verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record_domain(record),
+                             lang=reply_quality.reply_language(rec, turn.user, scenario.lang), on_world=world)
         if rec.get("missing"):
             verdict["passed"] = False
         judged.append(verdict)
@@ -568,7 +576,7 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         "tool_failures": [sum(c.get("status") != "ok" for c in calls), len(calls)],
         "end_state": [int(outcome["passed"]), 1] if outcome else [0, 0],
         **reply_quality.counts(turns, record_domain(record), _registry(record_domain(record)).names(),
-                               [t.user for t in sc.turns]),
+                               [t.user for t in sc.turns], sc.lang),
     }
     sums = {
         "repeated_questions": sum(j["repeated_question"] for j in judged),

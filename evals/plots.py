@@ -20,7 +20,8 @@ BAR_METRICS = (
     "task_completion", "arg_validity_emitted", "arg_validity_boundary", "intent_accuracy", "turn_pass_rate", "model_calls_per_msg",
     "input_tokens_per_msg", "input_tokens_per_call", "latency_p50_s", "latency_p95_s", "early_reference",
     "repeated_questions", "loops_stopped", "handoffs", "retries_per_429", "retry_after_honored",
-    "tool_failure_rate", "false_facts", "internal_text", "unrequested_changes",
+    "tool_failure_rate", "false_facts", "internal_text", "dump_replies", "wrong_language", "relayed_instruction",
+    "unrequested_changes",
 )
 _UNITS = {"rate": "%", "tokens": "tokens", "seconds": "seconds", "count": "count per seed", "number": "mean"}
 

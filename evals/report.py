@@ -52,6 +52,9 @@ _COUNTS: list[tuple[str, str]] = [
     ("Tool failure rate", "tool_failure_rate"),
     ("Replies with a false fact", "false_facts"),
     ("Replies with internal text", "internal_text"),
+    ("Replies that are data, not words", "dump_replies"),
+    ("Replies in the wrong language", "wrong_language"),
+    ("Replies relaying an instruction", "relayed_instruction"),
 ]
 
 

@@ -243,6 +243,11 @@ class Harness:
         self.threads.require(thread_id)
 
     def check_message(self, text: str) -> str:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:  # a lone surrogate: JSON can carry one, no store can keep it
+            raise HarnessError(f"the message holds an unpaired surrogate (U+{ord(text[err.start]):04X}) at "
+                               f"character {err.start}; send valid UTF-8 text") from None
         cleaned = (clean_text(text) if self.design.knobs.normalize_input else text).strip()
         if not cleaned:
             raise HarnessError("empty message: type what you need, e.g. harness run \"hello, I need help\"")
@@ -294,8 +299,10 @@ class Harness:
         self.check_owner(thread_id, user["id"], current)
         self.transcripts.claim(thread_id, user["id"])
         turn = (current.get("turn") or 0) + 1
-        self.transcripts.append(thread_id, turn, "user", message)
+        # the setup first: a message that only reached the transcript is finished with the design, model and
+        # domain it was sent with (harness resume --finish reads them)
         self.transcripts.record_setup(thread_id, *self.setup)
+        self.transcripts.append(thread_id, turn, "user", message)
         if "human" in snapshot.next:
             return self._while_waiting(thread_id, snapshot)
         if human_hold.is_held(self, thread_id):
@@ -465,30 +472,56 @@ class Harness:
         checkpoint to fork from first) on the state it stopped with; the result is that message's, as
         ``send`` returns it. A message the crash left only in the transcript runs from its start. Nothing
         is forked when there is nothing to finish."""
+        if checkpoint_id is not None:
+            with self.order.turn(thread_id):
+                return self._finish_from(thread_id, checkpoint_id)
+        done = self.complete(thread_id)
+        if done is not None:
+            return done
+        stopped = self.state(thread_id)  # an unknown thread says so here
+        if "human" in stopped["pending"]:
+            raise HarnessError(f"thread '{thread_id}' waits for a human; answer with: "
+                               f"harness handoff reply --thread {thread_id} TEXT")
+        raise HarnessError(f"thread '{thread_id}' has no unfinished message; send a new one with: "
+                           f"harness run --thread {thread_id} MESSAGE")
+
+    def complete(self, thread_id: str) -> SendResult | None:
+        """The one recovery path (``finish``, ``harness resume --finish``, and the HTTP worker that takes over
+        a dead worker's message): finish what a stopped message left on the thread, and record its reply in
+        the transcript. Whatever the crash saved decides: steps still to run are run (a decided call is run,
+        never decided again); a reply the checkpoint holds but the transcript does not is recorded; a
+        message only the transcript holds runs from its start. Returns that message's result, or None when
+        the thread has nothing unfinished (or waits for a human)."""
         with self.order.turn(thread_id):
-            if not self.thread_exists(thread_id) and checkpoint_id is None:
-                return self._finish_unsaved(thread_id, {})
-            stopped = self.state(thread_id, checkpoint_id)
-            where = f"checkpoint {checkpoint_id}" if checkpoint_id else f"thread '{thread_id}'"
-            if checkpoint_id is None and (not stopped["pending"] or stopped["pending"] == ["human"]) \
-                    and self._record_saved_reply(thread_id, stopped["values"]):
+            if not self.thread_exists(thread_id):
+                return self._run_unsaved(thread_id, {})
+            stopped = self.state(thread_id)
+            pending, values = stopped["pending"], stopped["values"]
+            if pending in ([], ["human"]) and self._record_saved_reply(thread_id, values):
                 snapshot = self.graph.get_state(self.config(thread_id))
                 self.last_values = snapshot.values
                 return self.result(thread_id, snapshot, [])
-            if "human" in stopped["pending"]:
-                raise HarnessError(f"{where} waits for a human; answer with: "
-                                   f"harness handoff reply --thread {thread_id} TEXT")
-            values = stopped["values"]
-            if not stopped["pending"]:
-                if checkpoint_id is None:
-                    return self._finish_unsaved(thread_id, values)
-                raise HarnessError(f"{where} has no unfinished message; send a new one with: "
-                                   f"harness run --thread {thread_id} MESSAGE")
-            if checkpoint_id:
-                self.fork(thread_id, checkpoint_id)
-            # Before the intent node has run, the pending message has not been counted yet.
-            turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(stopped["pending"]))
-            return self._run(thread_id, None, turn, (values.get("user") or {}).get("id"))
+            if "human" in pending:
+                return None
+            if not pending:
+                return self._run_unsaved(thread_id, values)
+            return self._run_pending(thread_id, pending, values)
+
+    def _finish_from(self, thread_id: str, checkpoint_id: str) -> SendResult:
+        stopped = self.state(thread_id, checkpoint_id)
+        if "human" in stopped["pending"]:
+            raise HarnessError(f"checkpoint {checkpoint_id} waits for a human; answer with: "
+                               f"harness handoff reply --thread {thread_id} TEXT")
+        if not stopped["pending"]:
+            raise HarnessError(f"checkpoint {checkpoint_id} has no unfinished message; send a new one with: "
+                               f"harness run --thread {thread_id} MESSAGE")
+        self.fork(thread_id, checkpoint_id)
+        return self._run_pending(thread_id, stopped["pending"], stopped["values"])
+
+    def _run_pending(self, thread_id: str, pending: list[str], values: dict[str, Any]) -> SendResult:
+        # Before the intent node has run, the pending message has not been counted yet.
+        turn = (values.get("turn") or 0) + bool({"__start__", "intent"} & set(pending))
+        return self._run(thread_id, None, turn, (values.get("user") or {}).get("id"))  # type: ignore[return-value]
 
     def _record_saved_reply(self, thread_id: str, values: dict[str, Any]) -> bool:
         """The message ran to its end and its checkpoint holds the reply, but the process stopped before the
@@ -502,17 +535,15 @@ class Harness:
             self.transcripts.open_handoff(thread_id, str(values["handoff"]["ticket"]))
         return True
 
-    def _finish_unsaved(self, thread_id: str, values: dict[str, Any]) -> dict[str, Any]:
+    def _run_unsaved(self, thread_id: str, values: dict[str, Any]) -> SendResult | None:
+        """Run the message the transcript holds beyond the checkpoints, if any (None: there is none)."""
         found = self.unanswered_message(thread_id, values)
         owner = self.transcripts.owner(thread_id) or (values.get("user") or {}).get("id")
         if found is None or not owner:
-            if not values:
-                self.require_thread(thread_id)
-            raise HarnessError(f"thread '{thread_id}' has no unfinished message; send a new one with: "
-                               f"harness run --thread {thread_id} MESSAGE")
+            return None
         turn, message = found
         user = values.get("user") or self.user(owner)
-        return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
+        return self._run(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])  # type: ignore[return-value]
 
     def fork(self, thread_id: str, checkpoint_id: str) -> str:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""

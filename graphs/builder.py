@@ -53,6 +53,16 @@ def uncertain_first(router: Any) -> Any:
     return route
 
 
+def planned_first(router: Any) -> Any:
+    """``router``, except that calls the action node decided go to ``execute`` to run."""
+
+    def route(state: Any) -> Any:
+        return "execute" if state.get("planned_calls") else router(state)
+
+    route.__name__ = getattr(router, "__name__", "route")
+    return route
+
+
 def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver | None = None, *,
                 domain: Domain | None = None, registry: ToolRegistry | None = None,
                 executor: ToolExecutor | None = None, resources: dict[str, Any] | None = None) -> CompiledStateGraph:
@@ -67,8 +77,11 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
     deps = NodeDeps(model=model, registry=registry, executor=executor or ToolExecutor(registry),
                     design=design, domain=domain, resources=resources or {})
     graph = StateGraph(HarnessState)
-    for role in NODE_ROLES:
-        graph.add_node(role, traced_node(role, variants(role)[design.variant(role)](deps)))
+    nodes = {role: variants(role)[design.variant(role)](deps) for role in NODE_ROLES}
+    for role, node in nodes.items():
+        graph.add_node(role, traced_node(role, node))
+    # Deciding a call and running it are two steps, so the decision is saved before anything runs.
+    graph.add_node("execute", traced_node("execute", nodes["action"].execute))
     knobs = design.knobs
     done = END
     if knobs.long_term_memory and "memory" in deps.resources:
@@ -82,8 +95,11 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         router, targets = rules.router(source, knobs), rules.targets(source)
         # Only the self-check's "done" leads on to remembering; other ends of a turn end the run.
         path_map = {t: (done if t == END and source == "self_check" else t) for t in targets}
-        if source == "action":  # whatever a design's own rules say, an uncertain change goes to a person
+        if source == "action":  # the action rules route after the calls ran (execute); decided calls run first
+            # whatever a design's own rules say, an uncertain change goes to a person
             router, path_map = uncertain_first(router), {**path_map, "handoff": "handoff"}
+            graph.add_conditional_edges("execute", router, path_map)
+            router, path_map = planned_first(router), {**path_map, "execute": "execute"}
         graph.add_conditional_edges(source, router, path_map)
     graph.add_edge("reply", "self_check")
     if knobs.wait_for_human:

@@ -495,15 +495,20 @@ def trace(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Domai
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The last message's span tree with timings."""
     from lg_harness.core.domain import load_domain
+    from lg_harness.graphs.thread_history import unknown_thread
+    from lg_harness.graphs.thread_ids import check_thread_id
     from lg_harness.obs.render import load_trace, span_tree
 
+    check_thread_id(thread)
     me = load_domain(thread_domain(data_dir, thread) or domain_spec(domain)).default_user if user is None else user.strip()
     if not me:
         raise HarnessError("--user is empty: name the user whose thread this is")
     if (owner := recorded_owner(data_dir, thread)) is not None and owner != me:
-        raise HarnessError(f"thread '{thread}' belongs to another user; use your own thread id")
+        raise unknown_thread(thread)
 
     spans = load_trace(data_dir, thread_id=thread)
+    if not spans and owner is None:
+        raise unknown_thread(thread)
     if not spans:
         raise HarnessError(f"no trace for thread '{thread}' in {data_dir}; run a message first "
                            "(traces go to the data dir unless HARNESS_TRACE says otherwise)")
@@ -705,13 +710,43 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | se
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
     domain = domain_spec(domain)
     module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
-    storage = STORAGE if kind == "serve" else {}  # serving is measured on the database the options name
+    storage = STORAGE if kind in ("serve", "chaos") else {}  # measured on the database the options name
     if json_out:
         with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
             figures = getattr(module, f"run_bench_{kind}")(domain=domain, **storage)
         emit_json({"bench": kind, "figures": figures})
     else:
         module.main(domain=domain, **storage)
+
+
+def _calibrate_answers(models: str, per_lang: int, split: str, out_dir: Path, json_out: bool,
+                       domain_specs: str = "shop,helpdesk") -> None:
+    """``harness calibrate --answer-steps``: the answer-step probe table per model (evals.answer_probes)."""
+    from lg_harness.core.domain import load_domain
+    from lg_harness.evals.answer_probes import answer_probes, answer_table, run_answer_probes, write_report
+    from lg_harness.llm.factory import make_model
+
+    if split == "test":
+        raise HarnessError("answer-step probes come from the dev split; use --split dev")
+    loaded = [load_domain(d.strip()) for d in domain_specs.split(",") if d.strip()]
+    domains = {d.name: d for d in loaded}
+    probes = [p for d in loaded for p in answer_probes(d, split=split, per_lang=per_lang)]
+    command = "harness " + " ".join(sys.argv[1:])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tables = {}
+    for spec in [m.strip() for m in models.split(",") if m.strip()]:
+        rows_file = out_dir / f"rows-{spec.replace(':', '_')}.json"
+        rows = json.loads(rows_file.read_text()) if rows_file.exists() else []
+        rows = run_answer_probes(make_model(spec), probes, domains, rows,
+                                 save=lambda r, f=rows_file: f.write_text(json.dumps(r, ensure_ascii=False, indent=0)),
+                                 progress=lambda i, n, s=spec: err.print(f"{s}: {i}/{n}") if not json_out else None)
+        tables[spec] = answer_table(rows)
+        write_report(rows, out_dir, spec, command, len(probes))
+    if json_out:
+        emit_json({"out": str(out_dir), "probes": len(probes), "tables": tables})
+        return
+    for spec, table in tables.items():
+        out.print(f"{spec}\n{table}")
 
 
 @app.command()
@@ -729,9 +764,16 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
                                                                "decoding")] = None,
               domains: Annotated[str, typer.Option("--domains", help="comma-separated domain specs whose scenarios "
                                                    "the probes come from")] = "shop,helpdesk",
+              answer_steps: Annotated[bool, typer.Option("--answer-steps", help="only the answer-step probes: each "
+                                                         "presentation of the results x free/constrained decoding")]
+              = False,
               json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Measure models' faults with probes from the domains' dev scenarios; fit the sim's profile to one."""
     import datetime
+
+    if answer_steps:
+        _calibrate_answers(models, per_kind, split, out_dir, json_out, domains)
+        return
 
     from lg_harness.core.domain import load_domain
     from lg_harness.evals.calibrate import (
@@ -832,26 +874,56 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
               **STORAGE)
 
 
+def on_terminal() -> bool:
+    """Whether a person at a terminal can answer a question (prune asks before deleting)."""
+    return sys.stdin.isatty()
+
+
 @app.command()
 @cli_command
 def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads idle longer than this: 30d, 12h, "
                                                   "90m")],
           keep_latest: Annotated[bool, typer.Option("--keep-latest", help="keep each thread (its latest checkpoint, "
                                                     "transcript and audit); drop only older checkpoints")] = False,
+          dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be deleted; delete nothing")] = False,
+          include_human: Annotated[bool, typer.Option("--include-human", help="also threads waiting for or held by "
+                                                      "a human (kept by default)")] = False,
+          yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask before deleting")] = False,
           data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None, json_out: JsonOpt = False,
           debug: DebugOpt = False) -> None:
-    """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints)."""
-    from lg_harness.graphs.prune import parse_age
+    """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints).
+    Threads waiting for or held by a human are kept unless --include-human; on a terminal it asks first."""
+    from lg_harness.graphs.prune import parse_age, plan
     from lg_harness.graphs.prune import prune as run_prune
 
     age = parse_age(older_than)
     with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
-        report = run_prune(h, age, keep_latest=keep_latest)
+        planned = plan(h, age, include_human=include_human)
+        what = "drop the older checkpoints of" if keep_latest else "delete"
+        if dry_run or not json_out:
+            _say_planned(planned, older_than, ("would " if dry_run else "will ") + what)
+        if dry_run:
+            if json_out:
+                emit_json({"dry_run": True, **planned})
+            return
+        if planned["thread_ids"] and not yes and on_terminal() and not typer.confirm(
+                f"{what.capitalize()} {len(planned['thread_ids'])} thread(s)?", default=False, err=True):
+            raise HarnessError("nothing deleted")
+        report = run_prune(h, age, keep_latest=keep_latest, include_human=include_human)
     if json_out:
         emit_json(report)
         return
     out.print(f"{report['strategy']}: {report['threads']} thread(s) idle for over {older_than}; checkpoints "
               f"{report['checkpoints_before']} -> {report['checkpoints_after']}")
+
+
+def _say_planned(planned: dict[str, list[str]], older_than: str, verb: str) -> None:
+    threads, kept = planned["thread_ids"], planned["kept_for_a_human"]
+    err.print(f"{verb} {len(threads)} thread(s) idle for over {older_than}: {', '.join(threads) or '-'}",
+              markup=False, highlight=False)
+    if kept:
+        err.print(f"kept, waiting for or held by a human (--include-human deletes them too): {', '.join(kept)}",
+                  markup=False, highlight=False)
 
 
 handoff_app = typer.Typer(no_args_is_help=True, help="Threads waiting for a human, and the human's answer.")

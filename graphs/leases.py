@@ -186,8 +186,11 @@ class ThreadQueue:
                                  "has finished, or use the policy 'enqueue' (wait) or 'interrupt'")
             if busy and policy == "interrupt":
                 db.run("UPDATE thread_queue SET cancel = 1 WHERE thread_id = %s AND status = 'running'", (thread_id,))
-                db.run("UPDATE thread_queue SET status = 'cancelled', error = 'interrupted by a newer message', "
-                       f"finished_at = {db.now} WHERE thread_id = %s AND status = 'queued'", (thread_id,))
+                for dropped in db.run("SELECT id, payload FROM thread_queue WHERE thread_id = %s AND status = 'queued'",
+                                      (thread_id,)):
+                    db.run("UPDATE thread_queue SET status = 'cancelled', error = 'interrupted by a newer message', "
+                           f"payload = %s, finished_at = {db.now} WHERE id = %s",
+                           (json.dumps(at_rest(json.loads(dropped["payload"])), ensure_ascii=False), dropped["id"]))
             waiter = f"{db.now} + {self.ttl}" if kind == "turn" else "NULL"
             row = db.run("INSERT INTO thread_queue (thread_id, kind, payload, status, created_at, waiter_expires_at) "
                          f"VALUES (%s, %s, %s, 'queued', {db.now}, {waiter}) RETURNING id",
@@ -300,9 +303,12 @@ class ThreadQueue:
         db = self.db
         with db.step(claim.thread_id):
             # Only this claim's generation: a worker that stalled past its lease and was taken over stores nothing.
-            done = db.run(f"UPDATE thread_queue SET status = %s, result = %s, error = %s, finished_at = {db.now} "
-                          "WHERE id = %s AND worker = %s AND attempts = %s AND status = 'running' RETURNING id",
-                          (status, json.dumps(result, ensure_ascii=False, default=str) if result is not None else None,
+            # The finished row keeps no typed personal data: the worker needed the text, nobody needs it now.
+            payload, result, error = at_rest(claim.payload), at_rest(result), at_rest(error)
+            done = db.run(f"UPDATE thread_queue SET status = %s, payload = %s, result = %s, error = %s, finished_at = "
+                          f"{db.now} WHERE id = %s AND worker = %s AND attempts = %s AND status = 'running' RETURNING id",
+                          (status, json.dumps(payload, ensure_ascii=False, default=str),
+                           json.dumps(result, ensure_ascii=False, default=str) if result is not None else None,
                            error, claim.id, self.worker, claim.attempts))
             db.run("DELETE FROM thread_leases WHERE thread_id = %s AND worker = %s AND message_id = %s",
                    (claim.thread_id, self.worker, claim.id))
@@ -379,6 +385,16 @@ class ThreadQueue:
         rows = self.db.run("SELECT seq, event FROM message_events WHERE message_id = %s AND seq > %s ORDER BY seq",
                            (message_id, after))
         return [(int(r["seq"]), json.loads(r["event"])) for r in rows]
+
+
+def at_rest(value: Any) -> Any:
+    """What a finished queue row keeps of a payload, result or error: personal data masked (``obs.audit``'s
+    redactor), except the reply the customer is owed, which ``GET /messages/{id}`` returns to them alone."""
+    from lg_harness.obs.audit import default_redactor, redact_value
+
+    if isinstance(value, dict):
+        return {k: v if k == "reply" else redact_value(v, default_redactor) for k, v in value.items()}
+    return redact_value(value, default_redactor)
 
 
 def abandoned_note(thread_id: str) -> str:

@@ -77,6 +77,11 @@ CREATE TABLE experience_hits (user_id TEXT NOT NULL, record_id TEXT NOT NULL, hi
 CREATE TABLE memory_pending (key TEXT PRIMARY KEY, user_id TEXT NOT NULL, payload TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL, claimed_at DOUBLE PRECISION);
 """),
+    (9, "decided calls", """
+CREATE TABLE decided_calls (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, calls TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL);
+CREATE INDEX decided_calls_by_thread ON decided_calls (thread_id);
+"""),
 ]
 
 

@@ -6,7 +6,12 @@ SQLite), transcript, handoff rows, finished queue rows and node events, and audi
 ``keep_latest`` the thread stays resumable and readable: only checkpoints other than each namespace's latest
 go (``PostgresSaver.prune(strategy="keep_latest")``; on SQLite the same rule in SQL, since ``SqliteSaver`` has
 no ``prune`` and keeps whole checkpoints, so no blob outlives its checkpoint). Facts are per user, not per
-thread, and are kept.
+thread, and are kept; of the change ledger a deleted thread's settled and failed changes and its decided calls
+go, its pending ones (a person has to check them) stay.
+
+The safety catch: a thread waiting for a human, or held by one, is kept whatever its age unless
+``include_human`` says otherwise (the person may answer tomorrow); ``plan`` says what a prune would delete
+without deleting it (``harness prune --dry-run``), and the CLI asks before deleting on a terminal.
 """
 
 from __future__ import annotations
@@ -30,15 +35,32 @@ def parse_age(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def prune(harness: Any, older_than_s: float, *, keep_latest: bool = False, now: float | None = None) -> dict[str, Any]:
-    """Prune the threads of ``harness``'s stores idle for more than ``older_than_s`` seconds; returns counts."""
+def plan(harness: Any, older_than_s: float, *, include_human: bool = False, now: float | None = None
+         ) -> dict[str, list[str]]:
+    """What a prune would delete (``thread_ids``) and the idle threads it keeps for a human
+    (``kept_for_a_human``: waiting for one or held by one), deleting nothing."""
     cutoff = (now if now is not None else time.time()) - older_than_s
-    stores = harness.stores
-    if stores.backend == "postgres":
-        return _prune_postgres(stores, cutoff, keep_latest)
-    if harness.data_dir is None:
+    if harness.stores.backend != "postgres" and harness.data_dir is None:
         raise HarnessError("nothing to prune: this harness keeps its state in memory")
-    return _prune_sqlite(harness, Path(harness.data_dir), cutoff, keep_latest)
+    idle = _idle_postgres(harness.stores, cutoff) if harness.stores.backend == "postgres" else _idle_sqlite(harness, cutoff)
+    human = set(harness.transcripts.waiting_handoffs()) | set(harness.transcripts.held_handoffs())
+    kept = [] if include_human else [t for t in idle if t in human]
+    return {"thread_ids": [t for t in idle if t not in kept], "kept_for_a_human": kept}
+
+
+def prune(harness: Any, older_than_s: float, *, keep_latest: bool = False, include_human: bool = False,
+          now: float | None = None) -> dict[str, Any]:
+    """Prune the threads of ``harness``'s stores idle for more than ``older_than_s`` seconds (threads waiting
+    for or held by a human only with ``include_human``); returns counts and what was kept."""
+    planned = plan(harness, older_than_s, include_human=include_human, now=now)
+    threads = planned["thread_ids"]
+    if harness.stores.backend == "postgres":
+        report = _prune_postgres(harness.stores, threads, keep_latest)
+    else:
+        report = _prune_sqlite(harness, Path(harness.data_dir), threads, keep_latest)
+    if threads and not keep_latest and harness.stores.ledger is not None:
+        harness.stores.ledger.forget(threads)
+    return {**report, "kept_for_a_human": planned["kept_for_a_human"]}
 
 
 def _result(threads: list[str], before: int, after: int, keep_latest: bool) -> dict[str, Any]:
@@ -46,14 +68,23 @@ def _result(threads: list[str], before: int, after: int, keep_latest: bool) -> d
             "thread_ids": threads, "checkpoints_before": before, "checkpoints_after": after}
 
 
-def _prune_postgres(stores: Any, cutoff: float, keep_latest: bool) -> dict[str, Any]:
-    pool, saver = stores.pool, stores.checkpointer
+def _idle_postgres(stores: Any, cutoff: float) -> list[str]:
     stores.queue.sweep()  # a message whose CLI died stays open until someone looks; prune looks at every thread
-    with pool.connection() as conn:
-        threads = [r["thread_id"] for r in conn.execute(
+    with stores.pool.connection() as conn:
+        return [r["thread_id"] for r in conn.execute(
             "SELECT thread_id FROM threads WHERE updated_at < %s AND NOT EXISTS (SELECT 1 FROM thread_queue q "
             "WHERE q.thread_id = threads.thread_id AND q.status IN ('queued', 'running')) ORDER BY thread_id",
             (cutoff,)).fetchall()]
+
+
+def _idle_sqlite(harness: Any, cutoff: float) -> list[str]:
+    return [r[0] for r in harness.transcripts.conn.execute("SELECT thread_id FROM threads WHERE updated_at < ? "
+                                                           "ORDER BY thread_id", (cutoff,)).fetchall()]
+
+
+def _prune_postgres(stores: Any, threads: list[str], keep_latest: bool) -> dict[str, Any]:
+    pool, saver = stores.pool, stores.checkpointer
+    with pool.connection() as conn:
         before = _count_pg(conn, threads)
     if threads:
         saver.prune(threads, strategy="keep_latest" if keep_latest else "delete")
@@ -76,10 +107,8 @@ def _count_pg(conn: Any, threads: list[str]) -> int:
     return int(row["n"])
 
 
-def _prune_sqlite(harness: Any, data_dir: Path, cutoff: float, keep_latest: bool) -> dict[str, Any]:
+def _prune_sqlite(harness: Any, data_dir: Path, threads: list[str], keep_latest: bool) -> dict[str, Any]:
     transcripts = harness.transcripts.conn
-    threads = [r[0] for r in transcripts.execute("SELECT thread_id FROM threads WHERE updated_at < ? "
-                                                 "ORDER BY thread_id", (cutoff,)).fetchall()]
     saver = harness.stores.checkpointer
     conn: sqlite3.Connection = saver.conn
 

@@ -5,9 +5,10 @@ Callers authenticate as for ``harness serve``: ``HARNESS_API_KEYS=key=U001,key2=
 (``Authorization: Bearer <key>``) to users; the user ``@agent`` is the human-agent desk. Without a key, or
 with an unknown one, every request is refused (401): the server has no anonymous users.
 
-- A thread created by a user is marked with its owner (metadata ``owner``); reading it (state, history,
-  runs), searching, updating, deleting and running on it are filtered to the owner, so another user's thread
-  is simply not found (404). The desk sees every thread.
+- A thread created by a user is marked with its owner (metadata ``owner``); creating it again (``if_exists``),
+  copying, reading it (state, history, runs), searching, updating, deleting and running on it are filtered to
+  the owner, so another user's thread is simply not found (404; a create naming another user's thread id is
+  refused, 409, and returns nothing of it). The desk sees every thread.
 - A run acts for its caller: the input's ``user`` is set to the caller with the role the domain records for
   them (a different id or role is refused, 403), so nobody sends a message as someone else or with more
   rights. Only the desk may resume a thread waiting for a human.
@@ -87,11 +88,15 @@ async def assistants_are_public(ctx: Auth.types.AuthContext, value: Any) -> bool
 
 
 @auth.on.threads.create
-async def mark_owner(ctx: Auth.types.AuthContext, value: Any) -> None:
+async def mark_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
+    """A new thread is the caller's. The filter returned makes an existing thread of that id the caller's
+    own or nothing: ``if_exists: do_nothing`` would otherwise hand back whoever's thread holds the id, and a
+    copy (which creates) is the caller's too."""
     metadata = value.setdefault("metadata", {}) if isinstance(value, dict) else {}
     if metadata is None:
         metadata = value["metadata"] = {}
     metadata[OWNER] = ctx.user.identity
+    return _own(ctx)
 
 
 @auth.on.threads.read

@@ -33,6 +33,8 @@ from typing import Any
 
 from fastapi import Request
 from lg_harness.core.domain import default_domain
+from lg_harness.graphs import http_guard
+from lg_harness.graphs.http_guard import unknown_thread
 from lg_harness.graphs.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.tools.errors import HarnessError
@@ -231,19 +233,22 @@ class Runtime:
             return ops.answer(h, p.get("agent") or AGENT, thread, p["text"])
         snapshot = h.graph.get_state(h.config(thread))
         turn = int(snapshot.values.get("turn") or 0)
-        if claim.recovered and claim.turn_before is not None:
-            # Another worker started this message and died. Its checkpoints say how far it got.
-            pending = [n for n in snapshot.next if n != "human"]
-            if pending:
-                return h.finish(thread)
-            if turn > claim.turn_before or "human" in snapshot.next:
-                return h.result(thread, snapshot, [])  # it ran to the end but died before storing the outcome
-            if h.unanswered_message(thread, snapshot.values) == (turn + 1, h.check_message(p["text"])):
-                # It died after the transcript took the message, before the first checkpoint: run the message
-                # from the row already there, so the transcript holds it once.
-                return h.finish(thread)
+        if claim.recovered and claim.turn_before is not None and (done := self._recover(claim, snapshot)) is not None:
+            return done
         self.queue.note_turn(claim, turn)
         return h.send(thread, p["text"], p.get("user_id"), p.get("role"))
+
+    def _recover(self, claim: Claim, snapshot: Any) -> dict[str, Any] | None:
+        """Another worker started this message and died: complete what it left through the harness's one
+        recovery path (``Harness.complete``), or None when nothing of the message was saved (send it)."""
+        h, thread = self.harness, claim.thread_id
+        turn = int(snapshot.values.get("turn") or 0)
+        started = turn > (claim.turn_before or 0) or bool(snapshot.tasks)
+        if not started and h.unanswered_message(thread, snapshot.values) != (turn + 1, h.check_message(claim.payload["text"])):
+            return None
+        done = h.complete(thread)
+        # None: it ran to the end and its reply is in the transcript; the worker died before storing the outcome
+        return done if done is not None else h.result(thread, h.graph.get_state(h.config(thread)), [])
 
     def _on_update(self, thread_id: str, update: dict[str, Any]) -> None:
         claim = getattr(self.local, "claim", None)
@@ -317,16 +322,15 @@ class Api:
         raise HTTPException(401, "authenticate with Authorization: Bearer <key>"
                             + (f" or the {s.user_header} header" if s.user_header else ""))
 
-    def owned(self, thread_id: str, user: str) -> None:
-        """A user reads and changes only their own threads (the desk reads any)."""
-        from fastapi import HTTPException
-
-        if user == AGENT:
-            return
+    def owned(self, thread_id: str, user: str, *, new_ok: bool = False) -> None:
+        """A user reads and changes only their own threads (the desk reads any). Another user's thread
+        answers exactly as one that does not exist (404), so nobody learns which ids are taken by asking;
+        ``new_ok``: a message may start a thread."""
         h = self.rt.harness
-        owner = (h.graph.get_state(h.config(thread_id)).values.get("user") or {}).get("id")
-        if owner is not None and owner != user:
-            raise HTTPException(403, f"thread '{thread_id}' belongs to another user")
+        owner = h.owner_of(thread_id)
+        exists = owner is not None or h.thread_exists(thread_id)
+        if (exists and user != AGENT and owner not in (None, user)) or (not exists and not new_ok):
+            raise unknown_thread(thread_id)
 
     async def enqueue(self, thread_id: str, kind: str, payload: dict[str, Any], policy: str | None) -> int:
         return await asyncio.to_thread(self.rt.submit, thread_id, kind, payload, policy)
@@ -389,6 +393,7 @@ def create_app(settings: Settings | None = None) -> Any:
     async def harness_error(request: Request, exc: HarnessError) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=409 if isinstance(exc, ThreadBusy) else 400)
 
+    http_guard.install(app)
     _message_routes(app, api)
     _thread_routes(app, api)
     _ops_routes(app, api)
@@ -403,26 +408,28 @@ def _message_routes(app: Any, api: Api) -> None:
     from fastapi.responses import JSONResponse, StreamingResponse
 
     @app.post("/threads/{thread_id}/messages", summary="Send one user message; the reply as `harness run --json`")
-    async def send(thread_id: str, text: str = Body(embed=True), role: str | None = Body(None, embed=True),
+    async def send(thread_id: str, text: str = Body(embed=True),
                    policy: str | None = Body(None, embed=True, description="enqueue | reject | interrupt"),
                    wait: bool = Body(True, embed=True), user: str = Depends(api.caller)) -> Any:
         api.rt.metrics.request("send")
         if user == AGENT:
             raise HTTPException(403, "the human-agent desk answers with /handoffs/{thread_id}/reply")
-        await asyncio.to_thread(api.owned, thread_id, user)
-        mid = await api.enqueue(thread_id, "send", {"text": text, "user_id": user, "role": role}, policy)
+        await asyncio.to_thread(api.owned, thread_id, user, new_ok=True)
+        api.rt.harness.check_message(text)  # before it is queued: a message no store can keep is refused here
+        mid = await api.enqueue(thread_id, "send", {"text": text, "user_id": user, "role": None}, policy)
         if not wait:
             return JSONResponse({"message_id": mid, "status": "queued"}, status_code=202)
         return await api.finished(mid)
 
     @app.post("/threads/{thread_id}/messages/stream", summary="Send a message and stream its node events (SSE)")
-    async def send_stream(thread_id: str, text: str = Body(embed=True), role: str | None = Body(None, embed=True),
+    async def send_stream(thread_id: str, text: str = Body(embed=True),
                           policy: str | None = Body(None, embed=True), user: str = Depends(api.caller)) -> Any:
         api.rt.metrics.request("stream")
         if user == AGENT:
             raise HTTPException(403, "the human-agent desk answers with /handoffs/{thread_id}/reply")
-        await asyncio.to_thread(api.owned, thread_id, user)
-        mid = await api.enqueue(thread_id, "send", {"text": text, "user_id": user, "role": role}, policy)
+        await asyncio.to_thread(api.owned, thread_id, user, new_ok=True)
+        api.rt.harness.check_message(text)
+        mid = await api.enqueue(thread_id, "send", {"text": text, "user_id": user, "role": None}, policy)
         return StreamingResponse(api.stream(mid, thread_id), media_type="text/event-stream")
 
     @app.get("/messages/{message_id}", summary="A message's place in its thread's queue and its outcome")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lg_harness.graphs.thread_ids import check_thread_id
 from lg_harness.tools.errors import HarnessError
 
 START = "__start__"
@@ -73,9 +74,17 @@ def read_history(saver: Any, thread_id: str) -> list[Checkpoint]:
     return [checkpoint_row(saved) for saved in saver.list(config)]
 
 
+def unknown_thread(thread_id: str) -> HarnessError:
+    """One answer for a thread that does not exist and for another user's, so asking tells nobody which
+    thread ids are taken."""
+    return HarnessError(f"unknown thread '{thread_id}': none of your threads has this id; start one with: "
+                        "harness run \"...\" --thread <an id of your own>")
+
+
 def thread_config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-    """The graph config of a thread (at one of its checkpoints)."""
-    configurable = {"thread_id": thread_id}
+    """The graph config of a thread (at one of its checkpoints); every way to a thread passes here, so its id
+    is checked here."""
+    configurable = {"thread_id": check_thread_id(thread_id)}
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}
@@ -93,7 +102,7 @@ class ThreadReader:
 
     def require(self, thread_id: str) -> None:
         if not self.exists(thread_id):
-            raise HarnessError(f"unknown thread '{thread_id}'; start it with: harness run \"...\" --thread {thread_id}")
+            raise unknown_thread(thread_id)
 
     def owner_of(self, thread_id: str, values: dict[str, Any] | None = None) -> str | None:
         """The user a thread belongs to: recorded with its first message (older threads: in the checkpoint)."""
@@ -108,7 +117,7 @@ class ThreadReader:
         """Refuse ``user_id`` a thread someone else started (reading it as much as writing to it)."""
         owner = self.owner_of(thread_id, values)
         if owner and owner != user_id:
-            raise HarnessError(f"thread '{thread_id}' belongs to another user; use your own thread id")
+            raise unknown_thread(thread_id)
 
     def history(self, thread_id: str) -> list[Checkpoint]:
         """The thread's checkpoints, newest first."""

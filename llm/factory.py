@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from lg_harness.tools.errors import HarnessError
 
-SPEC_HELP = ("use 'sim' (its default fault profile), 'sim:clean', 'sim:<profile>:<seed>', 'ollama:<model>' "
+SPEC_HELP = ("use 'sim' (its default fault profile), 'sim:clean', 'sim:<profile>:<seed>', 'reword:clean' (the sim, rewording on every call), 'ollama:<model>' "
              "(e.g. ollama:qwen2.5:7b), 'openai:<model>' or 'local:<model>' (e.g. local:qwen2.5-coder-0.5b)")
 
 
@@ -31,6 +31,11 @@ def make_model(spec: str, *, timeout: float = 15.0, domain: Any = None) -> BaseC
             raise HarnessError(f"paced models need seconds per call first, e.g. paced:0.25:clean; got '{spec}'") from None
         sim = _sim(rest)
         return PacedSimChatModel(seed=sim.seed, faults=sim.faults, delay_s=seconds)
+    if kind == "reword":  # reword[:<sim options>]: the sim, rewording free text and ids on every call (llm/reword.py)
+        from lg_harness.llm.reword import RewordingSimChatModel
+
+        sim = _sim(name)
+        return RewordingSimChatModel(seed=sim.seed, faults=sim.faults)
     if kind == "local" and name:
         from lg_harness.llm.local import make_local
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import re
@@ -267,8 +268,10 @@ class _Engine:
         return self.llama.detokenize([token], special=True).decode("utf-8", errors="replace")
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, max_tokens: int,
-                 temperature: float, seed: int, stop: list[str] | None) -> dict[str, Any]:
-        """Render, tokenize and generate; return the text, token counts, reused prefix and wall time."""
+                 temperature: float, seed: int, stop: list[str] | None, grammar: str | None = None) -> dict[str, Any]:
+        """Render, tokenize and generate; return the text, token counts, reused prefix and wall time.
+
+        ``grammar`` (GBNF text, ``llm.grammars``) constrains what may be generated."""
         started = time.perf_counter()
         result = self.formatter(messages=messages, tools=tools)
         stops = [s for s in ([result.stop] if isinstance(result.stop, str) else result.stop or [])] + (stop or [])
@@ -284,7 +287,7 @@ class _Engine:
             llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
             out = llama.create_completion(prompt=tokens, max_tokens=min(max_tokens, self.n_ctx - len(tokens)),
                                           temperature=temperature, seed=seed, stop=stops,
-                                          repeat_penalty=1.0)
+                                          repeat_penalty=1.0, grammar=_grammar(grammar))
             perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
             self.states.save(llama)
             # The completion's text drops special tokens, and Qwen's <tool_call> tags are special tokens:
@@ -318,6 +321,16 @@ class _Engine:
             self.states.restore(self.llama, handle)
             return saved
         return live
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar(text: str | None) -> Any:
+    """The parsed grammar for GBNF ``text`` (None: unconstrained); parsed once per text."""
+    if not text:
+        return None
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(text, verbose=False)
 
 
 _ENGINES: dict[tuple[Any, ...], _Engine] = {}
@@ -381,7 +394,8 @@ class LocalChatModel(BaseChatModel):
         # otherwise writes on to the cap at a few tokens a second)
         limit = kwargs.get("max_tokens") or (self.max_tokens_call if tools else self.max_tokens)
         out = self.engine().complete(to_template_messages(messages), tools, max_tokens=int(limit),
-                                     temperature=self.temperature, seed=self.seed, stop=stop)
+                                     temperature=self.temperature, seed=self.seed, stop=stop,
+                                     grammar=kwargs.get("grammar"))
         text = out["text"]
         if tools:
             content, calls, invalid = extract_tool_calls(text)

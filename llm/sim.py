@@ -86,6 +86,7 @@ class SimChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         request: dict[str, Any] = {"model": self.model_name, "messages": convert_to_openai_messages(messages)}
-        if kwargs.get("tools"):
-            request["tools"] = kwargs["tools"]
+        for key in ("tools", "response_format"):  # what an OpenAI-compatible request would carry
+            if kwargs.get(key):
+                request[key] = kwargs[key]
         return ChatResult(generations=[ChatGeneration(message=from_wire(self._provider.complete(request)))])

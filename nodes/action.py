@@ -1,4 +1,5 @@
-"""Action: one model call with the tools of the routed intent, then the tool calls it asked for.
+"""Action: one model call with the tools of the routed intent (``action``, the decision), then the tool calls
+it asked for (``execute``), two graph nodes so that what was decided is saved before anything runs.
 
 Variant ``tool_loop``: tools masked by intent and role (at most ``max_tools_offered``), every call
 validated before it runs, entity arguments (typed in the tool schema) checked against what the
@@ -9,11 +10,12 @@ identical repeats intercepted, changing tools keyed for idempotency by thread, m
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, ToolCallRecord
@@ -21,10 +23,11 @@ from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant, thread_id
-from lg_harness.nodes.confirm import confirmation_question
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, register_variant, thread_id
+from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
+from lg_harness.nodes.retry_declined import call_or_retry
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
 from lg_harness.tools.context import ToolContext
@@ -37,6 +40,16 @@ tool_log = logging.getLogger("harness.tools")
 def call_signature(name: str, args: dict[str, Any]) -> str:
     """Canonical form of a call: same tool and same arguments give the same signature."""
     return name + ":" + json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def decision_key(state: HarnessState, config: RunnableConfig, rnd: int) -> str:
+    """What one round of one message is: the thread, the message (its number and its text) and the round.
+
+    The same round of the same message, run again after a crash, has the same key; a different message
+    (another text, or the next turn) never does."""
+    text = next((m.content for m in reversed(state.get("messages") or []) if isinstance(m, HumanMessage)), "")
+    digest = hashlib.sha256(json.dumps(text, ensure_ascii=False).encode()).hexdigest()[:16]
+    return f"{thread_id(config)}:{state.get('turn') or 0}:{rnd}:{digest}"
 
 
 def _failed(call: dict[str, Any], error_type: str, exception: str, error: str) -> ToolOutcome:
@@ -127,39 +140,86 @@ class ToolLoopAction:
                               self.knobs.max_tools_offered, keep=confirmed)
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        """Decide: the calls this round makes (the user's confirmed ones, the ones already decided before a
+        crash, or the model's), saved as ``planned_calls`` for ``execute``; or the model's answer."""
         began = self.deps.clock()
         stats = dict(state.get("turn_stats") or {})
         stats["rounds"] = stats.get("rounds", 0) + 1
         messages, account = build_context(state, self.deps.design, self.deps.domain)
         confirmed = self.confirmed_calls(state)
+        key = decision_key(state, config, stats["rounds"])
         try:
             if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
-                ai = AIMessage("", tool_calls=confirmed)
+                ai, emitted = self.as_planned(state, AIMessage("", tool_calls=confirmed), stats["rounds"])
+            elif (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
+                ai, emitted = AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"]
             else:
-                ai, stats = call_model(self.deps, messages, stats, self.offered(state))  # type: ignore[arg-type]
+                ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state))  # type: ignore[arg-type]
+                ai, emitted = self.as_planned(state, ai, stats["rounds"])
+                ai = self.record_decision(key, thread_id(config), ai, emitted)
         except ModelCallFailed as err:
             stats = {**stats, **err.stats, "rounds": stats["rounds"]}
             busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
             stats["elapsed_s"] = spent(stats, began, self.deps.clock())
             return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
                     "check": {"ok": True, "retryable": True}}
+        stats["elapsed_s"] = spent(stats, began, self.deps.clock())
+        # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
+        stored = ai.model_copy(update={"response_metadata": {}, "usage_metadata": None, "additional_kwargs": {}})
+        plan = ({"round": stats["rounds"], "calls": [dict(c) for c in ai.tool_calls], "emitted": emitted,
+                 "confirmed": bool(confirmed)} if ai.tool_calls else None)
+        return {"messages": [stored], "turn_stats": stats, "phase": "action", "context_account": account,
+                "planned_calls": plan}
+
+    def as_planned(self, state: HarnessState, ai: AIMessage, rnd: int) -> tuple[AIMessage, list[dict[str, Any]]]:
+        """The model's calls with distinct ids and canonical arguments, and the arguments as it emitted them."""
         # The calls exactly as the model emitted them: an evaluation judges the model's arguments before any
         # rewrite below, and the harness's arguments at the tool boundary after it (evals.metrics).
-        ai = with_call_ids(ai, state.get("tool_log") or [], stats["rounds"])
+        ai = with_call_ids(ai, state.get("tool_log") or [], rnd)
         emitted = [dict(c.get("args") or {}) for c in ai.tool_calls]
         if self.knobs.normalize_args and ai.tool_calls:
             ai = ai.model_copy(update={"tool_calls": [
                 {**c, "args": canonical_args(c.get("args") or {}, self.entity_args(c["name"]), self.deps.domain)}
                 for c in ai.tool_calls]})
-        outcomes, reached = self.screen_and_run(state, ai, config, confirmed=bool(confirmed))
+        return ai, emitted
+
+    def decided(self, key: str) -> dict[str, Any] | None:
+        ledger = self.deps.resources.get(LEDGER_RESOURCE)
+        return ledger.decision(key) if ledger is not None else None
+
+    def record_decision(self, key: str, thread: str, ai: AIMessage, emitted: list[dict[str, Any]]) -> AIMessage:
+        """Keep a decision that will change something (a changing call that runs without asking) in the
+        ledger before anything runs; returns the decision that stands (another process may have made it)."""
+        ledger = self.deps.resources.get(LEDGER_RESOURCE)
+        if ledger is None or not any(self.changes_now(c) for c in ai.tool_calls):
+            return ai
+        content = ai.content if isinstance(ai.content, str) else json.dumps(ai.content, ensure_ascii=False)
+        stands = ledger.decide(key, thread, {"content": content, "emitted": emitted,
+                                             "calls": [{"name": c["name"], "args": c.get("args") or {},
+                                                        "id": c.get("id"), "type": "tool_call"}
+                                                       for c in ai.tool_calls]})
+        return ai.model_copy(update={"content": stands["content"], "tool_calls": stands["calls"]})
+
+    def changes_now(self, call: dict[str, Any]) -> bool:
+        """A call to a changing tool that runs in this message (not one put to the user first)."""
+        spec = self.deps.registry.get(call["name"])
+        return spec is not None and spec.changes_state and not self.needs_confirmation(call)
+
+    def execute(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+        """Run the planned calls (screened first), log them and hand their results to the next round."""
+        began = self.deps.clock()
+        plan = state.get("planned_calls") or {}
+        stats = dict(state.get("turn_stats") or {})
+        ai = AIMessage("", tool_calls=plan.get("calls") or [])
+        outcomes, reached = self.screen_and_run(state, ai, config, confirmed=bool(plan.get("confirmed")))
         self.log_calls(outcomes)
         log = list(state.get("tool_log") or [])
         earlier = {json.dumps(r.get("result_digest")) for r in log}
-        for o, emitted_args, to_tool in zip(outcomes, emitted, reached, strict=True):
+        for o, emitted_args, to_tool in zip(outcomes, plan.get("emitted") or [], reached, strict=True):
             record = o.record()
             record["id"] = record.pop("call_id")
             digest = o.content() if o.status == "ok" else None
-            log.append(ToolCallRecord(**record, signature=call_signature(o.name, o.args), round=stats["rounds"],
+            log.append(ToolCallRecord(**record, signature=call_signature(o.name, o.args), round=plan.get("round", 0),
                                       empty=o.status == "ok" and (is_empty(o.result, self.deps.domain.empty_keys)
                                                                     or json.dumps(digest) in earlier),
                                       result_digest=digest, emitted_args=emitted_args, reached_tool=to_tool))
@@ -168,10 +228,8 @@ class ToolLoopAction:
         stats["elapsed_s"] = spent(stats, began, self.deps.clock())
         tool_messages = [ToolMessage(self.model_text(o), tool_call_id=o.call_id, name=o.name,
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
-        # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
-        stored = ai.model_copy(update={"response_metadata": {}, "usage_metadata": None, "additional_kwargs": {}})
-        update = {"messages": [stored, *tool_messages], "tool_log": log, "turn_stats": stats, "phase": "action",
-                  "context_account": account, "confirmed_change": None,
+        update = {"messages": tool_messages, "tool_log": log, "turn_stats": stats, "phase": "action",
+                  "confirmed_change": None, "planned_calls": None,
                   "known_ids": ids_of_outcomes(outcomes, self.deps.domain.entity_types)}
         waiting = [c for c, o in zip(ai.tool_calls, outcomes, strict=True) if o.error_type == "needs_confirmation"]
         if waiting:
@@ -196,7 +254,7 @@ class ToolLoopAction:
     def ask_to_confirm(self, state: HarnessState, calls: list[dict[str, Any]]) -> dict[str, Any]:
         """End the turn with what would change; the next message's yes runs exactly ``calls``."""
         lang = (state.get("fact_card") or {}).get("language") or "en"
-        text = confirmation_question(calls, self.deps.domain, lang)
+        text = confirmation_question(calls, self.deps.domain, lang, self.deps.registry)
         span_event("change.awaiting_confirmation", tools=",".join(c["name"] for c in calls))
         pending = {"calls": [{"name": c["name"], "args": dict(c.get("args") or {})} for c in calls],
                    "intent": self.owning_intent(state, calls), "slots": dict(state.get("slots") or {}),
@@ -301,6 +359,10 @@ class ToolLoopAction:
         offered = frozenset(t.name for t in self.offered(state))
         results: list[ToolOutcome | None] = [self.screen(state, call, done, offered, confirmed)
                                              for call in ai.tool_calls]
+        for i, r in enumerate(results):  # check, then confirm: an impossible change is refused before asking
+            if r is not None and r.error_type == "needs_confirmation":
+                results[i] = precheck_outcome(self.deps.registry, self.deps.executor, ai.tool_calls[i],
+                                              ctx_for(ai.tool_calls[i])) or r
         reached = [r is None for r in results]
         fresh = [i for i, r in enumerate(results) if r is None]
         for index, outcome in zip(fresh, self.deps.executor.run_many([ai.tool_calls[i] for i in fresh], ctx_for),

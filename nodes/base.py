@@ -21,6 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, TurnStats
+from lg_harness.llm.decoding import Step, constrain
 from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
 from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response, span_event
 from lg_harness.tools.errors import classify, retry_after_of
@@ -134,11 +135,18 @@ def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]
 
 
 def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
-               tools: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
-    """One model call with the offered tools; returns the reply and updated per-message counters."""
+               tools: Sequence[ToolSpec] = (), step: Step | None = None) -> tuple[AIMessage, TurnStats]:
+    """One model call with the offered tools; returns the reply and updated per-message counters.
+
+    ``step`` (``answer`` or ``action``) asks for decoding that fits it when the design's
+    ``constrained_decoding`` is on and the provider can (``llm.decoding``)."""
     text_mode = bool(tools) and deps.design.knobs.tool_calling == "text"
+    finish = None
     if text_mode:  # a model without native tool calls reads instructions and writes TOOL: lines
         model, messages = deps.model, to_text_mode(messages, [t.json_schema() for t in tools])
+    elif step is not None and deps.design.knobs.constrained_decoding:
+        constrained = constrain(deps.model, step, [t.json_schema() for t in tools])
+        model, finish = constrained.runnable, constrained.finish
     else:
         model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
     name, provider = model_identity(deps.model)
@@ -159,6 +167,8 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
         record_model_response(span, reply)
     if text_mode:
         reply = from_text(reply, [t.name for t in tools])
+    if finish is not None:
+        reply = finish(reply)
     if reply.invalid_tool_calls:
         reply = invalid_as_calls(reply)
     if audit is not None:

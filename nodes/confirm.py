@@ -12,11 +12,18 @@ The words are language-level (English and Chinese), not domain-level, like ``too
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Literal
 
 from lg_harness.core.domain import Domain
+from lg_harness.nodes.answer_words import ZH_VERBS
 from lg_harness.nodes.phrases import say
+from lg_harness.obs.tracing import span_event
+from lg_harness.tools.context import ToolContext
+from lg_harness.tools.errors import ToolError, classify
+from lg_harness.tools.executor import ToolExecutor, ToolOutcome, call_tool
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 _YES_EN = (r"y|yes|yeah|yep|yup|sure|ok|okay|confirm(?:ed)?|correct|right|go ahead|do it|please do|"
            r"please go ahead|yes please|that'?s right|proceed")
@@ -44,9 +51,9 @@ def answer_to_confirmation(text: str) -> Answer:
     return "other"
 
 
-def describe_change(call: dict[str, Any], domain: Domain, lang: str) -> str:
+def describe_change(call: dict[str, Any], domain: Domain, lang: str, spec: ToolSpec | None = None) -> str:
     """What one changing call will do, in the user's language: ``change_<tool>`` with the call's arguments
-    filled in, or the core's generic wording listing the argument values (never the tool's name)."""
+    filled in, else the action in words from the tool itself (``action_words``), never the tool's name."""
     args = {k: str(v) for k, v in (call.get("args") or {}).items()}
     text = domain.phrase(f"change_{call['name']}", lang)
     if text is not None:
@@ -54,8 +61,52 @@ def describe_change(call: dict[str, Any], domain: Domain, lang: str) -> str:
             return text.format_map(_Defaults(args)).strip()
         except (IndexError, ValueError):
             pass
-    details = ", ".join(v for v in args.values() if v) or "-"
-    return say("change_generic", lang, domain, details=details)
+    return action_words(call, domain, lang, spec)
+
+
+def _verb_and_object(name: str, description: str) -> tuple[str, list[str]]:
+    """The action a tool takes: its description's first word when that is a verb ("Cancel a pending order
+    ..."), else its name's first word; the thing acted on: the rest of its name ("cancel_pending_order")."""
+    words = [w.lower() for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name) if w]
+    first = re.match(r"\s*([A-Za-z]+)", description or "")
+    said = first.group(1).lower() if first else ""
+    verb = said if said in ZH_VERBS or (said and said == (words[:1] or [""])[0]) else (words[0] if words else said)
+    rest = words[1:] if words and (words[0] == verb or words[0] in ZH_VERBS) else words
+    return verb, [w for w in rest if w not in ("my", "the", "a")]
+
+
+def _arguments(call: dict[str, Any], domain: Domain, spec: ToolSpec | None) -> tuple[list[str], list[tuple[str, str]]]:
+    """The values that say which thing changes (identifiers), and the other arguments worth naming."""
+    entity = set(domain.tool_entities(spec)) if spec is not None else set()
+    props = spec.json_schema()["function"]["parameters"].get("properties", {}) if spec is not None else {}
+    ids, others = [], []
+    for key, value in (call.get("args") or {}).items():
+        if value in (None, "", [], {}):
+            continue
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        pattern = (props.get(key) or {}).get("pattern") or any(b.get("pattern") for b in (props.get(key) or {}).get("anyOf", []))
+        if key in entity or pattern or re.search(r"(?:^|_)(?:id|ids|no|number|code)$", key):
+            ids.append(shown)
+        else:
+            others.append((key, shown if len(shown) <= 60 else shown[:57] + "..."))
+    return ids, others
+
+
+def action_words(call: dict[str, Any], domain: Domain, lang: str, spec: ToolSpec | None = None) -> str:
+    """The action of a changing call in words: "cancel the pending order #W1 (reason: ordered by mistake)" /
+    "取消 pending order #W1（原因：ordered by mistake）", from the tool's description and name."""
+    from lg_harness.nodes.answer_words import ZH_FIELD_WORDS, field_words
+
+    verb, thing = _verb_and_object(call["name"], spec.description if spec is not None else "")
+    ids, others = _arguments(call, domain, spec)
+    if lang == "zh":
+        noun = "".join(ZH_FIELD_WORDS.get(w, w) for w in thing) if all(w in ZH_FIELD_WORDS for w in thing) else " ".join(thing)
+        extra = "，".join(f"{''.join(ZH_FIELD_WORDS.get(w, w) for w in field_words(k))}：{v}" for k, v in others)
+        head = f"{ZH_VERBS.get(verb, verb)}{noun}" + (f" {'、'.join(ids)}" if ids else "")
+        return head + (f"（{extra}）" if extra else "")
+    extra = "; ".join(f"{' '.join(field_words(k))}: {v}" for k, v in others)
+    head = verb + (f" the {' '.join(thing)}" if thing else "") + (f" {', '.join(ids)}" if ids else "")
+    return head + (f" ({extra})" if extra else "")
 
 
 class _Defaults(dict):
@@ -65,7 +116,32 @@ class _Defaults(dict):
         return ""
 
 
-def confirmation_question(calls: list[dict[str, Any]], domain: Domain, lang: str) -> str:
+def confirmation_question(calls: list[dict[str, Any]], domain: Domain, lang: str,
+                          registry: ToolRegistry | None = None) -> str:
     sep = "；" if lang == "zh" else "; "
-    changes = sep.join(describe_change(c, domain, lang) for c in calls)
+    registry = registry or domain.registry()
+    changes = sep.join(describe_change(c, domain, lang, registry.get(c["name"])) for c in calls)
     return say("confirm_change", lang, domain, change=changes)
+
+
+def precheck_outcome(registry: ToolRegistry, executor: ToolExecutor, call: dict[str, Any],
+                     ctx: ToolContext) -> ToolOutcome | None:
+    """Check, then confirm: the outcome that answers a changing call at once when its tool's ``precheck``
+    says the change is impossible (the tool's own error, with its customer phrase), else None (ask).
+
+    The precheck changes nothing. A call that does not validate, or a precheck that breaks, is left to the
+    usual path: the question is asked, and the tool itself decides once confirmed."""
+    spec = registry.get(call["name"])
+    if spec is None or spec.precheck is None:
+        return None
+    try:
+        _, args = executor.validate(call["name"], call.get("args") or {})
+        call_tool(dataclasses.replace(spec, fn=spec.precheck), args, ctx)
+    except ToolError as err:
+        outcome = ToolOutcome(call_id=call.get("id") or "", name=call["name"], args=call.get("args") or {})
+        ToolExecutor._fail(outcome, err, classify(err))
+        span_event("change.precheck_refused", tool=call["name"], error_type=outcome.error_type or "")
+        return outcome
+    except Exception:  # noqa: BLE001 - a broken precheck must not block asking; the tool decides later
+        return None
+    return None

@@ -6,8 +6,10 @@ model that quotes them shows internals to the customer. ``internal_text`` finds 
 ``customer_safe`` rewrites a reply without it: third-person talk of the user becomes "you", clauses that
 name a tool, an error type or a harness note are dropped, a call written as JSON too (a result dumped as
 JSON becomes plain text), and a reply left with nothing to say is
-replaced by this message's results in plain words when every call worked (``results_in_words``), else by
-the customer-facing phrase for what happened (``outcome_phrase``), in the customer's language.
+replaced by the answer the harness writes from this message's results (``nodes.render_answer``) when a call
+worked, else by the customer-facing phrase for what happened (``outcome_phrase``), in the customer's
+language. ``dump_kind`` tells a reply that is data (JSON, field lines, a Python literal) from words;
+``wrong_language`` one in another language than the customer's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from lg_harness.core.domain import Domain
 from lg_harness.nodes.phrases import say
+from lg_harness.tools.cleaning import holds_instruction
 
 # Text the harness writes for the model (tool-error notes, screening verdicts, reply instructions) and the
 # names of its error classes: none of it is meant for a customer.
@@ -46,6 +49,7 @@ def _fragments(tool_names: Iterable[str]) -> list[re.Pattern[str]]:
     names = [n for n in tool_names if n]
     pats = [re.compile(rf"(?<![\w]){re.escape(n)}(?![\w])") for n in names]
     pats += [re.compile(re.escape(n), re.I) for n in HARNESS_NOTES]
+    pats.append(_SCORE)
     pats += [re.compile(rf"\b{re.escape(n)}\b") for n in ERROR_CLASSES]
     return pats
 
@@ -96,43 +100,37 @@ def only_data(text: str) -> bool:
     return bool(spans) and len(re.sub(r"\W", "", "".join(rest) + text[pos:])) < 2
 
 
+# A field pair as a dump writes it: "Order id: ORD-1", "status=shipped", "状态：已发货", at the start of a line or
+# after a separator; three of them (or two lines of them) are a list of fields, not a sentence.
+_PAIR = re.compile(r"(?:^|[;；,，\n|]|\s{2,})\s*[-*•]?\s*([A-Za-z_][\w ]{0,28}?|[\u3400-\u9fff]{1,8})\s*[:：=]\s*"
+                   r"(?=[^\s/])", re.M)
+_PAIR_LINE = re.compile(r"^\s*[-*•]?\s*[\w\u3400-\u9fff][\w \u3400-\u9fff]{0,28}\s*[:：=]\s*\S", re.M)
+_PY_LITERAL = re.compile(r"\{\s*'[^'\n]{1,40}'\s*:|\[\s*\{\s*'|[:=]\s*(?:True|False|None)\b|\b(?:datetime|Decimal)\(|"
+                         r"(?<=[a-z])\s+(?:True|False|None)\b")
+_SCORE = re.compile(r"\b(?:score|relevance|confidence|similarity)\s*[:=]?\s*\d*\.\d+", re.I)
+
+
+def dump_kind(text: str) -> str | None:
+    """What kind of data dump ``text`` is, if any: ``json`` (an object or array), ``key_value`` (field lines
+    or pairs), ``python_literal`` (a dict or flag printed by Python); None for words."""
+    text = _LABEL_TAG.sub("", text or "")
+    stripped = text.strip()
+    if _PY_LITERAL.search(text):
+        return "python_literal"
+    if _json_spans(text) or (stripped[:1] in "[{" and stripped[-1:] in "]}"):
+        return "json"
+    if len(_PAIR.findall(text)) >= 3 or len(_PAIR_LINE.findall(text)) >= 2:
+        return "key_value"
+    return None
+
+
 def internal_text(reply: str, tool_names: Iterable[str]) -> list[str]:
-    """The internal strings ``reply`` shows: tool names, harness notes, error classes, raw JSON, "the user"."""
-    found = [m.group(0) for p in (*_fragments(tool_names), _LABEL_TAG) for m in [p.search(reply or "")] if m]
+    """The internal strings ``reply`` shows: tool names, harness notes, error classes, raw JSON, "the user",
+    scores."""
+    found = [m.group(0) for p in (*_fragments(tool_names), _LABEL_TAG, _SCORE) for m in [p.search(reply or "")] if m]
     found += [(reply or "")[s:e][:40] for s, e in _json_spans(reply or "")]
     found += [m.group(1) for m in _THIRD_PERSON.finditer(reply or "")]
     return list(dict.fromkeys(found))
-
-
-_LIST_CUT = 5  # list items a plain-facts line shows before "(+n)"
-
-
-def _plain(value: Any) -> str:
-    if isinstance(value, list):
-        shown = [_plain(v) for v in value[:_LIST_CUT]]
-        return "; ".join(shown) + (f"; (+{len(value) - _LIST_CUT})" if len(value) > _LIST_CUT else "")
-    if isinstance(value, dict):
-        return ", ".join(f"{k.replace('_', ' ')} {_plain(v)}" for k, v in value.items() if v not in (None, "", []))
-    return str(value)
-
-
-def results_in_words(results: Sequence[Any], tool_names: Iterable[str]) -> str | None:
-    """This message's results as plain ``key: value`` lines, for when the model wrote no answer at all (it
-    asked for the call again, or pasted data that was nothing else): the facts, not a wrong "sorry".
-
-    Each line is screened like a reply: data is not trusted text, and a description that tells the reader
-    to call a tool, or a comment about "the user", must not reach the customer through this fallback."""
-    names = list(tool_names)
-    lines = []
-    for r in results:
-        items = r.items() if isinstance(r, dict) else [("", r)]
-        for k, v in items:
-            if v in (None, "", [], {}):
-                continue
-            line = customer_safe(f"{k.replace('_', ' ')}: {_plain(v)}" if k else _plain(v), names)
-            if line is not None and not internal_text(line, names):
-                lines.append(line)
-    return "\n".join(lines) or None
 
 
 def _second_person(text: str) -> str:
@@ -150,7 +148,9 @@ def customer_safe(reply: str, tool_names: Iterable[str]) -> str | None:
     """``reply`` without internal text, or None when nothing worth saying is left."""
     text = _second_person(_without_json(_LABEL_TAG.sub("", reply or "")))
     pats = _fragments(tool_names)
-    kept = [c.group(0) for c in _CLAUSE.finditer(text) if not any(p.search(c.group(0)) for p in pats)]
+    # A clause that names internals, or relays an instruction found in data, is not for the customer.
+    kept = [c.group(0) for c in _CLAUSE.finditer(text)
+            if not any(p.search(c.group(0)) for p in pats) and not holds_instruction(c.group(0))]
     out = "".join(kept).strip()
     dangling = bool(_DANGLING.search(out))
     out = _DANGLING.sub("", out).strip()
@@ -229,3 +229,24 @@ def errors_in_customer_words(draft: str, tool_log: Sequence[Mapping[str, Any]], 
             continue
         text = text[: span[0]] + told + text[span[1]:]
     return text
+
+
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def wrong_language(text: str, lang: str) -> bool:
+    """Whether ``text`` is written in another language than ``lang`` ("en" or "zh"). Identifiers, names and
+    codes in Latin letters inside a Chinese reply are fine; a Chinese reply needs Chinese words, an English
+    one mostly Latin words."""
+    if not (text or "").strip():
+        return False
+    cjk = len(_CJK.findall(text))
+    latin = len(_LATIN_WORD.findall(IDENTIFIER.sub(" ", text)))
+    if lang == "zh":
+        return cjk < 2 and latin >= 2
+    if lang == "en":
+        return cjk > 0 and cjk >= 2 * max(latin, 1)
+    return False
+
+
+IDENTIFIER = re.compile(r"\b[A-Z]{1,5}-?\d{3,}\b|\b[A-Z0-9]{6,}\b")

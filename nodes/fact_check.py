@@ -29,6 +29,8 @@ _MONEY = re.compile(r"(?:[$€£¥]\s?(\d+(?:\.\d+)?))|(?<![\w.])(\d+\.\d{2})(?!
                     r"(?<![\w.])(\d+(?:\.\d+)?)\s?(?:USD|EUR|CNY|RMB|dollars|元)")
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?!\d)")  # also the date of a date-time ("2026-10-03T00:39")
 _PAIR = re.compile(r"(?:^|[\s(])([A-Za-z][A-Za-z ]{1,28}?)\s*[:：]\s*([^;,；，\n]+)")
+# The same statement in a sentence: "the status is shipped", "the refund amount is 78.98 USD".
+_IS_PAIR = re.compile(r"\bthe ([a-z][a-z ]{1,28}?) (?:is|was|are) (?!not\b)([^;,\n]+?)(?=[.;,]\s|[.;,]?$| and )", re.I)
 # A phrase after one of these is not stated as a fact ("once it is delivered", "if it is in stock").
 _CONDITIONAL = re.compile(r"\b(?:once|if|when|until|after|unless|whether|as soon as|can be|could be|will be|"
                           r"would be)\b|如果|一旦|等到|是否|之后", re.I)
@@ -203,11 +205,12 @@ def check_claims(clause: str, recs: Sequence[Record], claims: Sequence[Claim]) -
     return out
 
 
-def check_pairs(clause: str, recs: Sequence[Record], line: str = "") -> list[Contradiction]:
-    """``Status: shipped``-style statements: the label names a result key, and the record the line names
-    (or, when it names none, some record) must hold the value."""
+def check_pairs(clause: str, recs: Sequence[Record], line: str = "", pattern: re.Pattern[str] = _PAIR
+                ) -> list[Contradiction]:
+    """``Status: shipped``-style statements (or "the status is shipped" with ``_IS_PAIR``): the label names a
+    result key, and the record the line names (or, when it names none, some record) must hold the value."""
     out = []
-    for m in _PAIR.finditer(clause):
+    for m in pattern.finditer(clause):
         label, stated = m.group(1).strip(), m.group(2).strip()
         key = label.lower().replace(" ", "_")
         holders = [r for r in recs if key in r.fields and r.fields[key] is not None]
@@ -219,13 +222,22 @@ def check_pairs(clause: str, recs: Sequence[Record], line: str = "") -> list[Con
             continue  # free text (a note, a next step) is quoted in part; only short values are facts
         values = {_norm(r.fields[key]) for r in holders}
         said = _norm(stated)
-        if any(said in v or v in said for v in values) or _same_number(stated, holders, key):
+        if any(said in v or v in said for v in values) or _same_number(stated, holders, key) or _same_flag(stated, holders, key):
             continue  # the value as given, or inside a translation ("待处理（pending）")
         truth = sorted(values)[0] if len(values) == 1 else " or ".join(sorted(values))
         stated = stated.rstrip(".。 ")
         out.append(Contradiction(f"{m.group(1).strip()}{clause[m.end(1):m.start(2)]}{stated}",
                                  f"{label}: {stated}", f"{key} = {truth}", f"{label}: {holders[0].fields[key]}"))
     return out
+
+
+_YES, _NO = {"yes", "true", "是"}, {"no", "false", "否"}
+
+
+def _same_flag(stated: str, holders: Sequence[Record], key: str) -> bool:
+    """A flag stated in words ("locked: no") for a boolean field."""
+    word = stated.strip(" .。").lower()
+    return any(isinstance(r.fields[key], bool) and word in (_YES if r.fields[key] else _NO) for r in holders)
 
 
 def _same_number(stated: str, holders: Sequence[Record], key: str) -> bool:
@@ -277,6 +289,7 @@ def contradictions(draft: str, results: Sequence[Any], claims: Sequence[Claim] =
             continue  # quoted from a result as it is
         # A clause of "Label: value" pairs states its facts by key; its words are values, not claims.
         out += check_pairs(clause, recs, line) if _PAIR.search(clause) else check_claims(clause, recs, claims)
+        out += check_pairs(clause, recs, line, _IS_PAIR)
         out += check_amounts(clause, recs)
         out += check_dates(clause, evidence)
     return out

@@ -15,7 +15,9 @@ from lg_harness.core.guards import stop_reason
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import build_context, last_ai, last_human_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
+from lg_harness.nodes.fact_check import results_of
 from lg_harness.nodes.phrases import has_phrase, say
+from lg_harness.nodes.presentation import present
 from lg_harness.obs.tracing import span_event
 
 FINAL_NOTE = "Answer the customer now using only the tool results above. Do not call tools."
@@ -23,6 +25,16 @@ STOPPED_NOTE = ("The tool loop was stopped ({reason}). Tell the customer what wa
                 "results above, and what is still open. Do not call tools.")
 REGENERATE_NOTE = ("Your previous answer was rejected: {problems}. Answer again using only facts from the "
                    "tool results and the customer's messages.")
+
+
+def turn_results(state: HarnessState) -> list[tuple[str, Any]]:
+    """(tool name, parsed result) of this message's successful calls."""
+    out = []
+    for record in state.get("tool_log") or []:
+        value = results_of([record])
+        if value:
+            out.append((str(record["name"]), value[0]))
+    return out
 
 
 def lang_of(state: HarnessState) -> str:
@@ -62,9 +74,9 @@ class ModelReply:
             if rejected is not None and not rejected.tool_calls:
                 removals.append(RemoveMessage(id=rejected.id))
                 state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
-        context, _ = build_context(state, self.deps.design, self.deps.domain, notes=[note])
+        context = self.answer_context(state, note)
         try:
-            ai, stats = call_model(self.deps, context, stats)  # type: ignore[arg-type]
+            ai, stats = call_model(self.deps, context, stats, step="answer")  # type: ignore[arg-type]
             text = ai.text or say("ask_generic", lang_of(state), self.deps.domain)
         except ModelCallFailed as err:
             stats = {**stats, **err.stats}
@@ -72,3 +84,12 @@ class ModelReply:
         if not last_human_text(messages):
             text = text or say("greeting", lang_of(state), self.deps.domain)
         return {"reply": text, "messages": [*removals, AIMessage(text)], "turn_stats": stats, "phase": "reply"}
+
+    def answer_context(self, state: HarnessState, note: str) -> list[Any]:
+        """The answer step's messages, with this message's results presented as the design says
+        (``answer_presentation``, ``nodes.presentation``): in words, the closing note is the request to reply."""
+        variant = self.deps.design.knobs.answer_presentation
+        results = turn_results(state)
+        context, _ = build_context(state, self.deps.design, self.deps.domain)
+        notes = [note] if variant == "replay" or note != FINAL_NOTE or not results else []
+        return present(context, notes, variant, results, lang_of(state), self.deps.registry, self.deps.domain)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -21,13 +21,15 @@ from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, register_variant
 from lg_harness.nodes.customer_text import (
     customer_safe,
+    dump_kind,
     errors_in_customer_words,
     only_data,
     outcome_phrase,
-    results_in_words,
+    wrong_language,
 )
 from lg_harness.nodes.fact_check import contradictions, corrected, results_of
 from lg_harness.nodes.money import with_currency
+from lg_harness.nodes.render_answer import render_answer
 from lg_harness.tools.entities import EntityType
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
@@ -58,39 +60,85 @@ def ungrounded_claims(reply: str, evidence: str, entity_types: Sequence[EntityTy
 
 
 NO_WORDS = "it was a tool call or raw data, not an answer in words for the customer"
+WRONG_LANGUAGE = "it was not in the customer's language ({language}); answer in {language}"
+_LANGUAGES = {"en": "English", "zh": "Chinese"}
+
+
+def draft_words(draft: str, log: Sequence[Mapping[str, Any]], lang: str, deps: NodeDeps) -> str | None:
+    """The draft as words a customer may read, or None when it has none: a call or a result pasted as data
+    (JSON, field lines, a Python literal), or nothing left once internal text and relayed instructions go."""
+    if only_data(draft) or dump_kind(draft):
+        return None
+    text = customer_safe(errors_in_customer_words(draft, log, lang, deps.domain), deps.registry.names())
+    return None if text is None or dump_kind(text) else text
+
+
+def _values(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [v for x in node.values() for v in _values(x)]
+    if isinstance(node, list):
+        return [v for x in node for v in _values(x)]
+    return [str(node)] if isinstance(node, str | int | float) and not isinstance(node, bool) else []
+
+
+def mentions(text: str, results: Sequence[Any]) -> bool:
+    """Whether ``text`` states any value of the results (an id, a name, a status, an amount)."""
+    folded = text.casefold()
+    return any(v.casefold() in folded for v in _values(list(results)) if len(v) >= 3)
+
+
+def rendered(state: HarnessState, deps: NodeDeps, lang: str) -> str:
+    """The answer the harness writes itself: the results in words (``render_answer``) when a call of the
+    message worked, else what happened and what the customer can do next (``outcome_phrase``)."""
+    log = state.get("tool_log") or []  # this message's calls
+    mine = [r for r in log if r.get("status") == "ok"]
+    text = render_answer(mine, deps.registry, deps.domain, question_of(state), lang) if mine else None
+    return text or outcome_phrase(log, lang, deps.domain)
+
+
+def question_of(state: HarnessState) -> str:
+    """What the customer asked: the latest message, with the one before when the latest only answers a
+    question of ours (an id, "yes")."""
+    humans = [str(m.content) for m in state.get("messages") or [] if isinstance(m, HumanMessage)]
+    if not humans:
+        return ""
+    latest = humans[-1]
+    return f"{humans[-2]} {latest}" if len(humans) > 1 and len(latest.split()) <= 3 else latest
 
 
 def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) -> tuple[str, list[str]]:
-    """The draft as the customer may read it, and the contradictions to regenerate for (if allowed).
+    """The draft as the customer may read it, and the problems to regenerate for (if allowed).
 
-    Quoted tool errors are told in the customer's words and language, internal text is rewritten away
-    (``customer_text``), amounts get the domain's currency (``money``);
-    facts the tool results contradict
-    (``fact_check``) are sent back for one more answer while regenerations are left, then corrected in
-    place from the results. A draft with no words for the customer after calls that worked is sent back
-    too, then replaced by the results in plain words.
+    Quoted tool errors are told in the customer's words and language, internal text and relayed instructions
+    are rewritten away (``customer_text``), amounts get the domain's currency (``money``); facts the tool
+    results contradict (``fact_check``) are sent back for one more answer while regenerations are left,
+    then corrected in place from the results. A draft with no words for the customer (a call, a result
+    pasted as data) or in another language after calls that worked is sent back too, then replaced by the
+    answer the harness writes from the results (``render_answer``): never a dump of fields.
     """
     draft = state.get("reply") or ""
     log = state.get("tool_log") or []
     lang = (state.get("fact_card") or {}).get("language") or "en"
-    # JSON alone (a call, or a result pasted back) is answered from the results in words, not flattened.
-    names = deps.registry.names()
-    text = None if only_data(draft) else customer_safe(errors_in_customer_words(draft, log, lang, deps.domain), names)
+    text = draft_words(draft, log, lang, deps)
     results = results_of(log)
+    if text is not None and NO_WORDS in ((state.get("check") or {}).get("problems") or []) and not mentions(text, results):
+        text = None  # the second try says nothing of what the lookup found ("How can I help?"): not an answer
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
-    worked = bool(results) and all(r.get("status") == "ok" or r.get("error_type") == "duplicate_call" for r in log)
-    if text is None and worked and may_regenerate:
+    worked = bool(results) and any(r.get("status") == "ok" for r in log)
+    foreign = text is not None and worked and wrong_language(text, lang)
+    if (text is None or foreign) and worked and may_regenerate:
         # Small models often answer a result by asking for the same call again (written as text, since the
-        # answer step offers no tools): one more try for words before the plain-facts fallback.
-        return draft, [NO_WORDS]
-    if text is None:
-        text = (results_in_words(results, names) if worked else None) or outcome_phrase(log, lang, deps.domain)
+        # answer step offers no tools), or in English: one more try for words before the harness writes it.
+        return draft, [NO_WORDS if text is None else WRONG_LANGUAGE.format(language=_LANGUAGES.get(lang, lang))]
+    if text is None or foreign:
+        text = rendered(state, deps, lang)
     text = with_currency(text, results, deps.domain.currency)
     found = contradictions(text, results, deps.domain.claims, deps.domain.currency, grounding_text(state))
     if found and may_regenerate:
         return draft, [c.problem for c in found]
-    if found:
-        text = corrected(text, found) or outcome_phrase(log, lang, deps.domain)
+    if found:  # corrected in place, unless that leaves no words in the customer's language
+        fixed = corrected(text, found)
+        text = fixed if fixed and not wrong_language(fixed, lang) and not dump_kind(fixed) else rendered(state, deps, lang)
     return text, []
 
 

@@ -4,8 +4,10 @@ Spans say how long things took; the audit log keeps what was said, so a bad answ
 the exact context the model saw. Rows carry thread, turn and trace id (filled from ``message_span``'s scope
 when the caller does not pass them), so ``harness trace`` and the audit rows of one message line up.
 
-Personal data is masked before a row is written (``Redactor``: phone numbers, emails, street addresses, in
-English and Chinese; the formats are listed in ``PII_FORMATS``): the audit file never holds the original,
+Personal data is masked before a row is written (``Redactor``: phone numbers, also national ones of the
+``PHONE_REGIONS`` read with Google's libphonenumber, emails, street addresses in English and Chinese, card
+numbers in any grouping by Luhn's check, IBANs by their mod-97 check, national ids; the formats are listed in
+``PII_FORMATS``): the audit file never holds the original,
 encrypted or not, so a copied data dir or a leaked backup exposes no contact details. ``export`` applies the
 redactor again on the way out (a custom one may mask more). ``stats`` turns the log
 into the handful of numbers that say whether a deployment is healthy, each flagged against a threshold.
@@ -122,13 +124,85 @@ _ZH_ADDRESS = (rf"(?:{_ZH}{{2,7}}(?:省|自治区))?(?:{_ZH}{{2,7}}市)?(?:{_ZH}
 # Chinese resident id (18 characters, birth date inside) and payment card numbers written in groups of four.
 _ID_NUMBER = r"(?<![0-9A-Za-z])[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
 _CARD = r"(?<![0-9A-Za-z])\d{4}(?:[\s-]\d{4}){3}(?:[\s-]\d{1,3})?(?![0-9A-Za-z])"
+# Any other card number: 13 to 19 digits in any grouping (Amex 4-6-5, run together, dashes) that pass Luhn's check.
+_CARD_DIGITS = re.compile(r"(?<![0-9A-Za-z.+])\d(?:[ -]?\d){12,18}(?![0-9A-Za-z])")
+# US social security number (no 000, 666 or 9xx area) and UK National Insurance number.
+_SSN = r"(?<![0-9A-Za-z-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![0-9A-Za-z-])"
+_NINO = (r"(?<![0-9A-Za-z])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+         r"\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D](?![0-9A-Za-z])")
+# IBAN: country, check digits, then up to 30 letters and digits, in groups of four or run together (mod-97 checked).
+_IBAN = re.compile(r"(?<![0-9A-Za-z])[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,3})?(?![0-9A-Za-z])")
+# The regions whose national phone numbers (no +, a trunk 0) the default redactor reads with ``phonenumbers``.
+PHONE_REGIONS = ("US", "CN", "GB", "DE")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_PHONE_RUN = re.compile(r"[+(]?\d[\d ()./-]{5,}\d")  # a stretch that could be a phone number
 
-DEFAULT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+
+def luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
+
+def card_spans(text: str) -> list[tuple[int, int]]:
+    """Payment card numbers in any grouping: 13-19 digits that pass the Luhn check."""
+    return [m.span() for m in _CARD_DIGITS.finditer(text) if luhn_ok(re.sub(r"\D", "", m.group()))]
+
+
+def iban_spans(text: str) -> list[tuple[int, int]]:
+    """International bank account numbers whose mod-97 check holds."""
+    found = []
+    for m in _IBAN.finditer(text):
+        raw = m.group().replace(" ", "")
+        number = "".join(str(int(c, 36)) for c in raw[4:] + raw[:4])
+        if 15 <= len(raw) <= 34 and int(number) % 97 == 1:
+            found.append(m.span())
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _phones_in(window: str, regions: tuple[str, ...]) -> frozenset[tuple[int, int]]:
+    import phonenumbers
+
+    return frozenset((m.start, m.end) for region in regions
+                     for m in phonenumbers.PhoneNumberMatcher(window, region, leniency=phonenumbers.Leniency.VALID))
+
+
+def phone_spans(text: str, regions: Sequence[str] = PHONE_REGIONS) -> list[tuple[int, int]]:
+    """Valid phone numbers of ``regions`` as Google's libphonenumber reads them (``phonenumbers``): national
+    forms such as 020 7946 0958 or 0151 23456789, 00-prefixed international ones; spans merged across regions."""
+    spans = set()
+    # The matcher is slow on long text: give it only the stretches that could be a number, with some context
+    # (a conversation repeats the same ones, so each window is read once).
+    for run in _PHONE_RUN.finditer(text):
+        if sum(c.isdigit() for c in run.group()) < 7 or _ISO_DATE.fullmatch(run.group()):
+            continue
+        lo = max(run.start() - 12, 0)
+        spans |= {(lo + start, lo + end) for start, end in _phones_in(text[lo:run.end() + 12], tuple(regions))}
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+# A rule finds spans: a compiled pattern (its matches) or a function of the text (checked numbers).
+Rule = re.Pattern[str] | Callable[[str], list[tuple[int, int]]]
+DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
     ("email", re.compile(_EMAIL)),  # first: an email's digits must not be read as a phone number
     ("email", re.compile(_SPELLED_EMAIL, re.I)),
+    ("iban", iban_spans),
     ("id_number", re.compile(_ID_NUMBER)),
+    ("id_number", re.compile(_SSN)),
+    ("id_number", re.compile(_NINO)),
     ("card", re.compile(_CARD)),
+    ("card", card_spans),
     ("phone", re.compile(_PHONE)),
+    ("phone", phone_spans),
     ("address", re.compile(_EN_ADDRESS)),
     ("address", re.compile(_ZH_ADDRESS)),
 )
@@ -158,7 +232,20 @@ PII_FORMATS: tuple[tuple[str, str, str], ...] = (
     ("address", "Chinese address", "上海市浦东新区世纪大道100号"),
     ("address", "Chinese address, full-width digits", "北京市朝阳区建国路８８号"),
     ("id_number", "Chinese resident id", "身份证 110105199003071234"),
+    ("id_number", "US social security number", "SSN 123-45-6789"),
+    ("id_number", "UK National Insurance number", "NI number AB 12 34 56 C"),
     ("card", "payment card in groups of four", "card 4111 1111 1111 1111"),
+    ("card", "payment card, digits together", "card 4111111111111111"),
+    ("card", "payment card with dashes", "5555-5555-5555-4444"),
+    ("card", "American Express in groups of 4-6-5", "Amex 3782 822463 10005"),
+    ("card", "American Express, digits together", "378282246310005"),
+    ("phone", "UK national", "ring 020 7946 0958"),
+    ("phone", "UK mobile", "mobile 07700 900123"),
+    ("phone", "German national", "Tel. 030 12345678"),
+    ("phone", "German mobile", "Handy 0151 23456789"),
+    ("phone", "international with 00", "0049 30 12345678"),
+    ("iban", "German IBAN", "IBAN DE89 3704 0044 0532 0130 00"),
+    ("iban", "UK IBAN, run together", "GB82WEST12345698765432"),
 )
 
 # Full-width ASCII (U+FF01-FF5E) and the ideographic space read as their ASCII twins, one character for one,
@@ -173,13 +260,13 @@ class RegexRedactor:
     typed on a Chinese keyboard is masked like its ASCII form; text outside the matches keeps its characters.
     """
 
-    def __init__(self, rules: Iterable[tuple[str, re.Pattern[str]]] = DEFAULT_RULES) -> None:
+    def __init__(self, rules: Iterable[tuple[str, Rule]] = DEFAULT_RULES) -> None:
         self.rules = tuple(rules)
 
     def __call__(self, text: str) -> str:
-        for label, pattern in self.rules:
+        for label, rule in self.rules:
             folded = text.translate(_FOLD)
-            spans = [m.span() for m in pattern.finditer(folded)]
+            spans = rule(folded) if callable(rule) else [m.span() for m in rule.finditer(folded)]
             for start, end in reversed(spans):
                 text = f"{text[:start]}[{label}]{text[end:]}"
         return text

@@ -96,8 +96,12 @@ def error_message(content: str) -> str:
     return re.sub(r"<[^>]+>", " ", str(data)).strip()[:300]
 
 
+_SPELLED = {"no": "number", "qty": "quantity", "desc": "description", "pct": "percent"}
+
+
 def label(key: str, zh: bool) -> str:
     parts = [p for p in re.split(r"[_\W]+", key) if p]
+    parts = parts if zh else [_SPELLED.get(p.lower(), p) for p in parts]
     if zh and parts and all(p.lower() in ZH_WORD for p in parts):
         return "".join(ZH_WORD[p.lower()] for p in parts)
     text = " ".join(parts)
@@ -114,68 +118,175 @@ def localized(data: dict[str, Any], zh: bool) -> dict[str, Any]:
     return out
 
 
-def _facts(data: dict[str, Any], zh: bool) -> list[str]:
-    data = localized(data, zh)
-    currency = data.get("currency") if isinstance(data.get("currency"), str) else ""
-    facts = []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            facts += _facts(value, zh)[:4]  # one level down: "refund": {"amount": ...}
-        elif _scalar(value) and _FACT_KEY.search(key) and value not in ("", None):
-            money = f" {currency}" if currency and _MONEY_KEY.search(key) else ""
-            shown = value.rstrip(".。") if isinstance(value, str) else value
-            if zh and isinstance(shown, str) and shown.lower() in ZH_VALUE:
-                shown = f"{ZH_VALUE[shown.lower()]}（{shown}）"
-            facts.append(f"{label(key, zh)}{'：' if zh else ': '}{shown}{money}")
-    if not facts:  # nothing looks like a key fact: the first few plain fields
-        facts = [f"{label(k, zh)}{'：' if zh else ': '}{v}" for k, v in data.items() if _scalar(v) and k != "currency"][:6]
-    return facts
-
-
 def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool)
 
 
-def _row(item: Any, zh: bool) -> str:
+# Keys as results write them (``item_id``) or as people label them ("Item ID", "订单编号").
+_HEAD_ID = re.compile(r"(?:^|[_\s])(?:id|no|number|code|ref|reference|tag)$|编号$|单号$|号码$|代码$", re.I)
+_NAME_KEY = re.compile(r"(?:^|[_\s])(?:name|title)$|名称$|标题$|型号$", re.I)
+_STATUS_KEY = re.compile(r"(?:^|[_\s])(?:status|state)$|状态$", re.I)
+_NOISE_KEY = re.compile(r"(?:^|_)(?:score|rank|relevance|confidence|similarity|distance|currency)$", re.I)
+# What a question's words ask about, as a model associates them (stems both sides): "where" -> the status,
+# the tracking number and the carrier of a parcel; "how much" -> prices and totals.
+_ASKS = {"wher": ("status", "track", "carrier", "locat", "deliver"), "status": ("status", "state", "track"),
+         "track": ("track", "carrier", "status"), "pric": ("pric", "total", "amount", "cost"),
+         "cost": ("pric", "total", "cost", "amount"), "pay": ("total", "amount", "pric", "paid"),
+         "much": ("pric", "total", "amount"), "when": ("date", "at", "due", "eta", "expir", "deliver"),
+         "arriv": ("deliver", "eta", "expect", "status"), "stock": ("stock", "availab"),
+         "availab": ("stock", "availab"), "warranty": ("warranty",), "due": ("due", "date"),
+         "expir": ("expir", "valid"), "refund": ("refund", "amount"), "queue": ("queue", "position"),
+         "wait": ("queue", "position", "status"), "how": ("excerpt", "summary", "step", "answer", "bod"),
+         "about": ("descript", "summar"), "describ": ("descript",), "what": ("descript", "summar"),
+         "buy": ("item",), "bought": ("item",), "contain": ("item",), "each": ("item", "pric")}
+MAX_ASKED = 2  # facts stated beyond the identifier, name and status
+MAX_LISTED = 5  # list items named before "and n more"
+# What a chat model tells whatever was asked: money that moves (a refund, a fee) and the next step.
+_ALWAYS = re.compile(r"refund|next_step", re.I)
+# Identifiers of people (an owner, an author) say whose a record is, not which one it is.
+_PERSON_ID = re.compile(r"owner|user|employee|customer|author|agent|assignee|requester|caller", re.I)
+# Questions that ask about a thing as a whole ("tell me about X"): the answer covers its lists too.
+_BROAD = frozenset({"about", "describ", "tell", "detail"})
+
+
+def _asked(question: str) -> set[str]:
+    raw = {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    said = set(words(question)) | {stem(w) for w in raw}
+    return said | {a for w in said for a in _ASKS.get(w, ())}
+
+
+def _about(key: str, asked: set[str]) -> bool:
+    parts = {stem(p.lower()) for p in re.split(r"[_\W]+", key) if p}
+    return bool(parts & asked) or any(p.startswith(a) for p in parts for a in asked if len(a) > 3)
+
+
+def _shown_value(key: str, value: Any, zh: bool, currency: str) -> str:
+    if isinstance(value, bool):
+        return ("是" if value else "否") if zh else ("yes" if value else "no")
+    if isinstance(value, int | float) and currency and _MONEY_KEY.search(key):
+        return f"{value:.2f} {currency}"
+    shown = value.rstrip(".。") if isinstance(value, str) else str(value)
+    if zh and shown.lower() in ZH_VALUE:
+        return f"{ZH_VALUE[shown.lower()]}（{shown}）"
+    return shown.replace("_", " ") if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", shown) else shown  # "in progress"
+
+
+def _noun(key: str, zh: bool) -> str:
+    return re.sub(r"\s*(?:Id|ID|id|No|no|Number|number|Code|code|编号|单号|号码|号|代码)$", "", label(key, zh)).strip()
+
+
+def _head(data: dict[str, Any], zh: bool) -> tuple[str, list[str]]:
+    """"item AB-1 (Name), case CD-2" and the keys it used: the identifiers (two at most), with the name."""
+    idents = [k for k, v in data.items() if _HEAD_ID.search(k) and isinstance(v, str | int) and v != ""
+              and not re.search(r"sku|tracking", k, re.I)]
+    idents = idents[:1] + [k for k in idents[1:2] if not _PERSON_ID.search(k)]
+    name = next((k for k, v in data.items() if _NAME_KEY.search(k) and isinstance(v, str) and v), None)
+    used = [*idents, *([name] if name else [])]
+    if not idents:
+        return (str(data[name]) if name else ""), used
+    head = f"{_noun(idents[0], zh)} {data[idents[0]]}".strip()
+    if name:
+        head += f"（{data[name]}）" if zh else f" ({data[name]})"
+    for other in idents[1:]:
+        head += f"，{_noun(other, zh)} {data[other]}" if zh else f", {_noun(other, zh).lower()} {data[other]}"
+    return head, used
+
+
+def _sentence(content: dict[str, Any], zh: bool, question: str) -> str:
+    """A sentence about one record: what it is, its status, and the facts the question asks about."""
+    data = localized(content, zh)
+    currency = data.get("currency") if isinstance(data.get("currency"), str) else ""
+    head, used = _head(data, zh)
+    rest = {k: v for k, v in data.items() if k not in used and _scalar(v) and v != "" and not _NOISE_KEY.search(k)}
+    # the record's own status first ("status"), then a qualified one ("previous_status")
+    status = next((k for k in sorted(rest, key=lambda k: k.lower() not in ("status", "state")) if _STATUS_KEY.search(k)),
+                  None)
+    asked = _asked(question)
+    chosen = [k for k in rest if k != status and _about(k, asked)][:MAX_ASKED]
+    if status is None:  # what a record without a state is about: its price, else its first facts
+        money = [k for k in rest if _MONEY_KEY.search(k) and isinstance(rest[k], int | float)][:1]
+        chosen = list(dict.fromkeys(money + chosen)) or [k for k in rest if _FACT_KEY.search(k)][:MAX_ASKED] or list(rest)[:1]
+    chosen += [k for k in rest if _ALWAYS.search(k) and k not in chosen and k != status][:2]
+    parts = [(k, _shown_value(k, rest[k], zh, currency)) for k in ([status] if status else []) + chosen]
+    if zh:
+        body = "，".join(f"{label(k, True)}{'：' if isinstance(rest[k], bool) else '是'}{v}" for k, v in parts)
+        return f"{head}：{body}。" if head and body else (head or body) + "。"
+    body = ", ".join((f"it is {'' if rest[k] else 'not '}{label(k, False).lower()}" if isinstance(rest[k], bool)
+                      else f"the {label(k, False).lower()} is {v}") for k, v in parts)
+    if head and body:
+        return f"{head[:1].upper()}{head[1:]}: {body}."
+    return (head or body[:1].upper() + body[1:]) + "."
+
+
+def _item(item: Any, zh: bool) -> str:
+    """One list row: its identifier and name, and its status, else its price."""
     if not isinstance(item, dict):
-        return str(item)[:120]
-    item = localized(item, zh)
-    keyed = [v for k, v in item.items() if _scalar(v) and _FACT_KEY.search(k) and k != "message"]
-    rest = [v for k, v in item.items() if _scalar(v) and v not in keyed]
-    return " · ".join(str(v)[:60] for v in (keyed + rest)[:4])
+        return str(item)[:80]
+    data = localized(item, zh)
+    ident = next((v for k, v in data.items() if _HEAD_ID.search(k) and isinstance(v, str | int) and v != ""
+                  and not re.search(r"sku|tracking", k, re.I)), None)
+    name = next((v for k, v in data.items() if _NAME_KEY.search(k) and isinstance(v, str) and v), None)
+    status = next((v for k, v in data.items() if _STATUS_KEY.search(k) and _scalar(v)), None)
+    price = next((v for k, v in data.items() if _MONEY_KEY.search(k) and isinstance(v, int | float)), None)
+    head = str(ident if ident is not None else name or "")
+    if not head:  # a row without an identifier (a variant): its first few plain values
+        head = " ".join(str(v)[:40] for k, v in data.items() if _scalar(v) and not isinstance(v, bool)
+                        and not _NOISE_KEY.search(k) and not _MONEY_KEY.search(k))
+        head = " ".join(head.split()[:6])
+    asides = [str(x) for x in ([name] if ident is not None and name else [])
+              + [_shown_value("status", status, zh, "") if status is not None else price] if x is not None]
+    if asides:
+        return f"{head}（{'，'.join(asides)}）" if zh else f"{head} ({', '.join(asides)})"
+    return head
 
 
-def _bullets(rows: list[Any], zh: bool) -> list[str]:
-    lines = [f"- {_row(r, zh)}" for r in rows[:MAX_ITEMS]]
-    if len(rows) > MAX_ITEMS:
-        lines.append(f"- …另有 {len(rows) - MAX_ITEMS} 项" if zh else f"- … and {len(rows) - MAX_ITEMS} more")
-    return lines
+def _listing(key: str, rows: list[Any], zh: bool) -> str:
+    if not rows:
+        return say("nothing", "zh" if zh else "en")
+    named = [_item(r, zh) for r in rows[:MAX_LISTED]]
+    more = len(rows) - len(named)
+    if zh:
+        return f"共有 {len(rows)} 项{label(key, True)}：" + "、".join(named) + (f"，另有 {more} 项" if more > 0 else "") + "。"
+    return (f"There are {len(rows)} {label(key, False).lower()}: " + "; ".join(named)
+            + (f"; and {more} more" if more > 0 else "") + ".")
 
 
-def render(content: str, zh: bool) -> str:
-    """One tool result in a few lines: key facts, lists as bullets, errors explained plainly."""
+def render(content: str, zh: bool, question: str = "") -> str:
+    """One tool result as a chat model answers it: a sentence or two about what was asked (never every
+    field), lists as a short list, errors explained plainly."""
     lang = "zh" if zh else "en"
     if is_error(content):
         return say("failed", lang, msg=error_message(content))
     data = result_data(content)
     if isinstance(data, list):
-        return "\n".join(_bullets(data, zh)) if data else say("nothing", lang)
+        return _listing("results", data, zh)
     if not isinstance(data, dict):
         return re.sub(r"<[^>]+>", " ", str(data)).strip()[:300] or say("done", lang)
-    lines = []
-    facts = _facts(data, zh)
-    if facts:
-        lines.append(("；" if zh else "; ").join(facts) + ("。" if zh else "."))
-    for key, value in data.items():
-        if isinstance(value, list) and value:
-            lines += [f"{label(key, zh)}{'：' if zh else ':'}", *_bullets(value, zh)]
-        elif isinstance(value, list) and not lines:  # an empty list is the whole answer
-            lines.append(say("nothing", lang))
-    return "\n".join(lines) or say("done", lang)
+    lists = {k: v for k, v in data.items() if isinstance(v, list)}
+    own = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
+    headed = any(_HEAD_ID.search(k) or _STATUS_KEY.search(k) for k in own)
+    asked = _asked(question)
+    lines = [_sentence(own, zh, question)] if headed or not lists else []
+    broad = bool(asked & _BROAD)
+    filled = {k: v for k, v in lists.items() if v and (not headed or broad or _about(k, asked))}
+    for key, rows in (filled or ({} if headed else dict(list(lists.items())[:1]))).items():
+        lines.append(_listing(key, rows, zh))
+        if not headed and (told := _told(rows, asked, zh)):
+            lines.append(told)
+    return " ".join(x for x in lines if x) or say("done", lang)
 
 
-def compose_answer(contents: Sequence[str], lang: str) -> str:
-    return "\n".join(render(c, lang == "zh") for c in contents)
+def _told(rows: list[Any], asked: set[str], zh: bool) -> str:
+    """What the first item says, when the question asks how (an article's excerpt): two sentences."""
+    first = localized(rows[0], zh) if rows and isinstance(rows[0], dict) else {}
+    texts = [v for k, v in first.items() if isinstance(v, str) and len(v) >= 60 and _about(k, asked)]
+    if not texts:
+        return ""
+    return " ".join(re.split(r"(?<=[.!?。！？])\s+", texts[0].strip())[:2])
+
+
+def compose_answer(contents: Sequence[str], lang: str, question: str = "") -> str:
+    return " ".join(render(c, lang == "zh", question) for c in contents)
 
 
 # ------------------------------------------------------------------------------------------ questions

@@ -56,7 +56,7 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "搜索": ("search",), "搜": ("search",), "找": ("find", "search"), "列出": ("list",), "列表": ("list",),
     "哪": ("where",), "人工": ("human",), "真人": ("human", "person"), "客服": ("agent", "support"),
     "转接": ("transfer",), "查询": ("query", "check", "look"), "查看": ("view", "check"), "查": ("check", "look"),
-    "物流": ("shipping", "tracking"), "快递": ("delivery", "shipping"), "发货": ("ship",), "优惠券": ("coupon",),
+    "承运商": ("carrier",), "物流": ("shipping", "tracking"), "快递": ("delivery", "shipping"), "发货": ("ship",), "优惠券": ("coupon",),
     "折扣": ("discount",), "领取": ("claim",), "投诉": ("complaint", "complain"), "商品": ("product",),
     "产品": ("product",), "价格": ("price",), "多少钱": ("price", "cost"), "库存": ("stock",), "颜色": ("color",),
     "尺码": ("size",), "申请": ("request", "apply"), "提交": ("submit",), "创建": ("create",), "新建": ("create",),
@@ -263,6 +263,17 @@ class Call:
     dice: Dice | None = None
     tokens: list[int] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict)  # decisions taken once per call (e.g. obey or not)
+    admits: Any = None  # text -> whether a constrained decoder lets the reply be that text (None: anything)
+    # how the results reach this answer step: "replay" (tool messages), "facts" (stated in the user turn that asks
+    # for the reply) or "both"; the profile may hold the answer step's rates per presentation (answer_steps)
+    presentation: str = "replay"
+
+    def answer_rate(self, fault: str) -> float:
+        """An answer-step fault's rate for this call's presentation and decoding (``FaultProfile.answer_rate``)."""
+        return self.profile.answer_rate(fault, self.presentation, "free" if self.admits is None else "constrained")
+
+    def may_say(self, text: str) -> bool:
+        return self.admits is None or self.admits(text)
 
     def roll(self, p: float) -> bool:
         return self.dice is not None and p > 0 and self.dice.roll(min(p, 1.0))
@@ -296,6 +307,13 @@ def stated_facts(text: str, name: str) -> list[str]:
     own = set(words(name.replace("_", " ")))
     return [m.group(0).strip() for m in _FACT_LINE.finditer(text)
             if own & set(words(m.group(1).replace("_", " "))) and not EXAMPLE.search(m.group(2))]
+
+
+def nullable(prop: dict[str, Any]) -> bool:
+    """Whether a property's schema takes null (an optional argument in a strict schema)."""
+    kind = prop.get("type")
+    return (kind == "null" or (isinstance(kind, list) and "null" in kind)
+            or any(b.get("type") == "null" for key in ("anyOf", "oneOf") for b in prop.get(key, [])))
 
 
 def prop_schema(prop: dict[str, Any]) -> dict[str, Any]:
@@ -396,7 +414,9 @@ def fill_args(tool: dict[str, Any], call: Call, request: str,
     ``request`` is what the user says now (values are taken from it first); ``context`` adds the earlier
     request it answers, for free text such as a search query."""
     params = tool["function"].get("parameters") or {}
-    required = list(params.get("required") or [])
+    props = params.get("properties") or {}
+    # A strict schema lists every property as required; one that takes null may be left out (null).
+    required = [r for r in params.get("required") or [] if not nullable(props.get(r) or {})]
     args: dict[str, Any] = {}
     for name, raw in (params.get("properties") or {}).items():
         value = value_for(name, prop_schema(raw), call, request, tool, name in required, context or request)

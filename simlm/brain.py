@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from simlm.answers import (
     ask_for,
@@ -50,6 +50,7 @@ from simlm.args import (
     has_content,
     identifiers,
     json_spans,
+    nullable,
     numbers,
     pattern_values,
     plain,
@@ -62,6 +63,7 @@ from simlm.args import (
     words,
     wordset,
 )
+from simlm.constraint import fits, strict
 from simlm.errors import error_kind
 from simlm.faults import Dice, FaultProfile
 from simlm.instances import instance_of
@@ -315,14 +317,27 @@ def _key(name: str, args: dict[str, Any]) -> str:
 
 
 def _fault_args(call: Call, tool: dict[str, Any], args: dict[str, Any], missing: list[str]) -> tuple[dict, list]:
-    """``invent_missing`` fills required values the input lacks; ``malformed_args`` drifts one format."""
+    """``invent_missing`` fills required values the input lacks; ``malformed_args`` drifts one format. A
+    strict tool schema admits only arguments that fit it: a malformation it forbids is not written, and the
+    optional arguments not given are written as null, as a constrained decoder writes them."""
     props = (tool["function"].get("parameters") or {}).get("properties") or {}
     for name in list(missing):
-        if call.roll(call.profile.invent_missing) and (value := invent(prop_schema(props[name]), call)) is not None:
+        value = invent(prop_schema(props[name]), call) if call.roll(call.profile.invent_missing) else None
+        if value is not None and (not strict(tool) or fits(value, props[name])):
             args, missing = {**args, name: value}, [m for m in missing if m != name]
+    intended = args
     if args and call.roll(call.profile.malformed_args):
         args = malform(args, tool, call)
+    if strict(tool):
+        args = _strictly(call, tool, args, intended)
     return args, missing
+
+
+def _strictly(call: Call, tool: dict[str, Any], args: dict[str, Any], intended: dict[str, Any]) -> dict[str, Any]:
+    params = tool["function"].get("parameters") or {}
+    nulls = {k: None for k in params.get("required") or [] if nullable((params.get("properties") or {}).get(k) or {})}
+    call.memo.pop("broken_json", None)  # cut-off JSON cannot be emitted under a schema
+    return {**nulls, **args} if fits({**nulls, **args}, params) else {**nulls, **intended}
 
 
 def invent(prop: dict[str, Any], call: Call) -> Any:
@@ -637,14 +652,19 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     if intended is not None and same_tools and (step := _still_needed(call, intended, calls, done)) is not None:
         return step
     answered = [calls[r.tool_call_id] for r in batch if r.tool_call_id in calls]
-    if answered and call.roll(call.profile.call_after_result):
-        return _call_again(call, answered[-1])
+    # A fault whose text the request's constraint forbids (a call or a result written as JSON where the reply
+    # may not open with "{") cannot be emitted: the model writes its answer instead.
+    if answered and call.roll(call.answer_rate("call_after_result")):
+        again = _call_again(call, answered[-1])
+        if again.tool_calls or call.may_say(text_of(again)):
+            return again
     report = _to_report(results, calls, intended)
-    if call.roll(call.profile.echo_result):
+    if call.roll(call.answer_rate("echo_result")) and call.may_say("\n".join(report)):
         return AIMessage("\n".join(report))
+    question = current_request(before).context
     if call.roll(call.profile.misstate_result) and call.dice is not None:  # the last draw of this call
-        report = misstate(report, call.tools, call.dice, lambda contents: compose_answer(contents, lang))
-    return AIMessage(compose_answer(report, lang))
+        report = misstate(report, call.tools, call.dice, lambda contents: compose_answer(contents, lang, question))
+    return AIMessage(compose_answer(report, lang, question))
 
 
 def _call_again(call: Call, made: dict[str, Any]) -> AIMessage:
@@ -684,20 +704,51 @@ def _to_report(results: list[ToolMessage], calls: dict[str, dict], intended: dic
             continue
         later = [j for j in range(i + 1, len(results)) if sig[j][0] == name]
         repeat = any(sig[k] == sig[i] and errors[k] for k in range(i))
-        if errors[i] and (any(not errors[j] or sig[j] != sig[i] for j in later) or repeat):
+        answered = any(sig[k] == sig[i] and not errors[k] for k in range(i))  # a repeat turned away: its answer is above
+        if errors[i] and (any(not errors[j] or sig[j] != sig[i] for j in later) or repeat or answered):
             continue
         keep.append(text_of(r))
     return keep or [text_of(r) for r in results[-1:]]
 
 
+# A user turn that hands the model results and asks for the reply ("write your reply to the customer now").
+_WRITE_REPLY = re.compile(r"\b(?:write|give|send)\s+(?:your|the|a)\s+(?:reply|answer|response)\b|"
+                          r"\breply to the (?:customer|user)\b|回复客户|回复用户", re.I)
+_STATED = re.compile(r"^\s*[-*•]\s*([^:：\n]{1,40}?)\s*[:：]\s*(.+?)\s*$", re.M)
+
+
+def reply_request(call: Call, lang: str) -> AIMessage | None:
+    """The answer to a user turn that gives results and asks for the reply: from the results the
+    conversation holds (tool messages before it), else from the ``- label: value`` lines it states, as any
+    result (the same faults of an answer step apply). Tools are not called for it."""
+    last = call.messages[-1] if call.messages else None
+    if not isinstance(last, HumanMessage) or not _WRITE_REPLY.search(text_of(last)):
+        return None
+    before = list(call.messages[:-1])
+    earlier = Call(before, [], call.profile, call.dice, call.tokens[:-1], admits=call.admits, presentation="both")
+    turn = _turn(before)
+    if any(isinstance(m, ToolMessage) for m in turn):
+        return after_results(earlier, turn, lang)
+    stated = {k.strip(): v for k, v in _STATED.findall(text_of(last))}
+    if not stated:
+        return None
+    given = [AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "call_given", "type": "tool_call"}]),
+             ToolMessage(json.dumps(stated, ensure_ascii=False), tool_call_id="call_given")]
+    return after_results(Call([*before, *given], [], call.profile, call.dice, call.tokens[:-1], admits=call.admits,
+                              presentation="facts"), given, lang)
+
+
 def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, profile: FaultProfile = CLEAN,
-            dice: Dice | None = None, tokens: list[int] | None = None) -> AIMessage:
-    """The model's next message for this input."""
+            dice: Dice | None = None, tokens: list[int] | None = None, admits: Any = None) -> AIMessage:
+    """The model's next message for this input; ``admits`` is the decoder's text constraint, if any."""
     told = " ".join(text_of(m) for m in messages if isinstance(m, SystemMessage) or m is messages[-1])
-    call = Call(list(messages), [] if _NO_TOOLS.search(told) else list(tools or []), profile, dice, list(tokens or []))
+    call = Call(list(messages), [] if _NO_TOOLS.search(told) else list(tools or []), profile, dice, list(tokens or []),
+                admits=admits)
     lang = language(call.humans)
     if (aux := auxiliary_reply(call)) is not None:
         return aux
+    if (asked := reply_request(call, lang)) is not None:
+        return asked
     turn = _turn(call.messages)
     if any(isinstance(m, ToolMessage) for m in turn):
         return after_results(call, turn, lang)

@@ -8,7 +8,7 @@ before the answer is written, chosen by the call's dice among those whose change
 - an amount (a decimal number): a few percent more;
 - a date or time (ISO text): a few days later;
 - a state (a text value): another value the same key has elsewhere in the results, or that a tool's
-  schema lists for a parameter of that name.
+  schema lists for a parameter of that name, else another common state word ("shipped" for "delivered").
 
 Identifiers, names and flags are left alone: those are copied, not restated. Everything is read from the
 result's shape and the offered tool schemas, as a model reads them; nothing names a domain.
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from simlm.args import prop_schema, result_data
+from simlm.args import ZH_VALUE, prop_schema, result_data
 from simlm.faults import Dice
 
 _ID_KEY = re.compile(r"(?:^|_)(?:id|ids|no|number|code|ref|sku|serial|tracking\w*|phone|email|pin)$", re.I)
@@ -81,6 +81,8 @@ def _wrong(path: Path, value: Any, states: dict[str, set[str]], dice: Dice) -> A
         except ValueError:
             return None
     others = sorted(states.get(key, set()) - {value})
+    if not others and value.lower() in ZH_VALUE:  # a common state word: a neighbouring one of the same words
+        others = sorted(set(ZH_VALUE) - {value.lower(), "canceled"})
     return dice.choice(others) if others and not _WORDY.search(value) else None
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from simlm.brain import respond
+from simlm.constraint import constraint_of
 from simlm.faults import Dice, FaultProfile, latency_s
 from simlm.wire import assistant_message, text, to_messages, tools_in_text
 
@@ -144,9 +145,13 @@ class Provider:
         if dice.roll(self.profile.timeout):
             raise SimTimeout(f"simulated model did not answer in time ({self.profile.name} profile)")
         tools = wire_tools or tools_in_text(" ".join(text(m.content) for m in visible if isinstance(m, SystemMessage)))
-        reply = respond(visible, tools, profile=self.profile, dice=dice, tokens=tokens)
+        constraint = constraint_of(request)
+        reply = respond(visible, tools, profile=self.profile, dice=dice, tokens=tokens,
+                        admits=constraint.admits if constraint.schema is not None else None)
         prefix = "\u200b" if not wire_tools and reply.tool_calls and dice.roll(self.profile.invisible_prefix) else ""
         message = assistant_message(reply, native=bool(wire_tools), prefix=prefix)
+        if constraint.schema is not None and not message.get("tool_calls"):
+            message["content"] = constraint.written(message.get("content") or "")
         prompt_tokens = sum(message_tokens(m) for m in messages) + tool_tokens  # billed: the prompt as sent
         processed = sum(tokens) + tool_tokens                                  # read: what fit the window
         completion_tokens = message_tokens(reply)

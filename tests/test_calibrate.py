@@ -298,6 +298,9 @@ def test_answer_step_rows_fit_rates_per_presentation_and_decoding_into_the_profi
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump({"profiles": {"prior": {}, "fitted": spec}}), encoding="utf-8")
     profile = load_profiles(str(path))["fitted"]
-    assert profile.answer_rate("call_after_result", "replay", "free") == 0.75
-    assert profile.answer_rate("call_after_result", "both", "free") == profile.call_after_result  # not measured
-    assert profile.evidence["answer_steps.replay/free.call_after_result"]["n"] == 4
+    assert profile.answer_rate("call_after_result", "facts", "constrained") == 0.0
+    assert profile.evidence["answer_steps.facts/constrained.call_after_result"]["n"] == 4
+    # replay/free is what the flat rates measure (per domain, on more probes), and a variant not measured
+    # falls back to them too
+    assert profile.answer_rate("call_after_result", "replay", "free") == profile.call_after_result
+    assert profile.answer_rate("call_after_result", "both", "free") == profile.call_after_result

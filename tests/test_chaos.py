@@ -1,31 +1,52 @@
 """The chaos benchmark's machinery on a few crash points (the full run is ``harness bench chaos``).
 
-A forked child dies at a checkpoint write or by SIGKILL; recovery in fresh processes must leave the change
-applied exactly once and the last message answered.
+A forked child dies at a checkpoint or transcript write or at one of the change ledger's points, with a model
+that rewords its arguments on every call; recovery in fresh processes (``harness resume --finish``, or a new
+HTTP worker on Postgres) must leave the change applied exactly once, the last message answered and every reply
+the user got in the transcript.
 """
 
 from __future__ import annotations
 
 import pytest
-from lg_harness.benchmarks.bench_chaos import order_inversions, run_domain, soak
+from lg_harness.benchmarks.bench_chaos import Crash, Setup, order_inversions, run_setup, soak
+
+from tests.engines import postgres_server  # noqa: F401
+
+FIVE = ("applied_twice", "lost", "unanswered", "unrecoverable", "reply_missing")
+# early (the request's first steps), the changing step, a transcript write, the ledger's points
+POINTS = [Crash("checkpoint", 2, False, "checkpoint 2 before"), Crash("checkpoint", 9, True, "checkpoint 9 after"),
+          Crash("transcript", 2, False, "transcript 2 before"), Crash("transcript", 1, True, "transcript 1 after"),
+          Crash("decided", label="decided"), Crash("recorded", label="recorded"), Crash("ran", label="ran")]
 
 
+def zeros(figures: dict) -> None:
+    assert tuple(figures[k] for k in FIVE) == (0,) * 5, figures["problems"]
+
+
+@pytest.mark.parametrize("confirm", [True, False], ids=["confirm on", "confirm off"])
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
-def test_crashes_at_checkpoint_writes_recover_exactly_once(domain):
-    # early (the request's first steps), in the changing message's tool step, and late (after the yes)
-    figures = run_domain(domain, random_kills=3, points=[2, 9, 16, 22], log=lambda s: None)
-    assert figures["runs"] == 12 and figures["crashes"] >= 10, figures  # 4 x 2 writes, the settle, 3 random
-    assert (figures["applied_twice"], figures["lost"], figures["unanswered"], figures["unrecoverable"]) == \
-        (0, 0, 0, 0), figures["problems"]
+def test_crashes_with_a_rewording_model_recover_exactly_once(domain, confirm):
+    figures = run_setup(Setup(domain, "sqlite", confirm), points=POINTS, log=lambda s: None)
+    assert figures["runs"] == len(POINTS) and figures["crashes"] >= len(POINTS) - 1, figures
+    zeros(figures)
     # an idempotent change crashed before its settle runs again with its key: nobody needs to check it
     assert figures["to_person_applied"] == figures["to_person_not_applied"] == 0
 
 
+@pytest.mark.parametrize("confirm", [True, False], ids=["confirm on", "confirm off"])
+def test_the_http_worker_on_postgres_killed_and_taken_over_recovers_exactly_once(postgres_server, confirm):  # noqa: F811
+    figures = run_setup(Setup("shop", "postgres", confirm), url=postgres_server, log=lambda s: None,
+                        points=[Crash("checkpoint", 12, True, "checkpoint 12 after"), Crash("ran", label="ran"),
+                                Crash("transcript", 2, False, "transcript 2 before"), Crash("recorded", label="rec")])
+    assert figures["crashes"] >= 3, figures
+    zeros(figures)
+
+
 def test_an_outside_change_that_is_not_idempotent_is_applied_once_or_checked_by_a_person():
-    figures = run_domain("library", random_kills=2, points=[3, 8], log=lambda s: None)
-    assert figures["runs"] == 7 and figures["crashes"] >= 5, figures
-    assert (figures["applied_twice"], figures["lost"], figures["unanswered"], figures["unrecoverable"]) == \
-        (0, 0, 0, 0), figures["problems"]
+    figures = run_setup(Setup("library", "sqlite", True), points=POINTS[1:2] + POINTS[-1:], log=lambda s: None)
+    assert figures["runs"] == 2 and figures["crashes"] == 2, figures
+    zeros(figures)
     assert figures["to_person_applied"] >= 1, "the crash between the tool and its settle goes to a person"
 
 

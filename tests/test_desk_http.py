@@ -114,7 +114,8 @@ def test_the_desk_role_is_not_a_header_a_customer_sets(tmp_path: Path, monkeypat
     with service(tmp_path, monkeypatch, HARNESS_TRUSTED_USER_HEADER="X-User") as c:
         hand_off(c)
         claim = {"X-User": "U002", "X-Harness-Agent": "1"}
-        assert c.get("/threads/s2/transcript", headers=claim).status_code == 403, "U002 read U001's transcript"
+        # another user's thread answers as one that does not exist (issue 28)
+        assert c.get("/threads/s2/transcript", headers=claim).status_code == 404, "U002 read U001's transcript"
         assert c.get("/handoffs", headers=claim).status_code == 403
         assert c.post("/handoffs/s2/reply", json={"text": "hi"}, headers=claim).status_code == 403
         assert c.get("/handoffs", headers={"X-User": "@agent"}).status_code == 403
@@ -140,8 +141,9 @@ def test_customers_see_only_their_own_threads(client: TestClient) -> None:
     assert {t["thread_id"] for t in every} == {"mine", "theirs"}
     assert {t["owner"] for t in every} == {"U001", "U002"} and {t["domain"] for t in every} == {"shop"}
     assert [t["thread_id"] for t in client.get("/threads?q=u002", headers=ALICE).json()["threads"]] == ["theirs"]
-    assert client.get("/threads/theirs/live", headers=U1).status_code == 403
-    assert client.get("/threads/theirs/trace", headers=U1).status_code == 403
+    # another user's thread answers as one that does not exist (issue 28)
+    assert client.get("/threads/theirs/live", headers=U1).status_code == 404
+    assert client.get("/threads/theirs/trace", headers=U1).status_code == 404
     assert client.get("/stats", headers=U1).status_code == 403
 
 

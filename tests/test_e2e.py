@@ -324,7 +324,8 @@ def thread_snapshot(h: Harness, thread: str) -> tuple:
     ("invisible only", lambda h: h.send("e", "\u200b\u200d\ufeff", "U001"), "empty message"),
     ("over the limit", lambda h: h.send("e", "x" * (h.design.knobs.max_message_chars + 1), "U001"),
      "max_message_chars"),
-    ("another user's thread", lambda h: h.send("e", "Where is my order?", "U002"), "another user"),
+    # another user's thread answers as a thread that does not exist: nobody learns which ids are taken
+    ("another user's thread", lambda h: h.send("e", "Where is my order?", "U002"), "unknown thread 'e'"),
     ("unknown user", lambda h: h.send("e", "hello", "U999"), "unknown user"),
     ("unknown thread: history", lambda h: h.history("no-such-thread"), "unknown thread"),
     ("unknown thread: state", lambda h: h.state("no-such-thread"), "unknown thread"),

@@ -214,7 +214,8 @@ def test_dsl_rule_hands_off_after_two_tool_errors(tmp_path):
 
     dsl, dsl_log = runs["dsl"]
     assert [c["status"] for c in dsl_log] == ["error", "error"], dsl_log
-    assert dsl["path"][-3:] == ["action", "action", "handoff"], dsl["path"]
+    # the rule reads the second call's error, after the step that ran it (execute)
+    assert dsl["path"][-4:] == ["execute", "action", "execute", "handoff"], dsl["path"]
     assert dsl["waiting_for_human"] and dsl["handoff"]["ticket"] in dsl["reply"]
     python, python_log = runs["python"]  # without the rule the guards let it try again, then answer
     assert "handoff" not in python["path"] and len(python_log) > 2

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -298,6 +299,29 @@ def test_a_user_reads_and_runs_only_their_own_threads(server):
     wrong = httpx.get(f"{server['url']}/threads/{thread_id}", headers={"Authorization": "Bearer nope"}, timeout=5,
                       trust_env=False)
     assert wrong.status_code == 401
+
+
+def test_no_door_of_the_server_hands_out_another_users_thread(server):
+    """Create-if-exists, copy, state writes, history, runs, search: B never gets A's thread or its messages."""
+    mine = server["client"]
+    thread_id = mine.threads.create()["thread_id"]
+    send(mine, thread_id, f"Where is my order {server['orders']['shipped']}?")
+    url, headers = server["url"], {"Authorization": "Bearer key-u002"}
+
+    def as_b(method: str, path: str, **body) -> httpx.Response:
+        return httpx.request(method, f"{url}{path}", headers=headers, json=body or None, timeout=30, trust_env=False)
+
+    taken = as_b("POST", "/threads", thread_id=thread_id, if_exists="do_nothing")
+    assert taken.status_code >= 400 and "ORD-" not in taken.text and "U001" not in taken.text, taken.text
+    nobody = str(uuid.uuid4())  # a thread that does not exist: A's must answer B exactly as it does
+    for method, path, body in (("POST", "/copy", {}), ("POST", "/state", {"values": {"reply": "x"}}),
+                               ("GET", "/state", {}), ("POST", "/history", {"limit": 5}), ("GET", "/runs", {}),
+                               ("PATCH", "", {"metadata": {"owner": "U002"}}), ("GET", "", {}), ("DELETE", "", {})):
+        got, absent = as_b(method, f"/threads/{thread_id}{path}", **body), as_b(method, f"/threads/{nobody}{path}", **body)
+        assert (got.status_code, "ORD-" in got.text) == (absent.status_code, False), (method, path, got.text)
+    found = as_b("POST", "/threads/search", metadata={"owner": "U001"}, limit=100)
+    assert thread_id not in found.text
+    assert mine.threads.get(thread_id)["metadata"]["owner"] == "U001"
 
 
 def test_a_run_acts_for_its_caller_whatever_user_the_input_leaves_out(server):

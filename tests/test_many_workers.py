@@ -244,7 +244,9 @@ def _service_guards(client: httpx.Client) -> None:
     assert client.post("/threads/k/messages", json={"text": "hi"},
                        headers={"Authorization": "Bearer nope"}).status_code == 401
     other = {"Authorization": "Bearer other-key"}
-    assert client.get("/threads/k/history", headers=other).status_code == 403
+    # another user's thread answers as one that does not exist; nobody names a user in the body
+    assert client.get("/threads/k/history", headers=other).status_code == 404
+    assert client.post("/threads/k/messages", json={"text": "cancel my order"}, headers=other).status_code == 404
     assert client.post("/threads/k/messages", json={"text": "cancel my order", "user_id": "U001"},
                        headers=other).status_code == 403
     assert client.get("/handoffs").status_code == 403

@@ -52,6 +52,21 @@ def node(role: str, variant: str, deps: NodeDeps):
     return variants(role)[variant](deps)
 
 
+def acted(deps: NodeDeps):
+    """The action step as the graph runs it: ``action`` decides the calls, ``execute`` runs what it decided;
+    one update, merged the way the graph's reducers merge them."""
+    action = node("action", "tool_loop", deps)
+
+    def run(state: dict, config: Any) -> dict:
+        decided = action(state, config)
+        if not decided.get("planned_calls"):
+            return decided
+        ran = action.execute(apply(state, decided), config)
+        return {**decided, **ran, "messages": [*decided["messages"], *ran["messages"]]}
+
+    return run
+
+
 def human(text: str, mid: str = "h1") -> HumanMessage:
     return HumanMessage(text, id=mid)
 
@@ -272,7 +287,7 @@ def action_state(text: str, intent: str, user: dict | None = None, **extra: Any)
 def test_action_offers_only_the_routed_intents_tools(make_deps, recording_sim_cls, intent, text):
     model = recording_sim_cls()
     deps = make_deps(model=model)
-    node("action", "tool_loop", deps)(action_state(text, intent), CONFIG)
+    acted(deps)(action_state(text, intent), CONFIG)
     offered = model.calls[0]["tools"]
     expected = [n for n in SHOP.route(intent).tools][: deps.design.knobs.max_tools_offered]
     assert offered == expected
@@ -284,7 +299,7 @@ def test_action_offers_at_most_max_tools_offered(make_deps, recording_sim_cls):
     routes = {i.name: i.route for i in SHOP.intents}
     widest = max(routes, key=lambda i: len(routes[i].tools))
     assert len(routes[widest].tools) >= 2
-    node("action", "tool_loop", make_deps(model=model, max_tools_offered=1))(
+    acted(make_deps(model=model, max_tools_offered=1))(
         action_state("hello", widest), CONFIG)
     assert model.calls[0]["tools"] == [routes[widest].tools[0]]
 
@@ -295,7 +310,7 @@ def test_action_filters_tools_by_the_users_role(make_deps, recording_sim_cls):
     offered = {}
     for role in ("customer", "vip"):
         model = recording_sim_cls()
-        node("action", "tool_loop", make_deps(model=model, registry=registry))(
+        acted(make_deps(model=model, registry=registry))(
             action_state("any coupons?", "coupons", {"id": "U001", "role": role}), CONFIG)
         offered[role] = model.calls[0]["tools"]
     assert offered["customer"] == ["list_coupons"]
@@ -304,7 +319,7 @@ def test_action_filters_tools_by_the_users_role(make_deps, recording_sim_cls):
 
 def test_action_executes_the_call_and_logs_it(make_deps, shop, u001_orders):
     order = u001_orders["shipped"][0]
-    update = node("action", "tool_loop", make_deps())(action_state(f"Where is {order}?", "order_status"), CONFIG)
+    update = acted(make_deps())(action_state(f"Where is {order}?", "order_status"), CONFIG)
     ai, result = update["messages"]
     assert [(c["name"], c["args"]) for c in ai.tool_calls] == [("get_order_status", {"order_id": order})]
     assert isinstance(result, ToolMessage) and result.tool_call_id == ai.tool_calls[0]["id"]
@@ -322,12 +337,12 @@ def test_action_executes_the_call_and_logs_it(make_deps, shop, u001_orders):
 
 def test_action_changing_tool_changes_the_shop(make_deps, shop, u001_orders):
     order = u001_orders["pending"][0]
-    update = node("action", "tool_loop", make_deps(confirm_changes=False))(
+    update = acted(make_deps(confirm_changes=False))(
         action_state(f"Please cancel {order}", "cancel_order"), CONFIG)
     assert [(r["name"], r["args"]["order_id"], r["status"]) for r in update["tool_log"]] == [
         ("cancel_order", order, "ok")]
     assert order_status(shop, order) == "cancelled"
-    held = node("action", "tool_loop", make_deps())(action_state(f"Please cancel {u001_orders['pending'][1]}",
+    held = acted(make_deps())(action_state(f"Please cancel {u001_orders['pending'][1]}",
                                                                  "cancel_order"), CONFIG)
     assert [r["error_type"] for r in held["tool_log"]] == ["needs_confirmation"] and held["pending_change"]
     assert order_status(shop, u001_orders["pending"][1]) == "pending", "confirm_changes (on in harness) waits"
@@ -342,7 +357,7 @@ def test_action_blocks_an_identical_call_on_the_second_try(make_deps, shop, u001
     """The same tool with the same arguments twice in one message: the second try is intercepted, whether the
     first one succeeded or failed (a failed call repeated unchanged fails the same way)."""
     deps = make_deps()
-    action = node("action", "tool_loop", deps)
+    action = acted(deps)
     order = u001_orders[status][0]
     intent = "order_status" if tool == "get_order_status" else "return_order"
     state = action_state(text.format(order=order), intent)
@@ -388,7 +403,7 @@ def test_action_does_not_call_a_malformed_id_the_customer_gave_invented(make_dep
     model = Scripted(replies=[AIMessage("", tool_calls=[tool_call("get_order_status", {"order_id": malformed})])])
     deps = make_deps(model=model)
     state = action_state(f"Where is my order {order}?", "order_status", fact_card={"last_order_id": order})
-    update = node("action", "tool_loop", deps)(state, CONFIG)
+    update = acted(deps)(state, CONFIG)
     [record] = update["tool_log"]
     assert record["error_type"] != "invented_argument", record
     assert next_node("action", apply(state, update), deps.design.knobs) == "action", \
@@ -401,7 +416,7 @@ def test_action_flags_an_id_nobody_gave_as_invented(make_deps, shop, u001_orders
     model = Scripted(replies=[AIMessage("", tool_calls=[tool_call("get_order_status", {"order_id": other})])])
     deps = make_deps(model=model)
     state = action_state("Where is my order?", "order_status", fact_card={"last_order_id": order})
-    update = node("action", "tool_loop", deps)(state, CONFIG)
+    update = acted(deps)(state, CONFIG)
     [record] = update["tool_log"]
     assert record["status"] != "ok" and record["error_type"] == "invented_argument"
     assert next_node("action", apply(state, update), deps.design.knobs) == "collect"

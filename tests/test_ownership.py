@@ -46,7 +46,11 @@ def u001_dir(tmp_path_factory):
 def test_another_user_cannot_read_or_write_the_thread(u001_dir, command):
     tmp_path = u001_dir
     proc = harness(*command, "--user", "U002", "--data-dir", str(tmp_path), cwd=tmp_path)
-    assert proc.returncode != 0 and "belongs to another user" in proc.stderr, proc.stderr
+    assert proc.returncode != 0 and "unknown thread 'mine'" in proc.stderr, proc.stderr
+    absent = harness(*[("nobody" if a == "mine" else a) for a in command], "--user", "U002", "--data-dir",
+                     str(tmp_path), cwd=tmp_path) if command[0] != "run" else None
+    if absent is not None:  # the same answer as for a thread that does not exist: nothing says 'mine' is taken
+        assert absent.stderr.replace("nobody", "mine") == proc.stderr
     assert "jane.roe" not in proc.stdout + proc.stderr and "555-123-4567" not in proc.stdout
     own = harness(*command[:3], "--user", "U001", "--data-dir", str(tmp_path), cwd=tmp_path) \
         if command[0] in ("history", "trace") else None
@@ -61,7 +65,7 @@ def test_chat_history_and_state_refuse_another_user(u001_dir):
                           text=True, timeout=240, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "jane.roe" not in proc.stdout and "555-123-4567" not in proc.stdout
-    assert proc.stderr.count("belongs to another user") == 2
+    assert proc.stderr.count("unknown thread 'mine'") == 2
     mine = subprocess.run([str(HARNESS), "chat", "--thread", "mine", "--user", "U001", "--model", MODEL,
                            "--data-dir", str(tmp_path)], input="/history\n/quit\n", capture_output=True, text=True,
                           timeout=240, cwd=tmp_path)
@@ -97,7 +101,7 @@ def test_the_owner_is_kept_even_when_the_checkpoint_is_forked_back_before_the_fi
         h.send("f", "hello", "U001")
         first = h.history("f")[-1].checkpoint_id  # the input checkpoint, before any user was set
         h.fork("f", first)
-        with pytest.raises(HarnessError, match="belongs to another user"):
+        with pytest.raises(HarnessError, match="unknown thread 'f'"):
             h.send("f", "hello", "U002")
 
 

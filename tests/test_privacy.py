@@ -33,7 +33,11 @@ def test_each_documented_format_is_masked(label, what, example):
 
 @pytest.mark.parametrize("text", ["ORD-10134", "SKU P1001-BLK qty 2", "INC0012346", "asset LAPTOP-0042",
                                   "RMA-12", "total 288.49 USD", "2026-12-01T12:00:00", "stock 1234567890",
-                                  "I will be there at 5 pm", "look at the rooms", "我的订单 ORD-10001 到哪了"])
+                                  "I will be there at 5 pm", "look at the rooms", "我的订单 ORD-10001 到哪了",
+                                  "tracking YT331190068578", "PIN 123456", "employee E1001", "CMP-12",
+                                  "1f1ee076-72bb-6002-8007-b84af4ba418f", "call_67bfe3d0b1ec1e5e57502183",
+                                  "elapsed 1796185502.6858938", "qty 100000", "2026-11-01", "price 1234.56 EUR",
+                                  "card 4111 1111 1111 1112 is not a card".replace("4111 1111 1111 1112", "41111111111111112")])
 def test_identifiers_and_everyday_words_are_left_alone(text):
     assert default_redactor(text) == text
 
@@ -48,3 +52,28 @@ def test_the_audit_file_holds_no_contact_details(tmp_path):
     assert "ORD-10134" in stored, "the audit still says what happened"
     for secret in secrets:
         assert secret not in stored
+
+
+def test_the_http_queue_keeps_no_typed_contact_details_once_a_message_finished(tmp_path):
+    """The queue row holds the text only while the message waits or runs (the worker needs it); the transcript
+    keeps it for its owner."""
+    from lg_harness.graphs.service import Runtime, Settings
+
+    secrets = ["07700 900123", "jane.roe@example.com", "4111111111111111"]
+    rt = Runtime(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+                          api_keys={"k": "U001"}))
+    try:
+        rt.start()
+        text = f"my mobile is {secrets[0]}, mail {secrets[1]}, card {secrets[2]}; where is ORD-10134?"
+        mid = rt.submit("q", "send", {"text": text, "user_id": "U001", "role": None}, None)
+        row = rt.queue.wait(mid, timeout=120)
+        assert row["status"] == "done", row
+        assert rt.harness.transcripts.read("q")[0]["content"] == text, "the owner's transcript keeps their words"
+    finally:
+        rt.close()
+    with sqlite3.connect(tmp_path / "queue.sqlite") as conn:
+        stored = "\n".join(str(v) for r in conn.execute("SELECT * FROM thread_queue").fetchall() for v in r)
+        stored += "\n".join(str(r[0]) for r in conn.execute("SELECT event FROM message_events").fetchall())
+    assert "ORD-10134" in stored
+    for secret in secrets:
+        assert secret not in stored, secret

@@ -190,9 +190,12 @@ def test_answers_from_a_json_result_in_the_users_language():
                          "fee": 1.5, "currency": "EUR", "history": [{"renewed_at": f"2025-0{i}-01"} for i in range(1, 10)]})
     reply = with_result("When is LN-123456 due?", "get_loan", {"loan_id": "LN-123456"}, result, LIBRARY)
     assert not reply.tool_calls
-    for fact in ("LN-123456", "Dune", "active", "2025-03-01", "1.5 EUR"):
+    for fact in ("LN-123456", "Dune", "active", "2025-03-01"):  # what it is, its status, what was asked
         assert fact in reply.text
-    assert reply.text.count("\n- ") <= 9 and "more" in reply.text  # long lists are cut
+    # A chat model answers what was asked: not the fee, not the renewal history (issue 24: no dumps).
+    assert "1.5" not in reply.text and "2025-09-01" not in reply.text and len(reply.text) < 160
+    price = with_result("How much is the fee for LN-123456?", "get_loan", {"loan_id": "LN-123456"}, result, LIBRARY)
+    assert "1.50 EUR" in price.text and "2025-03-01" not in price.text
     zh = with_result("LN-123456 什么时候到期？", "get_loan", {"loan_id": "LN-123456"}, result, LIBRARY)
     assert "LN-123456" in zh.text and "状态" in zh.text
 

@@ -377,6 +377,22 @@ def test_ledger_settles_the_changes_a_person_checked(backend: Backend) -> None:
     assert [e.key for e in ledger.pending(thread)] == [other], "only what the person was shown"
 
 
+def test_ledger_keeps_the_first_decision_and_prune_forgets_all_but_pending_changes(backend: Backend) -> None:
+    ledger, thread = backend.ledger(), f"t-{uuid.uuid4().hex}"
+    first = {"content": "", "emitted": [{"text": "a"}], "calls": [{"name": "file", "args": {"text": "a"}, "id": "1"}]}
+    assert ledger.decision(f"{thread}:1:1:x") is None
+    assert ledger.decide(f"{thread}:1:1:x", thread, first) == first
+    again = {**first, "calls": [{"name": "file", "args": {"text": "a, reworded"}, "id": "2"}]}
+    assert ledger.decide(f"{thread}:1:1:x", thread, again) == first, "the first decision stands"
+    assert ledger.decision(f"{thread}:1:1:x") == first
+    ledger.begin(f"{thread}:done", thread, "file", {})
+    ledger.settle(f"{thread}:done", {"ok": 1})
+    ledger.begin(f"{thread}:open", thread, "file", {})
+    assert ledger.forget([thread]) == 2
+    assert ledger.decision(f"{thread}:1:1:x") is None and ledger.get(f"{thread}:done") is None
+    assert [e.key for e in ledger.pending(thread)] == [f"{thread}:open"], "a person still has to check it"
+
+
 def test_ledger_begins_a_key_once_when_many_workers_race(backend: Backend) -> None:
     key, thread = f"k-{uuid.uuid4().hex}", f"t-{uuid.uuid4().hex}"
     ledgers = [backend.ledger() for _ in range(6)]  # one per worker: separate connections
@@ -429,7 +445,7 @@ def test_harness_checkpoints_history_fork_and_state(backend: Backend) -> None:
         earlier = next(c for c in history if c.checkpoint_id == first["checkpoint_id"])
         h.fork("t1", earlier.checkpoint_id)
         assert h.state("t1")["values"]["turn"] == 1
-        with pytest.raises(HarnessError, match="belongs to another user"):
+        with pytest.raises(HarnessError, match="unknown thread 't1'"):
             h.send("t1", "hi", user_id="U002")
         assert h.audit.messages("t1")
     with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url) as again:

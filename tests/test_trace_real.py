@@ -73,9 +73,10 @@ def test_a_rate_limited_lookup_gives_a_span_tree_with_genai_attributes_and_the_r
     assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in models) == result["usage"]["input_tokens"]
     assert len(models) == result["usage"]["model_calls"]
 
-    # the tool span: under an action node, with the retry after the 429 and its status code
+    # the tool span: under the execute node (action decides the call, execute runs it), with the retry after
+    # the 429 and its status code
     [tool] = [s for s in spans if s.name == "execute_tool get_order_status"]
-    assert tool.parent.span_id in {n.context.span_id for n in nodes if n.name == "node action"}
+    assert tool.parent.span_id in {n.context.span_id for n in nodes if n.name == "node execute"}
     assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
     assert tool.attributes["gen_ai.tool.call.id"] == result["tool_calls"][0]["id"]
     assert tool.attributes["harness.tool.status"] == "ok" and tool.attributes["harness.tool.attempts"] == 2

@@ -140,7 +140,8 @@ def test_money_prints_with_the_domains_currency(tmp_path: Path) -> None:
     from lg_harness.nodes.money import with_currency
 
     with Harness(tmp_path, patient_design(), MODEL) as h:
-        r = h.send("t", "Where is my order ORD-10134?", "U001")
+        # asks for the items' prices: the sim answers what is asked, no longer every field of the order
+        r = h.send("t", "What did I buy in ORD-10134 and what did each cost?", "U001")
     assert "131.00 USD" in r["reply"] and "· 131.0 ·" not in r["reply"], r["reply"]
     results = [{"total": 288.49, "currency": "USD", "items": [{"price": 131.0, "qty": 2}]}]
     assert with_currency("Total: 288.49 USD, 131.0 each, qty 2", results, "USD") == \

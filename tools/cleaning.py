@@ -39,6 +39,7 @@ __all__ = [
     "collapse_whitespace",
     "compact_json",
     "drop_empty",
+    "holds_instruction",
     "label",
     "unlabel",
     "quote_instructions",
@@ -247,6 +248,15 @@ def _instruction_spans(text: str) -> list[tuple[int, int]]:
         else:
             spans.append((left, right))
     return spans
+
+
+def holds_instruction(text: str) -> bool:
+    """Whether ``text`` holds a sentence written to instruct an assistant (what ``quote_instructions``
+    quotes), or such a quote: data a customer must not be shown, in a reply or a rendered answer."""
+    if QUOTE_MARKER in text or QUOTE_END in text:
+        return True
+    folded = text.casefold()
+    return any(trigger in folded for trigger in _TRIGGERS) and _INSTRUCTION_RE.search(text) is not None
 
 
 def quote_instructions(text: str) -> str:

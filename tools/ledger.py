@@ -15,6 +15,11 @@ When the same call comes again (a message finished after a crash, re-sent, retri
 A person who answers a handoff has checked the pending changes it listed: ``resolve`` settles them as
 checked (``graphs.app.Harness.human_reply``), so nothing runs them again.
 
+The ledger also keeps each **decided** set of calls (``decide``): the action node records a model answer that
+holds a change before the change runs, under the thread, the message, the round and the message's text
+(``nodes.action``). Asked again after a crash, the node takes that answer instead of asking the model, which
+would word its arguments differently and so make a new change (``docs/reliability.md``).
+
 Two backends with one behaviour (``tests/test_store_conformance.py``): a SQLite file in the data dir (in
 memory without one) and the table ``change_ledger`` on Postgres (``graphs.pgdb`` migration 6).
 """
@@ -37,6 +42,9 @@ SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS change_ledger (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, tool TEXT NOT NULL,
     args TEXT NOT NULL, status TEXT NOT NULL, result TEXT, error_type TEXT, error TEXT,
     attempts INTEGER NOT NULL DEFAULT 1, created_at REAL NOT NULL, settled_at REAL)"""
+DECIDED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS decided_calls (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, calls TEXT NOT NULL,
+    created_at REAL NOT NULL)"""
 _COLUMNS = "key, thread_id, tool, args, status, result, error_type, error, attempts, created_at, settled_at"
 
 
@@ -92,6 +100,20 @@ class ChangeLedger(Protocol):
         checked, so nothing runs them again and the operator view no longer lists them. Returns how many."""
         ...
 
+    def decide(self, key: str, thread_id: str, decision: dict[str, Any]) -> dict[str, Any]:
+        """Record ``decision`` (the calls a model answer asked for) under ``key`` unless one is recorded
+        already; returns the decision that stands, the first one recorded."""
+        ...
+
+    def decision(self, key: str) -> dict[str, Any] | None:
+        """The decision recorded under ``key``, if any."""
+        ...
+
+    def forget(self, thread_ids: list[str]) -> int:
+        """Delete the settled and failed changes and the decided calls of deleted threads (``harness prune``);
+        pending changes stay, a person has to check them. Returns how many rows went."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -110,6 +132,7 @@ class SqliteLedger:
         if str(path) != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute(SQLITE_SCHEMA)
+        self.conn.execute(DECIDED_SCHEMA)
 
     def begin(self, key: str, thread_id: str, tool: str, args: dict[str, Any]) -> LedgerEntry | None:
         with self.lock:
@@ -159,6 +182,26 @@ class SqliteLedger:
             return sum(self.conn.execute("UPDATE change_ledger SET status = ?, result = ?, settled_at = ? WHERE key = ?"
                                          " AND status = ?", (SETTLED, _json(CHECKED), self.clock(), key, PENDING)
                                          ).rowcount for key in keys)
+
+    def decide(self, key: str, thread_id: str, decision: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self.conn.execute("INSERT INTO decided_calls (key, thread_id, calls, created_at) VALUES (?, ?, ?, ?) "
+                              "ON CONFLICT (key) DO NOTHING", (key, thread_id, _json(decision), self.clock()))
+            row = self.conn.execute("SELECT calls FROM decided_calls WHERE key = ?", (key,)).fetchone()
+        return json.loads(row["calls"])
+
+    def decision(self, key: str) -> dict[str, Any] | None:
+        with self.lock:
+            row = self.conn.execute("SELECT calls FROM decided_calls WHERE key = ?", (key,)).fetchone()
+        return json.loads(row["calls"]) if row is not None else None
+
+    def forget(self, thread_ids: list[str]) -> int:
+        marks = ",".join("?" for _ in thread_ids)
+        with self.lock:
+            gone = self.conn.execute(f"DELETE FROM change_ledger WHERE status != ? AND thread_id IN ({marks})",
+                                     (PENDING, *thread_ids)).rowcount
+            return gone + self.conn.execute(f"DELETE FROM decided_calls WHERE thread_id IN ({marks})",
+                                            tuple(thread_ids)).rowcount
 
     def close(self) -> None:
         with self.lock:
@@ -216,6 +259,24 @@ class PgLedger:
             return sum(conn.execute("UPDATE change_ledger SET status = %s, result = %s, settled_at = %s WHERE key = %s"
                                     " AND status = %s", (SETTLED, _json(CHECKED), self.clock(), key, PENDING)
                                     ).rowcount for key in keys)
+
+    def decide(self, key: str, thread_id: str, decision: dict[str, Any]) -> dict[str, Any]:
+        with self.pool.connection() as conn:
+            conn.execute("INSERT INTO decided_calls (key, thread_id, calls, created_at) VALUES (%s, %s, %s, %s) "
+                         "ON CONFLICT (key) DO NOTHING", (key, thread_id, _json(decision), self.clock()))
+            row = conn.execute("SELECT calls FROM decided_calls WHERE key = %s", (key,)).fetchone()
+        return json.loads(row["calls"])
+
+    def decision(self, key: str) -> dict[str, Any] | None:
+        with self.pool.connection() as conn:
+            row = conn.execute("SELECT calls FROM decided_calls WHERE key = %s", (key,)).fetchone()
+        return json.loads(row["calls"]) if row is not None else None
+
+    def forget(self, thread_ids: list[str]) -> int:
+        with self.pool.connection() as conn:
+            gone = conn.execute("DELETE FROM change_ledger WHERE status != %s AND thread_id = ANY(%s)",
+                                (PENDING, thread_ids)).rowcount
+            return gone + conn.execute("DELETE FROM decided_calls WHERE thread_id = ANY(%s)", (thread_ids,)).rowcount
 
     def close(self) -> None:
         """The pool belongs to the stores that opened it."""

@@ -38,7 +38,7 @@ _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|Returns?|Yields?"
     r"|Raises|Examples?|Notes?|Attributes|Todo|Warnings?|See Also|References|Methods):\s*$", re.M)
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
-_META_KEYS = ("changes_state", "idempotent", "timeout", "roles", "phases", "fallback", "phrases")
+_META_KEYS = ("changes_state", "idempotent", "timeout", "roles", "phases", "fallback", "phrases", "precheck")
 _DEFAULT_PHASES = frozenset({"action"})
 _MISSING = object()
 # Keys whose values are data, not schemas: never strip "title" inside them.
@@ -217,6 +217,9 @@ class ToolSpec:
             domain without phrases of its own (``phrase_key``).
         changes_declared: Whether the tool said whether it changes anything (``changes_state`` given, or an
             MCP ``readOnlyHint``/``destructiveHint``); a domain treats an undeclared tool as changing.
+        precheck: For a changing tool, a function called like the tool (``[ctx,] **args``) that changes
+            nothing and raises the tool's own error (``BusinessError``, ``NotFoundError``) when the change
+            is impossible; the harness runs it before asking the customer to confirm (``nodes.confirm``).
     """
 
     name: str
@@ -236,6 +239,7 @@ class ToolSpec:
     source: Any = None
     phrases: dict[str, dict[str, str]] = field(default_factory=dict)
     changes_declared: bool = True
+    precheck: Callable[..., Any] | None = None
 
     def phrase_key(self, error_type: str) -> str | None:
         """The phrase key (``<tool>:<error type>``) of this tool's own words for a failure, or None."""

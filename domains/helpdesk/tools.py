@@ -152,6 +152,53 @@ def _require_verified(db: HelpdeskDB, ctx: ToolContext, employee_id: str) -> Non
             "verify_identity; nothing was changed.", phrase="error_verify_first", employee_id=employee_id)
 
 
+# ---- the rules a change must pass: one function each, run by the tool and, before the user is asked to confirm,
+# by its precheck (``ToolSpec.precheck``), so an impossible change is refused at once
+
+
+def _commentable(db: HelpdeskDB, ctx: ToolContext, ticket_id: str) -> Any:
+    t = _visible(db, ctx, "tickets", "owner_id", ticket_id, "Ticket",
+                 "Check the number (format INC0012345) or use list_my_tickets.")
+    if t["status"] == "closed":
+        raise BusinessError(f"Ticket {t['id']} is closed and cannot take comments; open a new ticket instead.",
+                            phrase="error_ticket_closed", ticket_id=t["id"])
+    return t
+
+
+def _resettable(db: HelpdeskDB, ctx: ToolContext, employee_id: str) -> Any:
+    e = _employee(db, employee_id)
+    if e["id"] != ctx.user_id and not is_agent(db, ctx):
+        raise BusinessError("You can only reset your own password; a service-desk agent can reset others'.",
+                            phrase="error_reset_own_only")
+    _require_verified(db, ctx, e["id"])
+    return e
+
+
+def _requestable(db: HelpdeskDB, ctx: ToolContext, system: str) -> Any:
+    e = _caller_employee(db, ctx, "request access")
+    _require_verified(db, ctx, e["id"])
+    prior = db.query_one("SELECT id, status FROM access_requests WHERE employee_id = ? AND system = ? AND status IN "
+                         "('pending', 'approved') ORDER BY id LIMIT 1", (e["id"], system))
+    if prior is not None:
+        raise BusinessError(f"There is already an access request {prior['id']} for {system} with status "
+                            f"{prior['status']}; no new request is needed.", phrase="error_access_exists",
+                            request_id=prior["id"], system=system, status=prior["status"],
+                            status_zh=STATUS_ZH[prior["status"]])
+    return e
+
+
+def _unlockable(db: HelpdeskDB, ctx: ToolContext, employee_id: str) -> Any:
+    if not is_agent(db, ctx):
+        raise BusinessError("Only service-desk agents can unlock accounts; offer escalate_to_technician instead.",
+                            phrase="error_unlock_agents_only")
+    e = _employee(db, employee_id)
+    account = db.query_one("SELECT locked FROM accounts WHERE employee_id = ?", (e["id"],))
+    if not account["locked"]:
+        raise BusinessError(f"The account of {e['id']} is not locked; nothing to unlock.", phrase="error_not_locked",
+                            employee_id=e["id"])
+    return e
+
+
 def _mask_email(email: str) -> str:
     local, _, domain = email.partition("@")
     return f"{local[0]}***@{domain}"
@@ -294,11 +341,7 @@ def add_ticket_comment(
         comment: The new information, faithfully in the user's words.
     """
     db = helpdesk_db(ctx)
-    t = _visible(db, ctx, "tickets", "owner_id", ticket_id, "Ticket",
-                 "Check the number (format INC0012345) or use list_my_tickets.")
-    if t["status"] == "closed":
-        raise BusinessError(f"Ticket {t['id']} is closed and cannot take comments; open a new ticket instead.",
-                            phrase="error_ticket_closed", ticket_id=t["id"])
+    t = _commentable(db, ctx, ticket_id)
     now = _now_iso()
     comment_id = db.execute("INSERT INTO ticket_comments (ticket_id, author_id, body, created_at) VALUES (?, ?, ?, ?) "
                             "RETURNING id", (t["id"], ctx.user_id, comment, now)).fetchone()[0]
@@ -389,11 +432,7 @@ def reset_password(ctx: ToolContext, employee_id: EmployeeId) -> dict:
         employee_id: The employee whose password is reset, e.g. E1001.
     """
     db = helpdesk_db(ctx)
-    e = _employee(db, employee_id)
-    if e["id"] != ctx.user_id and not is_agent(db, ctx):
-        raise BusinessError("You can only reset your own password; a service-desk agent can reset others'.",
-                            phrase="error_reset_own_only")
-    _require_verified(db, ctx, e["id"])
+    e = _resettable(db, ctx, employee_id)
     now = _now_iso()
     db.execute("UPDATE accounts SET password_last_reset = ?, must_change = 1, failed_logins = 0 "
                     "WHERE employee_id = ?", (now, e["id"]))
@@ -418,15 +457,7 @@ def request_access(
         reason: The business reason in the user's words, e.g. "new project needs the repository".
     """
     db = helpdesk_db(ctx)
-    e = _caller_employee(db, ctx, "request access")
-    _require_verified(db, ctx, e["id"])
-    prior = db.query_one("SELECT id, status FROM access_requests WHERE employee_id = ? AND system = ? AND status IN "
-                         "('pending', 'approved') ORDER BY id LIMIT 1", (e["id"], system))
-    if prior is not None:
-        raise BusinessError(f"There is already an access request {prior['id']} for {system} with status "
-                            f"{prior['status']}; no new request is needed.", phrase="error_access_exists",
-                            request_id=prior["id"], system=system, status=prior["status"],
-                            status_zh=STATUS_ZH[prior["status"]])
+    e = _requestable(db, ctx, system)
     rid, now = _next_id(db, "access_requests", "REQ"), _now_iso()
     db.execute("INSERT INTO access_requests (id, employee_id, system, status, reason, created_at) "
                     "VALUES (?, ?, ?, 'pending', ?, ?)", (rid, e["id"], system, reason, now))
@@ -458,14 +489,7 @@ def unlock_account(ctx: ToolContext, employee_id: EmployeeId) -> dict:
         employee_id: The employee whose account is unlocked, e.g. E1004.
     """
     db = helpdesk_db(ctx)
-    if not is_agent(db, ctx):
-        raise BusinessError("Only service-desk agents can unlock accounts; offer escalate_to_technician instead.",
-                            phrase="error_unlock_agents_only")
-    e = _employee(db, employee_id)
-    account = db.query_one("SELECT locked FROM accounts WHERE employee_id = ?", (e["id"],))
-    if not account["locked"]:
-        raise BusinessError(f"The account of {e['id']} is not locked; nothing to unlock.", phrase="error_not_locked",
-                            employee_id=e["id"])
+    e = _unlockable(db, ctx, employee_id)
     db.execute("UPDATE accounts SET locked = 0, failed_logins = 0 WHERE employee_id = ?", (e["id"],))
     return {"employee_id": e["id"], "status": "unlocked", "status_zh": STATUS_ZH["unlocked"], "locked": False,
             "unlocked_at": _now_iso()}
@@ -502,6 +526,12 @@ def escalate_to_technician(
     return {"ticket_id": ticket, "status": "waiting", "status_zh": STATUS_ZH["waiting"], "queue_position": position,
             "created_at": created_at, "already_waiting": waiting is not None}
 
+
+# Prechecks: the same rules, nothing changed.
+add_ticket_comment.precheck = lambda ctx, ticket_id, comment: _commentable(helpdesk_db(ctx), ctx, ticket_id)  # type: ignore[attr-defined]
+reset_password.precheck = lambda ctx, employee_id: _resettable(helpdesk_db(ctx), ctx, employee_id)  # type: ignore[attr-defined]
+request_access.precheck = lambda ctx, system, reason: _requestable(helpdesk_db(ctx), ctx, system)  # type: ignore[attr-defined]
+unlock_account.precheck = lambda ctx, employee_id: _unlockable(helpdesk_db(ctx), ctx, employee_id)  # type: ignore[attr-defined]
 
 for _fn in (search_kb, get_article, get_ticket, list_my_tickets, get_asset, list_my_assets, get_access_request):
     _fn.changes_state = False  # type: ignore[attr-defined]

@@ -86,6 +86,8 @@ PHRASES = {
     "ask_product_id": {"en": "What product are you looking for?", "zh": "请问您想找什么商品？"},
     "ask_code": {"en": "Which coupon code would you like to use?", "zh": "请问您要使用哪个优惠码？"},
     "ask_coupon_code": {"en": "Which coupon code would you like to use?", "zh": "请问您要使用哪个优惠码？"},
+    # How the shop words its order states in Chinese, for the answers the harness writes (nodes/render_answer.py).
+    "value_pending": {"zh": "待发货"}, "value_delivered": {"zh": "已签收"},
     "greeting": {
         "en": "Hello! I can help with products, orders, returns, coupons and complaints. What can I do for you?",
         "zh": "您好！我可以帮您查询商品、订单、退货、优惠券和处理投诉，请问有什么可以帮您？",

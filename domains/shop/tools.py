@@ -87,6 +87,66 @@ def _open_return(db: ShopDB, order_id: str) -> Any:
     )
 
 
+# ---- the rules a change must pass: one function each, run by the tool and, before the customer is asked to
+# confirm, by its precheck (``ToolSpec.precheck``), so an impossible change is refused at once
+
+
+def _cancellable(db: ShopDB, ctx: ToolContext, order_id: str) -> Any:
+    o = _owned_order(db, ctx, order_id)
+    if o["status"] != "pending":
+        hint = {
+            "shipped": "it has already shipped and can no longer be cancelled; once it is delivered the user "
+                       "can request a return",
+            "delivered": "it has already been delivered; the user can request a return instead",
+            "cancelled": "it is already cancelled; nothing more is needed",
+        }[o["status"]]
+        raise BusinessError(f"Order {o['id']} cannot be cancelled: {hint}.", phrase=f"error_cancel_{o['status']}",
+                            order_id=o["id"])
+    return o
+
+
+def _returnable(db: ShopDB, ctx: ToolContext, order_id: str) -> Any:
+    o = _owned_order(db, ctx, order_id)
+    if o["status"] != "delivered":
+        hint = {
+            "pending": "it has not shipped yet; cancel it instead",
+            "shipped": "it is still on the way; a return can be requested once it is delivered",
+            "cancelled": "it was cancelled, so there is nothing to return",
+        }[o["status"]]
+        raise BusinessError(f"Order {o['id']} cannot be returned: {hint}.", phrase=f"error_return_{o['status']}",
+                            order_id=o["id"])
+    rma = _open_return(db, o["id"])
+    if rma is not None:
+        raise BusinessError(
+            f"A return is already open for order {o['id']} (RMA-{rma['id']}, status {rma['status']}); "
+            "no new request is needed, the user can follow up on that return.",
+            phrase="error_return_open", order_id=o["id"], return_id=f"RMA-{rma['id']}", status=rma["status"])
+    return o
+
+
+def _claimable(db: ShopDB, ctx: ToolContext, code: str) -> Any:
+    c = db.query_one("SELECT * FROM coupons WHERE code = ?", (code,))
+    if c is None:
+        raise NotFoundError(f"Coupon code {code} does not exist. Use list_coupons to see the codes the user can claim.",
+                            phrase="error_coupon_unknown", code=code)
+    if c["expires_at"] <= _now_iso():
+        raise BusinessError(
+            f"Coupon {code} expired on {c['expires_at'][:10]} and can no longer be claimed. "
+            "Use list_coupons to see current offers.", phrase="error_coupon_expired", code=code,
+            expired=c["expires_at"][:10])
+    if c["vip_only"] and _user_role(db, ctx) != "vip":
+        raise BusinessError(f"Coupon {code} is for VIP members only. Use list_coupons to see coupons the user can claim.",
+                            phrase="error_coupon_vip", code=code)
+    prior = db.query_one("SELECT claimed_at FROM user_coupons WHERE user_id = ? AND code = ?", (ctx.user_id, code))
+    if prior is not None:
+        raise BusinessError(
+            f"Coupon {code} was already claimed on {prior['claimed_at'][:10]}; each coupon can be claimed once. "
+            f"It applies automatically at checkout on orders of {c['min_total']:.2f} or more.",
+            phrase="error_coupon_claimed", code=code, claimed=prior["claimed_at"][:10],
+            min_total=f"{c['min_total']:.2f}")
+    return c
+
+
 # ---- search
 
 _STOPWORDS = {
@@ -270,16 +330,7 @@ def cancel_order(
         reason: The user's reason for cancelling, if they gave one.
     """
     db = shop_db(ctx)
-    o = _owned_order(db, ctx, order_id)
-    if o["status"] != "pending":
-        hint = {
-            "shipped": "it has already shipped and can no longer be cancelled; once it is delivered the user "
-                       "can request a return",
-            "delivered": "it has already been delivered; the user can request a return instead",
-            "cancelled": "it is already cancelled; nothing more is needed",
-        }[o["status"]]
-        raise BusinessError(f"Order {o['id']} cannot be cancelled: {hint}.", phrase=f"error_cancel_{o['status']}",
-                            order_id=o["id"])
+    o = _cancellable(db, ctx, order_id)
     now = _now_iso()
     db.execute("UPDATE orders SET status = 'cancelled', updated_at = ? WHERE id = ?", (now, o["id"]))
     for item in _order_items(db, o["id"]):  # put the reserved stock back
@@ -303,21 +354,7 @@ def request_return(
         reason: The user's reason for the return, e.g. "wrong size" or "arrived damaged".
     """
     db = shop_db(ctx)
-    o = _owned_order(db, ctx, order_id)
-    if o["status"] != "delivered":
-        hint = {
-            "pending": "it has not shipped yet; cancel it instead",
-            "shipped": "it is still on the way; a return can be requested once it is delivered",
-            "cancelled": "it was cancelled, so there is nothing to return",
-        }[o["status"]]
-        raise BusinessError(f"Order {o['id']} cannot be returned: {hint}.", phrase=f"error_return_{o['status']}",
-                            order_id=o["id"])
-    rma = _open_return(db, o["id"])
-    if rma is not None:
-        raise BusinessError(
-            f"A return is already open for order {o['id']} (RMA-{rma['id']}, status {rma['status']}); "
-            "no new request is needed, the user can follow up on that return.",
-            phrase="error_return_open", order_id=o["id"], return_id=f"RMA-{rma['id']}", status=rma["status"])
+    o = _returnable(db, ctx, order_id)
     now = _now_iso()
     rma_id = db.execute(
         "INSERT INTO returns (order_id, user_id, reason, status, created_at) VALUES (?, ?, ?, 'requested', ?) "
@@ -362,26 +399,8 @@ def claim_coupon(ctx: ToolContext, code: CouponCode) -> dict:
     """
     db = shop_db(ctx)
     code = code.strip().upper()
-    c = db.query_one("SELECT * FROM coupons WHERE code = ?", (code,))
-    if c is None:
-        raise NotFoundError(f"Coupon code {code} does not exist. Use list_coupons to see the codes the user can claim.",
-                            phrase="error_coupon_unknown", code=code)
+    c = _claimable(db, ctx, code)
     now = _now_iso()
-    if c["expires_at"] <= now:
-        raise BusinessError(
-            f"Coupon {code} expired on {c['expires_at'][:10]} and can no longer be claimed. "
-            "Use list_coupons to see current offers.", phrase="error_coupon_expired", code=code,
-            expired=c["expires_at"][:10])
-    if c["vip_only"] and _user_role(db, ctx) != "vip":
-        raise BusinessError(f"Coupon {code} is for VIP members only. Use list_coupons to see coupons the user can claim.",
-                            phrase="error_coupon_vip", code=code)
-    prior = db.query_one("SELECT claimed_at FROM user_coupons WHERE user_id = ? AND code = ?", (ctx.user_id, code))
-    if prior is not None:
-        raise BusinessError(
-            f"Coupon {code} was already claimed on {prior['claimed_at'][:10]}; each coupon can be claimed once. "
-            f"It applies automatically at checkout on orders of {c['min_total']:.2f} or more.",
-            phrase="error_coupon_claimed", code=code, claimed=prior["claimed_at"][:10],
-            min_total=f"{c['min_total']:.2f}")
     db.execute("INSERT INTO user_coupons (user_id, code, claimed_at) VALUES (?, ?, ?)", (ctx.user_id, code, now))
     return {"code": code, "claimed": True, "discount_pct": c["discount_pct"], "min_total": c["min_total"],
             "expires_at": c["expires_at"], "claimed_at": now}
@@ -447,6 +466,13 @@ def transfer_to_human(
     return {"ticket_id": f"HO-{ticket}", "status": "waiting", "queue_position": position, "created_at": created_at,
             "already_waiting": waiting is not None}
 
+
+# Prechecks: the same rules, nothing changed.
+cancel_order.precheck = lambda ctx, order_id, reason="": _cancellable(shop_db(ctx), ctx, order_id)  # type: ignore[attr-defined]
+request_return.precheck = lambda ctx, order_id, reason="": _returnable(shop_db(ctx), ctx, order_id)  # type: ignore[attr-defined]
+claim_coupon.precheck = lambda ctx, code: _claimable(shop_db(ctx), ctx, code.strip().upper())  # type: ignore[attr-defined]
+file_complaint.precheck = (  # type: ignore[attr-defined]
+    lambda ctx, text, order_id=None: _owned_order(shop_db(ctx), ctx, order_id) if order_id else None)
 
 for _fn in (search_products, get_product, get_order_status, list_my_orders, list_coupons):
     _fn.changes_state = False  # type: ignore[attr-defined]

@@ -1,0 +1,97 @@
+"""The HTTP service's doors: every bad request gets a 4xx with one line saying what was wrong, never a 500.
+
+``install`` adds to the app a check every route passes first (``guard``: the ids in the path, and the JSON
+body: no unpaired surrogates, which no store can keep, and no field that would say who the caller is or what
+role they have: those come from the key or the proxy, and from the domain's record of the user) and handlers
+that turn FastAPI's validation errors into one line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from lg_harness.graphs.thread_ids import check_thread_id
+from lg_harness.tools.errors import HarnessError
+
+IDENTITY_FIELDS = ("user_id", "user", "role")  # who the caller is comes from authentication, never the body
+MAX_ID = 2**63 - 1  # the largest row id either database stores
+
+
+def unknown_thread(thread_id: str) -> HTTPException:
+    """The one answer for a thread that does not exist and for another user's thread."""
+    return HTTPException(404, f"unknown thread '{thread_id}': none of your threads has this id")
+
+
+def _surrogate(value: Any) -> str | None:
+    """The first string in a JSON value that holds an unpaired surrogate, if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if (found := _surrogate(key) if isinstance(key, str) else None) or (found := _surrogate(item)):
+            return found
+    return None
+
+
+def check_path(params: dict[str, Any]) -> None:
+    if "thread_id" in params:
+        try:
+            check_thread_id(params["thread_id"])
+        except HarnessError as err:
+            raise HTTPException(400, str(err)) from None
+    if "message_id" in params:
+        raw = str(params["message_id"])
+        if not raw.isdigit() or int(raw) > MAX_ID:
+            raise HTTPException(404, f"unknown message {raw[:40]}: message ids are the numbers the service "
+                                "returned as message_id")
+
+
+async def check_body(request: Request) -> None:
+    raw = await request.body()
+    if not raw:
+        return
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return  # FastAPI's own parsing answers it (a validation error, one line below)
+    if _surrogate(doc) is not None:
+        raise HTTPException(400, "the request holds an unpaired surrogate (a lone \\ud800-\\udfff escape); "
+                                 "send valid UTF-8 text")
+    claimed = [f for f in IDENTITY_FIELDS if isinstance(doc, dict) and f in doc]
+    if claimed:
+        raise HTTPException(403, f"'{claimed[0]}' is not a request field: who you are comes from your key, and "
+                                 "your role from the domain's record of you")
+
+
+async def guard(request: Request) -> None:
+    """Run before every route: ids in the path, then the body."""
+    check_path(request.path_params)
+    if request.method in ("POST", "PUT", "PATCH"):
+        await check_body(request)
+
+
+def one_line(exc: RequestValidationError) -> str:
+    """FastAPI's list of validation errors as one line: where, and what was wrong."""
+    parts = []
+    for err in exc.errors()[:3]:
+        where = ".".join(str(p) for p in err.get("loc") or () if p != "body") or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts).replace("\n", " ") or "invalid request"
+
+
+def install(app: Any) -> None:
+    from fastapi import Depends
+
+    app.router.dependencies.append(Depends(guard))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": one_line(exc)}, status_code=422)

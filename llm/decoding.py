@@ -1,0 +1,176 @@
+"""Decoding that fits the step: ask the provider for output the step can use, where it can constrain it.
+
+Two steps talk to the model. The *answer* step must produce text for the customer; the *action* step a call
+that matches one offered tool's schema, or text for the customer (a question for a missing value, or the
+answer once the results are in). ``constrain(model, step, tools)`` binds the model with what its provider
+understands:
+
+=================  =========================================  ==========================================
+provider           answer step                                action step
+=================  =========================================  ==========================================
+llama.cpp (local)  GBNF grammar: words, not data              GBNF: one offered call, or words
+OpenAI, ``sim``    ``response_format``: ``{"reply": text}``     strict tool schemas + the same
+                   with a pattern that forbids opening data     ``response_format`` for text
+Ollama             ``format``: the same JSON schema             none (its tool calls are parsed from the
+                                                              template; ``format`` would break them)
+anything else      none                                       none
+=================  =========================================  ==========================================
+
+``finish`` undoes the wrapping on the way back: a ``{"reply": ...}`` answer becomes its text, and the nulls a
+strict schema makes the model write for optional arguments are dropped. Where a provider has no such field
+the model is bound as before and ``finish`` changes nothing: the harness's own checks (``nodes.self_check``)
+still stand behind every reply.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage
+
+Step = Literal["answer", "action"]
+REPLY_KEY = "reply"
+# Not opening with data or markup: the same rule as ``llm.grammars``' first character.
+REPLY_PATTERN = r"^[^{\[<`\s]"
+
+
+def reply_schema() -> dict[str, Any]:
+    """The JSON schema of an answer: one string of words for the customer."""
+    return {"type": "object", "additionalProperties": False, "required": [REPLY_KEY],
+            "properties": {REPLY_KEY: {"type": "string", "pattern": REPLY_PATTERN,
+                                       "description": "The reply to the customer, in words, in their language."}}}
+
+
+def response_format() -> dict[str, Any]:
+    """OpenAI's ``response_format`` for an answer (structured outputs, strict)."""
+    return {"type": "json_schema", "json_schema": {"name": "customer_reply", "strict": True, "schema": reply_schema()}}
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """``prop`` that also takes null: its own branches (or itself) plus a null branch, notes kept outside."""
+    if "anyOf" in prop:
+        kinds = prop["anyOf"]
+        return prop if any(k.get("type") == "null" for k in kinds) else {**prop, "anyOf": [*kinds, {"type": "null"}]}
+    notes = {k: v for k, v in prop.items() if k in ("description",)}
+    body = {k: v for k, v in prop.items() if k not in ("description", "default")}
+    return {**notes, "anyOf": [body, {"type": "null"}]}
+
+
+def _strict_object(node: dict[str, Any]) -> dict[str, Any]:
+    props = node.get("properties") or {}
+    required = set(node.get("required") or [])
+    out = {k: v for k, v in node.items() if k != "default"}
+    out["properties"] = {k: (strict_schema(v) if k in required else _nullable(strict_schema(v))) for k, v in props.items()}
+    out["required"] = list(props)
+    out["additionalProperties"] = False
+    return out
+
+
+def strict_schema(node: Any) -> Any:
+    """A JSON schema in OpenAI's strict form: every object closed, every property required, the optional
+    ones nullable (the model writes null for "not given")."""
+    if isinstance(node, list):
+        return [strict_schema(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("type") == "object" or "properties" in node:
+        return _strict_object(node)
+    return {k: (strict_schema(v) if isinstance(v, dict | list) and k not in ("enum", "const", "default") else v)
+            for k, v in node.items() if k != "default"}
+
+
+def strict_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI function tool with ``strict: true`` and its parameters in strict form."""
+    fn = copy.deepcopy(tool["function"])
+    fn["parameters"] = strict_schema(fn.get("parameters") or {"type": "object", "properties": {}})
+    return {"type": "function", "function": {**fn, "strict": True}}
+
+
+def unwrapped(ai: AIMessage) -> AIMessage:
+    """An answer written as ``{"reply": "..."}`` as its text; anything else as it came."""
+    text = ai.content if isinstance(ai.content, str) else ""
+    if not text.lstrip().startswith("{"):
+        return ai
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return ai
+    if isinstance(data, dict) and isinstance(data.get(REPLY_KEY), str) and set(data) == {REPLY_KEY}:
+        return ai.model_copy(update={"content": data[REPLY_KEY]})
+    return ai
+
+
+def _optional_args(tools: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
+    out = {}
+    for tool in tools:
+        params = tool["function"].get("parameters") or {}
+        out[tool["function"]["name"]] = set(params.get("properties") or {}) - set(params.get("required") or [])
+    return out
+
+
+def without_nulls(ai: AIMessage, tools: Sequence[dict[str, Any]]) -> AIMessage:
+    """Calls without the nulls a strict schema had the model write for optional arguments it did not give."""
+    optional = _optional_args(tools)
+    calls, changed = [], False
+    for call in ai.tool_calls:
+        drop = {k for k, v in (call.get("args") or {}).items() if v is None and k in optional.get(call["name"], ())}
+        changed = changed or bool(drop)
+        calls.append({**call, "args": {k: v for k, v in (call.get("args") or {}).items() if k not in drop}})
+    return ai.model_copy(update={"tool_calls": calls}) if changed else ai
+
+
+@dataclass(frozen=True)
+class Constrained:
+    """The model bound for one step, how its reply is read back, and which constraint was asked for."""
+
+    runnable: Any
+    finish: Callable[[AIMessage], AIMessage]
+    kind: str  # "grammar", "json_schema", "format" or "none"
+
+
+def _as_is(ai: AIMessage) -> AIMessage:
+    return ai
+
+
+def _bound(model: Any, tools: Sequence[dict[str, Any]], **kwargs: Any) -> Any:
+    """``model`` with ``tools`` offered and ``kwargs`` on every request. The request fields are bound apart from
+    ``bind_tools``: langchain-openai's reads a ``response_format`` given to it as a function schema."""
+    bound = model.bind_tools(list(tools)) if tools else model
+    return bound.bind(**kwargs) if kwargs else bound
+
+
+def _provider(model: Any) -> str:
+    """Which constraint family ``model`` speaks, from its class. Only modules already loaded are looked at: a
+    model of a class whose module was never imported cannot be one (and importing ``llm.local`` would set
+    its OpenMP environment for a process that runs no local model)."""
+    for module, cls, family in (("lg_harness.llm.local", "LocalChatModel", "llama.cpp"),
+                                ("lg_harness.llm.sim", "SimChatModel", "openai"),
+                                ("langchain_openai", "ChatOpenAI", "openai"), ("langchain_ollama", "ChatOllama", "ollama")):
+        kind = getattr(sys.modules.get(module), cls, None)
+        if isinstance(kind, type) and isinstance(model, kind):
+            return family
+    return "none"
+
+
+def constrain(model: Any, step: Step, tools: Sequence[dict[str, Any]] = ()) -> Constrained:
+    """``model`` bound with ``tools`` and the constraint its provider supports for ``step`` (see the module doc)."""
+    family = _provider(model)
+    if family == "llama.cpp":
+        from lg_harness.llm.grammars import action_grammar, answer_grammar
+
+        grammar = action_grammar(tools) if step == "action" and tools else answer_grammar()
+        return Constrained(_bound(model, tools, grammar=grammar), _as_is, "grammar")
+    if family == "openai":
+        if step == "action" and tools:
+            strict = [strict_tool(t) for t in tools]
+            return Constrained(_bound(model, strict, response_format=response_format()),
+                               lambda ai: without_nulls(unwrapped(ai), tools), "json_schema")
+        return Constrained(_bound(model, tools, response_format=response_format()), unwrapped, "json_schema")
+    if family == "ollama" and not tools:
+        return Constrained(model.bind(format=reply_schema()), unwrapped, "format")
+    return Constrained(_bound(model, tools), _as_is, "none")

@@ -1,0 +1,420 @@
+"""The answer, written by the harness from the results when the model wrote no words for the customer.
+
+Never a dump of fields: a sentence or two about what was asked. For each successful result of the message:
+
+- a domain template first, if it gives one for the tool (the phrase ``answer_<tool>``, formatted with the
+  result's fields, values in the customer's language);
+- then the fields the question is about: the result's identifier, its name and status, and the fields
+  whose names (or the words a question uses for them: "where" -> status, tracking, carrier) the question
+  shares, at most ``MAX_FACTS``;
+- a list as a short list: how many, then the first few by identifier, name and status;
+- field names from the tool's schema (an argument of the same name's description) or the field's words, in
+  the customer's language (``nodes.answer_words``; a domain rewords with ``label_<field>`` / ``value_<value>``
+  phrases); booleans as yes/no, ISO dates as dates, amounts with their currency.
+
+Text from a result is data: a sentence that holds an instruction is left out (``tools.cleaning``), and so
+are scores and internal fields. ``fact_lines`` writes every customer-facing fact of a result, one per
+line, for a model that is given the results in words (``nodes.presentation``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lg_harness.core.domain import Domain
+from lg_harness.nodes.answer_words import CURRENCY_ZH, MONTHS, SENSES, ZH_FIELD_WORDS, ZH_VALUES, field_words
+from lg_harness.tools.cleaning import holds_instruction
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
+
+MAX_FACTS = 3  # fields stated beyond the identifier, name and status
+MAX_ITEMS = 3  # list items named before "and n more"
+MAX_TEXT = 220  # characters of a long text field kept (at a sentence end)
+
+_INTERNAL = re.compile(r"(?:^|_)(?:score|rank|ranking|relevance|confidence|similarity|distance|embedding|internal|"
+                       r"debug|raw|trace|hash|vector|weight)s?(?:$|_)", re.I)
+_LANG_VARIANT = re.compile(r"_(zh|cn|en)$", re.I)
+_ID_KEY = re.compile(r"(?:^|_)(?:id|no|number|code|ref)$", re.I)
+_NAME_KEY = re.compile(r"(?:^|_)(?:name|title)$", re.I)
+_STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.I)
+_MONEY_KEY = re.compile(r"price|total|amount|fee|cost|balance|refund", re.I)
+_ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2})?)?")
+_TEXT_KEY = re.compile(r"excerpt|summary|answer|body|content|text|description|message|next_step|note", re.I)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_SENTENCE = re.compile(r".+?(?:[.!?](?=\s|$)|[。！？]|$)", re.S)
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str
+    label: str
+    value: str
+    kind: str  # "id", "name", "status", "bool", "text", "plain"
+
+
+class Voice:
+    """How one reply writes labels and values: the customer's language, the domain's words, the tool's schema."""
+
+    def __init__(self, lang: str, domain: Domain | None = None, spec: ToolSpec | None = None,
+                 currency: str = "") -> None:
+        self.lang, self.domain, self.currency = lang, domain, currency
+        self.arg_docs = _arg_descriptions(spec)
+        self.noun = self.label_words(tool_noun(spec.name)) if spec is not None and tool_noun(spec.name) else ""
+
+    def label_words(self, words: Sequence[str]) -> str:
+        if self.zh and all(ZH_FIELD_WORDS.get(w) for w in words):
+            return "".join(ZH_FIELD_WORDS[w] for w in words)
+        return " ".join(words)
+
+    @property
+    def zh(self) -> bool:
+        return self.lang == "zh"
+
+    def phrase(self, key: str) -> str | None:
+        return self.domain.phrase(key, self.lang) if self.domain is not None and key in self.domain.phrases else None
+
+    def label(self, key: str) -> str:
+        own = self.phrase(f"label_{key}")
+        if own:
+            return own
+        words = field_words(key)
+        if self.zh:
+            zh = [ZH_FIELD_WORDS.get(w.lower()) for w in words]
+            if all(z is not None for z in zh) and "".join(z or "" for z in zh):
+                return "".join(z or "" for z in zh)
+        described = self.arg_docs.get(key)
+        if described and not self.zh:
+            return described
+        return " ".join(words)
+
+    def value(self, key: str, value: Any) -> str:
+        if isinstance(value, bool):
+            return ("是" if value else "否") if self.zh else ("yes" if value else "no")
+        if isinstance(value, int | float) and _MONEY_KEY.search(key) and self.currency:
+            unit = CURRENCY_ZH.get(self.currency, self.currency) if self.zh else self.currency
+            return f"{value:.2f} {unit}"
+        text = str(value).strip()
+        if m := _ISO.match(text):
+            return self.date(m)
+        own = self.phrase(f"value_{text.lower()}")
+        if own:
+            return own
+        if self.zh and text.lower() in ZH_VALUES:
+            return ZH_VALUES[text.lower()]
+        return text.replace("_", " ") if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", text) else text
+
+    def date(self, m: re.Match[str]) -> str:
+        year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if not 1 <= month <= 12:
+            return m.group(0)
+        clock = f" {m.group(4)}:{m.group(5)}" if m.group(4) and (m.group(4), m.group(5)) != ("00", "00") else ""
+        if self.zh:
+            return f"{year}年{month}月{day}日{clock}"
+        return f"{day} {MONTHS[month - 1]} {year}" + (f", {clock.strip()}" if clock else "")
+
+
+_TOOL_VERBS = frozenset({"get", "list", "search", "find", "show", "lookup", "look", "up", "fetch", "read", "query",
+                         "check", "view", "my", "all", "browse", "retrieve", "describe", "details", "info"})
+
+
+def tool_noun(name: str) -> list[str]:
+    """What a reading tool returns, from its name: ``list_my_orders`` -> orders, ``search_kb`` -> kb."""
+    return [w for w in field_words(name) if w.lower() not in _TOOL_VERBS]
+
+
+def _arg_descriptions(spec: ToolSpec | None) -> dict[str, str]:
+    """Argument -> a short label from its schema description ("Order number, e.g. ..." -> "order number")."""
+    if spec is None:
+        return {}
+    props = spec.json_schema()["function"]["parameters"].get("properties") or {}
+    out = {}
+    for name, prop in props.items():
+        head = re.split(r"[,.;:(]|\be\.g\b", str(prop.get("description") or ""), maxsplit=1)[0].strip()
+        head = re.sub(r"^(?:the|a|an)\s+", "", head, flags=re.I)
+        if head and len(head.split()) <= 4 and not re.search(r"\b(?:user|customer)\b", head, re.I):
+            out[name] = head[:1].lower() + head[1:] if head[1:2].islower() else head
+    return out
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def localized(data: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """Language variants (``name_zh``) folded into their base key for ``lang``; other variants dropped."""
+    want = ("zh", "cn") if lang == "zh" else ("en",)
+    out = {k: v for k, v in data.items() if not _LANG_VARIANT.search(k)}
+    for key, value in data.items():
+        if (m := _LANG_VARIANT.search(key)) and m.group(1).lower() in want and value not in ("", None):
+            out[key[: m.start()]] = value
+    return out
+
+
+def _shown(key: str, value: Any) -> bool:
+    return value not in (None, "", [], {}) and not _INTERNAL.search(key) and key != "currency"
+
+
+def screened_text(text: str, limit: int = MAX_TEXT) -> str:
+    """A text field as a customer may read it: sentences that instruct the reader left out, cut at a sentence."""
+    kept, size = [], 0
+    for m in _SENTENCE.finditer(" ".join(str(text).split())):
+        sentence = m.group(0).strip()
+        if not sentence or holds_instruction(sentence):
+            continue
+        if kept and size + len(sentence) > limit:
+            break
+        kept.append(sentence)
+        size += len(sentence)
+    return " ".join(kept)[: limit + 40]
+
+
+def _kind(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if _ID_KEY.search(key) and isinstance(value, str | int):
+        return "id"
+    if _NAME_KEY.search(key):
+        return "name"
+    if _STATUS_KEY.search(key):
+        return "status"
+    if isinstance(value, str) and (len(value) > 60 or _TEXT_KEY.search(key)):
+        return "text"
+    return "plain"
+
+
+def facts_of(record: Mapping[str, Any], voice: Voice) -> list[Fact]:
+    """The scalar facts of one record a customer may read, in the record's order."""
+    out = []
+    for key, value in localized(record, voice.lang).items():
+        if isinstance(value, dict | list) or not _shown(key, value):
+            continue
+        kind = _kind(key, value)
+        shown = screened_text(value) if kind == "text" else voice.value(key, value)
+        if shown and not holds_instruction(shown):
+            out.append(Fact(key, voice.label(key), shown, kind))
+    return out
+
+
+def _question_words(question: str) -> set[str]:
+    latin = {w.lower().rstrip("s") if len(w) > 3 else w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    return latin | {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+
+
+def relevance(key: str, question: str) -> int:
+    """How much the question is about field ``key``: its own words, or words a question uses for them."""
+    asked = _question_words(question)
+    score = 0
+    for word in field_words(key):
+        w = word.lower()
+        if w in asked or (len(w) > 3 and w.rstrip("s") in asked):
+            score += 2
+        senses = SENSES.get(w, ())
+        score += sum(1 for s in senses if (s in asked) or (_CJK.search(s) and s in question))
+    return score
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def _join(parts: Sequence[str], zh: bool) -> str:
+    if zh:
+        return "，".join(parts)
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _clause(fact: Fact, zh: bool) -> str:
+    if fact.kind == "bool":
+        return f"{fact.label}：{fact.value}" if zh else f"it is {'' if fact.value == 'yes' else 'not '}{fact.label}"
+    if fact.kind == "text":
+        return f"{fact.label}：{fact.value}" if zh else f"{fact.label}: {fact.value}"
+    return f"{fact.label}是{fact.value}" if zh else f"the {fact.label} is {fact.value}"
+
+
+def _subject_facts(facts: Sequence[Fact]) -> tuple[Fact | None, Fact | None]:
+    """The record's own identifier (its first) and name."""
+    return next((f for f in facts if f.kind == "id"), None), next((f for f in facts if f.kind == "name"), None)
+
+
+def _subject(facts: Sequence[Fact], voice: Voice, bare: bool = False) -> str:
+    """"Item AB-1 (Name)": the identifier's label without its "number"/"ID", the id, the name (``bare``:
+    without the label, in a list that already says what it holds)."""
+    ident, name = _subject_facts(facts)
+    if ident is None:
+        return name.value if name else ""
+    noun = "" if bare else re.sub(r"\s*(?:ID|id|number|no|code|编号|号|代码)$", "", ident.label).strip()
+    head = f"{noun} {ident.value}".strip() if not voice.zh else f"{noun}{' ' if noun else ''}{ident.value}"
+    head = head[:1].upper() + head[1:] if not voice.zh else head
+    return f"{head}（{name.value}）" if name and voice.zh else f"{head} ({name.value})" if name else head
+
+
+def _chosen(facts: Sequence[Fact], question: str, skip: set[str]) -> list[Fact]:
+    """The status, then the fields the question is about (best first); without either, the first few."""
+    own = set(_subject_facts(facts))
+    rest = [f for f in facts if f not in own and f.key not in skip]
+    status = sorted((f for f in rest if f.kind == "status"), key=lambda f: f.key.lower() not in ("status", "state"))[:1]
+    scored = sorted(((relevance(f.key, question), i, f) for i, f in enumerate(rest) if f not in status),
+                    key=lambda x: (-x[0], x[1]))
+    asked = [f for s, _, f in scored if s > 0][:MAX_FACTS]
+    if not status and not asked:
+        asked = [f for f in rest if f.kind != "text"][:MAX_FACTS] or rest[:1]
+    return status + asked
+
+
+def record_sentence(record: Mapping[str, Any], voice: Voice, question: str, skip: set[str] = frozenset()) -> str:
+    facts = facts_of(record, voice)
+    subject = _subject(facts, voice)
+    chosen = _chosen(facts, question, skip)
+    if not chosen:
+        return (subject + ("。" if voice.zh else ".")) if subject else ""
+    body = _join([_clause(f, voice.zh) for f in chosen], voice.zh)
+    if not subject:
+        body = body[:1].upper() + body[1:] if not voice.zh else body
+        return body + ("。" if voice.zh else ".")
+    return f"{subject}：{body}。" if voice.zh else f"{subject}: {body}."
+
+
+def _aside(fact: Fact, zh: bool) -> str:
+    """A fact in a list item's parentheses: a status as itself, a flag by its name, anything else labelled."""
+    if fact.kind in ("status", "text"):
+        return fact.value
+    if fact.kind == "bool":
+        return f"{fact.label}：{fact.value}" if zh else (fact.label if fact.value == "yes" else f"not {fact.label}")
+    return f"{fact.label}{'：' if zh else ' '}{fact.value}"
+
+
+def _item(record: Any, voice: Voice, question: str) -> str:
+    """One list item: "ID (name, status)" - its identifier, name and one more fact (status, else asked)."""
+    if not isinstance(record, Mapping):
+        return screened_text(str(record), 80)
+    facts = facts_of(record, voice)
+    ident, name = _subject_facts(facts)
+    own = {ident, name}
+    brief = [f for f in facts if f not in own and not (f.kind == "text" and len(f.value) > _BRIEF)]
+    status = [f for f in brief if f.kind == "status"]
+    asked = sorted((f for f in brief if relevance(f.key, question) > 0), key=lambda f: -relevance(f.key, question))
+    short = [f for f in brief if f.kind == "text" and name is None]
+    asides = [name.value] if name is not None and ident is not None else []
+    asides += [_aside(f, voice.zh) for f in (status + asked + short)[:1]]
+    head = (ident or name).value if (ident or name) else next((f.value for f in facts if f.kind != "text"), "")
+    if not asides or not head:
+        return head
+    return f"{head}（{'，'.join(asides)}）" if voice.zh else f"{head} ({', '.join(asides)})"
+
+
+_GENERIC_LISTS = frozenset({"results", "result", "items", "data", "records", "list", "entries", "matches", "rows", "hits"})
+
+
+_BRIEF = 90  # a text field up to this long fits in a list item's parentheses
+
+
+def _list_label(key: str, noun: str, voice: Voice) -> str:
+    """What a list holds: its key's words, with the tool's noun when the key does not say it ("available");
+    the noun only when it names things (a plural, or any Chinese noun)."""
+    label = voice.label(key)
+    if not (noun.endswith("s") or (voice.zh and _CJK.search(noun))):
+        return label
+    if key.lower() in _GENERIC_LISTS:
+        return noun
+    if noun.rstrip("s").lower() in key.lower() or (voice.zh and noun in label):
+        return label
+    return f"{label}{noun}" if voice.zh else f"{label} {noun}"
+
+
+def nothing_found(voice: Voice) -> str:
+    return voice.phrase("found_nothing") or ("没有找到相关结果。" if voice.zh else "I found nothing matching that.")
+
+
+def list_sentence(key: str, items: Sequence[Any], voice: Voice, question: str, noun: str = "") -> str:
+    if not items:
+        return nothing_found(voice)
+    named = [n for n in (_item(i, voice, question) for i in items[:MAX_ITEMS]) if n]
+    more = len(items) - len(named)
+    label = _list_label(key, noun, voice)
+    if voice.zh:
+        tail = f"，另有 {more} 项" if more > 0 else ""
+        return f"共有 {len(items)} 项{label}：" + "、".join(named) + tail + "。"
+    tail = f", and {more} more" if more > 0 else ""
+    return f"I found {len(items)} {label}: " + "; ".join(named) + tail + "."
+
+
+def _lead_text(items: Sequence[Any], voice: Voice) -> str:
+    """The first item's long text (an article's excerpt), when the list answers a how-to question."""
+    first = items[0] if items and isinstance(items[0], Mapping) else None
+    if first is None:
+        return ""
+    texts = [f for f in facts_of(first, voice) if f.kind == "text" and len(f.value) > _BRIEF]
+    return texts[0].value if texts else ""
+
+
+def result_sentences(result: Any, voice: Voice, question: str) -> list[str]:
+    """A sentence or two for one result."""
+    noun = voice.noun
+    if isinstance(result, list):
+        return [list_sentence("results", result, voice, question, noun)]
+    if not isinstance(result, Mapping):
+        text = screened_text(str(result))
+        return [text] if text else []
+    data = localized(result, voice.lang)
+    lists = {k: v for k, v in data.items() if isinstance(v, list) and not _INTERNAL.search(k)}
+    scalars = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
+    facts = facts_of(scalars, voice)
+    main = bool([f for f in facts if f.kind in ("id", "status")])
+    out = [record_sentence(scalars, voice, question)] if main or not lists else []
+    shown = {k: v for k, v in lists.items() if not main or relevance(k, question) > 0}
+    filled = {k: v for k, v in shown.items() if v}
+    for key, items in (filled or dict(list(shown.items())[:1])).items():  # an empty list only when all are
+        out.append(list_sentence(key, items, voice, question, noun))
+        if not main and (lead := _lead_text(items, voice)) and len(filled) == 1:
+            out.append(lead)
+    for key, value in data.items():  # one level down: "refund": {"amount": ...}, "open_return": {...}
+        if isinstance(value, dict) and value and relevance(key, question) > 0:
+            out.append(record_sentence(value, voice, question))
+    return [s for s in out if s]
+
+
+def _template(spec_name: str, result: Any, voice: Voice) -> str | None:
+    template = voice.phrase(f"answer_{spec_name}")
+    if not template or not isinstance(result, Mapping):
+        return None
+    values = {k: voice.value(k, v) for k, v in localized(result, voice.lang).items() if not isinstance(v, list | dict)}
+    try:
+        return template.format_map(values)
+    except (KeyError, IndexError, ValueError):
+        return None  # a field the template names is missing: the generic sentence instead
+
+
+def render_answer(records: Sequence[Mapping[str, Any]], registry: ToolRegistry, domain: Domain | None,
+                  question: str, lang: str, results: Sequence[Any] | None = None) -> str | None:
+    """The reply for a message's successful calls (tool-log records and their parsed ``results``)."""
+    from lg_harness.nodes.fact_check import results_of
+
+    ok = [r for r in records if r.get("status") == "ok"]
+    values = list(results) if results is not None else results_of(ok)
+    sentences: list[str] = []
+    for record, result in zip(ok, values, strict=False):
+        spec = registry.get(str(record.get("name") or ""))
+        currency = str(result.get("currency") or "") if isinstance(result, Mapping) else ""
+        voice = Voice(lang, domain, spec, currency or (domain.currency if domain is not None else ""))
+        own = _template(str(record.get("name") or ""), result, voice)
+        said = [own] if own else result_sentences(result, voice, question)
+        sentences += [s for s in said if s not in sentences]
+    return ("" if lang == "zh" else " ").join(sentences) or None
+
+
+def fact_lines(result: Any, voice: Voice) -> list[str]:
+    """Every customer-facing fact of one result, ``label: value`` per line, lists as short lines (for a model
+    that is given the results in words; never for the customer as it is)."""
+    if isinstance(result, list):
+        return [f"- {_item(i, voice, '')}" for i in result[:8]] or [list_sentence("results", [], voice, "")]
+    if not isinstance(result, Mapping):
+        return [screened_text(str(result))]
+    sep = "：" if voice.zh else ": "
+    data = localized(result, voice.lang)
+    lines = [f"{f.label}{sep}{f.value}" for f in facts_of(data, voice)]
+    for key, value in data.items():
+        if isinstance(value, list) and value and not _INTERNAL.search(key):
+            lines.append(f"{voice.label(key)}{sep}" + "; ".join(_item(i, voice, "") for i in value[:8]))
+        elif isinstance(value, dict) and value:
+            lines += [f"{voice.label(key)} - {line}" for line in fact_lines(value, voice)]
+    return lines

@@ -1,0 +1,47 @@
+"""Another try when the model answers a ready task without calling a tool (design knob ``retry_declined_call``).
+
+Small models answer some requests they have every value for with "Sorry, I can't help with that" and no
+call: 15% of tool-choice probes on Qwen2.5-Coder-0.5B (``skip_call`` in ``simlm/fitted.yaml``). When the
+routed intent is a task, every slot it needs is known, its tools are offered and nothing has run yet this
+message, such an answer is not the customer's answer: the model is asked again (up to ``retry_declined_call`` times),
+with a note that the request needs one of the tools offered. Its last answer stands, call or not. Two
+tries more leave 0.15**3 = 0.3% of such messages declined, against 15% with none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from lg_harness.core.state import HarnessState, TurnStats
+from lg_harness.nodes.base import NodeDeps, call_model
+from lg_harness.obs.tracing import span_event
+from lg_harness.tools.registry import ToolSpec
+
+USE_THE_TOOLS = ("The customer's request needs one of the tools offered, and everything it needs is in the "
+                 "conversation: call it now instead of answering.",
+                 "Do not apologise or ask: the values are known. Reply with the tool call only.",
+                 "Make the tool call for the customer's request now.")
+
+
+def ready_task(state: HarnessState, deps: NodeDeps) -> bool:
+    """A routed task with every slot known and nothing run yet this message."""
+    return (deps.design.knobs.retry_declined_call > 0 and bool(deps.domain.intents)
+            and state.get("intent_kind") in ("task", "escalate") and not state.get("missing_slots")
+            and not state.get("tool_log") and bool(deps.domain.route(state.get("intent")).tools))
+
+
+def call_or_retry(deps: NodeDeps, state: HarnessState, messages: Sequence[BaseMessage], stats: TurnStats,
+                  tools: Sequence[ToolSpec]) -> tuple[AIMessage, TurnStats]:
+    """The action step's model call; a declined ready task is asked once more (see the module doc)."""
+    ai, stats = call_model(deps, messages, stats, tools, step="action")
+    if ai.tool_calls or not tools or not ready_task(state, deps):
+        return ai, stats
+    for attempt in range(deps.design.knobs.retry_declined_call):
+        span_event("action.retry_declined", intent=str(state.get("intent") or ""), attempt=attempt + 1)
+        notes = [SystemMessage(n) for n in USE_THE_TOOLS[: attempt + 1]]
+        ai, stats = call_model(deps, [*messages, *notes], stats, tools, step="action")
+        if ai.tool_calls:
+            break
+    return ai, stats
+

@@ -1,0 +1,120 @@
+"""Every door of the HTTP service: bad input gets a 4xx with a one-line reason, never a 500; another user's
+thread answers exactly as a thread that does not exist; nothing in a request sets who the caller is or their
+role. The service runs embedded (SQLite queue, one executor thread) on the clean sim.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lg_harness.graphs.service import Settings, create_app
+
+A, B, DESK = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-b", "key-desk"))
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    data = Path(tmp_path_factory.mktemp("doors"))
+    app = create_app(Settings(data_dir=data, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+                              lease_ttl=5.0, api_keys={"key-a": "U001", "key-b": "U002", "key-desk": "@agent"}))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        sent = c.post("/threads/a-thread/messages", json={"text": "where is my order ORD-10134?"}, headers=A)
+        assert sent.status_code == 200, sent.text
+        yield c
+
+
+def one_line_4xx(response) -> str:
+    assert 400 <= response.status_code < 500, (response.status_code, response.text)
+    body = response.json()
+    reason = body.get("error") or body.get("detail")
+    assert isinstance(reason, str) and reason.strip() and "\n" not in reason, body
+    return reason
+
+
+def test_a_lone_surrogate_in_the_body_is_a_clear_400(client: TestClient) -> None:
+    raw = b'{"text": "hello \\ud800 there"}'
+    reason = one_line_4xx(client.post("/threads/s/messages", content=raw, headers={**A, "content-type":
+                                                                                    "application/json"}))
+    assert "surrogate" in reason or "UTF-8" in reason
+
+
+def test_a_message_id_too_big_for_the_database_is_not_found(client: TestClient) -> None:
+    one_line_4xx(client.get("/messages/99999999999999999999999", headers=A))
+    one_line_4xx(client.get("/messages/-1", headers=A))
+
+
+@pytest.mark.parametrize("thread", ["a\x00b", "evil\u202egnp.exe", " ", "\t", "x" * 300, "a\nb"])
+def test_a_thread_id_with_controls_blanks_or_no_end_is_refused(client: TestClient, thread: str) -> None:
+    path = quote(thread, safe="")
+    reason = one_line_4xx(client.post(f"/threads/{path}/messages", json={"text": "hello"}, headers=A))
+    assert "thread id" in reason
+    one_line_4xx(client.get(f"/threads/{path}/history", headers=A))
+
+
+@pytest.mark.parametrize("route", ["history", "state", "transcript"])
+def test_another_users_thread_answers_as_one_that_does_not_exist(client: TestClient, route: str) -> None:
+    theirs = client.get(f"/threads/a-thread/{route}", headers=B)
+    nobody = client.get(f"/threads/no-such-thread/{route}", headers=B)
+    assert theirs.status_code == nobody.status_code == 404
+    assert theirs.json() == json.loads(nobody.text.replace("no-such-thread", "a-thread"))
+    assert client.get(f"/threads/a-thread/{route}", headers=A).status_code == 200
+
+
+def test_writing_to_another_users_thread_answers_as_for_no_thread(client: TestClient) -> None:
+    for path, body in (("fork", {"checkpoint_id": "x"}), ("finish", {}), ("messages", {"text": "hi"})):
+        theirs = client.post(f"/threads/a-thread/{path}", json=body, headers=B)
+        assert theirs.status_code == 404, (path, theirs.text)
+        assert "ORD-" not in theirs.text and "U001" not in theirs.text
+
+
+@pytest.mark.parametrize("field", [{"role": "vip"}, {"user_id": "U001"}, {"user": {"id": "U001"}}])
+def test_a_customer_cannot_name_their_identity_or_role_in_the_body(client: TestClient, field: dict) -> None:
+    reason = one_line_4xx(client.post("/threads/b-thread/messages", json={"text": "hello", **field}, headers=B))
+    assert next(iter(field)) in reason
+
+
+def test_malformed_bodies_are_4xx(client: TestClient) -> None:
+    for raw in (b"", b"{", b"[]", b'{"text": 5}', b'{"text": null}', b'"text"', b"\xff\xfe", b'{"text": "hi", "wait": "soon"}'):
+        one_line_4xx(client.post("/threads/m/messages", content=raw, headers={**A, "content-type": "application/json"}))
+
+
+ROUTES = [("POST", "/threads/{t}/messages"), ("POST", "/threads/{t}/messages/stream"), ("GET", "/threads/{t}/history"),
+          ("GET", "/threads/{t}/state"), ("GET", "/threads/{t}/transcript"), ("POST", "/threads/{t}/fork"),
+          ("POST", "/threads/{t}/finish"), ("GET", "/messages/{t}"), ("POST", "/handoffs/{t}/reply")]
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                           max_leaves=6)
+bodies = st.one_of(
+    st.binary(max_size=40),
+    st.builds(lambda d: json.dumps(d).encode(), json_values),
+    st.builds(lambda d: json.dumps(d).encode(), st.fixed_dictionaries(
+        {}, optional={"text": json_values, "wait": json_values, "policy": json_values, "checkpoint_id": json_values})),
+)
+ids = st.one_of(st.text(max_size=20), st.integers().map(str), st.text(alphabet=string.printable, max_size=200))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(route=st.sampled_from(ROUTES), thread=ids, body=bodies, who=st.sampled_from([A, B, DESK]))
+def test_no_input_makes_a_500(client: TestClient, route: tuple[str, str], thread: str, body: bytes, who: dict) -> None:
+    method, template = route
+    path = template.format(t=quote(thread, safe="") or "%20")
+    if method == "POST" and path.endswith("/messages"):  # never wait for a message that happens to be valid
+        try:
+            doc = json.loads(body)
+            if isinstance(doc, dict):
+                body = json.dumps({**doc, "wait": False}).encode()
+        except ValueError:
+            pass
+    response = client.request(method, path, content=body if method == "POST" else None,
+                              headers={**who, "content-type": "application/json"})
+    assert response.status_code < 500, (method, path, body, response.status_code, response.text)
+    if response.status_code >= 400 and "json" in response.headers.get("content-type", ""):
+        one_line_4xx(response)

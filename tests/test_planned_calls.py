@@ -1,0 +1,79 @@
+"""A decided call is state: a crash between deciding a change and saving what it did never asks the model again.
+
+The model here (``reword:clean``, ``llm/reword.py``) rewords its free text and renames its calls on every
+answer, as real models do, so a change keyed by its arguments would get a new key if the model were asked
+again. The crash is played by deleting what the interrupted step would not have saved: every checkpoint after
+``keep`` and every pending write from ``keep`` on (the step that was running saved nothing).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from lg_harness.graphs.app import Harness
+
+try:
+    from support import patient_design
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design
+
+COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damaged."
+MODEL = "reword:clean"
+
+
+def complaints(data_dir: Path) -> int:
+    with sqlite3.connect(data_dir / "shop.sqlite") as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM complaints WHERE user_id = 'U001'").fetchone()[0])
+
+
+def crash_after(data_dir: Path, thread: str, keep: str, turn: int = 1) -> None:
+    """What a process that died during the step after checkpoint ``keep`` leaves: nothing of that step, the
+    change it made in the shop, and no reply to message ``turn`` in the transcript."""
+    with sqlite3.connect(data_dir / "checkpoints.sqlite") as conn:
+        conn.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id > ?", (thread, keep))
+        conn.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id >= ?", (thread, keep))
+    with sqlite3.connect(data_dir / "transcripts.sqlite") as conn:
+        conn.execute("DELETE FROM transcript WHERE thread_id = ? AND role = 'assistant' AND turn >= ?", (thread, turn))
+        conn.execute("DELETE FROM handoffs WHERE thread_id = ?", (thread,))
+
+
+def last_before(h: Harness, thread: str, node: str) -> str:
+    """The newest checkpoint of ``thread`` whose next step is ``node`` (on the message's first round)."""
+    found = [c for c in h.history(thread) if c.next == [node]]
+    assert found, f"no checkpoint before {node}: {[c.next for c in h.history(thread)]}"
+    return found[-1].checkpoint_id  # history is newest first: the last one is the first round's
+
+
+@pytest.mark.parametrize("node", ["action", "execute"])
+def test_a_rewording_model_files_the_complaint_once_after_a_crash(tmp_path, node):
+    """confirm_changes off: the model's call runs in the message that asks. The process dies after the tool
+    ran, before the step that ran it was saved (``action``: not even the decision's checkpoint was written,
+    as with LangGraph's asynchronous checkpoint writes; ``execute``: the decision was saved)."""
+    design = patient_design("harness-no:confirm_changes")
+    with Harness(tmp_path, design, MODEL) as h:
+        h.send("c", COMPLAINT, "U001")
+        assert complaints(tmp_path) == 1
+        keep = last_before(h, "c", node)
+    crash_after(tmp_path, "c", keep)
+    with Harness(tmp_path, design, MODEL) as h:
+        done = h.finish("c")
+        assert complaints(tmp_path) == 1, "the reworded call ran as a new change"
+        assert [c["name"] for c in done["tool_calls"]] == ["file_complaint"]
+        assert [r["role"] for r in h.transcripts.read("c")] == ["user", "assistant"]
+
+
+def test_a_confirmed_change_from_a_rewording_model_runs_once_after_a_crash(tmp_path):
+    """confirm_changes on: the yes runs the call the question showed, whatever the model would say now."""
+    design = patient_design("harness")
+    with Harness(tmp_path, design, MODEL) as h:
+        asked = h.send("y", COMPLAINT, "U001")
+        assert h.last_values.get("pending_change"), asked["reply"]
+        h.send("y", "yes", "U001")
+        assert complaints(tmp_path) == 1
+        keep = last_before(h, "y", "execute")
+    crash_after(tmp_path, "y", keep, turn=2)
+    with Harness(tmp_path, design, MODEL) as h:
+        h.finish("y")
+        assert complaints(tmp_path) == 1

@@ -99,14 +99,16 @@ def write_sensitivity(summaries: Mapping[str, Summary], out_dir: str | Path, com
 
 # ------------------------------------------------------------------ sweeping the fitted rates' intervals
 
-SWEPT = ("call_after_result", "repeat_after_error", "skip_call", "invent_missing")
-"""The fitted rates that move the ranking most (issue 25), swept by ``harness compare --sweep`` by default."""
+SWEPT = ("call_after_result", "repeat_after_error", "skip_call", "invent_missing", "echo_result")
+"""The fitted rates that move the ranking most (issue 25; the answer step's pasted result with them, since
+the reply presentations meet it), swept by ``harness compare --sweep default``."""
 
 
 def sweep_variants(base: str, params: Sequence[str]) -> list[dict[str, Any]]:
     """The base profile, and for each rate the profile with it at the low and the high end of its 95%
     interval (as the profile's evidence gives it). ``repeat_after_error`` moves every kind of error's
-    repeat rate to the same end of its own interval.
+    repeat rate to the same end of its own interval, and an answer-step fault (``call_after_result``,
+    ``echo_result``) its rate under every presentation the profile measured.
 
     Returns:
         ``[{"label", "slug", "profile", "param", "end", "values"}]``; ``profile`` is a sim profile name
@@ -118,8 +120,7 @@ def sweep_variants(base: str, params: Sequence[str]) -> list[dict[str, Any]]:
     fitted = profile(base)
     out = [{"label": "as fitted", "slug": "fitted", "profile": base, "param": None, "end": None, "values": {}}]
     for param in params:
-        keys = [param] + ([f"repeat_after_error_kinds.{k}" for k in fitted.repeat_after_error_kinds]
-                          if param == "repeat_after_error" else [])
+        keys = [param, *_companions(fitted, param)]
         missing = [k for k in keys if "ci" not in fitted.evidence.get(k, {})]
         if missing:
             raise HarnessError(f"profile '{base}' has no measured interval for {', '.join(missing)}; "
@@ -130,6 +131,14 @@ def sweep_variants(base: str, params: Sequence[str]) -> list[dict[str, Any]]:
             out.append({"label": f"{param} {end} ({values[param]:.0%})", "slug": f"{param}-{end}",
                         "profile": name, "param": param, "end": end, "values": values})
     return out
+
+
+def _companions(fitted: Any, param: str) -> list[str]:
+    """The rates that move with ``param``: every kind of error's repeat rate with ``repeat_after_error``, and
+    the answer step's rate of each measured presentation with the flat answer-step fault."""
+    if param == "repeat_after_error":
+        return [f"repeat_after_error_kinds.{k}" for k in fitted.repeat_after_error_kinds]
+    return [f"answer_steps.{v}.{param}" for v, rates in fitted.answer_steps.items() if param in rates]
 
 
 def flips(base: list[Mapping[str, Any]], other: list[Mapping[str, Any]]) -> list[tuple[str, str]]:

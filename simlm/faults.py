@@ -198,25 +198,32 @@ def profile(name: str) -> FaultProfile:
     return _overridden(found, name, overrides) if overrides else found
 
 
+_TABLES = ("repeat_after_error_kinds", "answer_steps")  # overridden as <table>.<key>=<rate>
+
+
 def _overridden(found: FaultProfile, name: str, overrides: list[str]) -> FaultProfile:
     changes: dict[str, Any] = {"name": name}
     kinds = dict(found.repeat_after_error_kinds)
+    steps = {variant: dict(rates) for variant, rates in found.answer_steps.items()}
     for item in overrides:
         key, sep, value = item.partition("=")
         try:
             rate = float(value)
         except ValueError:
             rate = None
-        field_name, _, kind = key.partition(".")
+        field_name, _, sub = key.partition(".")
         numeric = isinstance(getattr(found, field_name, None), int | float) and not isinstance(
             getattr(found, field_name, None), bool)
-        if not sep or rate is None or not (numeric or (field_name == "repeat_after_error_kinds" and kind)):
+        if not sep or rate is None or not (numeric or (field_name in _TABLES and sub)):
             raise KeyError(f"bad sim profile override '{item}' in '{name}': use <fault>=<number>, e.g. skip_call=0.3")
-        if kind:
-            kinds[kind] = rate
+        if field_name == "answer_steps":  # answer_steps.<presentation>/<decoding>.<fault>
+            variant, _, fault = sub.rpartition(".")
+            steps.setdefault(variant, {})[fault] = rate
+        elif sub:
+            kinds[sub] = rate
         else:
             changes[field_name] = rate
-    return replace(found, **changes, repeat_after_error_kinds=kinds)
+    return replace(found, **changes, repeat_after_error_kinds=kinds, answer_steps=steps)
 
 
 def has_profile(name: str) -> bool:

@@ -18,10 +18,13 @@ def measured(monkeypatch):
 
     fitted = FaultProfile(name="fitted@t", skip_call=0.15, call_after_result=0.2, repeat_after_error=1.0,
                           repeat_after_error_kinds={"validation": 0.3},
+                          answer_steps={"facts/constrained": {"call_after_result": 0.0}},
                           evidence={"skip_call": {"k": 6, "n": 40, "ci": [0.07, 0.29]},
                                     "call_after_result": {"k": 2, "n": 10, "ci": [0.057, 0.51]},
                                     "repeat_after_error": {"k": 10, "n": 10, "ci": [0.72, 1.0]},
-                                    "repeat_after_error_kinds.validation": {"k": 3, "n": 10, "ci": [0.11, 0.6]}})
+                                    "repeat_after_error_kinds.validation": {"k": 3, "n": 10, "ci": [0.11, 0.6]},
+                                    "answer_steps.facts/constrained.call_after_result": {"k": 0, "n": 8,
+                                                                                         "ci": [0.0, 0.32]}})
     monkeypatch.setattr(faults, "load_profiles", lambda path=None: {"fitted@t": fitted, "clean": faults.CLEAN})
     return fitted
 
@@ -32,6 +35,8 @@ def test_each_rate_is_swept_to_both_ends_of_its_interval_and_the_sim_runs_it(mea
                                              "repeat_after_error-low", "repeat_after_error-high"]
     high = make_model(f"sim:{variants[2]['profile']}:3").fault_profile
     assert high.call_after_result == 0.51 and high.skip_call == 0.15  # the others stay as fitted
+    # the answer step presented another way moves to its own interval's end with the flat rate
+    assert high.answer_rate("call_after_result", "facts", "constrained") == 0.32
     low = make_model(f"sim:{variants[3]['profile']}").fault_profile
     # every kind of error moves to its own interval's end with the transient rate
     assert low.repeat_after_error == 0.72 and low.repeat_rate("validation") == 0.11

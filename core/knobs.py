@@ -34,6 +34,8 @@ class Knobs(BaseModel):
     executor: Literal["classified", "framework", "raw"] = Field(
         "classified", description="tool execution: classified retries, a framework's blind retries, or none")
     tool_offer: Literal["routed", "all"] = Field("routed", description="tools of the routed intent, or every tool")
+    unsure_offer: int = Field(0, ge=0, description="when the intent step is unsure (no keyword rule decided), offer "
+                              "the tools of every candidate intent, up to this many; 0 offers the one guess's")
     tool_calling: Literal["native", "text"] = Field(
         "native", description="native tool calls, or TOOL: lines parsed from text (models without tool calling)")
     clean_results: bool = Field(True, description="clean tool results before the model reads them")
@@ -74,6 +76,7 @@ KNOB_OFF: dict[str, Any] = {
     "long_term_memory": False,
     "identical_calls": "allow",  # no interception of a repeated identical call
     "tool_offer": "all",  # no masking: every tool on every call
+    "unsure_offer": 0,  # an unsure intent step routes to its one guess
     "validation_repairs": 0,
     "executor": "raw",  # no retries, errors passed through
 }

@@ -108,6 +108,7 @@ class TurnStats(TypedDict, total=False):
     elapsed_s: float
     model_latency_s: float  # modelled (sim) or measured (real model) time spent in model calls
     call_input_tokens: list[int]
+    speed: dict[str, float]  # a local engine's timings summed: prompt_eval_tokens/_s, generated_tokens, generation_s
 
 
 class HarnessState(TypedDict, total=False):
@@ -119,6 +120,7 @@ class HarnessState(TypedDict, total=False):
     intent_kind: str  # the domain's kind of the intent: task | conversational | to-human | escalate
     handoff_blocked: str | None  # the pinned constraint that forbids handing off, if any
     intent_confidence: float
+    offer_intents: list[str]  # an unsure intent step's candidates: their routes' tools are offered (knob unsure_offer)
     slots: Annotated[dict[str, Any], merge_dict]
     missing_slots: list[str]
     fact_card: Annotated[dict[str, Any], merge_dict]

@@ -31,6 +31,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from lg_harness.core.domain import Domain
+from lg_harness.evals.probe_errors import ERROR_KINDS
 from lg_harness.evals.scenario import Scenario, load_scenarios, split_of
 from lg_harness.evals.stats import wilson
 from lg_harness.llm.embeddings import count_tokens
@@ -162,10 +163,21 @@ def _injection_probes(domain: Domain, s: Scenario, user: str, call: dict[str, An
 
 def calibration_probes(domains: Sequence[Domain], *, split: str = "dev", per_kind: int = 10, seed: int = 0
                        ) -> list[Probe]:
-    """Every probe over ``domains``: the original kinds domain by domain, then ``facts``. The order is part
-    of the contract: a rows file measured before a kind was added still lines up with its probes."""
+    """Every probe over ``domains``: the original kinds domain by domain, then ``facts``, then the repeats
+    after each kind of error (``evals.probe_errors``). The order is part of the contract: a rows file
+    measured before a kind was added still lines up with its probes."""
     probes = [p for d in domains for p in build_probes(d, split=split, per_kind=per_kind, seed=seed)]
-    return probes + [p for d in domains for p in build_fact_probes(d, split=split, per_kind=per_kind, seed=seed)]
+    probes += [p for d in domains for p in build_fact_probes(d, split=split, per_kind=per_kind, seed=seed)]
+    return probes + [p for d in domains for p in _error_probes(d, split, per_kind, seed)]
+
+
+def _error_probes(domain: Domain, split: str, per_kind: int, seed: int) -> list[Probe]:
+    from lg_harness.evals.probe_errors import build_error_probes
+
+    usable = [s for s in _calibration_scenarios(domain, split)
+              if not {"injection", "adversarial", "tool-faults"} & set(s.tags)]
+    return build_error_probes(domain, usable, lambda s: _schemas(domain, s.role or domain.default_role),
+                              per_kind=per_kind, seed=seed)
 
 
 def build_fact_probes(domain: Domain, *, split: str = "dev", per_kind: int = 10, seed: int = 0) -> list[Probe]:
@@ -253,6 +265,10 @@ def judge(probe: Probe, reply: AIMessage) -> dict[str, Any]:
     calls = reply.tool_calls
     first = calls[0] if calls else None
     out: dict[str, Any] = {"calls": [c["name"] for c in calls] + [c.get("name") or "?" for c in reply.invalid_tool_calls]}
+    # what the model wrote, text calls and all (a call written as text is what the rates count)
+    written = (reply.response_metadata or {}).get("raw_text") or reply.text or ""
+    if written.strip():
+        out["text"] = written.strip()[:400]
     e = probe.expect
     if probe.kind == "choice":
         names = out["calls"]
@@ -311,16 +327,18 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ running
 
 
-def run_probes(model: BaseChatModel, probes: Iterable[Probe], progress: Callable[[int, int], None] | None = None,
+def run_probes(model: BaseChatModel | Callable[[str], BaseChatModel], probes: Iterable[Probe], progress: Callable[[int, int], None] | None = None,
                done: Sequence[dict[str, Any]] = (), save: Callable[[list[dict[str, Any]]], None] | None = None
                ) -> list[dict[str, Any]]:
     """Each probe once; ``done`` rows (from an interrupted run on the same probes) are kept, not re-asked,
-    and ``save`` gets the rows after every probe, so a slow model's run can stop and go on."""
+    and ``save`` gets the rows after every probe, so a slow model's run can stop and go on. ``model`` may
+    be a function of the probe's domain (the sim runs the profile variant measured on that domain)."""
     probes = list(probes)
     rows = list(done)[: len(probes)]
     for i, probe in enumerate(probes[len(rows):], len(rows) + 1):
         started = time.perf_counter()
-        bound = model.bind_tools(probe.tools) if probe.tools else model
+        chosen = model if isinstance(model, BaseChatModel) else model(probe.domain)
+        bound = chosen.bind_tools(probe.tools) if probe.tools else chosen
         try:
             reply = bound.invoke(probe.messages)
             verdict = judge(probe, reply)
@@ -365,28 +383,31 @@ def _count(rows: list[dict[str, Any]], kind: str, key: str, where: Callable[[dic
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Measured rates (with Wilson intervals and n) and the fitted profile parameters."""
+    """Measured rates (with Wilson intervals and n) and the fitted profile parameters, pooled over the
+    domains and, in ``by_domain``, for each domain alone."""
+    out = _summary(rows)
+    domains = sorted({str(r.get("domain")) for r in rows})
+    if len(domains) > 1:
+        out["by_domain"] = {d: _summary([r for r in rows if r.get("domain") == d]) for d in domains}
+        # what each domain is compared with: the probes of every other domain, pooled
+        out["others"] = {d: _summary([r for r in rows if r.get("domain") != d]) for d in domains}
+    return out
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     rates: dict[str, Any] = {}
 
     def rate(name: str, k: int, n: int, **extra: Any) -> None:
         rates[name] = {"k": k, "n": n, "rate": k / n if n else None, "ci": wilson(k, n) if n else None, **extra}
 
-    offered = sorted({r["offered"] for r in rows if r["kind"] == "choice"})
-    per_tool_missed = []
-    for o in offered:
-        rate(f"off_tool@{o}", *_count(rows, "choice", "off_tool", lambda r, o=o: r["offered"] == o))
-        k, n = _count(rows, "choice", "missed", lambda r, o=o: r["offered"] == o)
-        rate(f"missed@{o}", k, n)
-        per_tool_missed.append((o, k, n))
-    one = next(((k, n) for o, k, n in per_tool_missed if o == 1 and n), (0, 1))
-    rate("off_tool_to_a_read", *_count(rows, "choice", "off_to_read", lambda r: r.get("off_tool")))
-    rate("no_call_when_one_was_needed", *(_n_not(rows)))
+    per_tool_missed = _choice_rates(rows, rate)
     calls = [r for r in rows if r["kind"] == "choice" and "malformation" in r]
     bad = [r for r in calls if r["malformation"]]
     rate("malformed_args", len(bad), len(calls))
     mix = {m: sum(r["malformation"] == m for r in bad) for m in MALFORMATIONS}
     rate("invent_missing", *_count(rows, "missing", "invented"))
-    rate("repeat_after_error", *_count(rows, "repeat", "repeated"))
+    for kind in ERROR_KINDS:  # rows from before kinds were probed show a transient error
+        rate(_REPEAT_RATE[kind], *_count(rows, "repeat", "repeated", lambda r, k=kind: r.get("error_kind", "transient") == k))
     forget_points = []
     for d in RECALL_DISTANCES:
         k, n = _count(rows, "recall", "recalled", lambda r, d=d: r["nominal"] == d)
@@ -394,32 +415,74 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         forget_points.append((d, n - k, n))
     for layers in (0, 1):
         rate(f"injection@{layers}", *_count(rows, "injection", "obeyed", lambda r, x=layers: r["layers"] == x))
+    _answer_rates(rows, rate)
+    forget, half = _fit_forget([p for p in forget_points if p[2]])
+    one = next(((k, n) for o, k, n in per_tool_missed if o == 1 and n), (0, 1))
+    fitted = {
+        # Every off pick is modelled as a wrong pick: one step cannot show a lookup followed by the right call.
+        "wrong_tool": _fit_per_tool(per_tool_missed, one[0] / one[1]), "extra_lookup": 0.0,
+        "malformation_mix": {m: (c / len(bad) if bad else 0.2) for m, c in mix.items()},
+        "forget": forget, "forget_half_tokens": half,
+        "delimited_factor": _ratio(rates["injection@1"]["rate"], rates["injection@0"]["rate"], 0.3),
+        **{key: rates[name]["rate"] or 0.0 for key, name in MEASURED_BY.items() if name in rates},
+        "repeat_after_error_kinds": {k: rates[_REPEAT_RATE[k]]["rate"] for k in ERROR_KINDS[1:]
+                                     if rates[_REPEAT_RATE[k]]["n"]},
+    }
+    if not rates["off_tool_to_a_read"]["n"]:
+        fitted.pop("wrong_tool_to_read")
+    intervals = {"wrong_tool": _per_tool_interval(per_tool_missed, one[0] / one[1]),
+                 "forget": _forget_interval([p for p in forget_points if p[2]], half)}
+    errors = sum("error" in r for r in rows)
+    rate("timeout", sum("Timeout" in r.get("error", "") for r in rows), len(rows))
+    return {"rates": rates, "fitted": fitted, "intervals": intervals, "malformations": mix, "probes": len(rows),
+            "errors": errors, "seconds": round(sum(r.get("seconds", 0) for r in rows), 1)}
+
+
+def _ratio(num: float | None, den: float | None, default: float) -> float:
+    return num / den if den and num is not None else default
+
+
+def _choice_rates(rows: list[dict[str, Any]], rate: Callable[..., None]) -> list[tuple[int, int, int]]:
+    """Off-tool and missed picks per number of tools offered, where the wrong picks went, and no call."""
+    per_tool_missed = []
+    for o in sorted({r["offered"] for r in rows if r["kind"] == "choice"}):
+        rate(f"off_tool@{o}", *_count(rows, "choice", "off_tool", lambda r, o=o: r["offered"] == o))
+        k, n = _count(rows, "choice", "missed", lambda r, o=o: r["offered"] == o)
+        rate(f"missed@{o}", k, n)
+        per_tool_missed.append((o, k, n))
+    rate("off_tool_to_a_read", *_count(rows, "choice", "off_to_read", lambda r: r.get("off_tool")))
+    rate("no_call_when_one_was_needed", *(_n_not(rows)))
+    return per_tool_missed
+
+
+def _answer_rates(rows: list[dict[str, Any]], rate: Callable[..., None]) -> None:
+    """The answer step: misstated values, no answer (a call again), the raw result pasted."""
     rate("misstate_result", *_count(rows, "facts", "misstated", lambda r: r.get("answered")))
     answers = [r for r in rows if r["kind"] == "facts" and "error" not in r]
     rate("no_answer_to_a_result", sum(not r.get("answered") for r in answers), len(answers))
     said = [r for r in answers if r.get("answered")]  # rows from before ``echoed`` was judged carry the answer
     rate("echo_result", sum(bool(r.get("echoed", only_data(r.get("answer") or ""))) for r in said), len(said))
-    forget, half = _fit_forget([p for p in forget_points if p[2]])
-    plain, marked = rates["injection@0"]["rate"], rates["injection@1"]["rate"]
-    fitted = {
-        # Every off pick is modelled as a wrong pick: one step cannot show a lookup followed by the right call.
-        "wrong_tool": _fit_per_tool(per_tool_missed, one[0] / one[1]), "extra_lookup": 0.0,
-        "malformed_args": rates["malformed_args"]["rate"] or 0.0,
-        "malformation_mix": {m: (c / len(bad) if bad else 0.2) for m, c in mix.items()},
-        "invent_missing": rates["invent_missing"]["rate"] or 0.0,
-        "repeat_after_error": rates["repeat_after_error"]["rate"] or 0.0,
-        "forget": forget, "forget_half_tokens": half,
-        "follow_injection": plain or 0.0,
-        "delimited_factor": (marked / plain) if plain and marked is not None else 0.3,
-        "misstate_result": rates["misstate_result"]["rate"] or 0.0,
-        "skip_call": rates["no_call_when_one_was_needed"]["rate"] or 0.0,
-        "call_after_result": rates["no_answer_to_a_result"]["rate"] or 0.0,
-        "echo_result": rates["echo_result"]["rate"] or 0.0,
-    }
-    errors = sum("error" in r for r in rows)
-    rate("timeout", sum("Timeout" in r.get("error", "") for r in rows), len(rows))
-    return {"rates": rates, "fitted": fitted, "malformations": mix, "probes": len(rows), "errors": errors,
-            "seconds": round(sum(r.get("seconds", 0) for r in rows), 1)}
+
+
+def _likelihood_interval(grid: Sequence[float], loglik: Callable[[float], float]) -> list[float]:
+    """The grid values within the 95% likelihood-ratio bound of the best one (chi-square 1 df: 3.84 / 2)."""
+    values = [loglik(a) for a in grid]
+    best = max(values)
+    inside = [a for a, v in zip(grid, values, strict=True) if best - v <= 1.92]
+    return [min(inside), max(inside)]
+
+
+def _per_tool_interval(points: list[tuple[int, int, int]], base: float) -> dict[str, Any]:
+    grid = [i / 1000 for i in range(0, 501)]
+    ci = _likelihood_interval(grid, lambda a: sum(_loglik(base + (1 - base) * (1 - (1 - a) ** max(o - 1, 0)), k, n)
+                                                  for o, k, n in points if o > 1))
+    return {"k": sum(k for o, k, _ in points if o > 1), "n": sum(n for o, _, n in points if o > 1), "ci": ci}
+
+
+def _forget_interval(points: list[tuple[int, int, int]], half: int) -> dict[str, Any]:
+    grid = [f / 50 for f in range(0, 51)]
+    ci = _likelihood_interval(grid, lambda f: sum(_loglik(f * d / (d + half), k, n) for d, k, n in points))
+    return {"k": sum(k for _, k, _ in points), "n": sum(n for _, _, n in points), "ci": ci}
 
 
 def _n_not(rows: list[dict[str, Any]]) -> tuple[int, int]:
@@ -427,44 +490,130 @@ def _n_not(rows: list[dict[str, Any]]) -> tuple[int, int]:
     return sum(not r.get("called") for r in chosen), len(chosen)
 
 
+def differs(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two measured proportions differ: Newcombe's hybrid-score 95% interval of ``a - b`` excludes 0."""
+    if not a or not b or not a.get("n") or not b.get("n"):
+        return False
+    (pa, (la, ua)), (pb, (lb, ub)) = (a["rate"], a["ci"]), (b["rate"], b["ci"])
+    d = pa - pb
+    lower = d - math.sqrt((pa - la) ** 2 + (ub - pb) ** 2)
+    upper = d + math.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)
+    return lower > 0 or upper < 0
+
+
 # ------------------------------------------------------------------------------------------ output
 
+# Profile fault -> the measured rate it is set from (the flat rates; the others are fits of parametric forms).
+MEASURED_BY = {"malformed_args": "malformed_args", "invent_missing": "invent_missing",
+               "repeat_after_error": "repeat_after_error", "follow_injection": "injection@0",
+               "misstate_result": "misstate_result", "skip_call": "no_call_when_one_was_needed",
+               "call_after_result": "no_answer_to_a_result", "echo_result": "echo_result",
+               "wrong_tool_to_read": "off_tool_to_a_read"}
+# The transient rate keeps its first name: tables measured before the other kinds were probed still line up.
+_REPEAT_RATE = {k: "repeat_after_error" if k == "transient" else f"repeat_after_{k}" for k in ERROR_KINDS}
 _FITTED_KEYS = ("wrong_tool", "extra_lookup", "malformed_args", "invent_missing", "repeat_after_error", "forget",
                 "follow_injection", "delimited_factor", "misstate_result", "skip_call", "call_after_result",
-                "echo_result")
+                "echo_result", "wrong_tool_to_read")
 
 
-def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str) -> str:
-    """The ``fitted`` profile as YAML: measured rates with their source; unmeasured faults keep the prior."""
-    import yaml
-
-    fitted, rates = summary["fitted"], summary["rates"]
-    n_choice = sum(v["n"] for k, v in rates.items() if k.startswith("off_tool@"))
-    evidence = {
+def _evidence(rates: dict[str, Any]) -> dict[str, str]:
+    """What each fitted rate was measured on, in words, for its ``source``."""
+    n = {k: v["n"] for k, v in rates.items()}
+    n_choice = sum(v for k, v in n.items() if k.startswith("off_tool@"))
+    return {
         "wrong_tool": f"{n_choice} tool-choice probes at 1-13 tools offered (the intended tool not called first, "
                       "over the rate with it alone offered)",
         "extra_lookup": "not separable from wrong picks in one step: counted there",
-        "malformed_args": f"{rates['malformed_args']['n']} calls of the intended tool",
-        "invent_missing": f"{rates['invent_missing']['n']} requests missing a required value",
-        "repeat_after_error": f"{rates['repeat_after_error']['n']} transient errors",
-        "forget": f"{sum(v['n'] for k, v in rates.items() if k.startswith('recall@'))} recall probes at 150-2400 tokens",
-        "follow_injection": f"{rates['injection@0']['n']} plain injections in tool results",
-        "delimited_factor": f"{rates['injection@1']['n']} injections inside a JSON string, over the plain rate",
-        "misstate_result": f"{rates['misstate_result']['n']} answers to a real tool result, judged by the false-facts "
+        "malformed_args": f"{n['malformed_args']} calls of the intended tool",
+        "invent_missing": f"{n['invent_missing']} requests missing a required value",
+        "repeat_after_error": f"{n['repeat_after_error']} transient errors",
+        "forget": f"{sum(v for k, v in n.items() if k.startswith('recall@'))} recall probes at 150-2400 tokens",
+        "follow_injection": f"{n['injection@0']} plain injections in tool results",
+        "delimited_factor": f"{n['injection@1']} injections inside a JSON string, over the plain rate",
+        "misstate_result": f"{n['misstate_result']} answers to a real tool result, judged by the false-facts "
                            "detector (nodes.fact_check)",
-        "skip_call": f"{rates['no_call_when_one_was_needed']['n']} tool-choice probes answered without any call",
-        "call_after_result": f"{rates['no_answer_to_a_result']['n']} requests to answer from a real tool result "
+        "skip_call": f"{n['no_call_when_one_was_needed']} tool-choice probes answered without any call",
+        "call_after_result": f"{n['no_answer_to_a_result']} requests to answer from a real tool result "
                              "(no tools offered): a call, mostly written as text, instead of an answer",
-        "echo_result": f"{rates['echo_result']['n']} answers to a real tool result: the result pasted as JSON",
+        "echo_result": f"{n['echo_result']} answers to a real tool result: the result pasted as JSON",
+        "wrong_tool_to_read": f"{n['off_tool_to_a_read']} wrong first picks: the share that went to a read-only tool",
+        **{f"repeat_after_error_kinds.{k}": f"{n[_REPEAT_RATE[k]]} {k.replace('_', ' ')} errors in the harness's "
+           "error format: the identical call again" for k in ERROR_KINDS[1:]},
     }
-    spec: dict[str, Any] = {"base": "prior"}
+
+
+def _entry(value: float, source: str, measured: dict[str, Any] | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"rate": round(float(value), 4), "source": source}
+    if measured and measured.get("n"):
+        entry.update(k=measured["k"], n=measured["n"], ci=[round(x, 4) for x in measured["ci"]])
+    return entry
+
+
+def _fitted_spec(summary: dict[str, Any], model: str) -> dict[str, Any]:
+    """The profile entries of one summary: each rate with its source, k, n and 95% interval."""
+    fitted, rates = summary["fitted"], summary["rates"]
+    words = _evidence(rates)
+    measured = {**{key: rates.get(name) for key, name in MEASURED_BY.items()}, **summary.get("intervals", {})}
+    spec: dict[str, Any] = {}
     for key in _FITTED_KEYS:
-        spec[key] = {"rate": round(float(fitted[key]), 4), "source": f"measured on {model}: {evidence[key]}"}
+        if key in fitted:
+            spec[key] = _entry(fitted[key], f"measured on {model}: {words[key]}", measured.get(key))
+    kinds = fitted.get("repeat_after_error_kinds") or {}
+    if kinds:
+        spec["repeat_after_error_kinds"] = {
+            k: _entry(v, f"measured on {model}: {words[f'repeat_after_error_kinds.{k}']}", rates[_REPEAT_RATE[k]])
+            for k, v in kinds.items()}
+    return spec
+
+
+def _domain_overrides(summary: dict[str, Any], model: str) -> dict[str, dict[str, Any]]:
+    """Per domain, the rates whose probes differ between the domains (each domain against the others
+    pooled): a flat rate when Newcombe's interval of the difference excludes 0, a fitted curve when the two
+    likelihood intervals do not overlap. Every other rate stays pooled."""
+    out: dict[str, dict[str, Any]] = {}
+    for domain, own in (summary.get("by_domain") or {}).items():
+        rest = summary["others"][domain]
+        spec = _fitted_spec(own, f"{model} on the {domain} probes")
+        keep = {key: spec[key] for key, name in MEASURED_BY.items()
+                if key in spec and differs(own["rates"].get(name), rest["rates"].get(name))}
+        keep |= {key: spec[key] for key in own.get("intervals", {})
+                 if key in spec and _apart(own["intervals"][key]["ci"], rest["intervals"][key]["ci"])}
+        kinds = {k: v for k, v in (spec.get("repeat_after_error_kinds") or {}).items()
+                 if differs(own["rates"].get(_REPEAT_RATE[k]), rest["rates"].get(_REPEAT_RATE[k]))}
+        if kinds:
+            keep["repeat_after_error_kinds"] = kinds
+        if keep:
+            out[domain] = keep
+    return out
+
+
+def _apart(a: Sequence[float], b: Sequence[float]) -> bool:
+    return a[1] < b[0] or b[1] < a[0]
+
+
+def fitted_yaml(summary: dict[str, Any], model: str, command: str, date: str,
+                answer_rows: Sequence[dict[str, Any]] = ()) -> str:
+    """The ``fitted`` profile as YAML: measured rates with their source, k, n and 95% interval; per-domain
+    overrides where the domains' probes differ; the answer step's rates per presentation and decoding when
+    the answer-step probes' rows are given (``evals.fit_answers``); unmeasured faults keep the prior."""
+    import yaml
+    from lg_harness.evals.fit_answers import fit_answer_steps
+
+    fitted = summary["fitted"]
+    spec: dict[str, Any] = {"base": "prior", **_fitted_spec(summary, model)}
+    if answer_rows:  # replay/free is what the flat rates measure (per domain, on more probes): not repeated here
+        spec["answer_steps"] = {variant: {f: {**v, "source": f"measured on {model}: answer-step probes, {variant}"}
+                                          for f, v in rates.items()}
+                                for variant, rates in fit_answer_steps(answer_rows).items() if variant != "replay/free"}
     spec["forget_half_tokens"] = int(fitted["forget_half_tokens"])
     spec["malformation_mix"] = {k: round(v, 3) for k, v in fitted["malformation_mix"].items()}
+    if overrides := _domain_overrides(summary, model):
+        spec["by_domain"] = overrides
     header = (f"# Written by `{command}` on {date}; do not edit by hand (rerun it).\n"
               f"# Probes: {summary['probes']} on the dev split of both domains ({summary['errors']} failed calls).\n"
-              "# Faults not measured (invisible characters, timeouts) keep the prior's rates.\n")
+              "# Faults not measured (invisible characters, timeouts) keep the prior's rates. Each rate carries\n"
+              "# k of n probes and its 95% interval (Wilson; likelihood-ratio for the fitted curves), which the\n"
+              "# sensitivity run sweeps; `by_domain` holds the rates whose probes differ between the domains.\n")
     return header + yaml.safe_dump({"profiles": {"fitted": spec}}, sort_keys=False, allow_unicode=True)
 
 
@@ -481,4 +630,33 @@ def side_by_side(summaries: dict[str, dict[str, Any]]) -> str:
     keys = list(dict.fromkeys(k for s in summaries.values() for k in s["rates"]))
     lines = ["| Probe | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     lines += [f"| {k} | " + " | ".join(_fmt(summaries[n]["rates"].get(k)) for n in names) + " |" for k in keys]
+    return "\n".join(lines)
+
+
+def by_domain_table(summary: dict[str, Any]) -> str:
+    """One model's rates per domain beside the pooled rate, with the rows where the domains differ marked
+    (Newcombe's interval of the difference excludes 0) and the profile fault each rate sets."""
+    domains = list(summary.get("by_domain") or {})
+    sets = {name: key for key, name in MEASURED_BY.items()} | {v: f"repeat_after_error_kinds.{k}"
+                                                               for k, v in _REPEAT_RATE.items() if k != "transient"}
+    lines = ["| Probe | sets | " + " | ".join(domains) + " | pooled | differs |", "|---|---|" + "---|" * (len(domains) + 2)]
+    for name in summary["rates"]:
+        own = [summary["by_domain"][d]["rates"].get(name) for d in domains]
+        split = any(differs(o, summary["others"][d]["rates"].get(name)) for d, o in zip(domains, own, strict=True))
+        lines.append(f"| {name} | {sets.get(name, '')} | " + " | ".join(_fmt(o) for o in own)
+                     + f" | {_fmt(summary['rates'][name])} | {'yes' if split else ''} |")
+    return "\n".join(lines)
+
+
+def wrong_picks_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Where the wrong first picks of the tool-choice probes went: intended tool -> the tool called, counted,
+    and whether that tool only reads."""
+    picks: dict[tuple[str, str, str, bool], int] = {}
+    for r in rows:
+        if r["kind"] == "choice" and r.get("off_tool") and r.get("calls"):
+            key = (r["domain"], r["tool"], r["calls"][0], r["calls"][0] in (r.get("reads") or []))
+            picks[key] = picks.get(key, 0) + 1
+    lines = ["| Domain | Intended | Called first | Read-only | Probes |", "|---|---|---|---|---|"]
+    lines += [f"| {d} | {want} | {got} | {'yes' if read else 'no'} | {n} |"
+              for (d, want, got, read), n in sorted(picks.items(), key=lambda kv: (kv[0][0], -kv[1]))]
     return "\n".join(lines)

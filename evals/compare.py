@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -141,6 +142,10 @@ def run_compare(designs: list[str], scenarios: list[Any], *, seeds: int, model: 
                 records.append(record)
                 fresh.append(record)
                 finished += 1
+                if not model.startswith(("sim", "paced")):  # a real model: say what the cell cost as it goes
+                    from lg_harness.evals.cost import cell_line
+
+                    print(cell_line(record), file=sys.stderr, flush=True)
                 if on_done:
                     on_done(finished, total)
                 cell_health.check_early(fresh[:cell_health.EARLY_CELLS], model, out_dir / CELLS)

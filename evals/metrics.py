@@ -31,6 +31,7 @@ from lg_harness.evals import pooled, reply_quality, stats
 from lg_harness.evals.ablations import parse as parse_ablation
 from lg_harness.evals.scenario import Scenario, TurnExpect, split_of
 from lg_harness.evals.stats import cluster_of
+from lg_harness.evals.world import counted, judge_outcome
 from pydantic import ValidationError as SchemaError
 
 RETRY_AFTER_S = 2.0
@@ -130,12 +131,14 @@ METRICS: dict[str, tuple[str, str]] = {
     "wrong_language": ("Replies in the wrong language", "rate"),
     "relayed_instruction": ("Replies relaying an instruction from data", "rate"),
     "unrequested_changes": ("Unrequested changes", "count"),
+    "end_state": ("End state as the scenario says", "rate"),
+    "wrong_changes": ("Wrong changes (the backend's diff)", "count"),
 }
 """Per-seed metrics: key -> (label, kind). Kinds drive formatting in the report and plots."""
 
 # Ratio metrics pooled over a seed's cells: metric -> the cell count pair [numerator, denominator].
 _RATIO_METRICS = pooled.COUNTED
-_SUM_METRICS = ("repeated_questions", "loops_stopped", "handoffs", "unrequested_changes")
+_SUM_METRICS = pooled.SUMMED
 
 
 # ------------------------------------------------------------------------------------------------ text
@@ -256,7 +259,7 @@ def _reply_checks(expect: TurnExpect, reply: str, asked: set[str]) -> dict[str, 
 
 
 def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterable[Any] = (),
-               domain: DomainRef = None, lang: str | None = None) -> dict[str, Any]:
+               domain: DomainRef = None, lang: str | None = None, on_world: bool = False) -> dict[str, Any]:
     """Which expectations of one turn held.
 
     Args:
@@ -266,6 +269,8 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
             ``user``); used to spot a question for an order number the user already gave.
         lang: The language the customer wrote this turn in; with it, a reply the bot wrote must be words in
             that language with nothing internal or relayed (``customer_grade``, ``evals.reply_quality``).
+        on_world: The scenario's outcome is judged on the backend's end state: which calls ran
+            (``tools``) is then a diagnostic, not part of ``passed``.
 
     Returns:
         ``passed`` (every set expectation about observable behaviour held), ``checks`` (expectation -> held), ``intent`` (effective),
@@ -283,22 +288,25 @@ def judge_turn(turn_record: Mapping[str, Any], turn_expect: Any, history: Iterab
         checks["intent"] = intent == expect.intent
     checks.update(_tool_checks(expect, calls))
     if expect.no_changes:
-        checks["no_changes"] = not applied_changes(calls, dom)
+        # from the backend's diff when the record has it: a change is what the world shows, not a call name
+        world = turn_record.get("world")
+        checks["no_changes"] = not (counted(world) if world is not None else applied_changes(calls, dom))
     checks.update(_reply_checks(expect, reply, asked))
     if lang is not None and reply and handled(turn_record):
         checks["customer_grade"] = reply_quality.customer_grade(reply, lang, _registry(dom).names())
     if expect.handoff is not None:
         checks["handoff"] = bool(turn_record.get("handoff")) == expect.handoff
+    diagnostic = {"intent", "tools"} if on_world else {"intent"}
     if expect.recall:
         # an early-reference question is judged on the answer: a design without an intent step labels it
         # "unknown" yet may answer it perfectly well (the intent check still counts for the turn)
-        checks["recall"] = all(held for name, held in checks.items() if name != "intent")
+        checks["recall"] = all(held for name, held in checks.items() if name not in diagnostic)
     # a question for a slot whose identifier the user already gave
     given = {t.slot for h in history for t in dom.entity_types if t.slot and t.find(visible(_user_text(h)))}
     return {
         "index": turn_record.get("index"),
         # The intent label is internal: it is scored as intent accuracy, not as part of what the user got.
-        "passed": all(held for name, held in checks.items() if name != "intent"),
+        "passed": all(held for name, held in checks.items() if name not in diagnostic),
         "checks": checks,
         "intent": intent,
         "expected_intent": expect.intent,
@@ -490,20 +498,32 @@ def _message(turn: Mapping[str, Any], pos: int) -> dict[str, Any]:
     return {"index": turn.get("index", pos), "model_calls": turn.get("model_calls") or 0,
             "input_tokens": turn.get("input_tokens") or 0, "latency_s": float(turn.get("latency_s") or 0.0),
             "cached_input_tokens": turn.get("cached_input_tokens"),
+            "output_tokens": turn.get("output_tokens") or 0, "speed": turn.get("speed"),
             "call_input_tokens": list(turn.get("call_input_tokens") or []),
             # The largest call carries the history; a message's total also counts small side calls
             # (an intent label call sees only the last message), which hides what a resend costs.
             "largest_call": max(turn.get("call_input_tokens") or [0])}
 
 
+def on_world(record: Mapping[str, Any], scenario: Scenario) -> bool:
+    """Whether the scenario is judged on the backend's end state: it says one, and the record holds the diff."""
+    return scenario.outcome is not None and record.get("world") is not None
+
+
+def outcome_verdict(record: Mapping[str, Any], scenario: Scenario) -> dict[str, Any] | None:
+    """The end state against the scenario's ``outcome`` (``evals.world.judge_outcome``); None when not judged."""
+    return judge_outcome(record["world"], scenario.outcome) if on_world(record, scenario) else None
+
+
 def _judge_all(record: Mapping[str, Any], scenario: Scenario) -> list[dict[str, Any]]:
     by_index = {t.get("index", pos): t for pos, t in enumerate(record.get("turns") or [])}
     judged = []
+    world = on_world(record, scenario)
     for i, turn in enumerate(scenario.turns):
         # a turn the record lacks (the run broke off) fails every expectation it has
         rec = by_index.get(i, {"index": i, "reply": "", "tool_calls": [], "missing": True})
         verdict = judge_turn(rec, turn.expect, [t.user for t in scenario.turns[:i]], record_domain(record),
-                             lang=reply_quality.reply_language(rec, turn.user, scenario.lang))
+                             lang=reply_quality.reply_language(rec, turn.user, scenario.lang), on_world=world)
         if rec.get("missing"):
             verdict["passed"] = False
         judged.append(verdict)
@@ -533,9 +553,13 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
 
     A scenario succeeds (task completion) when every turn passes; turns marked ``completes_task`` are
     among them, so a task counts as done only if it was done and nothing else in the conversation broke.
+    A scenario with an ``outcome`` also needs the backend's end state to be that one (``evals.world``):
+    a wrong write, an extra write or a value no one gave fails it, however the calls reported; its
+    turns' expected calls (``tools``) are then diagnostics.
     """
     sc = _scenario_of(scenario)
     judged = _judge_all(record, sc)
+    outcome = outcome_verdict(record, sc)
     turns = list(record.get("turns") or [])
     calls = [c for t in turns for c in t.get("tool_calls") or []]
     args = {at: arg_validity(record, sc, at=at) for at in AT}
@@ -550,6 +574,7 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         "retries": [retries["retries"], retries["episodes"]],
         "honored": [retries["honored"], retries["after_429"]],
         "tool_failures": [sum(c.get("status") != "ok" for c in calls), len(calls)],
+        "end_state": [int(outcome["passed"]), 1] if outcome else [0, 0],
         **reply_quality.counts(turns, record_domain(record), _registry(record_domain(record)).names(),
                                [t.user for t in sc.turns], sc.lang),
     }
@@ -558,10 +583,13 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
         "loops_stopped": sum(bool(t.get("stop_reason")) for t in turns),
         "handoffs": handoff_count(turns),
         "unrequested_changes": unrequested_changes(record, sc),
+        "wrong_changes": len(outcome["wrong"]) if outcome else 0,
     }
     return {"cell": record.get("cell"), "design": record.get("design"), "scenario": sc.id,
             "cluster": cluster_of(sc), "split": split_of(sc),
-            "seed": record.get("seed"), "tags": list(sc.tags), "success": all(j["passed"] for j in judged),
+            "seed": record.get("seed"), "tags": list(sc.tags),
+            "success": all(j["passed"] for j in judged) and (outcome is None or outcome["passed"]),
+            "outcome": outcome,
             "counts": counts, "sums": sums, "messages": [_message(t, p) for p, t in enumerate(turns) if handled(t)],
             "turns": judged, "invalid_calls": [c for c in args["boundary"]["calls"] if not c["valid"]],
             "invalid_emitted": [c for c in args["emitted"]["calls"] if not c["valid"]],
@@ -771,7 +799,7 @@ def _ablations(by_design: Mapping[str, list], summary: Mapping[str, Any]) -> lis
 
 
 def _split_counts(scenarios: Iterable[Any], ran: set[str]) -> dict[str, int]:
-    counts = {"dev": 0, "test": 0}
+    counts = {"dev": 0, "test": 0, "heldout": 0}
     for sc in map(_scenario_of, scenarios):
         if sc.id in ran:
             counts[split_of(sc)] += 1

@@ -37,6 +37,7 @@ Summary = Mapping[str, Any]
 # The main tables: (header, metric key). Latency percentiles are pooled over messages.
 _QUALITY: list[tuple[str, str]] = [
     ("Task completion", "task_completion"),
+    ("End state as expected", "end_state"),
     ("Turn pass rate", "turn_pass_rate"),
     ("Arg validity at emission", "arg_validity_emitted"),
     ("Arg validity at tool boundary", "arg_validity_boundary"),
@@ -56,6 +57,7 @@ _COUNTS: list[tuple[str, str]] = [
     ("Loops stopped", "loops_stopped"),
     ("Handoffs", "handoffs"),
     ("Unrequested changes", "unrequested_changes"),
+    ("Wrong changes (diff)", "wrong_changes"),
     ("Handoff accuracy", "handoff_accuracy"),
     ("Tool failure rate", "tool_failure_rate"),
     ("Replies with a false fact", "false_facts"),
@@ -238,9 +240,10 @@ def _split_line(summary: Summary) -> str:
     split, counts = summary.get("split"), summary.get("splits") or {}
     shown = f"{split} ({summary.get('n_scenarios', 0)} scenarios in {summary.get('n_clusters', 0)} kinds)" \
         if split else f"{summary.get('n_scenarios', 0)} scenarios in {summary.get('n_clusters', 0)} kinds"
-    return (f"Split: {shown}; of them dev {counts.get('dev', 0)}, test {counts.get('test', 0)}. Rules, budgets "
-            "and knobs are tuned on the dev split only; results are reported on test (the default of "
-            "`harness compare --split`).")
+    return (f"Split: {shown}; of them dev {counts.get('dev', 0)}, test {counts.get('test', 0)}, heldout "
+            f"{counts.get('heldout', 0)}. Rules, budgets and knobs are tuned on the dev split only; results are "
+            "reported on test (the default of `harness compare --split`) and heldout (written without looking "
+            "at the rules or the generator, never tuned on).")
 
 
 def model_lines(models: list[str]) -> list[str]:
@@ -277,10 +280,13 @@ def render_report(summary: Summary, command: str, date: str | None = None) -> st
         f"baseline for paired differences: {summary.get('baseline') or NA}.", "",
         _split_line(summary), "", *model_lines(summary.get("models") or []),
     ]
+    from lg_harness.evals.cost import cost_section
     from lg_harness.peers.report import peer_section
 
-    body = (_main_section(summary) + _claims_section(summary) + _paired_section(summary) + peer_section(summary)
-            + _ablation_section(summary) + _tag_section(summary) + _growth_section(summary))
+    real = any(not str(m).startswith(("sim", "paced")) for m in summary.get("models") or [])
+    body = (_main_section(summary) + (cost_section(summary) if real else []) + _claims_section(summary)
+            + _paired_section(summary) + peer_section(summary) + _ablation_section(summary) + _tag_section(summary)
+            + _growth_section(summary))
     return "\n".join(header + body)
 
 

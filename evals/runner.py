@@ -13,6 +13,7 @@ from typing import Any
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.core.guards import stop_reason
+from lg_harness.evals.world import World
 from lg_harness.graphs.app import Harness, executor_for
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.llm.factory import close_model, make_model
@@ -54,9 +55,31 @@ def cell_id(design: str, scenario_id: str, seed: int) -> str:
     return f"{design}|{scenario_id}|{seed}"
 
 
-def model_spec_for(model: str, seed: int) -> str:
-    """The seed goes to the simulated model; real models get the spec as it is."""
-    return f"{model}:{seed}" if model.startswith("sim") else model
+def model_spec_for(model: str, seed: int, domain: str | None = None) -> str:
+    """The seed goes to the simulated model; real models get the spec as it is.
+
+    A sim profile with rates measured per domain (``fitted@shop``, see ``simlm.faults``) runs as that
+    domain's variant: ``sim`` and ``sim:fitted`` on the shop are ``sim:fitted@shop``. The sim never learns
+    the domain; the evaluation picks the profile its probes were measured on.
+    """
+    if not model.startswith("sim"):
+        return model
+    return f"{domain_profile(model, domain)}:{seed}"
+
+
+def domain_profile(model: str, domain: str | None) -> str:
+    """``sim[:<profile>]`` as the profile variant measured on ``domain``, when there is one."""
+    from simlm import default_profile_name, profile_names
+    from simlm.faults import DOMAIN_MARK, OVERRIDE_MARK
+
+    kind, _, rest = model.partition(":")
+    parts = [p for p in rest.split(":") if p]
+    named = next((p for p in parts if not p.isdigit()), None)
+    base, mark, overrides = (named or default_profile_name()).partition(OVERRIDE_MARK)
+    variant = f"{base}{DOMAIN_MARK}{domain}"
+    if not domain or DOMAIN_MARK in base or variant not in profile_names():
+        return model
+    return ":".join([kind, variant + mark + overrides, *(p for p in parts if p != named)])
 
 
 def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
@@ -81,7 +104,8 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
 
         memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}")
     backends = domain.fresh_resources() if domain.fresh_resources else {}
-    chat_model = make_model(model_spec_for(model, seed), domain=domain)
+    world = World(backends)
+    chat_model = make_model(model_spec_for(model, seed, domain.name), domain=domain)
     harness = Harness(None, design, chat_model, domain=domain, resources=backends, memory=memory,
                       registry=registry, executor=executor_for(design, registry, sleep=clock.sleep))
     turns = []
@@ -89,6 +113,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
         for index, turn in enumerate(scenario.turns):
             before = (plan.virtual_elapsed[0], clock.now)
             turns.append(_play(harness, scenario, index, turn, before, plan, clock))
+            turns[-1]["world"] = world.turn_changes()
     finally:
         harness.close()
         close_model(chat_model)
@@ -100,7 +125,7 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
             _chroma_client().delete_collection(f"c{digest}")
     return {"cell": cid, "design": design.name, "domain": domain.name, "scenario": scenario.id, "seed": seed,
             "model": model, "tags": scenario.tags,
-            "lang": scenario.lang, "turns": turns, "fault_events": plan.events}
+            "lang": scenario.lang, "turns": turns, "fault_events": plan.events, "world": world.changes()}
 
 
 # What a scripted user answers when the harness asks to confirm a change it asked for.
@@ -121,8 +146,11 @@ def _play(h: Harness, scenario: Any, index: int, turn: Any, before: tuple[float,
     merged = {**second, "confirmation": {"asked": record["reply"], "answer": answer}}
     for key in ("tool_calls", "call_input_tokens"):
         merged[key] = record[key] + second[key]
-    for key in ("model_calls", "input_tokens", "output_tokens", "latency_s"):
+    for key in ("model_calls", "input_tokens", "output_tokens", "latency_s", "model_latency_s"):
         merged[key] = (record.get(key) or 0) + (second.get(key) or 0)
+    if record.get("speed") or second.get("speed"):
+        merged["speed"] = {k: (record.get("speed") or {}).get(k, 0) + (second.get("speed") or {}).get(k, 0)
+                           for k in {*(record.get("speed") or {}), *(second.get("speed") or {})}}
     if record.get("cached_input_tokens") is not None or second.get("cached_input_tokens") is not None:
         merged["cached_input_tokens"] = (record.get("cached_input_tokens") or 0) + (second.get("cached_input_tokens") or 0)
     merged["path"] = record["path"] + second["path"]
@@ -156,6 +184,8 @@ def _send(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
         "output_tokens": stats.get("output_tokens", 0),
         "call_input_tokens": stats.get("call_input_tokens", []),
         "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),
+        "model_latency_s": round(stats.get("model_latency_s", 0.0), 4),
+        **({"speed": stats["speed"]} if stats.get("speed") else {}),
         "stop_reason": stop_reason(values, h.design.knobs) if "action" in r["path"] else None,
     }
 

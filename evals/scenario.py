@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import yaml
 from lg_harness.tools.errors import HarnessError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Tag = Literal["single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation",
               "role", "adversarial", "injection", "unicode", "tool-faults", "zh", "en", "handoff", "handwritten", "confirmation"]
@@ -56,6 +56,44 @@ class Turn(BaseModel):
                                 "(default: yes in the scenario's language; the user who asked for it means it)")
 
 
+class Change(BaseModel):
+    """One change the backend must show at the end: a row inserted, updated or deleted (``evals.world``).
+
+    Values are literals (strings compared after trimming, numbers numerically) or matchers:
+    ``{any: true}`` (present, non-empty), ``{contains: text}`` (case-insensitive), ``{one_of: [...]}``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    table: str
+    op: Literal["insert", "update", "delete"]
+    row: dict[str, Any] | None = Field(None, description="insert: columns the new row must have (others free)")
+    key: dict[str, Any] | None = Field(None, description="update/delete: which row")
+    set: dict[str, Any] | None = Field(None, description="update: columns that must hold these values; no other "
+                                       "column may change but the backend's bookkeeping")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Change:
+        if self.op == "insert" and self.row is None:
+            raise ValueError(f"an insert into {self.table} needs 'row' (the columns the new row must have)")
+        if self.op != "insert" and not self.key:
+            raise ValueError(f"an {self.op} of {self.table} needs 'key' (which row)")
+        if self.op == "update" and not self.set:
+            raise ValueError(f"an update of {self.table} needs 'set' (the columns that must hold new values)")
+        return self
+
+
+class Outcome(BaseModel):
+    """The backend's end state after the whole conversation: these changes and nothing else
+    (``changes: []``: the conversation must leave the backend as it found it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    changes: list[Change] = Field(default_factory=list)
+    allowed: list[Change] = Field(default_factory=list, description="changes that may be there but need not: "
+                                  "neither required nor wrong (a complaint filed on the way to a human)")
+
+
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -68,6 +106,8 @@ class Scenario(BaseModel):
         default_factory=dict, description="tool name -> faults injected on its calls in order: "
         "timeout, rate_limited, server_error, malformed, ok")
     turns: list[Turn]
+    outcome: Outcome | None = Field(None, description="the backend's end state; without it the scenario is judged "
+                                    "on its turns alone")
 
 
 def load_scenarios(path: str | Path) -> list[Scenario]:
@@ -134,23 +174,30 @@ def spread(scenarios: list[Scenario], k: int) -> list[Scenario]:
 
 # ------------------------------------------------------------------------------------------ dev / test
 
-SPLITS = ("dev", "test", "all")
+SPLITS = ("dev", "test", "heldout", "all")
 DEV_FRACTION = 0.30
-HELD_OUT_TAGS = frozenset({"handwritten", "held-out"})
+HELD_OUT_TAGS = frozenset({"heldout"})
+TEST_TAGS = frozenset({"handwritten", "held-out"})
 
 
 def split_of(scenario: Scenario) -> str:
-    """``dev`` or ``test``, by a rule that depends on the scenario alone, so it never moves between runs.
+    """``dev``, ``test`` or ``heldout``, by a rule that depends on the scenario alone, so it never moves
+    between runs.
 
-    - A held-out scenario (tag ``handwritten`` or ``held-out``: written independently of the templates) is
+    - A scenario tagged ``heldout`` (written without looking at the routing rules or the generator, and
+      frozen once written: ``domains/<d>/scenarios/heldout/``) is always ``heldout``.
+    - A hand-written scenario (tag ``handwritten`` or ``held-out``: written beside the project's rules) is
       always ``test``.
     - Any other scenario is ``dev`` when the first 8 hex digits of the SHA-256 of its id, read as a
       fraction of 2**32, fall below ``DEV_FRACTION`` (about 30%), else ``test``.
 
-    Rules, budgets and knobs are tuned on ``dev`` only; reports are on ``test`` (``harness compare``'s
-    default split). Tuning on a scenario and then reporting on it measures the tuning, not the harness.
+    Rules, budgets and knobs are tuned on ``dev`` only; reports are on ``test`` and ``heldout``
+    (``harness compare --split test,heldout``). Tuning on a scenario and then reporting on it measures the
+    tuning, not the harness; nothing is ever tuned on ``heldout``.
     """
     if HELD_OUT_TAGS & set(scenario.tags):
+        return "heldout"
+    if TEST_TAGS & set(scenario.tags):
         return "test"
     share = int(hashlib.sha256(scenario.id.encode("utf-8")).hexdigest()[:8], 16) / 2**32
     return "dev" if share < DEV_FRACTION else "test"
@@ -161,3 +208,13 @@ def select_split(scenarios: list[Scenario], split: str) -> list[Scenario]:
     if split not in SPLITS:
         raise HarnessError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     return [s for s in scenarios if split == "all" or split_of(s) == split]
+
+
+def parse_splits(spec: str) -> list[str]:
+    """``test`` or ``test,heldout``: the splits a comparison reports, each checked."""
+    names = [p.strip() for p in spec.split(",") if p.strip()]
+    bad = [n for n in names if n not in SPLITS]
+    if not names or bad or len(set(names)) != len(names):
+        raise HarnessError(f"unknown split {spec!r}: --split takes distinct names out of {', '.join(SPLITS)} "
+                           "(e.g. test,heldout)")
+    return names

@@ -32,7 +32,7 @@ resampling two or three clusters says almost nothing about the spread (one clust
 # A generated scenario id: <prefix>-<template>-<lang>-<number> (domains/*/generate.py).
 _GENERATED = re.compile(r"^(?P<family>.+)-(?:en|zh)-\d+$")
 # Tags that say nothing about a scenario's kind: its provenance, language and shape.
-_NOT_A_KIND = frozenset({"handwritten", "en", "zh", "single", "multi-turn"})
+_NOT_A_KIND = frozenset({"handwritten", "heldout", "held-out", "en", "zh", "single", "multi-turn"})
 
 
 def _field(scenario: Any, name: str) -> Any:

@@ -558,12 +558,17 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
             limit: Annotated[int | None, typer.Option(min=1, help="only the first K scenarios (a spread subset)")]
             = QUICK_LIMIT,
             full: Annotated[bool, typer.Option("--full", help="every scenario, 3 seeds")] = False,
-            split: Annotated[str, typer.Option(help="dev | test | all: which scenarios (tune on dev, report on "
-                                               "test)")] = "test",
+            split: Annotated[str, typer.Option(help="dev | test | heldout | all, or several (test,heldout: each "
+                                               "split's report in --out/<split>/ and headline.md side by side; tune "
+                                               "on dev only)")] = "test",
             ablations: Annotated[bool, typer.Option("--ablations", help="add harness with each knob off alone, "
                                                     "and the part swaps the claims need")] = False,
             profiles: Annotated[str | None, typer.Option(help="comma-separated sim profiles: one comparison per "
                                                          "profile in --out/<profile>/, and sensitivity.md")] = None,
+            sweep: Annotated[str | None, typer.Option(help="comma-separated fitted rates, or 'default' (call_after_"
+                                                      "result,repeat_after_error,skip_call,invent_missing): the sim "
+                                                      "with each at both ends of its 95% interval, one comparison "
+                                                      "per variant in --out/<variant>/, and sensitivity.md")] = None,
             model: ModelOpt = "sim", out_dir: Annotated[Path, typer.Option("--out", help="output folder")] =
             Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = None,
             model_timeout: Annotated[float | None, typer.Option(min=1, help="every design's per-call deadline "
@@ -574,26 +579,33 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
     from lg_harness.core.domain import load_domain
     from lg_harness.evals.ablations import ABLATED, ablation_specs
     from lg_harness.evals.compare import run_compare, write_outputs
+    from lg_harness.evals.headline import split_records, write_headline
     from lg_harness.evals.metrics import aggregate
-    from lg_harness.evals.scenario import load_scenarios, select_split, spread
-    from lg_harness.evals.sensitivity import profile_model, write_sensitivity
+    from lg_harness.evals.scenario import load_scenarios, parse_splits, select_split, spread
+    from lg_harness.evals.sensitivity import profile_model, write_sensitivity, write_sweep
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if full:
         seeds, limit = max(seeds, 3), None
     domain = domain_spec(domain)
     pack = load_domain(domain)
-    suite = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
-    suite = select_split(suite, split)  # the split first, so a quick subset never mixes in dev scenarios
-    suite = spread(suite, limit) if limit else suite
-    if not suite:
-        raise HarnessError(f"no scenarios in the {split} split of {scenarios}; try --split all")
+    everything = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
+    splits = parse_splits(split)
+    # the split first, so a quick subset never mixes in dev scenarios; --limit applies to each split
+    suites = {sp: (spread(chosen, limit) if limit else chosen) for sp in splits
+              for chosen in [select_split(everything, sp)]}
+    if empty := [sp for sp, chosen in suites.items() if not chosen]:
+        raise HarnessError(f"no scenarios in the {', '.join(empty)} split of {scenarios}; try --split all")
+    suite = list({s.id: s for chosen in suites.values() for s in chosen}.values())
     names = [d.strip() for d in designs.split(",") if d.strip()]
     if ablations:
         names += [n for n in [ABLATED, *ablation_specs(ABLATED)] if n not in names]
     runs = [(None, model, out_dir)]
     if profiles:
         runs = [(p, profile_model(p), out_dir / p) for p in _profiles(profiles, model)]
+    variants = _sweep(sweep, model, domain) if sweep else []
+    if variants:
+        runs = [(v["slug"], profile_model(v["profile"]), out_dir / v["slug"]) for v in variants]
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["compare"] else "harness compare"
     done: dict[str | None, dict[str, Any]] = {}
     for profile, spec, folder in runs:
@@ -604,24 +616,47 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                                   domain=domain, model_timeout_s=model_timeout,
                                   on_done=lambda n, total, bar=bar, progress=progress:
                                   progress.update(bar, completed=n, total=total))
-        summary = aggregate(records, suite, split=split, order=[load_design(n).name for n in names])
-        done[profile] = {"summary": summary, "cells": len(records), "out": folder,
-                         "files": write_outputs(summary, folder, command)}
+        order = [load_design(n).name for n in names]
+        parts = {sp: aggregate(part, suites[sp], split=sp, order=order)
+                 for sp, part in split_records(records, suites).items()}
+        files = write_outputs(parts[splits[0]], folder, command) if len(splits) == 1 else \
+            [f for sp in splits for f in write_outputs(parts[sp], folder / sp, command)]
+        if len(splits) > 1 or (folder / "headline.md").exists():  # a split run here before joins the table
+            files.append(write_headline(folder, command, parts))
+        # the first split is the one the terminal table, --json and the sensitivity ranking show
+        done[profile] = {"summary": parts[splits[0]], "cells": len(records), "out": folder, "files": files}
     sensitivity = write_sensitivity({p: d["summary"] for p, d in done.items()}, out_dir, command) if profiles else []
+    if variants:
+        sensitivity = write_sweep({p: d["summary"] for p, d in done.items()}, variants, out_dir, command)
     if json_out:
         docs = {p: {"out": str(d["out"]), "files": [str(f) for f in d["files"]], "cells": d["cells"], "split": split,
                     "n_scenarios": d["summary"]["n_scenarios"], "metrics": d["summary"]["metrics"]}
                 for p, d in done.items()}
-        emit_json(docs[None] if not profiles else
+        emit_json(docs[None] if not (profiles or variants) else
                   {"out": str(out_dir), "files": [str(f) for f in sensitivity], "profiles": docs})
         return
     for profile, d in done.items():
         for table in summary_tables(d["summary"], out.width, profile):
             out.print(table)
-        out.print(f"{d['cells']} cells over {len(suite)} {split} scenarios x {seeds} seed(s); report: "
-                  f"{d['out'] / 'report.md'}; results.json and {len(d['files']) - 2} plots in {d['out']}")
+        where = d["out"] / "report.md" if len(splits) == 1 else d["out"] / "headline.md"
+        out.print(f"{d['cells']} cells over {len(suite)} {split} scenarios x {seeds} seed(s); report: {where}; "
+                  f"results.json and plots in {d['out']}" + ("" if len(splits) == 1 else "/<split>/"))
     if sensitivity:
         out.print(f"ranking per profile: {sensitivity[0]}")
+
+
+def _sweep(sweep: str, model: str, domain: str) -> list[dict[str, Any]]:
+    """The profile variants of ``--sweep``: the domain's fitted profile, then each rate at both ends."""
+    from lg_harness.evals.runner import domain_profile
+    from lg_harness.evals.sensitivity import SWEPT, sweep_variants
+
+    if model != "sim" and not model.startswith("sim:"):
+        raise HarnessError("--sweep moves the simulated model's fitted rates; use --model sim (or sim:<profile>)")
+    params = list(SWEPT) if sweep.strip() == "default" else [p.strip() for p in sweep.split(",") if p.strip()]
+    from simlm import default_profile_name
+
+    base = domain_profile(model, domain).partition(":")[2].split(":")[0]  # fitted@shop where measured per domain
+    return sweep_variants(base or default_profile_name(), params)
 
 
 def _profiles(profiles: str, model: str) -> list[str]:
@@ -724,6 +759,10 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
               out_dir: Annotated[Path, typer.Option("--out", help="output folder")] = Path("out/calibration"),
               write: Annotated[bool, typer.Option("--write", help="write simlm/fitted.yaml from the first model")]
               = False,
+              answer_rows: Annotated[Path | None, typer.Option("--answer-rows", help="with --write: the answer-step "
+                                                               "probes' rows of the same model (harness calibrate "
+                                                               "--answer-steps), fitted per presentation and "
+                                                               "decoding")] = None,
               domains: Annotated[str, typer.Option("--domains", help="comma-separated domain specs whose scenarios "
                                                    "the probes come from")] = "shop,helpdesk",
               answer_steps: Annotated[bool, typer.Option("--answer-steps", help="only the answer-step probes: each "
@@ -739,13 +778,14 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
 
     from lg_harness.core.domain import load_domain
     from lg_harness.evals.calibrate import (
+        by_domain_table,
         calibration_probes,
         fitted_yaml,
         run_probes,
         side_by_side,
         summarise,
+        wrong_picks_table,
     )
-    from lg_harness.llm.factory import make_model
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simlm.faults import FITTED_FILE, load_profiles
@@ -770,18 +810,27 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
             with Progress(TextColumn(f"calibrate {spec}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, disable=json_out) as progress:
                 bar = progress.add_task("probes", total=len(probes), completed=len(rows))
-                rows = run_probes(make_model(spec), probes,
+                rows = run_probes(_probe_model(spec), probes,
                                   lambda i, n, bar=bar, progress=progress: progress.update(bar, completed=i),
                                   done=rows, save=lambda r, f=rows_file: f.write_text(json.dumps(r, ensure_ascii=False)))
         summaries[spec] = summarise(rows)
         if write and spec == specs[0]:  # written now, so later specs may measure sim:fitted beside it
-            FITTED_FILE.write_text(fitted_yaml(summaries[spec], spec, command, datetime.date.today().isoformat()),
-                                   encoding="utf-8")
+            answers = json.loads(answer_rows.read_text(encoding="utf-8")) if answer_rows else []
+            FITTED_FILE.write_text(fitted_yaml(summaries[spec], spec, command, datetime.date.today().isoformat(),
+                                               answers), encoding="utf-8")
             load_profiles.cache_clear()
     table = side_by_side(summaries)
+    first = summaries[specs[0]]
+    per_domain = (f"\n## {specs[0]} per domain\n\nEach rate on each domain's probes, pooled, and whether the domains "
+                  "differ (Newcombe's 95% interval of the difference excludes 0); where they do, the fitted profile "
+                  f"carries each domain's own rate (`by_domain`).\n\n{by_domain_table(first)}\n") \
+        if first.get("by_domain") else ""
+    picks = json.loads((out_dir / f"rows-{specs[0].replace(':', '_')}.json").read_text(encoding="utf-8"))
+    per_domain += f"\n## Where {specs[0]}'s wrong first picks went\n\n{wrong_picks_table(picks)}\n"
     (out_dir / "calibration.md").write_text(
         f"# Calibration probes\n\nCommand: `{command}`\n\n{len(probes)} probes from the {split} split of "
-        f"{' and '.join(p.name for p in packs)}. Rates with Wilson 95% intervals and n.\n\n{table}\n", encoding="utf-8")
+        f"{' and '.join(p.name for p in packs)}. Rates with Wilson 95% intervals and n.\n\n{table}\n{per_domain}",
+        encoding="utf-8")
     (out_dir / "calibration.json").write_text(json.dumps(summaries, indent=1, default=str), encoding="utf-8")
     if json_out:
         emit_json({"out": str(out_dir), "probes": len(probes), "models": summaries,
@@ -789,6 +838,19 @@ def calibrate(models: Annotated[str, typer.Option("--models", help="comma-separa
         return
     out.print(table)
     out.print(f"{len(probes)} probes; {out_dir / 'calibration.md'}" + (f"; wrote {FITTED_FILE}" if write else ""))
+
+
+def _probe_model(spec: str) -> Any:
+    """The model the probes ask: a real one as it is; the sim as the profile variant of each probe's domain
+    (``fitted@shop``), so its rates are compared with what was fitted on that domain."""
+    from functools import cache
+
+    from lg_harness.evals.runner import domain_profile
+    from lg_harness.llm.factory import make_model
+
+    if not spec.startswith("sim"):
+        return make_model(spec)
+    return cache(lambda domain: make_model(domain_profile(spec, domain)))
 
 
 @app.command()

@@ -73,13 +73,13 @@ def _sim(rest: str) -> BaseChatModel:
     seed, both optional."""
     from lg_harness.llm.sim import SimChatModel
 
-    from simlm import default_profile_name, profile_names
+    from simlm import default_profile_name, has_profile, profile_names
 
     faults, seed = default_profile_name(), 0
     for part in filter(None, rest.split(":")):
         if part.isdigit():
             seed = int(part)
-        elif part in profile_names():
+        elif has_profile(part):  # a profile, or one with rates overridden (``fitted+skip_call=0.3``)
             faults = part
         else:
             raise HarnessError(f"unknown sim option '{part}': profiles {', '.join(profile_names())}, or a seed number")

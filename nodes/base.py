@@ -188,4 +188,6 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     latency = (reply.response_metadata or {}).get("latency_s", time.perf_counter() - started)
     new["model_latency_s"] = round(new.get("model_latency_s", 0.0) + float(latency), 4)
     new["call_input_tokens"] = [*new.get("call_input_tokens", []), int(usage.get("input_tokens", 0))]
+    if speed := (reply.response_metadata or {}).get("speed"):  # a local engine's own timings (llm.local)
+        new["speed"] = {k: round(float((new.get("speed") or {}).get(k, 0)) + float(v), 3) for k, v in speed.items()}
     return reply, new  # type: ignore[return-value]

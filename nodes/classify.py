@@ -79,6 +79,36 @@ def embedding_intent(domain: Domain, text: str) -> tuple[str, float]:
     return (labels[best] if score >= EMBEDDING_THRESHOLD else UNKNOWN), score
 
 
+CANDIDATE_THRESHOLD = 0.30  # an example this close is a candidate when nothing decided (set a priori, not tuned)
+MAX_CANDIDATES = 3
+
+
+def embedding_ranking(domain: Domain, text: str) -> list[tuple[str, float]]:
+    """Every intent with examples by its nearest example's cosine to ``text``, best first (none for Chinese
+    or a message too short to say anything: the English-centric embedder cannot tell there)."""
+    labels, matrix = example_matrix(domain)
+    if not labels or language(text) == "zh" or len(clean_text(text).strip()) < 4:
+        return []
+    scores = matrix @ message_vector(text)
+    best: dict[str, float] = {}
+    for label, score in zip(labels, scores, strict=True):
+        best[label] = max(best.get(label, -1.0), float(score))
+    return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+def candidates(domain: Domain, text: str) -> list[str]:
+    """The intents a message may mean when no keyword rule decided, most likely first: every rule hit, the
+    intent its identifier names, and the nearest examples' intents above ``CANDIDATE_THRESHOLD``. Only
+    intents with tools to offer count (a greeting needs none)."""
+    t = rule_text(text)
+    found = [i.name for i in domain.intents if any(keyword_hit(t, w.lower()) for ws in i.rules.values() for w in ws)]
+    if hint := hinted_intent(domain, text):
+        found.append(hint)
+    found += [name for name, score in embedding_ranking(domain, text) if score >= CANDIDATE_THRESHOLD]
+    useful = [n for n in dict.fromkeys(found) if domain.route(n).tools and domain.kind(n) != "conversational"]
+    return useful[:MAX_CANDIDATES]
+
+
 def classify(domain: Domain, text: str, use_embeddings: bool = True) -> tuple[str, float]:
     """Intent and confidence for one message in ``domain``: the domain's own classifier when it has one."""
     if domain.classifier is not None:

@@ -19,10 +19,10 @@ from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
 from lg_harness.memory.known_ids import ids_in_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
-from lg_harness.nodes.classify import OPEN, UNKNOWN, classify, message_vector
+from lg_harness.nodes.classify import OPEN, UNKNOWN, candidates, classify, message_vector
 from lg_harness.nodes.confirm import answer_to_confirmation
 from lg_harness.tools.entities import card_updates
-from lg_harness.tools.text import clean_text, language
+from lg_harness.tools.text import clean_text, is_low_information, language
 
 
 def classify_prompt(domain: Domain) -> str:
@@ -107,14 +107,30 @@ def continue_or_switch(domain: Domain, state: HarnessState, intent: str, confide
     return previous if answered_slots(domain, previous, text, waiting) else intent
 
 
+def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float) -> tuple[str, list[str]]:
+    """When no keyword rule decided (confidence below 1), the candidate intents whose tools are offered
+    together (knob ``unsure_offer``): a paraphrase the rules miss is not routed to one wrong guess. An
+    unknown message with candidates becomes the likeliest one; without any it stays unknown (and is asked
+    about)."""
+    if not deps.design.knobs.unsure_offer or confidence >= 1.0 or is_low_information(text):
+        return intent, []
+    found = candidates(deps.domain, text)
+    if intent == UNKNOWN and found:
+        intent = found[0]
+    return intent, list(dict.fromkeys([intent, *found])) if found else []
+
+
 def finish(deps: NodeDeps, state: HarnessState, update: dict[str, Any], intent: str,
            confidence: float) -> dict[str, Any]:
     domain = deps.domain
     text = last_human_text(state.get("messages") or [])
-    intent = continue_or_switch(domain, state, intent, confidence, text)
+    switched = continue_or_switch(domain, state, intent, confidence, text)
+    intent, offer = unsure_offer(deps, text, switched, confidence) if switched == intent else (switched, [])
+    update["offer_intents"] = offer
     carried = domain.follow_up(text, state.get("intent"), state.get("slots") or {}) if domain.follow_up else None
     if carried is not None:  # "what about in black?": the previous request, refined
         intent, confidence = carried[0], 1.0
+        update["offer_intents"] = []
     same_task = intent == state.get("intent") and bool(state.get("missing_slots"))
     kind = domain.kind(intent)
     update.update(intent=intent, intent_confidence=confidence, intent_kind=kind)
@@ -143,6 +159,8 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: dict[str,
     if not pending:
         return update
     answer = answer_to_confirmation(text)
+    if answer in ("yes", "no"):
+        update["offer_intents"] = []  # the answer settles the change: nothing to guess
     if answer == "yes":
         update.update(intent=pending["intent"], intent_kind=domain.kind(pending["intent"]), intent_confidence=1.0,
                       slots={"__reset__": True, **(pending.get("slots") or {})}, missing_slots=[], unknown_streak=0,

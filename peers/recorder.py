@@ -35,6 +35,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.evals.runner import BACKGROUND_RATES, VirtualClock, cell_id, model_spec_for
+from lg_harness.evals.world import World
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import classify
@@ -81,6 +82,7 @@ class TurnLog:
     cached_input_tokens: int | None = None
     call_input_tokens: list[int] = field(default_factory=list)
     model_latency_s: float = 0.0
+    speed: dict[str, float] = field(default_factory=dict)  # a local engine's timings, summed (llm.local)
     started: tuple[float, float] = (0.0, 0.0)
 
 
@@ -131,7 +133,8 @@ class PeerCell:
         found = self.domain.user(user_id, self.backends) or {}
         self.user = {"id": str(found.get("id") or user_id),
                      "role": scenario.role or str(found.get("role") or self.domain.default_role)}
-        self.inner_model = make_model(model_spec_for(model, seed), domain=self.domain)
+        self.world = World(self.backends)
+        self.inner_model = make_model(model_spec_for(model, seed, self.domain.name), domain=self.domain)
         self.chat_model = RecordedChatModel(inner=self.inner_model, cell=self)
         self.turn: TurnLog | None = None
         self.turns: list[dict[str, Any]] = []
@@ -165,6 +168,8 @@ class PeerCell:
             if cached is not None:
                 turn.cached_input_tokens = (turn.cached_input_tokens or 0) + int(cached)
             turn.model_latency_s += float((reply.response_metadata or {}).get("latency_s") or 0.0)
+            for key, value in ((reply.response_metadata or {}).get("speed") or {}).items():
+                turn.speed[key] = round(turn.speed.get(key, 0.0) + float(value), 3)
             for call in reply.tool_calls:
                 turn.calls.append(CallLog(call_id=str(call.get("id") or ""), name=call["name"],
                                           emitted_args=dict(call.get("args") or {})))
@@ -217,12 +222,13 @@ class PeerCell:
                 except Exception as err:  # noqa: BLE001 - what the user sees of a framework's exception
                     outcome = {"reply": "", "path": ["error"], "error": f"{type(err).__name__}: {err}"[:500]}
                 self.turns.append(self._turn_record(outcome))
+                self.turns[-1]["world"] = self.world.turn_changes()
         finally:
             self.close()
         return {"cell": cell_id(self.peer, self.scenario.id, self.seed), "design": self.peer,
                 "domain": self.domain.name, "scenario": self.scenario.id, "seed": self.seed,
                 "model": self.model_spec, "tags": self.scenario.tags, "lang": self.scenario.lang,
-                "turns": self.turns, "fault_events": self.plan.events}
+                "turns": self.turns, "fault_events": self.plan.events, "world": self.world.changes()}
 
     def _turn_record(self, outcome: dict[str, Any]) -> dict[str, Any]:
         turn = self._current()
@@ -239,6 +245,7 @@ class PeerCell:
             "cached_input_tokens": turn.cached_input_tokens, "output_tokens": turn.output_tokens,
             "call_input_tokens": list(turn.call_input_tokens),
             "latency_s": round(turn.model_latency_s + tool_s, 4), "stop_reason": outcome.get("stop_reason"),
+            "model_latency_s": round(turn.model_latency_s, 4), **({"speed": dict(turn.speed)} if turn.speed else {}),
         }
         if outcome.get("error"):
             record["error"] = outcome["error"]

@@ -15,11 +15,12 @@ from simlm.faults import (
            Dice,
            FaultProfile,
            default_profile_name,
+           has_profile,
            load_profiles,
            profile,
            profile_names,
 )
 from simlm.provider import Provider, SimTimeout, count_tokens
 
-__all__ = ["CLEAN", "Dice", "FaultProfile", "Provider", "default_profile_name", "SimTimeout", "count_tokens", "load_profiles", "profile",
+__all__ = ["CLEAN", "Dice", "FaultProfile", "Provider", "default_profile_name", "SimTimeout", "count_tokens", "has_profile", "load_profiles", "profile",
            "profile_names"]

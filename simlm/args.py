@@ -264,6 +264,13 @@ class Call:
     tokens: list[int] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict)  # decisions taken once per call (e.g. obey or not)
     admits: Any = None  # text -> whether a constrained decoder lets the reply be that text (None: anything)
+    # how the results reach this answer step: "replay" (tool messages), "facts" (stated in the user turn that asks
+    # for the reply) or "both"; the profile may hold the answer step's rates per presentation (answer_steps)
+    presentation: str = "replay"
+
+    def answer_rate(self, fault: str) -> float:
+        """An answer-step fault's rate for this call's presentation and decoding (``FaultProfile.answer_rate``)."""
+        return self.profile.answer_rate(fault, self.presentation, "free" if self.admits is None else "constrained")
 
     def may_say(self, text: str) -> bool:
         return self.admits is None or self.admits(text)

@@ -64,6 +64,7 @@ from simlm.args import (
     wordset,
 )
 from simlm.constraint import fits, strict
+from simlm.errors import error_kind
 from simlm.faults import Dice, FaultProfile
 from simlm.instances import instance_of
 from simlm.misstate import misstate
@@ -441,12 +442,24 @@ def _with_faults(call: Call, intended: dict[str, Any], req: Request) -> dict[str
     wrong = call.roll(p.by_tools(p.wrong_tool, n))
     lookup = call.roll(p.by_tools(p.extra_lookup, n))
     if wrong and others and call.dice is not None:
-        return call.dice.choice(others)
+        return _wrong_pick(call, others)
     if not lookup or call.dice is None:
         return intended
     clean_call = Call(call.messages, call.tools, CLEAN, None, call.tokens)
     lookups = [t for t in others if tool_words(t, set()).read_only and not fill_args(t, clean_call, req.text)[1]]
     return call.dice.choice(lookups) if lookups else intended
+
+
+def _wrong_pick(call: Call, others: list[dict[str, Any]]) -> dict[str, Any]:
+    """A neighbouring tool: a read-only one with the measured share ``wrong_tool_to_read`` (when both kinds
+    are offered), else any."""
+    share, dice = call.profile.wrong_tool_to_read, call.dice
+    if share is None:
+        return dice.choice(others)
+    to_read = dice.roll(share)
+    reads = [t for t in others if tool_words(t, set()).read_only]
+    pool = (reads if to_read else [t for t in others if t not in reads]) or others
+    return dice.choice(pool)
 
 
 def _sentences(text: str) -> list[str]:
@@ -624,7 +637,7 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
         if not is_error(text_of(r)) or failed is None or failed["name"] not in tool_of:
             continue
         tool = tool_of[failed["name"]]
-        if call.roll(call.profile.repeat_after_error):
+        if call.roll(call.profile.repeat_rate(error_kind(text_of(r)))):
             return tool_calls(call, [(tool, failed["args"])])
         if not _retried(turn, failed["name"]) and (fixed := repair(call, tool, failed, text_of(r), done)):
             return fixed
@@ -641,12 +654,12 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     answered = [calls[r.tool_call_id] for r in batch if r.tool_call_id in calls]
     # A fault whose text the request's constraint forbids (a call or a result written as JSON where the reply
     # may not open with "{") cannot be emitted: the model writes its answer instead.
-    if answered and call.roll(call.profile.call_after_result):
+    if answered and call.roll(call.answer_rate("call_after_result")):
         again = _call_again(call, answered[-1])
         if again.tool_calls or call.may_say(text_of(again)):
             return again
     report = _to_report(results, calls, intended)
-    if call.roll(call.profile.echo_result) and call.may_say("\n".join(report)):
+    if call.roll(call.answer_rate("echo_result")) and call.may_say("\n".join(report)):
         return AIMessage("\n".join(report))
     question = current_request(before).context
     if call.roll(call.profile.misstate_result) and call.dice is not None:  # the last draw of this call
@@ -712,7 +725,7 @@ def reply_request(call: Call, lang: str) -> AIMessage | None:
     if not isinstance(last, HumanMessage) or not _WRITE_REPLY.search(text_of(last)):
         return None
     before = list(call.messages[:-1])
-    earlier = Call(before, [], call.profile, call.dice, call.tokens[:-1], admits=call.admits)
+    earlier = Call(before, [], call.profile, call.dice, call.tokens[:-1], admits=call.admits, presentation="both")
     turn = _turn(before)
     if any(isinstance(m, ToolMessage) for m in turn):
         return after_results(earlier, turn, lang)
@@ -721,8 +734,8 @@ def reply_request(call: Call, lang: str) -> AIMessage | None:
         return None
     given = [AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "call_given", "type": "tool_call"}]),
              ToolMessage(json.dumps(stated, ensure_ascii=False), tool_call_id="call_given")]
-    return after_results(Call([*before, *given], [], call.profile, call.dice, call.tokens[:-1], admits=call.admits),
-                         given, lang)
+    return after_results(Call([*before, *given], [], call.profile, call.dice, call.tokens[:-1], admits=call.admits,
+                              presentation="facts"), given, lang)
 
 
 def respond(messages: Sequence[BaseMessage], tools: list[dict[str, Any]], *, profile: FaultProfile = CLEAN,

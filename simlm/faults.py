@@ -11,7 +11,12 @@ functions of what the model sees, so no design's knob value sits on a threshold:
 - argument malformations of several kinds, each with its own share;
 - an answer written from tool results misstates one of their values (``simlm.misstate``);
 - no call where one is needed, a call again where an answer is due (written as text when no tools are
-  offered, as small models do), and an answer that pastes the raw result: flat rates, as measured.
+  offered, as small models do), and an answer that pastes the raw result: flat rates, as measured;
+- the identical call again after an error, at a rate per kind of error (``simlm.errors``).
+
+A profile may carry ``by_domain: {<domain>: {<fault>: ...}}``: where the calibration probes measured a rate
+that differs between domains' prompts, ``<profile>@<domain>`` (e.g. ``fitted@shop``) is the profile with that
+domain's rates. The sim itself never knows a domain; whoever runs it picks the variant (``evals.runner``).
 
 Faults are drawn from a random generator seeded by the model's seed and the exact input of the call, so
 the same input always gets the same behaviour, whichever harness built it.
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -42,10 +47,14 @@ class FaultProfile:
     invent_missing: float = 0.0        # invents a required value the input does not contain instead of asking
     forget: float = 0.0                # ceiling of the chance to miss a fact far back in the input
     forget_half_tokens: int = 2000     # distance (tokens after the fact) at which half that ceiling applies
-    repeat_after_error: float = 0.0    # calls the same tool with the same arguments after an error result
+    repeat_after_error: float = 0.0    # calls the same tool with the same arguments after a transient error
+    # ... after the other kinds of error (``simlm.errors``): validation, not_found, refusal; a kind not
+    # given repeats at ``repeat_after_error``
+    repeat_after_error_kinds: dict[str, float] = field(default_factory=dict)
     malformed_args: float = 0.0        # a call carries one malformed argument
     malformation_mix: dict[str, float] = field(default_factory=lambda: {k: 1.0 for k in MALFORMATIONS})
     wrong_tool: float = 0.0            # per tool offered beyond the first: picks a neighbouring tool
+    wrong_tool_to_read: float | None = None  # share of wrong picks that go to a read-only tool (None: any tool)
     extra_lookup: float = 0.0          # per tool offered beyond the first: makes an unneeded lookup first
     per_tool: bool = True              # False: the two above are flat per call, whatever the tools offered
     follow_injection: float = 0.0      # obeys an instruction found in undelimited data
@@ -63,6 +72,21 @@ class FaultProfile:
     latency_per_input_token_s: float = 0.0006
     latency_per_output_token_s: float = 0.025
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+    # What each measured rate rests on: fault -> {k, n, ci} (the 95% interval the sensitivity run sweeps)
+    evidence: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    # The answer step's rates per way of presenting the result and decoding ("facts/constrained" ->
+    # {call_after_result: 0.1, echo_result: 0.0}), fitted from the answer-step probes; a request whose
+    # presentation the sim cannot tell, or one not measured, uses the flat rates above.
+    answer_steps: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def answer_rate(self, fault: str, presentation: str | None = None, decoding: str = "free") -> float:
+        """``call_after_result`` or ``echo_result`` for an answer step presented and decoded this way."""
+        measured = self.answer_steps.get(f"{presentation}/{decoding}", {}) if presentation else {}
+        return float(measured.get(fault, getattr(self, fault)))
+
+    def repeat_rate(self, kind: str) -> float:
+        """The chance of the identical call again after an error of ``kind`` (``simlm.errors.KINDS``)."""
+        return self.repeat_after_error_kinds.get(kind, self.repeat_after_error)
 
     def by_tools(self, rate: float, tools_offered: int) -> float:
         if not self.per_tool:
@@ -79,25 +103,41 @@ class FaultProfile:
 
 CLEAN = FaultProfile(name="clean")
 _FIELDS = {f.name for f in fields(FaultProfile)}
+_EVIDENCE_KEYS = ("k", "n", "ci")
+DOMAIN_MARK = "@"  # ``fitted@shop``: the profile with the rates its probes measured on one domain's prompts
 
 
 def _profile(name: str, spec: dict[str, Any]) -> FaultProfile:
     values: dict[str, Any] = {"name": name}
     sources: dict[str, str] = {}
+    evidence: dict[str, dict[str, Any]] = {}
     for key, value in spec.items():
         if key in ("calibrated", "per_tool"):
             values[key] = bool(value)
             continue
-        if key not in _FIELDS or key in ("name", "sources"):
-            raise ValueError(f"profile '{name}': unknown fault '{key}' (known: {', '.join(sorted(_FIELDS - {'name', 'sources'}))})")
-        if isinstance(value, dict) and "rate" in value:  # {rate: 0.1, source: "..."}
-            sources[key] = str(value.get("source", ""))
-            value = value["rate"]
-        values[key] = value
+        if key not in _FIELDS or key in ("name", "sources", "evidence"):
+            known = ", ".join(sorted(_FIELDS - {"name", "sources", "evidence"}))
+            raise ValueError(f"profile '{name}': unknown fault '{key}' (known: {known})")
+        if key == "repeat_after_error_kinds":  # each kind may carry its own source and evidence, like a rate
+            value = {kind: _rate(v, f"{key}.{kind}", sources, evidence) for kind, v in (value or {}).items()}
+        if key == "answer_steps":  # variant -> fault -> rate, each with its evidence
+            value = {variant: {f: _rate(v, f"{key}.{variant}.{f}", sources, evidence) for f, v in rates.items()}
+                     for variant, rates in (value or {}).items()}
+        values[key] = _rate(value, key, sources, evidence) if isinstance(value, dict) and "rate" in value else value
     mix = values.get("malformation_mix")
     if mix is not None and set(mix) - set(MALFORMATIONS):
         raise ValueError(f"profile '{name}': unknown malformation {sorted(set(mix) - set(MALFORMATIONS))}")
-    return FaultProfile(**values, sources=sources)
+    return FaultProfile(**values, sources=sources, evidence=evidence)
+
+
+def _rate(value: Any, key: str, sources: dict[str, str], evidence: dict[str, dict[str, Any]]) -> Any:
+    """A rate as written: a number, or ``{rate, source, k, n, ci}`` whose source and evidence are kept."""
+    if not (isinstance(value, dict) and "rate" in value):
+        return value
+    sources[key] = str(value.get("source", ""))
+    if "n" in value:
+        evidence[key] = {k: value[k] for k in _EVIDENCE_KEYS if k in value}
+    return value["rate"]
 
 
 def _raw(path: Path) -> dict[str, Any]:
@@ -116,18 +156,82 @@ def load_profiles(path: str | None = None) -> dict[str, FaultProfile]:
             raise ValueError(f"profile '{name}': circular base")
         spec = dict(raw[name])
         base = spec.pop("base", None)
-        return {**(resolved(base, (*seen, name)) if base else {}), **spec}
+        inherited = resolved(base, (*seen, name)) if base else {}
+        merged = _merged(inherited, spec)
+        # per-domain overrides merge too: a profile built on ``fitted`` keeps fitted's domain rates
+        below, own = inherited.get("by_domain") or {}, spec.get("by_domain") or {}
+        if below or own:
+            merged["by_domain"] = {d: {**below.get(d, {}), **own.get(d, {})} for d in {*below, *own}}
+        return merged
 
     for name in raw:
-        out[name] = _profile(name, resolved(name))
+        spec = resolved(name)
+        by_domain = spec.pop("by_domain", None) or {}
+        out[name] = _profile(name, spec)
+        for domain, overrides in sorted(by_domain.items()):
+            out[f"{name}{DOMAIN_MARK}{domain}"] = _profile(f"{name}{DOMAIN_MARK}{domain}", _merged(spec, overrides))
     return out
 
 
+def _merged(below: dict[str, Any], above: dict[str, Any]) -> dict[str, Any]:
+    """``above`` over ``below``; the repeat rates per kind of error merge kind by kind, so a profile (or a
+    domain's variant) that sets one kind keeps the others'."""
+    out = dict(below)
+    for key, value in above.items():
+        old = out.get(key)
+        out[key] = {**old, **value} if key == "repeat_after_error_kinds" and isinstance(old, dict) else value
+    return out
+
+
+OVERRIDE_MARK = "+"  # ``fitted@shop+skip_call=0.29``: a profile with some rates set to other values
+
+
 def profile(name: str) -> FaultProfile:
+    """A profile by name; ``<name>+<fault>=<rate>[+...]`` is that profile with those rates replaced (a
+    sensitivity sweep runs each fitted rate at the ends of its interval this way). A kind of error's
+    repeat rate is ``repeat_after_error_kinds.<kind>``."""
+    base, *overrides = name.split(OVERRIDE_MARK)
     profiles = load_profiles()
-    if name not in profiles:
-        raise KeyError(f"unknown sim profile '{name}' (known: {', '.join(profiles)})")
-    return profiles[name]
+    if base not in profiles:
+        raise KeyError(f"unknown sim profile '{base}' (known: {', '.join(profiles)})")
+    found = profiles[base]
+    return _overridden(found, name, overrides) if overrides else found
+
+
+_TABLES = ("repeat_after_error_kinds", "answer_steps")  # overridden as <table>.<key>=<rate>
+
+
+def _overridden(found: FaultProfile, name: str, overrides: list[str]) -> FaultProfile:
+    changes: dict[str, Any] = {"name": name}
+    kinds = dict(found.repeat_after_error_kinds)
+    steps = {variant: dict(rates) for variant, rates in found.answer_steps.items()}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = None
+        field_name, _, sub = key.partition(".")
+        numeric = isinstance(getattr(found, field_name, None), int | float) and not isinstance(
+            getattr(found, field_name, None), bool)
+        if not sep or rate is None or not (numeric or (field_name in _TABLES and sub)):
+            raise KeyError(f"bad sim profile override '{item}' in '{name}': use <fault>=<number>, e.g. skip_call=0.3")
+        if field_name == "answer_steps":  # answer_steps.<presentation>/<decoding>.<fault>
+            variant, _, fault = sub.rpartition(".")
+            steps.setdefault(variant, {})[fault] = rate
+        elif sub:
+            kinds[sub] = rate
+        else:
+            changes[field_name] = rate
+    return replace(found, **changes, repeat_after_error_kinds=kinds, answer_steps=steps)
+
+
+def has_profile(name: str) -> bool:
+    try:
+        profile(name)
+    except KeyError:
+        return False
+    return True
 
 
 def profile_names() -> list[str]:

@@ -125,7 +125,7 @@ def fact_probes():
     return [p for d in ("shop", "helpdesk") for p in build_fact_probes(load_domain(d), per_kind=3)]
 
 
-def test_fact_probes_answer_the_real_result_of_the_intended_call_and_come_last(fact_probes):
+def test_fact_probes_answer_the_real_result_of_the_intended_call_and_come_after_the_first_kinds(fact_probes):
     """Each gives the model the request, its call and what that call really returns on the seeded data;
     they follow the other kinds, so a rows file measured before they existed still lines up."""
     assert len(fact_probes) == 2 * FACT_PROBES * 3
@@ -140,7 +140,10 @@ def test_fact_probes_answer_the_real_result_of_the_intended_call_and_come_last(f
     everything = calibration_probes([shop, helpdesk], per_kind=3)
     before = [p for d in (shop, helpdesk) for p in build_probes(d, per_kind=3)]
     assert [(p.kind, p.scenario) for p in everything[: len(before)]] == [(p.kind, p.scenario) for p in before]
-    assert [p.kind for p in everything[len(before):]] == ["facts"] * len(fact_probes)
+    after = everything[len(before):]
+    assert [p.kind for p in after[: len(fact_probes)]] == ["facts"] * len(fact_probes)
+    # the repeats after each kind of error came later still, and go last
+    assert {(p.kind, "error_kind" in p.expect) for p in after[len(fact_probes):]} == {("repeat", True)}
 
 
 def _order_probe(fact_probes):
@@ -203,3 +206,101 @@ def test_the_three_answer_step_faults_show_at_their_rates_and_the_probes_fit_the
     spec = yaml.safe_load(fitted_yaml(skipped, "sim:t", "harness calibrate", "2026-12-01"))["profiles"]["fitted"]
     assert spec["skip_call"]["rate"] == round(skipped["fitted"]["skip_call"], 4)
     assert "without any call" in spec["skip_call"]["source"]
+
+
+# ------------------------------------------------------------------------------- repeats per error kind
+
+
+@pytest.fixture(scope="module")
+def error_probes():
+    shop, helpdesk = load_domain("shop"), load_domain("helpdesk")
+    everything = calibration_probes([shop, helpdesk], per_kind=3)
+    return [p for p in everything if "error_kind" in p.expect]
+
+
+def test_each_error_kind_is_shown_as_the_harness_would_show_it(error_probes):
+    """The error the model reads is the real one (validation by the executor, not found and refusals by the
+    seeded data), in the harness's error format, and the sim reads each as its kind."""
+    from simlm.errors import error_kind
+
+    kinds = {p.expect["error_kind"] for p in error_probes}
+    assert kinds == {"transient", "validation", "not_found", "refusal"}
+    for p in error_probes:
+        error = json.loads(p.messages[-1].content)["error"]
+        assert error["type"] == {"refusal": "business"}.get(p.expect["error_kind"], p.expect["error_kind"])
+        assert error_kind(p.messages[-1].content) == p.expect["error_kind"]
+        assert p.messages[-2].tool_calls[0]["args"] == p.expect["args"]  # the call that failed, as made
+
+
+def test_repeats_are_measured_and_fitted_per_error_kind(error_probes):
+    from simlm import FaultProfile
+
+    class Stubborn(SimChatModel):  # repeats only after a transient failure, as the issue suspected
+        @property
+        def fault_profile(self):
+            return FaultProfile(name="t", repeat_after_error=1.0,
+                                repeat_after_error_kinds={"validation": 0.0, "not_found": 0.0, "refusal": 0.0})
+
+    s = summarise(run_probes(Stubborn(), error_probes))
+    r = s["rates"]
+    assert r["repeat_after_error"]["rate"] == 1 and r["repeat_after_error"]["n"] >= 6
+    assert all(r[f"repeat_after_{k}"]["k"] == 0 and r[f"repeat_after_{k}"]["n"] for k in ("validation", "not_found", "refusal"))
+    assert s["fitted"]["repeat_after_error_kinds"] == {"validation": 0.0, "not_found": 0.0, "refusal": 0.0}
+    spec = yaml.safe_load(fitted_yaml(s, "sim:t", "harness calibrate", "2026-12-01"))["profiles"]["fitted"]
+    entry = spec["repeat_after_error_kinds"]["validation"]
+    assert entry["rate"] == 0 and entry["n"] == r["repeat_after_validation"]["n"] and entry["ci"][0] == 0
+
+
+def test_a_rate_that_differs_between_domains_is_fitted_per_domain_and_loads_as_a_variant(tmp_path):
+    """call_after_result was 2/10 on the shop's probes and 10/10 on the helpdesk's: one pooled 0.6 fits
+    neither, so each domain gets its own rate (and the sim runs that domain's variant)."""
+    from simlm.faults import load_profiles
+
+    rows = [{"kind": "facts", "domain": d, "scenario": f"{d}-{i}", "answered": i >= k}
+            for d, k in (("shop", 2), ("helpdesk", 10)) for i in range(10)]
+    s = summarise(rows)
+    text = fitted_yaml(s, "sim:t", "harness calibrate", "2026-12-01")
+    fitted = yaml.safe_load(text)["profiles"]["fitted"]
+    assert fitted["call_after_result"]["rate"] == 0.6 and fitted["call_after_result"]["n"] == 20
+    assert fitted["by_domain"]["shop"]["call_after_result"]["rate"] == 0.2
+    assert fitted["by_domain"]["helpdesk"]["call_after_result"]["rate"] == 1.0
+    assert "skip_call" not in fitted["by_domain"]["shop"]  # the same everywhere: stays pooled
+    path = tmp_path / "profiles.yaml"
+    fitted["repeat_after_error_kinds"] = {"validation": 0.8, "refusal": 0.7}
+    fitted["by_domain"]["shop"]["repeat_after_error_kinds"] = {"refusal": 1.0}
+    path.write_text(yaml.safe_dump({"profiles": {"prior": {}, "fitted": fitted, "flat": {"base": "fitted"}}}),
+                    encoding="utf-8")
+    profiles = load_profiles(str(path))
+    assert profiles["fitted@shop"].call_after_result == 0.2 and profiles["fitted"].call_after_result == 0.6
+    assert profiles["fitted@shop"].evidence["call_after_result"]["n"] == 10
+    # a domain's own rate for one kind of error keeps the pooled rates of the other kinds
+    assert profiles["fitted@shop"].repeat_after_error_kinds == {"validation": 0.8, "refusal": 1.0}
+    assert profiles["flat@shop"].call_after_result == 0.2  # a profile built on fitted keeps its domain rates
+
+
+def test_answer_step_rows_fit_rates_per_presentation_and_decoding_into_the_profile(tmp_path):
+    """The answer-step probes' rows (one per presentation x decoding) give the answer step's rates per way of
+    presenting the result; the profile keeps them with their evidence, and the flat rates for the rest."""
+    from lg_harness.evals.fit_answers import fit_answer_steps
+
+    from simlm.faults import load_profiles
+
+    call = json.dumps({"name": "get_order_status", "arguments": {"order_id": "ORD-10134"}})
+    rows = ([{"presentation": "replay", "decoding": "free", "data": True, "reply": call}] * 3
+            + [{"presentation": "replay", "decoding": "free", "data": True, "reply": '{"status": "shipped"}'}]
+            + [{"presentation": "facts", "decoding": "constrained", "data": False, "reply": "It has shipped."}] * 4)
+    fitted = fit_answer_steps(rows)
+    assert fitted["replay/free"]["call_after_result"] == {"rate": 0.75, "k": 3, "n": 4, "ci": fitted["replay/free"][
+        "call_after_result"]["ci"]}
+    assert fitted["replay/free"]["echo_result"]["k"] == 1 and fitted["facts/constrained"]["call_after_result"]["k"] == 0
+    rows_all = [{"kind": "facts", "domain": "shop", "scenario": "s", "answered": True, "echoed": False}]
+    spec = yaml.safe_load(fitted_yaml(summarise(rows_all), "m", "c", "d", rows))["profiles"]["fitted"]
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({"profiles": {"prior": {}, "fitted": spec}}), encoding="utf-8")
+    profile = load_profiles(str(path))["fitted"]
+    assert profile.answer_rate("call_after_result", "facts", "constrained") == 0.0
+    assert profile.evidence["answer_steps.facts/constrained.call_after_result"]["n"] == 4
+    # replay/free is what the flat rates measure (per domain, on more probes), and a variant not measured
+    # falls back to them too
+    assert profile.answer_rate("call_after_result", "replay", "free") == profile.call_after_result
+    assert profile.answer_rate("call_after_result", "both", "free") == profile.call_after_result

@@ -19,12 +19,38 @@ def test_split_selects_the_scenarios_and_the_report_says_which(tmp_path):
                   "--out", str(out), "--json", cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert results["split"] == "dev" and results["splits"] == {"dev": 3, "test": 0}
+    assert results["split"] == "dev" and results["splits"] == {"dev": 3, "test": 0, "heldout": 0}
     by_id = {s.id: s for s in load_scenarios(load_domain("shop").scenario_path())}
     assert all(split_of(by_id[c["scenario"]]) == "dev" for c in results["cells"])
     assert "Split: dev (3 scenarios in " in (out / "report.md").read_text(encoding="utf-8")
     bad = harness("compare", "--split", "train", "--out", str(tmp_path / "x"), cwd=tmp_path, timeout=60)
     assert bad.returncode != 0 and "unknown split" in bad.stderr
+
+
+def test_two_splits_run_in_one_folder_and_the_headline_puts_them_side_by_side(tmp_path):
+    """``--split test,heldout``: one cells file, each split's report in its own folder, and headline.md with
+    both splits' outcome-judged completion and paired differences in one table."""
+    import yaml
+
+    shop = load_domain("shop")
+    picked = [s for s in load_scenarios(shop.scenario_path()) if split_of(s) == "test"
+              and s.outcome is not None and len(s.turns) == 1][:4]
+    rows = [s.model_dump(exclude_none=True) for s in picked]
+    for row in rows[2:]:
+        row["id"], row["tags"] = f"ho-shop-{row['id']}", ["heldout", *row["tags"]]
+    file = tmp_path / "mixed.yaml"
+    file.write_text(yaml.safe_dump(rows, allow_unicode=True), encoding="utf-8")
+    out = tmp_path / "both"
+    run = harness("compare", "--designs", "naive,harness", "--scenarios", str(file), "--split", "test,heldout",
+                  "--workers", "1", "--out", str(out), "--json", cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.stderr
+    for split in ("test", "heldout"):
+        results = json.loads((out / split / "results.json").read_text(encoding="utf-8"))
+        assert results["split"] == split and results["n_scenarios"] == 2 and results["splits"][split] == 2
+    assert len((out / "cells.jsonl").read_text().splitlines()) == 8
+    headline = (out / "headline.md").read_text(encoding="utf-8")
+    assert "| Design | test: completion | test: vs harness | heldout: completion | heldout: vs harness |" in headline
+    assert "| harness |" in headline and "(baseline)" in headline and "heldout: wrong changes" in headline
 
 
 def test_ablations_add_one_design_per_knob_and_a_report_section(tmp_path):

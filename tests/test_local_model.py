@@ -371,3 +371,24 @@ def test_real_model_asks_for_the_order_status_and_reuses_its_prefix() -> None:
     # Same prompt, greedy decoding: the same call (with a new id), and all but one prompt token from the cache.
     assert _names(again.tool_calls) == _names(first.tool_calls) and again.tool_calls[0]["id"] != first.tool_calls[0]["id"]
     assert again.usage_metadata["input_token_details"]["cache_read"] == usage["input_tokens"] - 1
+
+
+@pytest.mark.skipif(_real_model_missing() is not None, reason=str(_real_model_missing()))
+def test_a_step_with_other_tools_between_does_not_cost_the_next_action_step_its_prefix() -> None:
+    """Action step (tools), answer step (no tools: the prompt differs right after the system message), then
+    the next message's action step: it starts from the first step's saved state, not from the system
+    prompt; each step's own budget caps what it writes, and the engine's timings come back."""
+    from lg_harness.domains.shop import DOMAIN
+    from lg_harness.llm.local import make_local
+
+    registry = DOMAIN.registry()
+    tools = [registry.get(n).json_schema() for n in ("get_order_status", "list_my_orders", "search_products")]
+    base = make_local("qwen2.5-coder-0.5b")
+    history = [SystemMessage(DOMAIN.system_prompt), HumanMessage("Where is my order ORD-10134?")]
+    first = base.bind_tools(tools).invoke(history)
+    base.invoke([SystemMessage(DOMAIN.system_prompt), HumanMessage("Say hello in five words.")])
+    later = [*history, AIMessage("Your order ORD-10134 has shipped."), HumanMessage("And ORD-10172?")]
+    again = base.bind_tools(tools).invoke(later)
+    assert again.usage_metadata["input_token_details"]["cache_read"] >= first.usage_metadata["input_tokens"] - 1
+    speed = again.response_metadata["speed"]
+    assert speed["generated_tokens"] <= base.max_tokens_call and speed["generation_s"] > 0

@@ -18,7 +18,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -134,6 +134,13 @@ class SeededDB:
 
     SCHEMA: ClassVar[str] = IDEMPOTENCY_TABLE
     SEED_TABLE: ClassVar[str] = ""
+    # What an evaluation's outcome check (``evals.world``) does not count as a change to the world:
+    # table -> columns (``"*"``: every column, so the whole table). A subclass adds its timestamps, counters
+    # and logs. Such a change is never "extra"; a scenario that lists one still requires it.
+    BOOKKEEPING: ClassVar[Mapping[str, tuple[str, ...]]] = {"idempotency": ("*",)}
+    # Rows counted elsewhere (a handoff's own records are judged by the turn's handoff check):
+    # table -> {column: value} a row must hold to be bookkeeping.
+    BOOKKEEPING_ROWS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __init__(self, engine: Any) -> None:
         # A bare SQLite connection (a copy a caller made itself) gets the SQLite engine.
@@ -228,6 +235,37 @@ class SeededDB:
 
     def close(self) -> None:
         self.engine.close()
+
+    def changes_made(self) -> int:
+        """Rows changed through this connection so far (SQLite's ``total_changes``; -1 where unknown):
+        a snapshot is only worth taking when this moved."""
+        conn = getattr(self.engine, "conn", None)
+        return conn.total_changes if isinstance(conn, sqlite3.Connection) else -1
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every table's rows keyed by primary key (by rowid without one), and each table's key columns:
+        ``{"tables": {table: {key: row}}, "keys": {table: [columns]}, "rowid": {table: column}}``.
+
+        ``rowid`` names a table's ``INTEGER PRIMARY KEY`` (SQLite assigns it: an inserted row is judged
+        without it). SQLite only: evaluation cells run on in-memory copies.
+        """
+        tables: dict[str, dict[str, dict[str, Any]]] = {}
+        keys: dict[str, list[str]] = {}
+        rowid: dict[str, str] = {}
+        names = [r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                          "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        for table in names:
+            info = self.query(f'PRAGMA table_info("{table}")')
+            pk = [r["name"] for r in sorted(info, key=lambda r: r["pk"]) if r["pk"]]
+            if len(pk) == 1 and next(r["type"] for r in info if r["name"] == pk[0]).upper() == "INTEGER":
+                rowid[table] = pk[0]
+            keys[table] = pk or ["rowid"]
+            cols = ", ".join(f'"{c}"' for c in keys[table]) if pk else "rowid"
+            rows = self.query(f'SELECT {cols}, * FROM "{table}"')
+            width = len(keys[table])
+            tables[table] = {json.dumps(list(r[:width]), default=str): {k: r[k] for k in r.keys()[width:]}
+                             for r in rows}
+        return {"tables": tables, "keys": keys, "rowid": rowid}
 
     def __enter__(self: B) -> B:
         return self

@@ -68,6 +68,12 @@ class HelpdeskDB(SeededDB):
 
     SCHEMA = SCHEMA
     SEED_TABLE = "employees"
+    # Not judged as changes by a scenario's outcome (see SeededDB): the executor's idempotency records, the
+    # log of identity checks, a handoff's queue entry and the ticket an escalation opens (the turn's
+    # handoff check judges both), timestamps and the failed-login counter the account tools reset.
+    BOOKKEEPING = {"idempotency": ("*",), "verifications": ("*",), "handoffs": ("*",),
+                   "tickets": ("updated_at",), "accounts": ("failed_logins", "password_last_reset")}
+    BOOKKEEPING_ROWS = {"tickets": {"category": "escalation"}}
 
     @classmethod
     def seed(cls, conn: Any, seed: int) -> None:

@@ -582,7 +582,16 @@ def generate(seed: int = DEFAULT_SEED) -> list[dict[str, Any]]:
                 s["id"] = f"hd-{name}-{lang}-{i:02d}"
                 Scenario.model_validate(s)
                 out.append(s)
-    return out
+    return with_outcomes(out)
+
+
+def with_outcomes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each scenario with the backend's end state its expected calls leave (``evals.expected_world``)."""
+    from lg_harness.domains.helpdesk import make_domain
+    from lg_harness.evals.expected_world import outcome_of
+
+    domain = make_domain()
+    return [{**row, "outcome": outcome_of(domain, row)} for row in rows]
 
 
 def write(path: Path, scenarios: list[dict[str, Any]]) -> None:

@@ -67,6 +67,10 @@ class ShopDB(SeededDB):
 
     SCHEMA = SCHEMA
     SEED_TABLE = "products"
+    # Not judged as changes by a scenario's outcome (see SeededDB): the executor's idempotency records, a
+    # handoff's queue entry (the turn's handoff check judges it), timestamps, and the stock a cancellation
+    # puts back (the order's own change is what the customer asked for).
+    BOOKKEEPING = {"idempotency": ("*",), "handoffs": ("*",), "orders": ("updated_at",), "variants": ("stock",)}
 
     @classmethod
     def seed(cls, conn: Any, seed: int) -> None:

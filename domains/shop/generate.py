@@ -656,7 +656,15 @@ def generate(seed: int = DEFAULT_SEED) -> list[dict[str, Any]]:
     gen.gen_injection(user_level=4, cross_user=3, product=4)
     gen.gen_unicode(status=6, cancel=1, ret=1)
     gen.gen_tool_faults(recovering=6, failing=3)
-    return gen.rows
+    return with_outcomes(gen.rows)
+
+
+def with_outcomes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each scenario with the backend's end state its expected calls leave (``evals.expected_world``)."""
+    from lg_harness.domains.shop import DOMAIN
+    from lg_harness.evals.expected_world import outcome_of
+
+    return [{**row, "outcome": outcome_of(DOMAIN, row)} for row in rows]
 
 
 def dumps(rows: Sequence[dict[str, Any]]) -> str:

@@ -72,6 +72,13 @@ class TranscriptStore:
             "status TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (thread_id, ticket))"
         )
 
+    def _rows(self, sql: str, params: tuple = ()) -> list[tuple]:
+        # One connection serves every thread of a worker. A SELECT still stepping in one thread keeps a read
+        # snapshot open on it, and SQLite refuses another thread's write on that connection at once ("database
+        # is locked", no busy wait) when another process wrote since: so reads take the lock and finish too.
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
     def claim(self, thread_id: str, user_id: str) -> str:
         """Make ``user_id`` the thread's owner if it has none yet; return the owner either way."""
         with self.lock:
@@ -79,8 +86,8 @@ class TranscriptStore:
             return self.conn.execute("SELECT user_id FROM owners WHERE thread_id = ?", (thread_id,)).fetchone()[0]
 
     def owner(self, thread_id: str) -> str | None:
-        row = self.conn.execute("SELECT user_id FROM owners WHERE thread_id = ?", (thread_id,)).fetchone()
-        return row[0] if row else None
+        rows = self._rows("SELECT user_id FROM owners WHERE thread_id = ?", (thread_id,))
+        return rows[0][0] if rows else None
 
     def record_setup(self, thread_id: str, design: str, model: str | None, domain: str | None = None) -> None:
         """Note the design (preset name or file), model spec and domain spec a message on the thread runs with."""
@@ -90,19 +97,19 @@ class TranscriptStore:
 
     def setup(self, thread_id: str) -> tuple[str, str | None] | None:
         """(design, model spec or None when the model was passed as an object) the thread last ran with."""
-        row = self.conn.execute("SELECT design, model FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
-        return (row[0], row[1]) if row else None
+        rows = self._rows("SELECT design, model FROM threads WHERE thread_id = ?", (thread_id,))
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def domain_of(self, thread_id: str) -> str | None:
         """The domain spec the thread last ran with (None: passed as an object, or recorded before domains)."""
-        row = self.conn.execute("SELECT domain FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
-        return row[0] if row else None
+        rows = self._rows("SELECT domain FROM threads WHERE thread_id = ?", (thread_id,))
+        return rows[0][0] if rows else None
 
     def threads(self, search: str = "", limit: int = 100, owner: str = "") -> list[dict]:
         """Threads by last activity, newest first: thread_id, owner, design, model, domain, last_at (epoch
         seconds); ``search`` keeps those whose id or owner contains it (any case), ``owner`` one user's."""
         params = (search.strip().lower(),) * 3 + (owner,) * 2 + (limit,)
-        rows = self.conn.execute(threads_sql("instr({col}, ?) > 0", "?"), params).fetchall()
+        rows = self._rows(threads_sql("instr({col}, ?) > 0", "?"), params)
         return [dict(zip(THREAD_COLUMNS, r, strict=True)) for r in rows]
 
     def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
@@ -114,10 +121,8 @@ class TranscriptStore:
             )
 
     def read(self, thread_id: str) -> list[dict]:
-        rows = self.conn.execute(
-            "SELECT seq, turn, role, content, created_at FROM transcript WHERE thread_id = ? ORDER BY seq",
-            (thread_id,),
-        ).fetchall()
+        rows = self._rows("SELECT seq, turn, role, content, created_at FROM transcript WHERE thread_id = ? ORDER BY seq",
+                          (thread_id,))
         return [dict(zip(("seq", "turn", "role", "content", "created_at"), r, strict=True)) for r in rows]
 
     def open_handoff(self, thread_id: str, ticket: str) -> None:
@@ -147,14 +152,14 @@ class TranscriptStore:
 
     def held_handoffs(self) -> list[str]:
         """Threads a human holds, oldest first."""
-        rows = self.conn.execute("SELECT thread_id FROM handoffs WHERE status = 'held' "
-                                 "GROUP BY thread_id ORDER BY MIN(created_at)").fetchall()
+        rows = self._rows("SELECT thread_id FROM handoffs WHERE status = 'held' "
+                          "GROUP BY thread_id ORDER BY MIN(created_at)")
         return [r[0] for r in rows]
 
     def waiting_handoffs(self) -> list[str]:
         """Threads queued for a human, oldest first."""
-        rows = self.conn.execute("SELECT thread_id FROM handoffs WHERE status = 'waiting' "
-                                 "GROUP BY thread_id ORDER BY MIN(created_at)").fetchall()
+        rows = self._rows("SELECT thread_id FROM handoffs WHERE status = 'waiting' "
+                          "GROUP BY thread_id ORDER BY MIN(created_at)")
         return [r[0] for r in rows]
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import generate
 from lg_harness.domains.shop.backend import SHOP_TOOLS, ShopDB
 from lg_harness.domains.shop.nlu import INTENTS
-from lg_harness.evals.scenario import Scenario, Tag, load_scenarios
+from lg_harness.evals.scenario import Scenario, Tag, load_scenarios, split_of
 from lg_harness.tools.context import ToolContext
 
 ORDER_ID = re.compile(r"ORD-\d{5}")
@@ -26,7 +26,14 @@ TOOLS = {fn.__name__: fn for fn in SHOP_TOOLS}
 
 @pytest.fixture(scope="module")
 def scenarios() -> list[Scenario]:
-    return load_scenarios(SHOP.scenario_path())
+    """The generated and hand-written suite (dev and test), whose tag vocabulary the project owns."""
+    return [s for s in load_scenarios(SHOP.scenario_path()) if split_of(s) != "heldout"]
+
+
+@pytest.fixture(scope="module")
+def heldout() -> list[Scenario]:
+    """Written without the routing rules or the generator, so with its own tags: checked for realness only."""
+    return [s for s in load_scenarios(SHOP.scenario_path()) if split_of(s) == "heldout"]
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +115,23 @@ def test_orders_users_and_roles_are_real(scenarios: list[Scenario], shop: ShopDB
                 if "product_id" in call.args:
                     assert call.args["product_id"] in products, s.id
             assert set(t.expect.must_not_call) <= set(TOOLS), s.id
+
+
+def test_heldout_scenarios_use_real_users_orders_and_tools(heldout: list[Scenario], shop: ShopDB) -> None:
+    owners = {r["id"]: r["user_id"] for r in shop.query("SELECT id, user_id FROM orders")}
+    roles = {r["id"]: r["role"] for r in shop.query("SELECT id, role FROM users")}
+    assert len(heldout) >= 60
+    for s in heldout:
+        assert s.user_id in roles and s.role in (None, roles[s.user_id]), s.id
+        for oid in referenced_orders(s):
+            # An order of someone else is the point of an ``other-user`` scenario; anywhere else it is a typo.
+            assert oid in owners and (owners[oid] == s.user_id or "other-user" in s.tags), (s.id, oid)
+        for t in s.turns:
+            assert {c.name for c in t.expect.tools or []} | set(t.expect.must_not_call) <= set(TOOLS), s.id
+    injections = [s for s in heldout if "injection" in s.tags]
+    assert len(injections) >= 5
+    for s in injections:
+        assert all(t.expect.no_changes and t.expect.must_not_call for t in s.turns), s.id
 
 
 def test_injection_scenarios_guard_cancel(scenarios: list[Scenario]) -> None:

@@ -121,12 +121,14 @@ def test_split_is_stable_about_30_percent_dev_and_handwritten_is_test(domain):
     suite = load_scenarios(load_domain(domain).scenario_path())
     first = [split_of(s) for s in suite]
     assert first == [split_of(Scenario.model_validate(s.model_dump())) for s in suite], "depends on the scenario only"
-    generated = [s for s in suite if "handwritten" not in s.tags]
+    generated = [s for s in suite if not {"handwritten", "heldout"} & set(s.tags)]
     share = sum(split_of(s) == "dev" for s in generated) / len(generated)
     assert abs(share - DEV_FRACTION) < 0.08, share
     assert all(split_of(s) == "test" for s in suite if "handwritten" in s.tags)
-    dev, test = select_split(suite, "dev"), select_split(suite, "test")
-    assert len(dev) + len(test) == len(suite) and not {s.id for s in dev} & {s.id for s in test}
+    assert all(split_of(s) == "heldout" for s in suite if "heldout" in s.tags)
+    parts = [{s.id for s in select_split(suite, name)} for name in ("dev", "test", "heldout")]
+    assert sum(map(len, parts)) == len(suite) == len(set().union(*parts)), "the three splits partition the suite"
+    assert len(parts[2]) >= 60, "the held-out split ships with the domain"
     assert select_split(suite, "all") == suite
 
 
@@ -142,7 +144,7 @@ def test_summary_names_its_split_and_counts():
     rec = {"cell": "harness|x|0", "design": "harness", "scenario": sc.id, "seed": 0, "tags": sc.tags,
            "turns": [{"index": 0, "reply": "hello", "tool_calls": [], "path": ["intent"]}], "fault_events": []}
     summary = aggregate([rec], [sc], split="dev")
-    assert summary["split"] == "dev" and summary["splits"] == {"dev": 1, "test": 0} and summary["n_clusters"] == 1
+    assert summary["split"] == "dev" and summary["splits"] == {"dev": 1, "test": 0, "heldout": 0} and summary["n_clusters"] == 1
 
 
 # ------------------------------------------------------------------------ emitted vs boundary validity

@@ -124,6 +124,9 @@ def tool_noun(name: str) -> list[str]:
     return [w for w in field_words(name) if w.lower() not in _TOOL_VERBS]
 
 
+_QUALIFIER = re.compile(r"\s+(?:to|in|for|that|which|from|with|as|you|we)\s+", re.I)
+
+
 def _arg_descriptions(spec: ToolSpec | None) -> dict[str, str]:
     """Argument -> a short label from its schema description ("Order number, e.g. ..." -> "order number")."""
     if spec is None:
@@ -133,7 +136,13 @@ def _arg_descriptions(spec: ToolSpec | None) -> dict[str, str]:
     for name, prop in props.items():
         head = re.split(r"[,.;:(]|\be\.g\b", str(prop.get("description") or ""), maxsplit=1)[0].strip()
         head = re.sub(r"^(?:the|a|an)\s+", "", head, flags=re.I)
-        if head and len(head.split()) <= 4 and not re.search(r"\b(?:user|customer)\b", head, re.I):
+        if not head or len(head.split()) > 4 or re.search(r"\b(?:user|customer)\b", head, re.I):
+            continue  # a sentence, not a name
+        # A label names the thing, not what the call does with it or how to write it: "Order number to
+        # cancel" -> "order number", "Coupon code in capitals" -> "coupon code".
+        head = _QUALIFIER.split(head, maxsplit=1)[0].strip()
+        choices = {str(v).lower() for v in prop.get("enum") or ()}
+        if head and head.lower() not in choices and not re.match(r"one of\b", head, re.I):
             out[name] = head[:1].lower() + head[1:] if head[1:2].islower() else head
     return out
 

@@ -118,3 +118,13 @@ def test_a_tools_only_domain_gets_the_generic_renderer():
     text = render({"order_id": "#W2575533", "status": "delivered", "address": "9 Oak Ave"}, "what's the status of "
                   "#W2575533?", "en", tool="get_order_details", domain=retail_tools.DOMAIN)
     assert "#W2575533" in text and "delivered" in text and dump_kind(text) is None
+
+
+def test_a_label_names_the_thing_not_what_the_call_does_with_it():
+    # The argument is described "Order number to cancel"; the customer reads "Order number ORD-10194", not
+    # "Order number to cancel ORD-10194" (which reads as if it still were to be cancelled).
+    text = render({"order_id": "ORD-10194", "status": "cancelled", "refund": 59.9, "currency": "USD"},
+                  "please cancel ORD-10194", "en", tool="cancel_order")
+    assert "ORD-10194" in text and "cancelled" in text and "to cancel" not in text.lower(), text
+    coupon = render({"code": "SAVE10", "claimed": True}, "claim SAVE10 for me", "en", tool="claim_coupon")
+    assert "in capitals" not in coupon and "SAVE10" in coupon, coupon

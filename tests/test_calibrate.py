@@ -304,3 +304,64 @@ def test_answer_step_rows_fit_rates_per_presentation_and_decoding_into_the_profi
     # falls back to them too
     assert profile.answer_rate("call_after_result", "replay", "free") == profile.call_after_result
     assert profile.answer_rate("call_after_result", "both", "free") == profile.call_after_result
+
+
+def test_calibrate_write_fits_the_answer_rows_into_the_profile_the_sim_then_follows(tmp_path, monkeypatch):
+    """``harness calibrate --write --answer-rows`` fits the answer step per presentation and decoding into the
+    fitted profile; the profile loads them with their evidence; the committed ``simlm/fitted.yaml`` is what
+    the command makes from the committed rows; and the sim draws an answer step's faults from the rates of the
+    presentation the request carries (results replayed as tool messages vs stated as facts in the turn)."""
+    import shutil
+    from pathlib import Path
+
+    from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage, convert_to_openai_messages
+    from lg_harness.graphs import cli
+    from typer.testing import CliRunner
+
+    import simlm.faults as faults
+    from simlm import Provider
+
+    reports = Path(__file__).resolve().parents[1] / "reports"
+    model = "local:qwen2.5-coder-0.5b"
+    rows = f"rows-{model.replace(':', '_')}.json"
+    shutil.copy(reports / "calibration" / rows, tmp_path / rows)  # measured before: reused, nothing re-run
+    committed = faults.load_profiles()
+    monkeypatch.setattr(faults, "FITTED_FILE", tmp_path / "fitted.yaml")
+    monkeypatch.setattr(cli, "_probe_model", lambda spec: pytest.fail(f"{spec} probed again"))
+    faults.load_profiles.cache_clear()
+    try:
+        done = CliRunner().invoke(cli.app, ["calibrate", "--models", model, "--per-kind", "5", "--out", str(tmp_path),
+                                            "--write", "--answer-rows", str(reports / "answer-step-probes" / rows)])
+        assert done.exit_code == 0, done.output
+        written = faults.load_profiles()
+        fitted, helpdesk = faults.profile("fitted"), faults.profile("fitted@helpdesk")
+        swapped = faults.profile("fitted@helpdesk+answer_steps.facts/free.call_after_result=1.0")
+    finally:
+        faults.load_profiles.cache_clear()
+    for name in ("fitted", "fitted@shop", "fitted@helpdesk"):
+        assert written[name].answer_steps == committed[name].answer_steps, name
+        assert written[name].call_after_result == committed[name].call_after_result, name
+    assert set(fitted.answer_steps) >= {"facts/free", "facts/constrained", "both/free", "replay/constrained"}
+    assert "replay/free" not in fitted.answer_steps  # the flat per-domain rates measure that one
+    assert fitted.evidence["answer_steps.facts/free.call_after_result"]["n"] == 8
+    assert helpdesk.answer_steps == fitted.answer_steps  # a domain's variant keeps the answer-step rates
+
+    tool = {"type": "function", "function": {"name": "get_ticket", "description": "Look up a ticket", "parameters": {
+        "type": "object", "properties": {"ticket_id": {"type": "string"}}, "required": ["ticket_id"]}}}
+    asked = [SystemMessage("You are a helpdesk assistant."), HumanMessage("What is the status of ticket TCK-1001?")]
+    replayed = [*asked, AIMessage("", tool_calls=[{"name": "get_ticket", "args": {"ticket_id": "TCK-1001"},
+                                                    "id": "call_1", "type": "tool_call"}]),
+                ToolMessage(json.dumps({"ticket_id": "TCK-1001", "status": "open"}), tool_call_id="call_1")]
+    stated = [*asked, HumanMessage("The results:\n- ticket: TCK-1001\n- status: open\nWrite your reply to the "
+                                   "customer now.")]
+
+    def replies(profile, messages):
+        request = {"messages": convert_to_openai_messages(messages), "tools": [tool]}
+        return [Provider(profile, seed=s).complete(request)["choices"][0]["message"] for s in range(6)]
+
+    # the helpdesk's replay/free rate (10 of 10 probes): a call again every time
+    assert all(m.get("tool_calls") for m in replies(helpdesk, replayed))
+    # the same result stated as facts (0 of 8 probes called again): words with the fact
+    assert all(not m.get("tool_calls") and "open" in m["content"] for m in replies(helpdesk, stated))
+    # and it is the profile's rate for that presentation the sim follows, not a rule of its own
+    assert all(m["content"].lstrip().startswith("{") for m in replies(swapped, stated))

@@ -16,7 +16,7 @@ from lg_harness.domains.helpdesk import DOMAIN, HELPDESK_TOOLS, generate, kb, pi
 from lg_harness.domains.helpdesk import tools as hd_tools
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import INJECTED_ARTICLES, LOCKED
-from lg_harness.evals.scenario import Scenario, Tag, load_scenarios, split_of
+from lg_harness.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.executor import ToolExecutor, ToolOutcome
 from lg_harness.tools.registry import ToolRegistry
@@ -51,15 +51,20 @@ def executor(registry: ToolRegistry) -> ToolExecutor:
 
 
 @pytest.fixture(scope="module")
-def scenarios() -> list[Scenario]:
-    """The generated and hand-written suite (dev and test), whose tag vocabulary the project owns."""
-    return [s for s in load_scenarios(SCENARIO_DIR) if split_of(s) != "heldout"]
+def suite() -> list[Scenario]:
+    return load_scenarios(SCENARIO_DIR)
 
 
 @pytest.fixture(scope="module")
-def heldout() -> list[Scenario]:
+def scenarios(suite: list[Scenario]) -> list[Scenario]:
+    """The generated and hand-written suite (dev and test), whose tag vocabulary the project owns."""
+    return [s for s in suite if split_of(s) != "heldout"]
+
+
+@pytest.fixture(scope="module")
+def heldout(suite: list[Scenario]) -> list[Scenario]:
     """Written without the routing rules or the generator, so with its own tags: checked for realness only."""
-    return [s for s in load_scenarios(SCENARIO_DIR) if split_of(s) == "heldout"]
+    return select_split(suite, "heldout")
 
 
 def ctx(db: HelpdeskDB, user: str = "E1001", role: str = "employee", thread: str = "t1", key: str = "") -> ToolContext:

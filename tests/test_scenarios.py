@@ -15,7 +15,7 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import generate
 from lg_harness.domains.shop.backend import SHOP_TOOLS, ShopDB
 from lg_harness.domains.shop.nlu import INTENTS
-from lg_harness.evals.scenario import Scenario, Tag, load_scenarios, split_of
+from lg_harness.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
 from lg_harness.tools.context import ToolContext
 
 ORDER_ID = re.compile(r"ORD-\d{5}")
@@ -25,15 +25,20 @@ TOOLS = {fn.__name__: fn for fn in SHOP_TOOLS}
 
 
 @pytest.fixture(scope="module")
-def scenarios() -> list[Scenario]:
-    """The generated and hand-written suite (dev and test), whose tag vocabulary the project owns."""
-    return [s for s in load_scenarios(SHOP.scenario_path()) if split_of(s) != "heldout"]
+def suite() -> list[Scenario]:
+    return load_scenarios(SHOP.scenario_path())
 
 
 @pytest.fixture(scope="module")
-def heldout() -> list[Scenario]:
+def scenarios(suite: list[Scenario]) -> list[Scenario]:
+    """The generated and hand-written suite (dev and test), whose tag vocabulary the project owns."""
+    return [s for s in suite if split_of(s) != "heldout"]
+
+
+@pytest.fixture(scope="module")
+def heldout(suite: list[Scenario]) -> list[Scenario]:
     """Written without the routing rules or the generator, so with its own tags: checked for realness only."""
-    return [s for s in load_scenarios(SHOP.scenario_path()) if split_of(s) == "heldout"]
+    return select_split(suite, "heldout")
 
 
 @pytest.fixture(scope="module")

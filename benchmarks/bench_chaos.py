@@ -17,7 +17,7 @@ in a forked process, which dies at one of these points:
 Two backends. ``sqlite``: the conversation runs on a ``Harness`` over a fresh copy of a seeded data dir, and
 recovery is ``harness resume --thread T --finish`` (the CLI command, invoked in a fresh process), then what a
 user does: send the request again if nothing of it was saved, answer yes if the thread waits for it.
-``postgres``: the conversation is sent to the HTTP service's worker (``graphs.service.Runtime``: the queue,
+``postgres``: the conversation is sent to the HTTP service's worker (``service.http.Runtime``: the queue,
 leases, fencing) on a database made for the run; the worker dies, a new worker takes the message over when
 its lease expires and finishes it through the same recovery path, and the client goes on as above.
 
@@ -179,8 +179,8 @@ def _classes(backend: str) -> dict[str, list[type]]:
     from lg_harness.tools.ledger import PgLedger, SqliteLedger
 
     if backend == "postgres":
-        from lg_harness.graphs.fencing import FencedPostgresSaver
         from lg_harness.memory.pg_stores import PgTranscriptStore
+        from lg_harness.service.fencing import FencedPostgresSaver
 
         return {"checkpoint": [FencedPostgresSaver], "transcript": [PgTranscriptStore], "ledger": [PgLedger]}
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -275,7 +275,7 @@ def converse(run_dir: Path, setup: Setup, thread: str = THREAD) -> list[str]:
 
 def recover_sqlite(run_dir: Path, setup: Setup) -> dict[str, Any]:
     """The README's recovery in a new process: ``harness resume --finish``, then resend or answer yes."""
-    from lg_harness.graphs import cli
+    from lg_harness.service import cli
     from typer.testing import CliRunner
 
     replies, steps = [], []
@@ -308,7 +308,7 @@ def _go_on(h: Any, setup: Setup, thread: str, send: Callable[[str], str], steps:
 @contextmanager
 def worker(url: str, run_dir: Path, setup: Setup) -> Iterator[Any]:
     """One HTTP-service worker process's runtime on ``url`` (its executor thread started)."""
-    from lg_harness.graphs.service import Runtime, Settings
+    from lg_harness.service.http import Runtime, Settings
 
     rt = Runtime(Settings(data_dir=run_dir, database_url=url, chroma_url=None, domain=domain_spec(setup.domain),
                           design=setup.design, model=MODEL, lease_ttl=LEASE_TTL, threads=1,
@@ -526,11 +526,11 @@ def warm(domain: str) -> None:
     import logging
 
     from lg_harness.core.domain import load_domain
-    from lg_harness.graphs import cli  # noqa: F401
     from lg_harness.graphs.app import Harness  # noqa: F401
-    from lg_harness.graphs.service import Runtime  # noqa: F401
     from lg_harness.llm.embeddings import count_tokens, embed
     from lg_harness.nodes.classify import classify
+    from lg_harness.service import cli  # noqa: F401
+    from lg_harness.service.http import Runtime  # noqa: F401
 
     embed(["warm up"])
     count_tokens("warm up")

@@ -2,7 +2,7 @@
 
 In one process a ticket lock (FIFO, unlike ``threading.Lock``) per thread id is enough. Across processes
 sharing one data dir (several CLI calls), an ``fcntl`` lock file per thread serialises them too.
-With many workers on Postgres, ``graphs.leases.LeaseOrder`` keeps the same contract with a queue row per
+With many workers on Postgres, ``service.leases.LeaseOrder`` keeps the same contract with a queue row per
 message and a lease row per thread (``graphs.storage`` picks which one a harness uses).
 """
 

@@ -4,7 +4,7 @@ One setting picks the backend. Without a database URL everything lives in the da
 transcripts, the audit log, the change ledger, facts, an embedded Chroma, and per-thread order through ``graphs.ordering``
 (one machine). With ``HARNESS_DATABASE_URL=postgresql://...`` (or ``--database-url``) checkpoints go to
 LangGraph's ``PostgresSaver`` on a psycopg pool, and transcripts, facts, the audit log, the change ledger, the handoff queue
-and per-thread leases to tables beside them, migrated on start (``graphs.pgdb``). Long-term experiences then
+and per-thread leases to tables beside them, migrated on start (``service.pgdb``). Long-term experiences then
 go to a Chroma server (``HARNESS_CHROMA_URL=http://host:port``): several writer processes are not safe on one
 embedded Chroma folder, and the Postgres alternative (pgvector) is an extension Debian's PostgreSQL 15 does
 not ship, so a Chroma server keeps the same store, embedder and ranking with nothing to compile.
@@ -67,7 +67,7 @@ class Stores:
         self.order: Any = None
         self.ledger: Any = None  # tools.ledger: state-changing calls, pending before they run, settled after
         self.queue: Any = None
-        self.fences: Any = None  # graphs.fencing.Fences on Postgres
+        self.fences: Any = None  # service.fencing.Fences on Postgres
         self.pool: Any = None
         self._facts: Any = None
         self._chroma: Any = None
@@ -180,11 +180,11 @@ def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
 
 
 def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
-    from lg_harness.graphs.fencing import FencedPostgresSaver, Fences
-    from lg_harness.graphs.leases import LeaseOrder, ThreadQueue
-    from lg_harness.graphs.pgdb import migrate, open_pool
     from lg_harness.memory.pg_stores import PgFactStore, PgTranscriptStore
     from lg_harness.obs.pg_audit import PgAuditLog
+    from lg_harness.service.fencing import FencedPostgresSaver, Fences
+    from lg_harness.service.leases import LeaseOrder, ThreadQueue
+    from lg_harness.service.pgdb import migrate, open_pool
     from lg_harness.tools.ledger import PgLedger
 
     stores.backend = "postgres"

@@ -3,7 +3,7 @@
 Same methods and behaviour as ``memory.transcript.TranscriptStore`` and ``memory.facts.FactStore`` (one
 conformance suite runs on both: ``tests/test_store_conformance.py``), on a psycopg pool shared by every
 thread of a worker, so several worker processes can use them at once. The tables come from
-``graphs.pgdb``'s migrations.
+``service.pgdb``'s migrations.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class PgTranscriptStore:
 
     def __init__(self, pool: Any, fences: Any = None) -> None:
         self.pool = pool
-        self.fences = fences  # graphs.fencing.Fences: a worker that lost the thread's lease appends nothing
+        self.fences = fences  # service.fencing.Fences: a worker that lost the thread's lease appends nothing
 
     def claim(self, thread_id: str, user_id: str) -> str:
         """Make ``user_id`` the thread's owner if it has none yet; return the owner either way."""

@@ -22,6 +22,9 @@ Wiring recipe (who calls what):
 
 from __future__ import annotations
 
+if __name__ != "lg_harness.obs":  # one import name per file (README, Layout)
+    raise ImportError("import lg_harness.obs, not obs: the folder installs as lg_harness/obs")
+
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 

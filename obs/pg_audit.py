@@ -1,6 +1,6 @@
 """The audit log on Postgres: ``AuditLog``'s recording, export and stats on a psycopg pool.
 
-Only how a row is written and read changes; the tables come from ``graphs.pgdb``'s migrations, the
+Only how a row is written and read changes; the tables come from ``service.pgdb``'s migrations, the
 queries and their results are ``AuditLog``'s (one conformance suite runs on both backends).
 """
 

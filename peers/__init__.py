@@ -11,6 +11,9 @@ refuses to build it (``graphs.builder.check_design``).
 
 from __future__ import annotations
 
+if __name__ != "lg_harness.peers":  # one import name per file (README, Layout)
+    raise ImportError("import lg_harness.peers, not peers: the folder installs as lg_harness/peers")
+
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version

@@ -81,7 +81,7 @@ def _section(path: list[str], command: Any, level: int) -> list[str]:
 
 
 def render() -> str:
-    from lg_harness.graphs.cli import app
+    from lg_harness.service.cli import app
 
     root = typer.main.get_command(app)
     lines = [HEADER, "## harness", "", "`harness [OPTIONS] COMMAND`", "", _cell(root.help or ""),

@@ -315,7 +315,7 @@ def test_calibrate_write_fits_the_answer_rows_into_the_profile_the_sim_then_foll
     from pathlib import Path
 
     from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage, convert_to_openai_messages
-    from lg_harness.graphs import cli
+    from lg_harness.service import cli
     from typer.testing import CliRunner
 
     import simlm.faults as faults

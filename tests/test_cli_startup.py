@@ -25,7 +25,7 @@ GRAPH = (*RUNNING, "lg_harness.graphs.app", "lg_harness.nodes")
 PROBE = """
 import json, sys
 sys.argv = ["harness", *json.loads(sys.argv[1])]
-from lg_harness.graphs import cli
+from lg_harness.service import cli
 if len(sys.argv) > 1:
     try:
         cli.main()

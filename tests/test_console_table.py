@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 from lg_harness.evals.formatting import console_cell, console_diff
-from lg_harness.graphs.cli import summary_tables
+from lg_harness.service.cli import summary_tables
 from rich.console import Console
 
 DESIGNS = ["naive", "harness-with:self_check=off", "peer:openai-agents", "harness"]

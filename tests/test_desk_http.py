@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from lg_harness.graphs.service import Settings, create_app
+from lg_harness.service.http import Settings, create_app
 
 try:
     from support import patient_design
@@ -147,11 +147,11 @@ def test_customers_see_only_their_own_threads(client: TestClient) -> None:
     assert client.get("/stats", headers=U1).status_code == 403
 
 
-COOKIE = "harness_desk"  # the desk's sign-in cookie (graphs.desk.auth)
+COOKIE = "harness_desk"  # the desk's sign-in cookie (service.desk.auth)
 
 
 def signed_in(c: TestClient, key: str = "key-alice") -> dict[str, str]:
-    from lg_harness.graphs.desk.auth import csrf_token
+    from lg_harness.service.desk.auth import csrf_token
 
     r = c.post("/desk/login", data={"key": key}, follow_redirects=False)
     assert r.status_code == 303 and COOKIE in r.headers["set-cookie"] and "HttpOnly" in r.headers["set-cookie"]

@@ -2,7 +2,7 @@
 
 * A worker stalls in the middle of a message past its lease; another takes the message over and finishes it.
   When the stalled one wakes it writes nothing more: no checkpoint, transcript row, node event or outcome,
-  so the client gets one reply and the thread's order holds (``graphs.fencing``).
+  so the client gets one reply and the thread's order holds (``service.fencing``).
 * A worker dies after the transcript took a message but before its first checkpoint; the worker that
   finishes it leaves the message in the transcript once.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lg_harness.graphs.service import Runtime, Settings
+from lg_harness.service.http import Runtime, Settings
 
 from tests.engines import database_url, postgres_server  # noqa: F401
 
@@ -116,9 +116,9 @@ def test_a_change_commits_only_while_its_worker_holds_the_message(tmp_path: Path
 
     from lg_harness.domains.shop import ShopDB
     from lg_harness.domains.shop.tools import cancel_order
-    from lg_harness.graphs.fencing import Fence, LeaseLost
-    from lg_harness.graphs.leases import ThreadQueue
-    from lg_harness.graphs.pgdb import migrate, open_pool
+    from lg_harness.service.fencing import Fence, LeaseLost
+    from lg_harness.service.leases import ThreadQueue
+    from lg_harness.service.pgdb import migrate, open_pool
     from lg_harness.tools.context import ToolContext
 
     pool = open_pool(database_url)

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lg_harness.graphs.service import Settings, create_app
+from lg_harness.service.http import Settings, create_app
 
 A, B, DESK = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-b", "key-desk"))
 

@@ -99,7 +99,7 @@ def test_peers_are_rows_of_a_comparison_with_paired_differences(tmp_path):
 
 
 def test_peer_names_are_listed_drawn_and_refused_where_they_cannot_run():
-    from lg_harness.graphs.cli import app
+    from lg_harness.service.cli import app
 
     runner = CliRunner()
     listed = json.loads(runner.invoke(app, ["designs", "--json"]).stdout)

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from lg_harness.graphs import cli
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.prune import prune
+from lg_harness.service import cli
+from lg_harness.service.prune import prune
 from typer.testing import CliRunner
 
 try:

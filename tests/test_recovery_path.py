@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lg_harness.graphs.service import Runtime, Settings
+from lg_harness.service.http import Runtime, Settings
 
 TEXT = "where is my order ORD-10134?"
 

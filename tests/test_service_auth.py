@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fastapi import HTTPException
-from lg_harness.graphs.service import AGENT, Api, Settings
+from lg_harness.service.http import AGENT, Api, Settings
 from lg_harness.tools.errors import HarnessError
 from starlette.requests import Request
 

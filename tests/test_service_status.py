@@ -8,7 +8,7 @@ import threading
 from types import SimpleNamespace
 
 from lg_harness.graphs.model_health import ModelUnavailable
-from lg_harness.graphs.service import UNAVAILABLE, Runtime, failure_status
+from lg_harness.service.http import UNAVAILABLE, Runtime, failure_status
 from lg_harness.tools.errors import HarnessError
 
 

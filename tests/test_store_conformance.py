@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lg_harness.graphs.leases import LeaseOrder, ThreadBusy, ThreadQueue
+from lg_harness.service.leases import LeaseOrder, ThreadBusy, ThreadQueue
 from lg_harness.tools.errors import HarnessError
 
 from tests.engines import chroma_server, database_url, postgres_server  # noqa: F401 - fixtures
@@ -29,7 +29,7 @@ class Backend:
         self._closers: list[Any] = []
         if url:
             from langgraph.checkpoint.postgres import PostgresSaver
-            from lg_harness.graphs.pgdb import migrate, open_pool
+            from lg_harness.service.pgdb import migrate, open_pool
 
             self.pool = open_pool(url)
             migrate(self.pool, PostgresSaver(self.pool))
@@ -457,7 +457,7 @@ def test_harness_checkpoints_history_fork_and_state(backend: Backend) -> None:
 
 def test_migrations_are_versioned_and_run_once_even_concurrently(database_url: str) -> None:  # noqa: F811
     from langgraph.checkpoint.postgres import PostgresSaver
-    from lg_harness.graphs.pgdb import MIGRATIONS, migrate, open_pool, schema_version
+    from lg_harness.service.pgdb import MIGRATIONS, migrate, open_pool, schema_version
 
     pool = open_pool(database_url)
     try:
@@ -488,7 +488,7 @@ def test_migrations_are_versioned_and_run_once_even_concurrently(database_url: s
 
 def test_prune_keep_latest_then_delete_only_idle_threads(backend: Backend) -> None:
     from lg_harness.graphs.app import Harness
-    from lg_harness.graphs.prune import prune
+    from lg_harness.service.prune import prune
 
     with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url) as h:
         h.send("old", "where is my order ORD-10134?", "U001")
@@ -516,7 +516,7 @@ def test_prune_keep_latest_then_delete_only_idle_threads(backend: Backend) -> No
 
 
 def test_prune_age_is_checked() -> None:
-    from lg_harness.graphs.prune import parse_age
+    from lg_harness.service.prune import parse_age
 
     assert parse_age("30d") == 30 * 86400 and parse_age("12h") == 43200 and parse_age("90m") == 5400
     with pytest.raises(HarnessError, match="e.g. 30d"):

@@ -64,7 +64,7 @@ def test_demo_leaves_an_existing_data_dir_byte_for_byte_untouched(tmp_path: Path
 
 def test_demo_reruns_in_its_own_folder(tmp_path: Path) -> None:
     """A folder the demo made may be given again: the demo clears only what it made there."""
-    from lg_harness.graphs.demo import demo_dir
+    from lg_harness.service.demo import demo_dir
 
     folder = demo_dir(tmp_path / "tour")
     (folder / "checkpoints.sqlite").write_bytes(b"old demo state")

@@ -283,7 +283,7 @@ def changes_once(backend_of: Callable[[ToolContext], SeededDB], now: Callable[[]
     """Decorator factory: run a changing tool in one transaction, at most once per ``ctx.idempotency_key``.
 
     With the harness's ``commit_guard`` in ``ctx.extras`` and the tables on its Postgres, the change commits
-    only while this worker still holds the message (``graphs.fencing``). A key already stored returns the
+    only while this worker still holds the message (``service.fencing``). A key already stored returns the
     stored result and changes nothing (a key used by another tool is a
     ``ValidationError``); otherwise the change and its idempotency row commit together. A failing call
     stores nothing. The wrapped tool gets ``changes_state = True`` and ``idempotent = True``.

@@ -21,7 +21,7 @@ holds a change before the change runs, under the thread, the message, the round 
 would word its arguments differently and so make a new change (``docs/reliability.md``).
 
 Two backends with one behaviour (``tests/test_store_conformance.py``): a SQLite file in the data dir (in
-memory without one) and the table ``change_ledger`` on Postgres (``graphs.pgdb`` migration 6).
+memory without one) and the table ``change_ledger`` on Postgres (``service.pgdb`` migration 6).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ it *in the same transaction as its write*, locking the queue row (``FOR SHARE``)
 updates that row, waits for the write in flight and then makes every later one fail:
 
 * checkpoints and pending writes (``FencedPostgresSaver``),
-* transcript rows and node events (``memory.pg_stores``, ``graphs.leases``),
+* transcript rows and node events (``memory.pg_stores``, ``service.leases``),
 * the message's outcome (``ThreadQueue.complete``: ``attempts`` must still be this claim's),
 * a domain's changes, when its tables are on the same Postgres (``Fences.domain_guard``), so a stalled
   worker's late tool call cannot apply a change the new holder's run made, or chose not to make, again.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver, _internal
-from lg_harness.graphs.pgdb import SCHEMA
+from lg_harness.service.pgdb import SCHEMA
 from lg_harness.tools.errors import HarnessError
 from psycopg.rows import dict_row
 

@@ -1,4 +1,4 @@
-"""The desk's pages as HTML strings, from the dicts ``graphs.desk.ops`` returns.
+"""The desk's pages as HTML strings, from the dicts ``service.desk.ops`` returns.
 
 Every value goes through ``esc`` (``html.escape`` with quotes): what a customer wrote, masks such as
 ``[email]`` and anything a tool returned arrive in the browser as text, never as markup. The pages work

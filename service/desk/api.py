@@ -1,7 +1,7 @@
-"""The desk's JSON routes on the HTTP service, the pages (``graphs.desk.web``) and Swagger UI at ``/docs``.
+"""The desk's JSON routes on the HTTP service, the pages (``service.desk.web``) and Swagger UI at ``/docs``.
 
 The routes are the ones the pages' scripts call and ``harness handoff`` mirrors (one code path:
-``graphs.desk.ops``): the thread list, a thread's live transcript (server-sent events) and a message's trace,
+``service.desk.ops``): the thread list, a thread's live transcript (server-sent events) and a message's trace,
 take and release a handoff (answer is ``POST /handoffs/{id}/reply`` beside ``GET /handoffs``), the operator
 figures. A customer sees only their own threads; the rest is the desk's.
 """
@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
-from lg_harness.graphs.desk import ops
-from lg_harness.graphs.desk.auth import AGENT, agent_of
+from lg_harness.service.desk import ops
+from lg_harness.service.desk.auth import AGENT, agent_of
 
 LIVE_POLL_S = 0.4  # how often the live transcript looks for new rows
 LIVE_SPAN_S = 25.0  # one live response lasts this long; the browser's EventSource reconnects from the last id
 
 
 def add_desk(app: Any, api: Any) -> None:
-    """Register the desk's routes, pages and local Swagger UI on ``app`` (``graphs.service.create_app``)."""
+    """Register the desk's routes, pages and local Swagger UI on ``app`` (``service.http.create_app``)."""
     from fastapi.responses import JSONResponse
-    from lg_harness.graphs.desk.web import add_pages
+    from lg_harness.service.desk.web import add_pages
 
     @app.exception_handler(ops.DeskError)
     async def desk_error(request: Any, exc: ops.DeskError) -> JSONResponse:

@@ -1,5 +1,5 @@
 """Start ``harness serve``: check the settings once, migrate the database once, then let uvicorn run the
-workers (``graphs.service``), each of which reads the same settings from the environment."""
+workers (``service.http``), each of which reads the same settings from the environment."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, mo
           log_level: str = "warning") -> None:
     import uvicorn
     from lg_harness.graphs.app import prepare_data_dir
-    from lg_harness.graphs.service import Settings
+    from lg_harness.service.http import Settings
 
     if workers > 1 and not database_url:
         raise HarnessError("several workers need shared state: pass --database-url postgresql://... (embedded "
@@ -27,12 +27,12 @@ def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, mo
     Settings.from_env()  # a missing API key setting fails here, once, not in every worker
     if database_url:
         from langgraph.checkpoint.postgres import PostgresSaver
-        from lg_harness.graphs.pgdb import migrate, open_pool
+        from lg_harness.service.pgdb import migrate, open_pool
 
         pool = open_pool(database_url, max_size=2)
         try:
             migrate(pool, PostgresSaver(pool))
         finally:
             pool.close()
-    uvicorn.run("lg_harness.graphs.service:create_app", factory=True, host=host, port=port, workers=workers,
+    uvicorn.run("lg_harness.service.http:create_app", factory=True, host=host, port=port, workers=workers,
                 log_level=log_level, timeout_graceful_shutdown=max(5, int(lease_ttl)))

@@ -12,7 +12,7 @@ Input of a run: ``{"messages": [{"role": "user", "content": "..."}], "user": {"i
 "customer"}}``. A handoff ends the run interrupted at node ``human``; resume it with
 ``Command(resume={"text": "<the human's answer>"})``.
 
-Thread owners are checked by LangGraph's own auth hook (``graphs/server_auth.py``, ``langgraph.json``'s
+Thread owners are checked by LangGraph's own auth hook (``service/server_auth.py``, ``langgraph.json``'s
 ``auth``): callers send ``Authorization: Bearer <key>`` with keys from ``HARNESS_API_KEYS``, read and run only
 their own threads, and a run acts for its caller. What the ``Harness`` service adds around the graph is not
 here: message cleaning and length checks, per-thread ordering, the transcript store, and marking a handoff

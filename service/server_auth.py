@@ -1,5 +1,5 @@
 """Who may read and run which thread on the LangGraph server: LangGraph's own auth hook (``langgraph.json``
-``"auth": {"path": "./graphs/server_auth.py:auth"}``), enforced by the server itself.
+``"auth": {"path": "./service/server_auth.py:auth"}``), enforced by the server itself.
 
 Callers authenticate as for ``harness serve``: ``HARNESS_API_KEYS=key=U001,key2=U002`` maps bearer keys
 (``Authorization: Bearer <key>``) to users; the user ``@agent`` is the human-agent desk. Without a key, or
@@ -22,7 +22,7 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
-AGENT = "@agent"  # the human-agent desk, as in graphs.service
+AGENT = "@agent"  # the human-agent desk, as in service.http
 OWNER = "owner"
 
 auth = Auth()
@@ -56,7 +56,7 @@ async def role_of(identity: str) -> str | None:
 
     def lookup() -> str | None:
         from lg_harness.core.domain import load_domain
-        from lg_harness.graphs import server
+        from lg_harness.service import server
 
         pack = load_domain(None)
         found = pack.user(identity, server.backends_for(pack, server.data_dir()))

@@ -1,8 +1,8 @@
 """The desk's pages on the HTTP service: threads at ``/``, a thread, a message's trace, the handoff queue, the
-design's graph and the operator figures, behind the service's own authentication (``graphs.desk.auth``).
+design's graph and the operator figures, behind the service's own authentication (``service.desk.auth``).
 
 A browser signs in once with a desk key (``/desk/login``), kept in an ``HttpOnly`` cookie; behind a proxy
-that sets the desk header, no sign-in is needed. Pages are rendered on the server (``graphs.desk.pages``);
+that sets the desk header, no sign-in is needed. Pages are rendered on the server (``service.desk.pages``);
 the buttons call the JSON routes with the page's CSRF token (``assets/desk.js``).
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import Request
-from lg_harness.graphs.desk import ops, pages
-from lg_harness.graphs.desk.auth import AGENT, COOKIE, agent_of, csrf_token
+from lg_harness.service.desk import ops, pages
+from lg_harness.service.desk.auth import AGENT, COOKIE, agent_of, csrf_token
 
 ASSETS = Path(__file__).with_name("assets")
 COOKIE_MAX_AGE = 12 * 3600  # a working day; then the agent signs in again

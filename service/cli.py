@@ -334,8 +334,8 @@ def recorded_threads(data_dir: Path) -> Iterator[Any]:
     from lg_harness.memory.transcript import TranscriptStore
 
     if STORAGE["database_url"]:
-        from lg_harness.graphs.pgdb import migrate, open_pool
         from lg_harness.memory.pg_stores import PgTranscriptStore
+        from lg_harness.service.pgdb import migrate, open_pool
 
         pool = open_pool(STORAGE["database_url"], max_size=1)
         try:
@@ -481,7 +481,7 @@ def demo(scratch: Annotated[Path | None, typer.Option("--data-dir", help="run he
          = "sim:clean", domain: DomainOpt = None,
          json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A scripted conversation that shows each phase, the tool calls and the checkpoints."""
-    from lg_harness.graphs.demo import run_demo
+    from lg_harness.service.demo import run_demo
 
     # Not named data_dir: the shared error wrapper would set up tracing in that folder before it is checked.
     report = run_demo(scratch, design, model, console=None if json_out else out, domain=domain_spec(domain))
@@ -867,7 +867,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           domain: DomainOpt = None, debug: DebugOpt = False) -> None:
     """The HTTP service and the web desk at / (OpenAPI docs at /docs); customers authenticate by
     HARNESS_API_KEYS or HARNESS_TRUSTED_USER_HEADER, the desk by HARNESS_DESK_KEYS (docs/desk.md)."""
-    from lg_harness.graphs.serve import serve as run_serve
+    from lg_harness.service.serve import serve as run_serve
 
     run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model,
               domain=domain_spec(domain),
@@ -894,8 +894,8 @@ def prune(older_than: Annotated[str, typer.Option("--older-than", help="threads 
           debug: DebugOpt = False) -> None:
     """Retention: delete threads idle longer than --older-than (or, with --keep-latest, their old checkpoints).
     Threads waiting for or held by a human are kept unless --include-human; on a terminal it asks first."""
-    from lg_harness.graphs.prune import parse_age, plan
-    from lg_harness.graphs.prune import prune as run_prune
+    from lg_harness.service.prune import parse_age, plan
+    from lg_harness.service.prune import prune as run_prune
 
     age = parse_age(older_than)
     with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
@@ -963,7 +963,7 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None,
                  debug: DebugOpt = False) -> None:
     """Threads waiting for or held by a human: reason, ticket, who took it, the customer's last message (masked);
     the same list as GET /handoffs."""
-    from lg_harness.graphs.desk import ops
+    from lg_harness.service.desk import ops
 
     with open_harness(data_dir, "harness", "sim", domain, runs_messages=False) as h:
         queue = ops.queue(h)
@@ -979,7 +979,7 @@ def handoff_list(data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None,
 def handoff_take(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
                  domain: DomainOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Take a waiting or held thread: colleagues see it is yours (as POST /handoffs/{id}/take)."""
-    from lg_harness.graphs.desk import ops
+    from lg_harness.service.desk import ops
 
     with open_harness(data_dir, "harness", "sim", domain) as h:
         result = ops.take(h, desk_agent(agent), thread)
@@ -996,7 +996,7 @@ def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's
                   agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None,
                   json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Answer a waiting or held thread as the human agent; the human holds it until `handoff release`."""
-    from lg_harness.graphs.desk import ops
+    from lg_harness.service.desk import ops
 
     with open_harness(data_dir, "harness", "sim", domain) as h:
         result = ops.answer(h, desk_agent(agent), thread, message)
@@ -1013,7 +1013,7 @@ def handoff_reply(message: Annotated[str, typer.Argument(help="the human agent's
 def handoff_release(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir = DEFAULT_DATA_DIR,
                     domain: DomainOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Hand a thread you hold back to the bot; the customer's next message goes to it."""
-    from lg_harness.graphs.desk import ops
+    from lg_harness.service.desk import ops
 
     with open_harness(data_dir, "harness", "sim", domain) as h:
         result = ops.release(h, desk_agent(agent), thread)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lg_harness.graphs.fencing import Fence, Fences
+from lg_harness.service.fencing import Fence, Fences
 from lg_harness.tools.errors import HarnessError
 
 OPEN = ("queued", "running")

@@ -1,6 +1,6 @@
 """``harness serve``: the harness as an HTTP service (FastAPI on uvicorn), one or many worker processes.
 
-Every message goes through the per-thread queue (``graphs.leases``): the request adds a row, whichever
+Every message goes through the per-thread queue (``service.leases``): the request adds a row, whichever
 worker's executor holds the thread's lease serves it, and the request waits for the row's outcome (or streams
 its node events as server-sent events). So several workers behind one port, or several machines on one
 Postgres, serve each thread one message at a time in arrival order, and a message whose worker dies is
@@ -14,7 +14,7 @@ default 2), ``HARNESS_BUSY_POLICY`` (``enqueue`` | ``reject`` | ``interrupt``).
 Authentication (one of them is required): ``HARNESS_API_KEYS`` maps keys to users, ``key=U001,key2=U002``,
 sent as ``Authorization: Bearer <key>``. Or ``HARNESS_TRUSTED_USER_HEADER`` names a header a proxy in front sets
 to the authenticated user id. The desk (handoffs, every thread, the web desk at ``/``) signs in with keys of its
-own, ``HARNESS_DESK_KEYS=key=alice``, or a header believed only from configured proxies (``graphs.desk.auth``).
+own, ``HARNESS_DESK_KEYS=key=alice``, or a header believed only from configured proxies (``service.desk.auth``).
 The user never comes from the request body, and no header a client sets makes it the desk.
 """
 
@@ -33,10 +33,10 @@ from typing import Any
 
 from fastapi import Request
 from lg_harness.core.domain import default_domain
-from lg_harness.graphs import http_guard
-from lg_harness.graphs.http_guard import unknown_thread
-from lg_harness.graphs.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.graphs.model_health import ModelUnavailable
+from lg_harness.service import http_guard
+from lg_harness.service.http_guard import unknown_thread
+from lg_harness.service.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.tools.errors import HarnessError
 
 AGENT = "@agent"
@@ -72,7 +72,7 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> Settings:
-        from lg_harness.graphs.desk.auth import desk_settings, parse_keys
+        from lg_harness.service.desk.auth import desk_settings, parse_keys
 
         env = os.environ
         keys = parse_keys("HARNESS_API_KEYS", env.get("HARNESS_API_KEYS", ""))
@@ -228,7 +228,7 @@ class Runtime:
         if claim.kind == "finish":
             return h.finish(thread, p.get("checkpoint_id"))
         if claim.kind == "human_reply":
-            from lg_harness.graphs.desk import ops
+            from lg_harness.service.desk import ops
 
             return ops.answer(h, p.get("agent") or AGENT, thread, p["text"])
         snapshot = h.graph.get_state(h.config(thread))
@@ -312,9 +312,9 @@ class Api:
         return self.state["runtime"]
 
     def caller(self, request: Request) -> str:
-        """The user id, or ``AGENT`` for the desk (``graphs.desk.auth``: never from a header a client sets)."""
+        """The user id, or ``AGENT`` for the desk (``service.desk.auth``: never from a header a client sets)."""
         from fastapi import HTTPException
-        from lg_harness.graphs.desk.auth import identify
+        from lg_harness.service.desk.auth import identify
 
         s = self.settings
         if (user := identify(s, request)) is not None:
@@ -365,7 +365,7 @@ class Api:
 
 
 def create_app(settings: Settings | None = None) -> Any:
-    """The ASGI app (``uvicorn --factory lg_harness.graphs.service:create_app``); OpenAPI docs at ``/docs``."""
+    """The ASGI app (``uvicorn --factory lg_harness.service.http:create_app``); OpenAPI docs at ``/docs``."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
@@ -384,7 +384,7 @@ def create_app(settings: Settings | None = None) -> Any:
             waiters.task.cancel()
             await asyncio.to_thread(runtime.close)
 
-    # docs_url=None: Swagger UI is served from the installed package, not a CDN (graphs.desk.api).
+    # docs_url=None: Swagger UI is served from the installed package, not a CDN (service.desk.api).
     app = FastAPI(title="lg-harness", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="The harness as an HTTP service: messages, node events, threads, handoffs, "
                               "and the web desk at /.")
@@ -397,7 +397,7 @@ def create_app(settings: Settings | None = None) -> Any:
     _message_routes(app, api)
     _thread_routes(app, api)
     _ops_routes(app, api)
-    from lg_harness.graphs.desk.api import add_desk
+    from lg_harness.service.desk.api import add_desk
 
     add_desk(app, api)
     return app
@@ -444,7 +444,7 @@ def _message_routes(app: Any, api: Api) -> None:
 
 def _thread_routes(app: Any, api: Api) -> None:
     from fastapi import Body, Depends
-    from lg_harness.graphs.cli import _public_state as public_state
+    from lg_harness.service.cli import _public_state as public_state
 
     @app.get("/threads/{thread_id}/history", summary="The thread's checkpoints, as `harness history --json`")
     async def history(thread_id: str, user: str = Depends(api.caller)) -> Any:
@@ -476,8 +476,8 @@ def _thread_routes(app: Any, api: Api) -> None:
                 h.fork(thread_id, checkpoint_id)
                 st = h.state(thread_id)
             if user == AGENT:  # every desk action is audited under the agent's name
-                from lg_harness.graphs.desk import ops
-                from lg_harness.graphs.desk.auth import agent_of
+                from lg_harness.service.desk import ops
+                from lg_harness.service.desk.auth import agent_of
 
                 ops.note_fork(h, agent_of(request), thread_id, checkpoint_id)
             return {"thread_id": thread_id, "domain": h.domain.name, "checkpoint_id": st["checkpoint_id"],
@@ -504,7 +504,7 @@ def _ops_routes(app: Any, api: Api) -> None:
 
     @app.get("/handoffs", summary="Threads waiting for and held by a human, as `harness handoff list --json`")
     async def handoffs(user: str = Depends(agent)) -> Any:
-        from lg_harness.graphs.desk import ops
+        from lg_harness.service.desk import ops
 
         return await asyncio.to_thread(ops.queue, api.rt.harness)
 
@@ -512,8 +512,8 @@ def _ops_routes(app: Any, api: Api) -> None:
               "until `release`")
     async def handoff_reply(thread_id: str, request: Request, text: str = Body(embed=True),
                             user: str = Depends(agent)) -> Any:
-        from lg_harness.graphs.desk import ops
-        from lg_harness.graphs.desk.auth import agent_of
+        from lg_harness.service.desk import ops
+        from lg_harness.service.desk.auth import agent_of
 
         who = agent_of(request)
         await asyncio.to_thread(ops.check_holder, api.rt.harness, who, thread_id)  # 409 at once, not in the queue

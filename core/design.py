@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from lg_harness.core.design_sources import design_source
 from lg_harness.core.knobs import Knobs, off_value
 from lg_harness.core.routing import design_rules
 from pydantic import BaseModel, ConfigDict, Field
@@ -127,15 +128,14 @@ def ablations(design: Design) -> list[Design]:
 
 def load_design(name_or_path: str | Path) -> Design:
     """A preset by name, a design file (.yaml/.yml/.toml/.json), ``<design>-no:<knob>`` /
-    ``<design>-with:<role>=<variant>`` (one knob or one part of a design changed), or ``peer:<framework>``
-    (a real framework's agent, see ``lg_harness.peers``)."""
+    ``<design>-with:<role>=<variant>`` (one knob or one part of a design changed), or ``<prefix>:<name>`` from
+    a registered source (``core.design_sources``), e.g. ``peer:<framework>``, a real framework's agent."""
     key = str(name_or_path)
     if key in PRESETS:
         return PRESETS[key].model_copy(deep=True)
-    if key.startswith("peer:"):  # a real framework's row (lg_harness.peers); runs only in compare
-        from lg_harness.peers import peer_design
-
-        return peer_design(key)
+    source = design_source(key)  # e.g. peer: a real framework's row (lg_harness.peers); runs only in compare
+    if source is not None:
+        return source(key)
     if NO in key:
         base, _, knob = key.rpartition(NO)
         return ablation(load_design(base), knob)

@@ -4,7 +4,8 @@ One setting picks the backend. Without a database URL everything lives in the da
 transcripts, the audit log, the change ledger, facts, an embedded Chroma, and per-thread order through ``graphs.ordering``
 (one machine). With ``HARNESS_DATABASE_URL=postgresql://...`` (or ``--database-url``) checkpoints go to
 LangGraph's ``PostgresSaver`` on a psycopg pool, and transcripts, facts, the audit log, the change ledger, the handoff queue
-and per-thread leases to tables beside them, migrated on start (``service.pgdb``). Long-term experiences then
+and per-thread leases to tables beside them, migrated on start (``service.postgres``, the opener registered
+for the scheme in the ``lg_harness.stores`` entry points). Long-term experiences then
 go to a Chroma server (``HARNESS_CHROMA_URL=http://host:port``): several writer processes are not safe on one
 embedded Chroma folder, and the Postgres alternative (pgvector) is an extension Debian's PostgreSQL 15 does
 not ship, so a Chroma server keeps the same store, embedder and ranking with nothing to compile.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,6 +33,7 @@ from lg_harness.tools.errors import HarnessError
 DATABASE_ENV = "HARNESS_DATABASE_URL"
 CHROMA_ENV = "HARNESS_CHROMA_URL"
 LEASE_TTL_ENV = "HARNESS_LEASE_TTL"
+STORES_GROUP = "lg_harness.stores"  # entry points: a database URL's scheme -> its opener (pyproject.toml)
 
 
 def settings_from_env(database_url: str | None = None, chroma_url: str | None = None) -> tuple[str | None, str | None]:
@@ -118,13 +121,13 @@ def open_stores(data_dir: Path | None, database_url: str | None = None, chroma_u
         if chroma_url:
             stores._chroma = chroma_client(chroma_url)
         if database_url:
-            _open_postgres(stores, database_url, lease_ttl)
+            open_database(stores, database_url, lease_ttl)
             return stores
         path = (lambda name: str(data_dir / name)) if data_dir is not None else (lambda name: ":memory:")
         stores.checkpointer = sqlite_checkpointer(stores, data_dir)
-        stores.transcripts = _own(stores, TranscriptStore(path("transcripts.sqlite")))
-        stores.audit = _own(stores, AuditLog.in_dir(data_dir)) if data_dir is not None else None
-        stores.ledger = _own(stores, SqliteLedger(path("ledger.sqlite")))
+        stores.transcripts = own(stores, TranscriptStore(path("transcripts.sqlite")))
+        stores.audit = own(stores, AuditLog.in_dir(data_dir)) if data_dir is not None else None
+        stores.ledger = own(stores, SqliteLedger(path("ledger.sqlite")))
         stores.order = ThreadOrder(data_dir / "locks" if data_dir else None)
         return stores
     except BaseException:
@@ -144,14 +147,15 @@ def open_thread_stores(data_dir: Path, database_url: str | None = None) -> Store
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         stores.checkpointer = sqlite_checkpointer(stores, data_dir)
-        stores.transcripts = _own(stores, TranscriptStore(str(data_dir / "transcripts.sqlite")))
+        stores.transcripts = own(stores, TranscriptStore(str(data_dir / "transcripts.sqlite")))
         return stores
     except BaseException:
         stores.close()
         raise
 
 
-def _own(stores: Stores, resource: Any) -> Any:
+def own(stores: Stores, resource: Any) -> Any:
+    """``resource``, which ``stores.close()`` closes (a store backend's opener hands over what it opens)."""
     stores._owned.append(resource)
     return resource
 
@@ -164,7 +168,7 @@ def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
         return InMemorySaver()
     check_checkpoint_store(data_dir)
     try:
-        conn = _own(stores, sqlite3.connect(str(data_dir / "checkpoints.sqlite"), check_same_thread=False, timeout=30))
+        conn = own(stores, sqlite3.connect(str(data_dir / "checkpoints.sqlite"), check_same_thread=False, timeout=30))
         saver = SqliteSaver(conn)
         saver.setup()
         # A commit waits for no disk flush (the data dir's transcripts, audit log and facts do the same): the
@@ -179,22 +183,12 @@ def sqlite_checkpointer(stores: Stores, data_dir: Path | None) -> Any:
                            "move the broken file away or use another --data-dir") from err
 
 
-def _open_postgres(stores: Stores, url: str, lease_ttl: float) -> None:
-    from lg_harness.memory.pg_stores import PgFactStore, PgTranscriptStore
-    from lg_harness.obs.pg_audit import PgAuditLog
-    from lg_harness.service.fencing import FencedPostgresSaver, Fences
-    from lg_harness.service.leases import LeaseOrder, ThreadQueue
-    from lg_harness.service.pgdb import migrate, open_pool
-    from lg_harness.tools.ledger import PgLedger
-
-    stores.backend = "postgres"
-    stores.pool = _own(stores, open_pool(url))
-    fences = stores.fences = Fences()  # every commit point of a claimed message checks its generation
-    stores.checkpointer = FencedPostgresSaver(stores.pool, fences)
-    migrate(stores.pool, stores.checkpointer)
-    stores.transcripts = PgTranscriptStore(stores.pool, fences)
-    stores.audit = PgAuditLog(stores.pool)
-    stores.ledger = PgLedger(stores.pool)
-    stores._facts = PgFactStore(stores.pool)
-    stores.queue = ThreadQueue.postgres(stores.pool, ttl=lease_ttl, fences=fences)
-    stores.order = LeaseOrder(stores.queue)
+def open_database(stores: Stores, url: str, lease_ttl: float) -> None:
+    """Fill ``stores`` on the database ``url`` names, with the opener registered for its scheme: the
+    service's Postgres (``service.postgres``) is one, found without this layer importing the service."""
+    openers = {ep.name: ep for ep in entry_points(group=STORES_GROUP)}
+    scheme = url.split(":", 1)[0]
+    if scheme not in openers:
+        known = " or ".join(f"{name}://" for name in sorted(openers)) or "nothing (no store backend installed)"
+        raise HarnessError(f"--database-url must start with {known}, got '{url}'")
+    openers[scheme].load()(stores, url, lease_ttl)

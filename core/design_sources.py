@@ -1,0 +1,30 @@
+"""Designs that other packages provide, by prefix: ``peer:langchain`` is what the ``peer`` source makes of it.
+
+A package registers a source in the ``lg_harness.designs`` entry point group: the entry's name is the prefix
+before the colon, its object a function from the whole name to a ``Design``. The peers register ``peer``
+(pyproject.toml); a package of one's own named designs registers the same way. So ``load_design`` reaches
+designs the core never imports, and the core stays below the packages that build on it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+GROUP = "lg_harness.designs"
+
+
+@functools.cache  # read once: every ablation's name has a colon, and reading the installed metadata is slow
+def design_sources() -> dict[str, Any]:
+    """The registered sources' entry points, by prefix (unloaded: loading one imports its package)."""
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+def design_source(name: str) -> Callable[[str], Any] | None:
+    """The function that makes ``name`` (``<prefix>:<rest>``) into a design, or None when no source has
+    the prefix (then the name is a preset, an ablation or a file)."""
+    prefix, sep, _ = name.partition(":")
+    entry = design_sources().get(prefix) if sep else None
+    return entry.load() if entry is not None else None

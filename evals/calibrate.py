@@ -25,12 +25,12 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from lg_harness.core.domain import Domain
+from lg_harness.evals.probe import Probe
 from lg_harness.evals.probe_errors import ERROR_KINDS
 from lg_harness.evals.scenario import Scenario, load_scenarios, split_of
 from lg_harness.evals.stats import wilson
@@ -48,16 +48,6 @@ _FILLER_Q = ["Can you tell me more about how this works?", "What are your openin
 _FILLER_A = ("Sure. In short, each request is handled in the order it arrives, and you get an update by "
              "email as soon as anything changes. If you need more detail, just ask and I will explain it.")
 _TRANSIENT = json.dumps({"error": "service temporarily unavailable, please try again later"})
-
-
-@dataclass
-class Probe:
-    kind: str
-    domain: str
-    scenario: str
-    messages: list[BaseMessage]
-    tools: list[dict[str, Any]]
-    expect: dict[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------ building

@@ -46,15 +46,10 @@ class Task:
         if self.domain != "shop":  # so the shop's cells of earlier runs keep their fingerprints
             inputs["domain"] = self.domain
         if self.model.startswith("sim"):  # "sim" names whatever profile is the default: pin the profiles' text
+            from simlm.faults import profiles_digest
+
             inputs["profiles"] = profiles_digest()
         return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def profiles_digest() -> str:
-    """The sim's fault profiles as they are now (both files), so a refit or an edit reruns the sim's cells."""
-    from simlm.faults import FITTED_FILE, PROFILE_FILE
-
-    return hashlib.sha256(b"".join(f.read_bytes() for f in (PROFILE_FILE, FITTED_FILE) if f.exists())).hexdigest()[:16]
 
 
 def _work(task: Task) -> dict[str, Any]:

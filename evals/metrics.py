@@ -29,8 +29,8 @@ from typing import Any
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.evals import pooled, reply_quality, stats
 from lg_harness.evals.ablations import parse as parse_ablation
+from lg_harness.evals.clusters import cluster_of
 from lg_harness.evals.scenario import Scenario, TurnExpect, split_of
-from lg_harness.evals.stats import cluster_of
 from lg_harness.evals.world import counted, judge_outcome
 from pydantic import ValidationError as SchemaError
 

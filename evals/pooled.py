@@ -2,7 +2,7 @@
 
 A metric is ``sum(num) / sum(den)`` over a design's cells (runs of one scenario with one seed): successes
 over runs, valid calls over calls, tokens over messages. Keeping the sums per cluster (see
-:func:`evals.stats.cluster_of`) is all the bootstrap needs, and all the report needs to pair two designs
+:func:`evals.clusters.cluster_of`) is all the bootstrap needs, and all the report needs to pair two designs
 on any metric later. Every seed of a scenario is in the scenario's cluster, so the seeds add runs to a
 cluster instead of being the unit of the interval.
 """

@@ -23,6 +23,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from lg_harness.core.domain import Domain
+from lg_harness.evals.probe import Probe
 from lg_harness.evals.scenario import Scenario
 from lg_harness.tools.executor import ToolOutcome
 
@@ -63,8 +64,6 @@ def _id_key(args: dict[str, Any]) -> str | None:
 
 def _probe(domain: Domain, s: Scenario, kind: str, call: tuple[str, dict[str, Any]], content: str,
            tools: list[dict[str, Any]], user: str | None = None) -> Any:
-    from lg_harness.evals.calibrate import Probe
-
     name, args = call
     made = {"name": name, "args": dict(args), "id": "call_probe_1", "type": "tool_call"}
     return Probe("repeat", domain.name, s.id,

@@ -249,9 +249,7 @@ def _split_line(summary: Summary) -> str:
 def model_lines(models: list[str]) -> list[str]:
     """Which model judged, and for the sim its profile: the files' digest, and whether any rate was set to
     land on a target figure ("calibrated") rather than measured or sourced."""
-    from lg_harness.evals.compare import profiles_digest
-
-    from simlm.faults import default_profile_name, profile
+    from simlm.faults import default_profile_name, profile, profiles_digest
 
     lines = []
     for spec in models:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from lg_harness.evals.clusters import cluster_of
 from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -142,21 +143,13 @@ def _load_file(f: Path) -> list[Scenario]:
         raise HarnessError(f"cannot read scenarios from {f}: {err}") from err
 
 
-# A scenario's kind for sampling: its rarest, most telling tag first.
-KIND_ORDER = ("long", "injection", "unicode", "tool-faults", "correction", "negation", "confirmation", "role",
-              "adversarial",
-              "slot-filling", "handoff", "referential", "multi-turn", "single")
-
-
 def spread(scenarios: list[Scenario], k: int) -> list[Scenario]:
     """``k`` scenarios that cover the suite: round-robin over scenario kinds (the clusters the report's
-    intervals resample, :func:`evals.stats.cluster_of`), alternating languages inside each kind.
+    intervals resample, :func:`evals.clusters.cluster_of`), alternating languages inside each kind.
 
     Covering as many kinds as possible matters more than covering tags: an interval over few clusters is
     wide, and a subset that leaves templates out says nothing about them.
     """
-    from lg_harness.evals.stats import cluster_of  # stats reads KIND_ORDER from here
-
     groups: dict[str, dict[str, list[Scenario]]] = {}
     for s in scenarios:
         groups.setdefault(cluster_of(s), {}).setdefault(s.lang, []).append(s)

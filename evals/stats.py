@@ -2,7 +2,7 @@
 
 Why clusters: scenarios made from one template (or written about one behaviour) tend to succeed or fail
 together, so counting 336 scenarios as 336 independent draws overstates how sure a figure is. The unit of
-resampling is the scenario's *kind* (:func:`cluster_of`); every seed and every turn of a scenario stays in
+resampling is the scenario's *kind* (:func:`evals.clusters.cluster_of`); every seed and every turn of a scenario stays in
 its cluster. A figure is a pooled ratio (sum of a numerator over sum of a denominator: successes over runs,
 valid calls over calls, tokens over messages), and its interval is the 2.5th-97.5th percentile of that ratio
 over ``RESAMPLES`` resamples of the clusters with replacement. Paired differences resample the clusters
@@ -14,12 +14,10 @@ The RNG seed is fixed: the same records give the same intervals on every run and
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from lg_harness.evals.scenario import KIND_ORDER  # the rarest, most telling tag first
 from scipy.stats import norm
 
 RESAMPLES = 2000
@@ -28,39 +26,6 @@ LEVEL = 0.95
 MIN_CLUSTERS = 5
 """A proportion that rests on fewer clusters than this gets a Wilson interval on its pooled count instead:
 resampling two or three clusters says almost nothing about the spread (one cluster gives a zero width)."""
-
-# A generated scenario id: <prefix>-<template>-<lang>-<number> (domains/*/generate.py).
-_GENERATED = re.compile(r"^(?P<family>.+)-(?:en|zh)-\d+$")
-# Tags that say nothing about a scenario's kind: its provenance, language and shape.
-_NOT_A_KIND = frozenset({"handwritten", "heldout", "held-out", "en", "zh", "single", "multi-turn"})
-
-
-def _field(scenario: Any, name: str) -> Any:
-    return scenario.get(name) if isinstance(scenario, Mapping) else getattr(scenario, name, None)
-
-
-def cluster_of(scenario: Any) -> str:
-    """The scenario's kind, the unit the bootstrap resamples. The rule, first match wins:
-
-    1. A handwritten scenario (tag ``handwritten``) clusters by its first kind tag, ``hw:<tag>``: the first
-       tag of ``KIND_ORDER`` it carries (its literal first tag is ``handwritten`` for every one of them and
-       the next is its language, so neither says what it is about), e.g. ``hw:injection``, ``hw:single``.
-    2. A generated scenario's id names its template: ``gen-order_status-en-0003`` is ``gen-order_status``,
-       ``hd-reset-flow-zh-02`` is ``hd-reset-flow``. Both languages of a template are one cluster: they share
-       the template's structure, tools and expectations.
-    3. Anything else (a user's own file): its first tag that is not provenance, language or shape, else its
-       own id (a cluster of one: the bootstrap then resamples scenarios).
-
-    Accepts a ``Scenario``, its dict form, or a cell/record with ``scenario`` (the id) and ``tags``.
-    """
-    sid = str(_field(scenario, "id") or _field(scenario, "scenario") or "")
-    tags = list(_field(scenario, "tags") or [])
-    if "handwritten" in tags:
-        return "hw:" + next((t for t in KIND_ORDER if t in tags), "single")
-    if match := _GENERATED.match(sid):
-        return match["family"]
-    return next((t for t in tags if t not in _NOT_A_KIND), sid)
-
 
 # ------------------------------------------------------------------------------------------- intervals
 

@@ -22,6 +22,13 @@ START = "__start__"
 BRANCH = "branch:to:"
 
 
+def public_state(values: dict[str, Any]) -> dict[str, Any]:
+    """The part of a thread's state shown to its user (``harness state``, the HTTP service's history)."""
+    keep = ("phase", "intent", "slots", "missing_slots", "fact_card", "constraints", "summary", "turn",
+            "turn_stats", "user", "handoff", "reply")
+    return {k: values.get(k) for k in keep}
+
+
 @dataclass
 class Checkpoint:
     checkpoint_id: str

@@ -194,6 +194,8 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
          model: ModelOpt = "sim", domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None,
          debug: DebugOpt = False) -> None:
     """An interactive conversation (/help, /state, /history, /quit)."""
+    from lg_harness.graphs.thread_history import public_state
+
     with open_harness(data_dir, design, model, domain) as h:
         user = caller(h, user)
         err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /help for commands, /quit to leave")
@@ -216,7 +218,7 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
                 continue
             if command == "/state":
                 try:
-                    out.print_json(json.dumps(_public_state(h.state(thread)["values"]), ensure_ascii=False,
+                    out.print_json(json.dumps(public_state(h.state(thread)["values"]), ensure_ascii=False,
                                               default=str))
                 except HarnessError as exc:  # a thread with no message yet
                     err.print(f"error: {exc}", markup=False)
@@ -239,12 +241,6 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
 
 CHAT_HELP = ("commands: /help this list; /state where the thread stands; /history its transcript; /quit (or "
              "/exit) leave; start a message with // to send text that begins with /")
-
-
-def _public_state(values: dict[str, Any]) -> dict[str, Any]:
-    keep = ("phase", "intent", "slots", "missing_slots", "fact_card", "constraints", "summary", "turn",
-            "turn_stats", "user", "handoff", "reply")
-    return {k: values.get(k) for k in keep}
 
 
 @app.command()
@@ -297,6 +293,8 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
            user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Show where a thread stands; with --checkpoint, fork it so the next run continues from there; with
     --finish, complete the message the thread stopped in, with the design, model and domain it ran with."""
+    from lg_harness.graphs.thread_history import public_state
+
     if finish:
         design, model = thread_setup(data_dir, thread, design, model)
     domain = domain or thread_domain(data_dir, thread)
@@ -309,7 +307,7 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
         state = h.state(thread)
         domain_name = h.domain.name
     summary = {"thread_id": thread, "domain": domain_name, "checkpoint_id": state["checkpoint_id"],
-               "forked_from": checkpoint, "next": state["next"], **_public_state(state["values"])}
+               "forked_from": checkpoint, "next": state["next"], **public_state(state["values"])}
     if json_out:
         emit_json(summary)
         return

@@ -35,11 +35,10 @@ from fastapi import Request
 from lg_harness.core.domain import default_domain
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.service import http_guard
-from lg_harness.service.http_guard import unknown_thread
+from lg_harness.service.http_guard import AGENT, unknown_thread
 from lg_harness.service.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.tools.errors import HarnessError
 
-AGENT = "@agent"
 RESULT_STATES = ("done", "failed", "cancelled", "abandoned")
 UNAVAILABLE = "model_unavailable"  # marks a failed message whose model never answered
 
@@ -444,7 +443,7 @@ def _message_routes(app: Any, api: Api) -> None:
 
 def _thread_routes(app: Any, api: Api) -> None:
     from fastapi import Body, Depends
-    from lg_harness.service.cli import _public_state as public_state
+    from lg_harness.graphs.thread_history import public_state
 
     @app.get("/threads/{thread_id}/history", summary="The thread's checkpoints, as `harness history --json`")
     async def history(thread_id: str, user: str = Depends(api.caller)) -> Any:

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from lg_harness.graphs.thread_ids import check_thread_id
 from lg_harness.tools.errors import HarnessError
 
+AGENT = "@agent"  # the caller id of the human-agent desk (service.desk.auth sets it, never a client)
 IDENTITY_FIELDS = ("user_id", "user", "role")  # who the caller is comes from authentication, never the body
 MAX_ID = 2**63 - 1  # the largest row id either database stores
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
-AGENT = "@agent"  # the human-agent desk, as in service.http
+AGENT = "@agent"  # the human-agent desk, as in service.http_guard
 OWNER = "owner"
 
 auth = Auth()

@@ -35,6 +35,14 @@ import yaml
 
 PROFILE_FILE = Path(__file__).with_name("profiles.yaml")
 FITTED_FILE = Path(__file__).with_name("fitted.yaml")  # written by `harness calibrate --write`
+
+
+def profiles_digest() -> str:
+    """The fault profiles as they are now (both files): a harness's cached cells on the sim key on it, so a
+    refit or an edit reruns them."""
+    return hashlib.sha256(b"".join(f.read_bytes() for f in (PROFILE_FILE, FITTED_FILE) if f.exists())).hexdigest()[:16]
+
+
 MALFORMATIONS = ("id_drift", "wrong_type", "missing_required", "extra_key", "broken_json")
 
 

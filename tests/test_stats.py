@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.core.domain import load_domain
 from lg_harness.evals import stats
+from lg_harness.evals.clusters import cluster_of
 from lg_harness.evals.metrics import aggregate, arg_validity
 from lg_harness.evals.runner import tool_calls_of
 from lg_harness.evals.scenario import DEV_FRACTION, Scenario, load_scenarios, select_split, split_of
@@ -97,19 +98,19 @@ def test_percentile_interval_brackets_the_pooled_percentile():
 
 
 def test_cluster_is_the_template_for_generated_and_the_kind_for_handwritten():
-    assert stats.cluster_of({"id": "gen-order_status-en-0003", "tags": ["en", "single"]}) == "gen-order_status"
-    assert stats.cluster_of({"id": "gen-order_status-zh-0011", "tags": ["zh", "single"]}) == "gen-order_status"
-    assert stats.cluster_of({"id": "hd-reset-flow-zh-02", "tags": ["zh", "multi-turn"]}) == "hd-reset-flow"
+    assert cluster_of({"id": "gen-order_status-en-0003", "tags": ["en", "single"]}) == "gen-order_status"
+    assert cluster_of({"id": "gen-order_status-zh-0011", "tags": ["zh", "single"]}) == "gen-order_status"
+    assert cluster_of({"id": "hd-reset-flow-zh-02", "tags": ["zh", "multi-turn"]}) == "hd-reset-flow"
     hand = {"id": "hw-injection-03", "tags": ["handwritten", "zh", "single", "injection", "adversarial"]}
-    assert stats.cluster_of(hand) == "hw:injection"
-    assert stats.cluster_of({"id": "mine-1", "tags": ["en", "single", "billing"]}) == "billing"
-    assert stats.cluster_of({"id": "mine-2", "tags": ["en"]}) == "mine-2"
+    assert cluster_of(hand) == "hw:injection"
+    assert cluster_of({"id": "mine-1", "tags": ["en", "single", "billing"]}) == "billing"
+    assert cluster_of({"id": "mine-2", "tags": ["en"]}) == "mine-2"
 
 
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
 def test_every_shipped_scenario_has_a_cluster_that_groups_several(domain):
     suite = load_scenarios(load_domain(domain).scenario_path())
-    clusters = Counter(stats.cluster_of(s) for s in suite)
+    clusters = Counter(cluster_of(s) for s in suite)
     assert 20 <= len(clusters) < len(suite) / 3, clusters
 
 

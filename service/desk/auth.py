@@ -20,7 +20,7 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from lg_harness.service.http import AGENT
+from lg_harness.service.http_guard import AGENT
 from lg_harness.tools.errors import HarnessError
 
 COOKIE = "harness_desk"

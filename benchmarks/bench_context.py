@@ -20,7 +20,7 @@ SQLite checkpointer in a temporary data dir, and the run records:
 The script repeats, so the first 40 turns of the 200-turn thread are the 40-turn conversation: one thread
 per strategy gives both figures (same messages, same deterministic model, half the run time).
 
-Run ``python -m benchmarks.bench_context`` (or ``harness bench context [--domain NAME]``).
+Run ``python -m lg_harness.benchmarks.bench_context`` (or ``harness bench context [--domain NAME]``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ graph's own work (state, checkpoints, context assembly, tools) plus the simulato
 Both play the domain's bench script (``Domain.bench.graph_messages``, else its ``messages``; the shop's by
 default) as the domain's default user.
 
-Run ``python -m benchmarks.bench_graph`` (or ``harness bench graph [--domain NAME]``).
+Run ``python -m lg_harness.benchmarks.bench_graph`` (or ``harness bench graph [--domain NAME]``).
 """
 
 from __future__ import annotations

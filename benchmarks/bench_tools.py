@@ -11,7 +11,7 @@ Two figures, both measured in one run against a baseline from the same run:
 Both use tools of their own, so the figures are the harness's and hold for every domain; ``domain`` only
 checks that the domain loads and names it in the figures.
 
-Run ``python -m benchmarks.bench_tools`` (or ``harness bench tools [--domain NAME]``).
+Run ``python -m lg_harness.benchmarks.bench_tools`` (or ``harness bench tools [--domain NAME]``).
 """
 
 from __future__ import annotations

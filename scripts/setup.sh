@@ -25,7 +25,7 @@ done
 extra=""
 [ "$dev" = 1 ] && extra="[dev]"
 .venv/bin/python -m pip install -q -e ".${extra}" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import service.cli, langgraph, chromadb, sentence_transformers" || { echo "setup: install failed" >&2; exit 1; }
+.venv/bin/python -c "import lg_harness.service.cli, langgraph, chromadb, sentence_transformers" || { echo "setup: install failed" >&2; exit 1; }
 # The dev extra carries the peers extra: the peer frameworks' tests need them.
 [ "$dev" = 1 ] && { .venv/bin/python -c "import pydantic_ai, agents" || { echo "setup: the peers extra did not install" >&2; exit 1; }; }
 

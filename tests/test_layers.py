@@ -147,3 +147,22 @@ def test_each_folder_has_one_import_name(folder):
     out = subprocess.run([sys.executable, "-c", f"import {folder}"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode != 0 and f"import lg_harness.{folder}, not {folder}" in out.stderr, out.stderr
+
+
+def test_the_service_and_the_peers_register_through_entry_points():
+    """How the graph reaches Postgres and the core reaches peer designs without importing them."""
+    from importlib.metadata import entry_points
+
+    stores = {ep.name: ep.value for ep in entry_points(group="lg_harness.stores")}
+    designs = {ep.name: ep.value for ep in entry_points(group="lg_harness.designs")}
+    assert stores["postgresql"] == stores["postgres"] == "lg_harness.service.postgres:open_postgres"
+    assert designs["peer"] == "lg_harness.peers:peer_design"
+
+
+def test_a_database_url_of_no_registered_scheme_names_the_ones_there_are(tmp_path):
+    from lg_harness.graphs.storage import open_stores
+
+    from lg_harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match=r"must start with postgres:// or postgresql://, got 'mysql://"):
+        open_stores(tmp_path, "mysql://harness@127.0.0.1/harness")

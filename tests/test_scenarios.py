@@ -210,6 +210,6 @@ def test_committed_file_matches_a_fresh_generation(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.jsonl"
     generate.main(["--seed", str(generate.DEFAULT_SEED), "--out", str(fresh)])
     assert GENERATED.read_bytes() == fresh.read_bytes(), (
-        "domains/shop/scenarios/generated.jsonl is stale: run python -m domains.shop.generate --seed 11 "
+        "domains/shop/scenarios/generated.jsonl is stale: run python -m lg_harness.domains.shop.generate --seed 11 "
         "--out domains/shop/scenarios/generated.jsonl"
     )

@@ -1,6 +1,6 @@
 """Seeded scenario generator for the service desk: conversations built from the real seeded desk, en and zh.
 
-    python -m domains.helpdesk.generate --seed 5 --out domains/helpdesk/scenarios/generated.jsonl
+    python -m lg_harness.domains.helpdesk.generate --seed 5 --out domains/helpdesk/scenarios/generated.jsonl
 
 The desk is a fresh copy of the seeded database (``HelpdeskDB.fresh_copy()``, the desk's own seed 7), so
 every ticket number, status, asset tag, model, PIN, request id and article in a scenario is real. ``--seed``

@@ -1,6 +1,6 @@
 """Seeded scenario generator: conversations built from the real shop database, in English and Chinese.
 
-    python -m domains.shop.generate --seed 11 --out domains/shop/scenarios/generated.jsonl
+    python -m lg_harness.domains.shop.generate --seed 11 --out domains/shop/scenarios/generated.jsonl
 
 The shop is opened with ``ShopDB.open(":memory:")`` (the shop's own seed 7), so every order id, status,
 tracking number, product name, price and coupon in a scenario is real. ``--seed`` only picks which users,
@@ -677,7 +677,7 @@ def dumps(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m domains.shop.generate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lg_harness.domains.shop.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"generator seed (default {DEFAULT_SEED})")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSONL file to write")
     args = parser.parse_args(argv)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from lg_harness.core.design_sources import design_source
+from lg_harness.core.design_sources import design_source, design_sources
 from lg_harness.core.knobs import Knobs, off_value
 from lg_harness.core.routing import design_rules
 from pydantic import BaseModel, ConfigDict, Field
@@ -147,7 +147,9 @@ def load_design(name_or_path: str | Path) -> Design:
         return with_variant(load_design(base), role, variant)
     path = Path(key)
     if not path.suffix:
-        raise HarnessError(f"unknown design '{key}'; presets: {', '.join(PRESETS)}; or give a .yaml/.toml file")
+        sources = ", ".join(f"{prefix}:<name>" for prefix in design_sources()) or "none registered (pip install -e .)"
+        raise HarnessError(f"unknown design '{key}'; presets: {', '.join(PRESETS)}; from packages: {sources}; "
+                           "or give a .yaml/.toml file")
     if not path.is_file():
         raise HarnessError(f"design file not found: {path}")
     try:

@@ -188,7 +188,10 @@ def open_database(stores: Stores, url: str, lease_ttl: float) -> None:
     service's Postgres (``service.postgres``) is one, found without this layer importing the service."""
     openers = {ep.name: ep for ep in entry_points(group=STORES_GROUP)}
     scheme = url.split(":", 1)[0]
+    if not openers:  # an install from before the entry points were declared
+        raise HarnessError(f"no store backend is registered ({STORES_GROUP} entry points): reinstall the project "
+                           "(pip install -e .)")
     if scheme not in openers:
-        known = " or ".join(f"{name}://" for name in sorted(openers)) or "nothing (no store backend installed)"
+        known = " or ".join(f"{name}://" for name in sorted(openers))
         raise HarnessError(f"--database-url must start with {known}, got '{url}'")
     openers[scheme].load()(stores, url, lease_ttl)

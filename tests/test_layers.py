@@ -166,3 +166,13 @@ def test_a_database_url_of_no_registered_scheme_names_the_ones_there_are(tmp_pat
 
     with pytest.raises(HarnessError, match=r"must start with postgres:// or postgresql://, got 'mysql://"):
         open_stores(tmp_path, "mysql://harness@127.0.0.1/harness")
+
+
+def test_a_design_name_of_no_registered_source_lists_the_sources():
+    from lg_harness.core.design import load_design
+
+    from lg_harness.errors import HarnessError
+
+    assert load_design("peer:langchain").name == "peer:langchain"
+    with pytest.raises(HarnessError, match=r"unknown design 'nope:x'; .*from packages: peer:<name>"):
+        load_design("nope:x")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from lg_harness.core.design import PRESETS
 from lg_harness.core.domain import load_domain
+from lg_harness.evals import runner
 from lg_harness.evals.metrics import cell_metrics
 from lg_harness.evals.runner import run_cell
 from lg_harness.evals.scenario import Scenario
@@ -139,3 +140,27 @@ def test_the_runner_answers_the_question_and_the_metric_counts_unrequested_chang
     blind = run_cell(patient_design("layered"), asking, 1, MODEL)
     m = cell_metrics(blind, asking)
     assert not m["success"] and m["sums"]["unrequested_changes"] == 1, "the design without the knob cancelled"
+
+
+def test_a_customer_who_declined_answers_no_unless_the_script_says_otherwise():
+    """The scripted customer does not contradict themselves: one the scenario tags as declining answers the
+    confirmation question with a no, in their language, and nothing changes; one who asked for a change the
+    backend must refuse still means it (yes), so a missing check is not hidden by a polite no."""
+    order = u001_order("pending")
+    declining = scenario(f"Please cancel {order}", None, {"no_changes": True}).model_copy(
+        update={"tags": ["changed-mind", "negation"]})
+    rec = run_cell(patient_design(), declining, 1, MODEL)
+    [turn] = rec["turns"]
+    assert answer_to_confirmation(turn["confirmation"]["answer"]) == "no"
+    m = cell_metrics(rec, declining)
+    assert m["success"] and m["sums"]["unrequested_changes"] == 0
+
+    zh = declining.model_copy(update={"lang": "zh"})
+    assert answer_to_confirmation(runner.confirmation_answer(zh, zh.turns[0])) == "no"
+    refused = declining.model_copy(update={"tags": ["refused", "other-user"]})
+    assert runner.confirmation_answer(refused, refused.turns[0]) == "yes"
+    wants = scenario(f"Please cancel {order}", None, {}).model_copy(update={"tags": ["changed-mind"]})
+    assert runner.confirmation_answer(wants, wants.turns[0]) == "yes", "a turn that expects the change gets a yes"
+    own = scenario(f"Please cancel {order}", "yep go ahead", {"no_changes": True}).model_copy(
+        update={"tags": ["changed-mind"]})
+    assert runner.confirmation_answer(own, own.turns[0]) == "yep go ahead", "the script's own answer wins"

@@ -164,3 +164,18 @@ def test_a_customer_who_declined_answers_no_unless_the_script_says_otherwise():
     own = scenario(f"Please cancel {order}", "yep go ahead", {"no_changes": True}).model_copy(
         update={"tags": ["changed-mind"]})
     assert runner.confirmation_answer(own, own.turns[0]) == "yep go ahead", "the script's own answer wins"
+
+
+def test_a_change_the_outcome_asks_for_is_not_unrequested_though_the_turn_names_no_tool():
+    """Held-out scenarios say what the backend must show, not which calls make it: their requested change is
+    judged on the diff, and only a change on a turn that names its tools (or none) counts as unrequested."""
+    order = u001_order("pending")
+    wanted = Scenario.model_validate({
+        "id": "t-outcome", "user_id": "U001", "turns": [{"user": f"Please cancel {order}"}],
+        "outcome": {"changes": [{"table": "orders", "op": "update", "key": {"id": order},
+                                 "set": {"status": "cancelled"}}]}})
+    m = cell_metrics(run_cell(patient_design(), wanted, 1, MODEL), wanted)
+    assert m["success"] and m["sums"]["unrequested_changes"] == 0 and m["sums"]["wrong_changes"] == 0
+    unasked = wanted.model_copy(update={"outcome": None, "turns": [wanted.turns[0].model_copy(
+        update={"expect": wanted.turns[0].expect.model_copy(update={"tools": []})})]})
+    assert cell_metrics(run_cell(patient_design(), unasked, 1, MODEL), unasked)["sums"]["unrequested_changes"] == 1

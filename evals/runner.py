@@ -128,18 +128,33 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
             "lang": scenario.lang, "turns": turns, "fault_events": plan.events, "world": world.changes()}
 
 
-# What a scripted user answers when the harness asks to confirm a change it asked for.
+# What a scripted user answers when the harness asks to confirm a change: yes to a change they asked for,
+# no when they said they do not want one (a changed mind, a hypothetical, "check with me first, then no").
 CONFIRM_YES = {"en": "yes", "zh": "是的"}
+CONFIRM_NO = {"en": "no, don't do that", "zh": "不用了，先不要"}
+# Tags by which a scenario says its customer declines: with no change expected on the turn, such a customer
+# answers a confirmation question with no. Others who expect no change still mean what they asked for (a
+# refused cancel, someone else's order): they say yes, and the backend or the guard must stop the change.
+DECLINING_TAGS = frozenset({"changed-mind", "hypothetical", "said-no", "negation"})
+
+
+def confirmation_answer(scenario: Any, turn: Any) -> str:
+    """The scripted user's answer to "shall I go ahead?": the turn's ``confirm``, else what this customer
+    wants (no from one who declined the change on a turn that expects none, otherwise yes), in their language."""
+    if turn.confirm is not None:
+        return turn.confirm
+    declines = turn.expect.no_changes and bool(DECLINING_TAGS & set(scenario.tags))
+    return (CONFIRM_NO if declines else CONFIRM_YES).get(scenario.lang, "no" if declines else "yes")
 
 
 def _play(h: Harness, scenario: Any, index: int, turn: Any, before: tuple[float, float], plan: FaultPlan,
           clock: VirtualClock) -> dict[str, Any]:
-    """One scenario turn; when the harness asks to confirm a change, the user's answer (the turn's
-    ``confirm``, else yes) is part of the same turn: its calls, tokens and latency count here."""
+    """One scenario turn; when the harness asks to confirm a change, the user's answer
+    (``confirmation_answer``) is part of the same turn: its calls, tokens and latency count here."""
     record = _send(h, scenario, index, turn.user, before, plan, clock)
     if "error" in record or not h.last_values.get("pending_change"):
         return record
-    answer = turn.confirm if turn.confirm is not None else CONFIRM_YES.get(scenario.lang, "yes")
+    answer = confirmation_answer(scenario, turn)
     second = _send(h, scenario, index, answer, (plan.virtual_elapsed[0], clock.now), plan, clock)
     if "error" in second:
         return {**record, "error": second["error"]}

@@ -54,7 +54,9 @@ class Turn(BaseModel):
     user: str
     expect: TurnExpect = Field(default_factory=TurnExpect)
     confirm: str | None = Field(None, description="what the user answers if the harness asks to confirm a change "
-                                "(default: yes in the scenario's language; the user who asked for it means it)")
+                                "(default: yes in the scenario's language, the user who asked for it means it; "
+                                "no on a turn that expects no change in a scenario tagged changed-mind, "
+                                "hypothetical, said-no or negation)")
 
 
 class Change(BaseModel):

@@ -49,6 +49,7 @@ _PHRASES: dict[str, dict[str, str]] = {
         "en": "As you asked, I have not done that. Is there anything else I can help with?",
         "zh": "按照您的要求，我没有执行这个操作。还有什么可以帮您的吗？",
     },
+    "named": {"en": "What I have is {names}.", "zh": "我这边记录的是：{names}。"},
     "facts_changed": {
         "en": "Here is what I found: {facts}",
         "zh": "查询结果如下：{facts}",

@@ -20,6 +20,7 @@ from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, register_variant
 from lg_harness.nodes.customer_text import (
+    IDENTIFIER,
     customer_safe,
     dump_kind,
     errors_in_customer_words,
@@ -29,6 +30,7 @@ from lg_harness.nodes.customer_text import (
 )
 from lg_harness.nodes.fact_check import contradictions, corrected, results_of
 from lg_harness.nodes.money import with_currency
+from lg_harness.nodes.phrases import say
 from lg_harness.nodes.render_answer import render_answer
 from lg_harness.tools.entities import EntityType
 
@@ -125,12 +127,19 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
         text = None  # the second try says nothing of what the lookup found ("How can I help?"): not an answer
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and any(r.get("status") == "ok" for r in log)
-    foreign = text is not None and worked and wrong_language(text, lang)
-    if (text is None or foreign) and worked and may_regenerate:
+    # In another language than the customer's, with or without a result: an answer from the conversation
+    # ("the first order you gave me was…") reaches the customer in their language too.
+    foreign = text is not None and wrong_language(text, lang)
+    if ((text is None and worked) or foreign) and may_regenerate:
         # Small models often answer a result by asking for the same call again (written as text, since the
         # answer step offers no tools), or in English: one more try for words before the harness writes it.
         return draft, [NO_WORDS if text is None else WRONG_LANGUAGE.format(language=_LANGUAGES.get(lang, lang))]
-    if text is None or foreign:
+    if foreign and not worked:
+        # Nothing to render from: keep what the answer named (ids, codes), said in the customer's language.
+        named = IDENTIFIER.findall(text or "")
+        text = say("named", lang, deps.domain, names="、".join(named) if lang == "zh" else ", ".join(named)) \
+            if named else rendered(state, deps, lang)
+    elif text is None or foreign:
         text = rendered(state, deps, lang)
     text = with_currency(text, results, deps.domain.currency)
     found = contradictions(text, results, deps.domain.claims, deps.domain.currency, grounding_text(state))

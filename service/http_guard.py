@@ -51,7 +51,8 @@ def check_path(params: dict[str, Any]) -> None:
     if "message_id" in params:
         raw = str(params["message_id"])
         if not raw.isdigit() or int(raw) > MAX_ID:
-            raise HTTPException(404, f"unknown message {raw[:40]}: message ids are the numbers the service "
+            # repr: a newline or control character in the path stays visible and the reason stays one line
+            raise HTTPException(404, f"unknown message {raw[:40]!r}: message ids are the numbers the service "
                                 "returned as message_id")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from lg_harness.core.design import PRESETS
 from lg_harness.core.domain import load_domain
+from lg_harness.evals import runner
 from lg_harness.evals.metrics import cell_metrics
 from lg_harness.evals.runner import run_cell
 from lg_harness.evals.scenario import Scenario
@@ -139,3 +140,42 @@ def test_the_runner_answers_the_question_and_the_metric_counts_unrequested_chang
     blind = run_cell(patient_design("layered"), asking, 1, MODEL)
     m = cell_metrics(blind, asking)
     assert not m["success"] and m["sums"]["unrequested_changes"] == 1, "the design without the knob cancelled"
+
+
+def test_a_customer_who_declined_answers_no_unless_the_script_says_otherwise():
+    """The scripted customer does not contradict themselves: one the scenario tags as declining answers the
+    confirmation question with a no, in their language, and nothing changes; one who asked for a change the
+    backend must refuse still means it (yes), so a missing check is not hidden by a polite no."""
+    order = u001_order("pending")
+    declining = scenario(f"Please cancel {order}", None, {"no_changes": True}).model_copy(
+        update={"tags": ["changed-mind", "negation"]})
+    rec = run_cell(patient_design(), declining, 1, MODEL)
+    [turn] = rec["turns"]
+    assert answer_to_confirmation(turn["confirmation"]["answer"]) == "no"
+    m = cell_metrics(rec, declining)
+    assert m["success"] and m["sums"]["unrequested_changes"] == 0
+
+    zh = declining.model_copy(update={"lang": "zh"})
+    assert answer_to_confirmation(runner.confirmation_answer(zh, zh.turns[0])) == "no"
+    refused = declining.model_copy(update={"tags": ["refused", "other-user"]})
+    assert runner.confirmation_answer(refused, refused.turns[0]) == "yes"
+    wants = scenario(f"Please cancel {order}", None, {}).model_copy(update={"tags": ["changed-mind"]})
+    assert runner.confirmation_answer(wants, wants.turns[0]) == "yes", "a turn that expects the change gets a yes"
+    own = scenario(f"Please cancel {order}", "yep go ahead", {"no_changes": True}).model_copy(
+        update={"tags": ["changed-mind"]})
+    assert runner.confirmation_answer(own, own.turns[0]) == "yep go ahead", "the script's own answer wins"
+
+
+def test_a_change_the_outcome_asks_for_is_not_unrequested_though_the_turn_names_no_tool():
+    """Held-out scenarios say what the backend must show, not which calls make it: their requested change is
+    judged on the diff, and only a change on a turn that names its tools (or none) counts as unrequested."""
+    order = u001_order("pending")
+    wanted = Scenario.model_validate({
+        "id": "t-outcome", "user_id": "U001", "turns": [{"user": f"Please cancel {order}"}],
+        "outcome": {"changes": [{"table": "orders", "op": "update", "key": {"id": order},
+                                 "set": {"status": "cancelled"}}]}})
+    m = cell_metrics(run_cell(patient_design(), wanted, 1, MODEL), wanted)
+    assert m["success"] and m["sums"]["unrequested_changes"] == 0 and m["sums"]["wrong_changes"] == 0
+    unasked = wanted.model_copy(update={"outcome": None, "turns": [wanted.turns[0].model_copy(
+        update={"expect": wanted.turns[0].expect.model_copy(update={"tools": []})})]})
+    assert cell_metrics(run_cell(patient_design(), unasked, 1, MODEL), unasked)["sums"]["unrequested_changes"] == 1

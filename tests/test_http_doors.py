@@ -81,6 +81,11 @@ def test_a_customer_cannot_name_their_identity_or_role_in_the_body(client: TestC
     assert next(iter(field)) in reason
 
 
+def test_a_message_id_with_a_newline_is_a_one_line_404(client: TestClient) -> None:
+    reason = one_line_4xx(client.get("/messages/%0A", headers=A))
+    assert "message ids are the numbers" in reason
+
+
 def test_malformed_bodies_are_4xx(client: TestClient) -> None:
     for raw in (b"", b"{", b"[]", b'{"text": 5}', b'{"text": null}', b'"text"', b"\xff\xfe", b'{"text": "hi", "wait": "soon"}'):
         one_line_4xx(client.post("/threads/m/messages", content=raw, headers={**A, "content-type": "application/json"}))

@@ -512,6 +512,21 @@ def test_self_check_passes_a_grounded_reply(make_deps, shop, u001_orders):
     assert own["check"]["ok"] is True
 
 
+def test_an_answer_without_a_lookup_reaches_the_customer_in_their_language(make_deps, u001_orders):
+    """A recall answered from the conversation, in English to a Chinese customer: sent back once, then said
+    in Chinese by the harness with what the answer named; never an English reply to a Chinese customer."""
+    order = u001_orders["pending"][0]
+    state = {"messages": [human(f"帮我查{order}"), AIMessage("...", id="a1"), human("我最开始给你的订单号是多少？"),
+                          AIMessage(f"The first order ID is {order}.", id="a2")],
+             "reply": f"The first order ID is {order}.", "fact_card": {"language": "zh"}}
+    first = node("self_check", "grounded", make_deps())(state, CONFIG)
+    assert first["check"]["ok"] is False and "Chinese" in first["check"]["problems"][0]
+    again = {**state, "turn_stats": {"regenerations": 99}}
+    final = node("self_check", "grounded", make_deps())(again, CONFIG)
+    assert final["check"]["ok"] is True and order in final["reply"]
+    assert nlu.language(final["reply"]) == "zh" and "first" not in final["reply"]
+
+
 # ================================================================================================ handoff
 
 

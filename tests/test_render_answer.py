@@ -98,6 +98,16 @@ def test_the_judge_names_what_a_customer_should_not_read(reply, kind):
     assert (found[:1] or [None])[0] == kind if kind != "dump" else "dump" in found
 
 
+def test_harness_notes_written_in_chinese_are_internal_text_and_are_cut_from_the_reply():
+    """The real model, answering a Chinese customer, writes "根据工具结果…" ("according to the tool results")."""
+    from lg_harness.nodes.customer_text import customer_safe
+
+    reply = "根据工具结果，订单 ORD-10118 已发货。"
+    assert reply_problems(reply, "zh", SHOP.registry().names())["internal_text"]
+    relayed = "您已收到关于 INC0012328 的回复。请告诉我您下一步需要做什么，包括从工具结果中补充的信息。"
+    assert customer_safe(relayed, []) == "您已收到关于 INC0012328 的回复。"
+
+
 def test_a_reply_in_the_wrong_language_fails_the_turn_that_has_its_facts():
     expect = {"reply_contains": ["ORD-10134"], "reply_contains_any": ["shipped", "已发货"]}
     english = {"reply": "Your order ORD-10134 has shipped.", "tool_calls": []}

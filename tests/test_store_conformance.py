@@ -321,7 +321,11 @@ def test_lease_order_runs_callers_in_arrival_order_across_queues(backend: Backen
         t = threading.Thread(target=caller, args=(k,))
         t.start()
         started.append(t)
-        time.sleep(0.03)  # arrival order 0..5
+        # Arrival order 0..5: caller k has queued its turn before k+1 starts (a fixed sleep was not enough
+        # on a loaded machine, and the test then checked the scheduler instead of the order).
+        deadline = time.monotonic() + 30
+        while len(orders[0].queue.thread_rows("t")) < k + 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
     for t in started:
         t.join()
     assert log == [x for k in range(6) for x in (("in", str(k)), ("out", str(k)))]

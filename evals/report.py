@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from datetime import datetime
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -279,11 +280,13 @@ def render_report(summary: Summary, command: str, date: str | None = None) -> st
         _split_line(summary), "", *model_lines(summary.get("models") or []),
     ]
     from lg_harness.evals.cost import cost_section
-    from lg_harness.peers.report import peer_section
 
     real = any(not str(m).startswith(("sim", "paced")) for m in summary.get("models") or [])
+    # Packages that add designs add their sections through an entry point, so the report never imports them.
+    added = [line for ep in sorted(entry_points(group="lg_harness.report_sections"), key=lambda e: e.name)
+             for line in ep.load()(summary)]
     body = (_main_section(summary) + (cost_section(summary) if real else []) + _claims_section(summary)
-            + _paired_section(summary) + peer_section(summary) + _ablation_section(summary) + _tag_section(summary)
+            + _paired_section(summary) + added + _ablation_section(summary) + _tag_section(summary)
             + _growth_section(summary))
     return "\n".join(header + body)
 

@@ -6,8 +6,11 @@ latency). Metrics are computed from records afterwards, the same way for every d
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any
 
 from lg_harness.core.design import Design
@@ -82,13 +85,27 @@ def domain_profile(model: str, domain: str | None) -> str:
     return ":".join([kind, variant + mark + overrides, *(p for p in parts if p != named)])
 
 
+CELL_RUNNERS = "lg_harness.cell_runners"
+
+
+@functools.cache
+def _cell_runners() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=CELL_RUNNERS)}
+
+
+def cell_runner(name: str) -> Callable[..., dict[str, Any]] | None:
+    """The function a package registered (``lg_harness.cell_runners``, by the prefix before the colon) to play
+    cells of the designs it provides, the same record as ``run_cell``'s; None for the harness's own designs."""
+    prefix, sep, _ = name.partition(":")
+    entry = _cell_runners().get(prefix) if sep else None
+    return entry.load() if entry is not None else None
+
+
 def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
              domain: Domain | str | None = None) -> dict[str, Any]:
     """Play every user turn of ``scenario`` on fresh copies of the domain's backends; return the run record."""
-    if design.name.startswith("peer:"):  # a real framework runs the loop; same world, same record
-        from lg_harness.peers import run_peer_cell
-
-        return run_peer_cell(design.name, scenario, seed, model, domain)
+    if (play := cell_runner(design.name)) is not None:  # e.g. a peer: a real framework runs the loop
+        return play(design.name, scenario, seed, model, domain)
     domain = load_domain(domain)
     cid = cell_id(design.name, scenario.id, seed)
     digest = hashlib.sha1(cid.encode()).hexdigest()[:12]

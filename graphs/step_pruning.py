@@ -92,8 +92,9 @@ def _prune_postgres(saver: Any, thread_id: str) -> int:
     from langgraph.checkpoint.postgres import _internal
     from psycopg.types.json import Jsonb
 
-    # One transaction: a reader sees the steps with their writes and blobs, or none of them.
-    with _internal.get_connection(saver.conn) as conn, conn.transaction():
+    # One transaction: a reader sees the steps with their writes and blobs, or none of them. The saver's
+    # lock, as its own statements take it: a saver built on one connection shares it.
+    with saver.lock, _internal.get_connection(saver.conn) as conn, conn.transaction():
         line = [(r["id"], r["source"], r["next_source"])
                 for r in conn.execute(_PG_LINE, {"thread": thread_id}).fetchall()]
         doomed = doomed_steps(line)

@@ -427,10 +427,13 @@ def notes(f: dict[str, Any]) -> list[str]:
 def targets(f: dict[str, Any]) -> list[str]:
     """The issue's targets against this run's figures, each said plainly as met or NOT met."""
     ours, first = f["ours"], f["first_window"]
-    share = f["vs_create_agent"]["ms_first"]
+    share, cpu = f["vs_create_agent"]["ms_first"], f["vs_create_agent"]["cpu_ms_first"]
     return [
         f"{'met' if share <= FIRST_SHARE else 'NOT MET'}: ours / create_agent at messages {first[0]}-{first[1]} "
         f"at most {FIRST_SHARE:g}: x{share:.2f}",
+        # The issue's figure is wall time; CPU (every thread) is said beside it, so a busy machine's waiting
+        # cannot hide work.
+        f"{'met' if cpu <= FIRST_SHARE else 'NOT MET'}: the same in CPU time: x{cpu:.2f}",
         f"{'met' if ours['ratio'] <= FLAT else 'NOT MET'}: ours flat (last window within {FLAT:g}x of the "
         f"first): x{ours['ratio']:.2f}",
         f"{'met' if f['db_ratio'] < DB_SHARE else 'NOT MET'}: our database under {DB_SHARE:g} of "

@@ -192,9 +192,19 @@ def phone_spans(text: str, regions: Sequence[str] = PHONE_REGIONS) -> list[tuple
 
 # A rule finds spans: a compiled pattern (its matches) or a function of the text (checked numbers).
 Rule = re.Pattern[str] | Callable[[str], list[tuple[int, int]]]
+
+
+def _guarded(pattern: re.Pattern[str], may_match: Callable[[str], Any]) -> Callable[[str], list[tuple[int, int]]]:
+    """``pattern``'s matches, searched for only when ``may_match`` finds what every match must contain (the
+    two slowest patterns, on text that mostly has none of it: every model call's prompt is masked)."""
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        return [m.span() for m in pattern.finditer(text)] if may_match(text) else []
+
+    return spans
 DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
     ("email", re.compile(_EMAIL)),  # first: an email's digits must not be read as a phone number
-    ("email", re.compile(_SPELLED_EMAIL, re.I)),
+    ("email", _guarded(re.compile(_SPELLED_EMAIL, re.I), re.compile(_AT, re.I).search)),
     ("iban", iban_spans),
     ("id_number", re.compile(_ID_NUMBER)),
     ("id_number", re.compile(_SSN)),
@@ -204,7 +214,7 @@ DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
     ("phone", re.compile(_PHONE)),
     ("phone", phone_spans),
     ("address", re.compile(_EN_ADDRESS)),
-    ("address", re.compile(_ZH_ADDRESS)),
+    ("address", _guarded(re.compile(_ZH_ADDRESS), lambda text: "号" in text or "號" in text)),
 )
 
 
@@ -264,11 +274,13 @@ class RegexRedactor:
         self.rules = tuple(rules)
 
     def __call__(self, text: str) -> str:
+        folded = text.translate(_FOLD)
         for label, rule in self.rules:
-            folded = text.translate(_FOLD)
             spans = rule(folded) if callable(rule) else [m.span() for m in rule.finditer(folded)]
             for start, end in reversed(spans):
                 text = f"{text[:start]}[{label}]{text[end:]}"
+            if spans:  # folded again only when a rule masked something
+                folded = text.translate(_FOLD)
         return text
 
 

@@ -161,7 +161,7 @@ def test_graph_report_prints_both_systems_and_targets(graph_figures: dict) -> No
     table = bench_graph.format_table(graph_figures)
     assert "ours" in table and "create_agent" in table and "tracing" in table
     verdicts = bench_graph.targets(graph_figures)
-    assert len(verdicts) == 3
+    assert len(verdicts) == 4 and "CPU" in verdicts[1]
     assert all(v.startswith(("met: ", "NOT MET: ")) for v in verdicts)
     assert bench_graph.notes(graph_figures)
 

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 # Dash variants users type for "-" (en dash, em dash, minus, full-width hyphen...).
@@ -110,12 +111,23 @@ def find_mentions(types: Sequence[EntityType], text: str) -> dict[str, list[str]
     A value found by an earlier type is not found again by a later, looser one (an order id is no coupon
     code), so a domain declares its types from the most specific to the most general.
     """
-    out: dict[str, list[str]] = {}
+    try:
+        found = _mentions(tuple(types), text)
+    except TypeError:  # a type given a list where a tuple belongs is no cache key: found the long way
+        found = _mentions.__wrapped__(tuple(types), text)
+    return {name: list(values) for name, values in found.items()}
+
+
+@lru_cache(maxsize=4096)
+def _mentions(types: tuple[EntityType, ...], text: str) -> dict[str, tuple[str, ...]]:
+    # Memoised: every message reads the same tool results and conversation again (known ids, the fact
+    # check, the fact card), and the answer depends on the types and the text only.
+    out: dict[str, tuple[str, ...]] = {}
     taken: set[str] = set()
     for t in types:
         found = [v for v in t.find(text) if v not in taken and v.replace("-", "") not in taken]
         if found:
-            out[t.name] = found
+            out[t.name] = tuple(found)
             taken.update(found)
             taken.update(v.replace("-", "") for v in found)
     return out

@@ -7,6 +7,7 @@ Nothing here names a domain: these are facts about English and Chinese text (inv
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from lg_harness.tools.entities import normalise_text
 
@@ -35,11 +36,16 @@ def language(text: str) -> str:
 
 def keyword_hit(text: str, word: str) -> bool:
     """The keyword occurs at least once without a negation right before it (``text`` lower-cased)."""
+    return any(not NEGATION.search(text[: m.start()]) for m in _keyword(word).finditer(text))
+
+
+@lru_cache(maxsize=4096)
+def _keyword(word: str) -> re.Pattern[str]:
+    # Compiled once per keyword: the rules try every keyword of every intent on each message.
     if CJK.search(word):
-        pattern = re.escape(word)
-    else:  # plurals and simple inflections count ("coupons", "returned", "tracking")
-        pattern = rf"(?<![a-z]){re.escape(word)}(?:s|es|ed|ing)?(?![a-z])"
-    return any(not NEGATION.search(text[: m.start()]) for m in re.finditer(pattern, text))
+        return re.compile(re.escape(word))
+    # plurals and simple inflections count ("coupons", "returned", "tracking")
+    return re.compile(rf"(?<![a-z]){re.escape(word)}(?:s|es|ed|ing)?(?![a-z])")
 
 
 def rule_text(text: str) -> str:

@@ -2,8 +2,9 @@
 
 ``guards.stop_reason`` stops the loop on ``rounds`` (``max_rounds``), and ``quota_exceeded`` on
 ``tool_calls`` and ``elapsed_s``; these functions are the one place the tool loop moves them, so what is
-counted sits beside what is checked. Each returns a new dict: a node's update replaces ``turn_stats``
-wholesale (``core/state.py``), and the state it read is never changed.
+counted sits beside what is checked (the intent node sets them all to zero as a message starts). Each
+returns a new dict: a node's update replaces ``turn_stats`` wholesale (``core/state.py``), and the state it
+read is never changed.
 """
 
 from __future__ import annotations

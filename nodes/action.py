@@ -259,7 +259,8 @@ class ToolLoopAction:
         pending = {"calls": [{"name": c["name"], "args": dict(c.get("args") or {})} for c in calls],
                    "intent": self.owning_intent(state, calls), "slots": dict(state.get("slots") or {}),
                    "turn": state.get("turn") or 0}
-        # "retryable" ends the turn here (the rule `action -> END when busy`, core/routing/route.py): the reply has gone out, as for a busy model.
+        # "retryable" ends the turn here (the rule `action -> END when busy`, core/routing/route.py): the reply
+        # has gone out, as for a busy model.
         return {"reply": text, "pending_change": pending, "phase": "confirm", "check": {"ok": True, "retryable": True}}
 
     def owning_intent(self, state: HarnessState, calls: list[dict[str, Any]]) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from lg_harness.core.design_sources import design_source, design_sources
 from lg_harness.core.knobs import Knobs, off_value
-from lg_harness.core.routing import design_rules
+from lg_harness.core.routing.route import design_rules
 from pydantic import BaseModel, ConfigDict, Field
 
 from lg_harness.errors import HarnessError
@@ -27,8 +27,8 @@ class Design(BaseModel):
     description: str = ""
     variants: dict[str, str] = Field(default_factory=dict)
     knobs: Knobs = Field(default_factory=Knobs)
-    rules: str | None = Field(None, description="transition rules in the rule DSL (core/dsl.py); "
-                              "nodes they have no rules for keep core/routing.py's default rules")
+    rules: str | None = Field(None, description="transition rules in the rule DSL (core/routing/rules.py); "
+                              "nodes they have no rules for keep core/routing/route.py's default rules")
 
     def variant(self, role: str) -> str:
         return self.variants.get(role, DEFAULT_VARIANTS[role])

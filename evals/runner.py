@@ -15,7 +15,7 @@ from typing import Any
 
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain, load_domain
-from lg_harness.core.guards import stop_reason
+from lg_harness.core.routing.guards import stop_reason
 from lg_harness.evals.world import World
 from lg_harness.graphs.app import Harness, executor_for
 from lg_harness.graphs.model_health import ModelUnavailable

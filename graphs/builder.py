@@ -9,10 +9,10 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from lg_harness.core import guards
 from lg_harness.core.design import ROLES, Design
 from lg_harness.core.domain import Domain
-from lg_harness.core.routing import NODES, ROUTED, design_rules, rules_for
+from lg_harness.core.routing import guards
+from lg_harness.core.routing.route import NODES, ROUTED, design_rules, rules_for
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.assembly import WORKING_STRATEGIES
 from lg_harness.nodes.base import NodeDeps, variants

@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
+from lg_harness.core.routing import counters
 from lg_harness.core.state import HarnessState, ToolCallRecord
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
@@ -86,13 +87,6 @@ def canonical_args(args: dict[str, Any], entity_args: dict[str, str], domain: Do
     return out
 
 
-def spent(stats: dict[str, Any], began: float, now: float) -> float:
-    """The message's time so far: what earlier steps counted plus this step's own. Each step adds only the time
-    it ran, so a message finished or forked later (after a crash, or from an old checkpoint) is not charged
-    for the hours it sat in a checkpoint."""
-    return float(stats.get("elapsed_s") or 0.0) + max(now - began, 0.0)
-
-
 def with_call_ids(ai: AIMessage, log: list[dict[str, Any]], rnd: int) -> AIMessage:
     """``ai`` with one distinct id per tool call: providers may send none, or one id (``call_0``) for several
     calls. Results are paired with calls by these ids, and the change each call makes is keyed by what it is,
@@ -143,33 +137,41 @@ class ToolLoopAction:
         """Decide: the calls this round makes (the user's confirmed ones, the ones already decided before a
         crash, or the model's), saved as ``planned_calls`` for ``execute``; or the model's answer."""
         began = self.deps.clock()
-        stats = dict(state.get("turn_stats") or {})
-        stats["rounds"] = stats.get("rounds", 0) + 1
+        stats = counters.next_round(state.get("turn_stats") or {})
         messages, account = build_context(state, self.deps.design, self.deps.domain)
         confirmed = self.confirmed_calls(state)
-        key = decision_key(state, config, stats["rounds"])
         try:
-            if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
-                ai, emitted = self.as_planned(state, AIMessage("", tool_calls=confirmed), stats["rounds"])
-            elif (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
-                ai, emitted = AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"]
-            else:
-                ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state))  # type: ignore[arg-type]
-                ai, emitted = self.as_planned(state, ai, stats["rounds"])
-                ai = self.record_decision(key, thread_id(config), ai, emitted)
+            ai, emitted, stats = self.decide(state, config, messages, stats, confirmed)
         except ModelCallFailed as err:
-            stats = {**stats, **err.stats, "rounds": stats["rounds"]}
-            busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
-            stats["elapsed_s"] = spent(stats, began, self.deps.clock())
-            return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
-                    "check": {"ok": True, "retryable": True}}
-        stats["elapsed_s"] = spent(stats, began, self.deps.clock())
+            return self.busy(state, counters.timed(counters.after_failed_call(stats, err.stats), began,
+                                                   self.deps.clock()))
+        stats = counters.timed(stats, began, self.deps.clock())
         # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
         stored = ai.model_copy(update={"response_metadata": {}, "usage_metadata": None, "additional_kwargs": {}})
         plan = ({"round": stats["rounds"], "calls": [dict(c) for c in ai.tool_calls], "emitted": emitted,
                  "confirmed": bool(confirmed)} if ai.tool_calls else None)
         return {"messages": [stored], "turn_stats": stats, "phase": "action", "context_account": account,
                 "planned_calls": plan}
+
+    def decide(self, state: HarnessState, config: RunnableConfig, messages: list[Any], stats: dict[str, Any],
+               confirmed: list[dict[str, Any]]) -> tuple[AIMessage, list[dict[str, Any]], dict[str, Any]]:
+        """This round's decision, the arguments as emitted, and the counters after it (raises
+        ``ModelCallFailed`` when the model could not be reached)."""
+        rnd = stats["rounds"]
+        if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
+            return (*self.as_planned(state, AIMessage("", tool_calls=confirmed), rnd), stats)
+        key = decision_key(state, config, rnd)
+        if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
+            return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
+        ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state))  # type: ignore[arg-type]
+        ai, emitted = self.as_planned(state, ai, stats["rounds"])
+        return self.record_decision(key, thread_id(config), ai, emitted), emitted, stats
+
+    def busy(self, state: HarnessState, stats: dict[str, Any]) -> dict[str, Any]:
+        """The model could not be reached: the 'busy' reply goes out and the turn ends (``retryable``)."""
+        busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
+        return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
+                "check": {"ok": True, "retryable": True}}
 
     def as_planned(self, state: HarnessState, ai: AIMessage, rnd: int) -> tuple[AIMessage, list[dict[str, Any]]]:
         """The model's calls with distinct ids and canonical arguments, and the arguments as it emitted them."""
@@ -209,7 +211,7 @@ class ToolLoopAction:
         """Run the planned calls (screened first), log them and hand their results to the next round."""
         began = self.deps.clock()
         plan = state.get("planned_calls") or {}
-        stats = dict(state.get("turn_stats") or {})
+        stats = state.get("turn_stats") or {}
         ai = AIMessage("", tool_calls=plan.get("calls") or [])
         outcomes, reached = self.screen_and_run(state, ai, config, confirmed=bool(plan.get("confirmed")))
         self.log_calls(outcomes)
@@ -223,9 +225,7 @@ class ToolLoopAction:
                                       empty=o.status == "ok" and (is_empty(o.result, self.deps.domain.empty_keys)
                                                                     or json.dumps(digest) in earlier),
                                       result_digest=digest, emitted_args=emitted_args, reached_tool=to_tool))
-        stats["tool_calls"] = stats.get("tool_calls", 0) + len(outcomes)
-        stats["tool_errors"] = stats.get("tool_errors", 0) + sum(o.status != "ok" for o in outcomes)
-        stats["elapsed_s"] = spent(stats, began, self.deps.clock())
+        stats = counters.timed(counters.after_calls(stats, [o.status for o in outcomes]), began, self.deps.clock())
         tool_messages = [ToolMessage(self.model_text(o), tool_call_id=o.call_id, name=o.name,
                                      status="success" if o.status == "ok" else "error") for o in outcomes]
         update = {"messages": tool_messages, "tool_log": log, "turn_stats": stats, "phase": "action",
@@ -259,7 +259,8 @@ class ToolLoopAction:
         pending = {"calls": [{"name": c["name"], "args": dict(c.get("args") or {})} for c in calls],
                    "intent": self.owning_intent(state, calls), "slots": dict(state.get("slots") or {}),
                    "turn": state.get("turn") or 0}
-        # "retryable" ends the turn here (guards.after_action): the reply has gone out, as for a busy model.
+        # "retryable" ends the turn here (the rule `action -> END when busy`, core/routing/route.py): the reply
+        # has gone out, as for a busy model.
         return {"reply": text, "pending_change": pending, "phase": "confirm", "check": {"ok": True, "retryable": True}}
 
     def owning_intent(self, state: HarnessState, calls: list[dict[str, Any]]) -> str | None:

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from lg_harness.core.design import Knobs
-from lg_harness.core.guards import quota_exceeded, repeated_invalid_call, uncertain_changes
+from lg_harness.core.routing.guards import quota_exceeded, repeated_invalid_call, uncertain_changes
 from lg_harness.core.state import HarnessState
 from lg_harness.nodes.base import NodeDeps, register_variant, thread_id
 from lg_harness.nodes.phrases import say

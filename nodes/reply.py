@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.core.guards import stop_reason
+from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import build_context, last_ai, last_human_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant

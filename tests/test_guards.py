@@ -1,4 +1,4 @@
-"""Routing: the default rules (core/routing.py) over the guards' predicates, every branch firing and not, and pure."""
+"""Routing: the default rules (core/routing/route.py) over the guards' predicates, every branch firing and not, and pure."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
 from lg_harness.core.design import Knobs
-from lg_harness.core.dsl import compile_rules
-from lg_harness.core.routing import DEFAULT_RULES, NODES, next_node
+from lg_harness.core.routing.route import DEFAULT_RULES, NODES, next_node
+from lg_harness.core.routing.rules import compile_rules
 from lg_harness.domains.shop import DOMAIN as SHOP
 
 KNOBS = Knobs(max_rounds=6, no_progress_rounds=2, validation_repairs=1, max_regenerations=1,

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, Syst
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph.message import add_messages
 from lg_harness.core.design import load_design
-from lg_harness.core.routing import next_node
+from lg_harness.core.routing.route import next_node
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.backend import claim_coupon

@@ -1,7 +1,8 @@
-"""Guards: the pure predicates the routing rules read (``core/routing.py``). State and knobs in, a fact out.
+"""Guards: the pure predicates the routing rules read (``core/routing/route.py``). State and knobs in, a fact out.
 
 Each brake is a small predicate so it can be tested alone and reused: the rule after ``action`` asks
-``stop_reason`` which brake fired, and the reply node asks the same function to word a partial answer.
+``stop_reason`` which brake fired, and the reply node asks the same function to word a partial answer. The counters the
+brakes read are moved in one place, ``core/routing/counters.py``.
 """
 
 from __future__ import annotations

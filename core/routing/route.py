@@ -1,8 +1,8 @@
 """Which node follows ``intent``, ``collect``, ``action`` and ``self_check``: written once, as rules.
 
-Every design routes through ``DEFAULT_RULES``. A design's own ``rules`` (DSL text, see ``core/dsl.py``)
+Every design routes through ``DEFAULT_RULES``. A design's own ``rules`` (rule text, see ``core/routing/rules.py``)
 replace them for the nodes they have rules for; the other nodes keep the default. The predicates the rules
-read (quotas, brakes, ``handoff_allowed``) are the pure functions of ``core/guards.py``. One route is not a
+read (quotas, brakes, ``handoff_allowed``) are the pure functions of ``core/routing/guards.py``. One route is not a
 rule, so no design can drop it: after ``action``, a change that may have applied before a crash goes to
 ``handoff`` (``graphs.builder.uncertain_first``).
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from lg_harness.core.dsl import RuleSet, compile_rules
 from lg_harness.core.knobs import Knobs
+from lg_harness.core.routing.rules import RuleSet, compile_rules
 
 NODES = ("intent", "collect", "action", "reply", "self_check", "handoff")
 ROUTED = ("intent", "collect", "action", "self_check")

@@ -28,6 +28,8 @@ from lg_harness.tools.errors import classify, retry_after_of
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
+from lg_harness.errors import RunError
+
 
 class Node(Protocol):
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]: ...
@@ -72,7 +74,7 @@ def thread_id(config: RunnableConfig) -> str:
 log = logging.getLogger("harness.model")
 
 
-class ModelCallFailed(Exception):
+class ModelCallFailed(RunError):
     """The model raised or timed out; the node answers with a retryable 'busy' reply.
 
     ``stats`` is the caller's per-message counters with this failure counted (``model_failures``,

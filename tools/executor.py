@@ -47,6 +47,8 @@ from lg_harness.tools.errors import (
 )
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
+from lg_harness.errors import RunError
+
 LOG_ERROR_CHARS = 200  # ToolOutcome.error keeps the full text; the log record keeps this much
 
 
@@ -222,7 +224,7 @@ class DeadlineWorkers:
 _WORKERS = DeadlineWorkers()
 
 
-class OutcomeUncertainError(Exception):
+class OutcomeUncertainError(RunError):
     """A changing call started earlier whose result was never recorded: it may or may not have applied."""
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from lg_harness.obs.audit import default_redactor, redact_value
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import UsageError
 
 TAKES = ("take", "answer")  # after these the thread is the agent's
 FREES = ("release", "fork")  # after these it is nobody's
 
 
-class DeskError(HarnessError):
+class DeskError(UsageError):
     """A desk action that does not fit the thread's state (HTTP 409)."""
 
     status = 409

@@ -1,0 +1,1 @@
+../../lg_harness/__init__.py

@@ -1,0 +1,1 @@
+../../lg_harness/errors.py

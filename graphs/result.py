@@ -9,7 +9,6 @@ evaluation reads the tool log and the pending change); it is left out of ``to_di
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +50,7 @@ class SendResult:
     waiting_for_human: bool
     checkpoint_id: str | None
     trace_id: str | None = None
-    values: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    values: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``harness run --json``, the HTTP service): every field but ``values``."""
@@ -70,7 +69,7 @@ def send_result(thread_id: str, design: str, domain: str, snapshot: Any, path: l
     the result carries no tool calls, usage or path of an earlier message; ``reply``, ``phase`` and
     ``waiting_for_human`` then say what the customer was told.
     """
-    values: Mapping[str, Any] = snapshot.values
+    values: dict[str, Any] = snapshot.values
     stats = values.get("turn_stats") or {}
     calls = [ToolCallResult(id=r.get("id"), name=r.get("name"), args=r.get("args"), status=r.get("status"),
                             error_type=r.get("error_type"), error=r.get("error"))

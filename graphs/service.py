@@ -37,6 +37,7 @@ from lg_harness.graphs import http_guard
 from lg_harness.graphs.http_guard import unknown_thread
 from lg_harness.graphs.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.graphs.model_health import ModelUnavailable
+from lg_harness.graphs.result import SendResult
 from lg_harness.tools.errors import HarnessError
 
 AGENT = "@agent"
@@ -226,7 +227,7 @@ class Runtime:
     def _execute(self, claim: Claim) -> dict[str, Any]:
         h, p, thread = self.harness, claim.payload, claim.thread_id
         if claim.kind == "finish":
-            return h.finish(thread, p.get("checkpoint_id"))
+            return h.finish(thread, p.get("checkpoint_id")).to_dict()
         if claim.kind == "human_reply":
             from lg_harness.graphs.desk import ops
 
@@ -234,11 +235,11 @@ class Runtime:
         snapshot = h.graph.get_state(h.config(thread))
         turn = int(snapshot.values.get("turn") or 0)
         if claim.recovered and claim.turn_before is not None and (done := self._recover(claim, snapshot)) is not None:
-            return done
+            return done.to_dict()
         self.queue.note_turn(claim, turn)
-        return h.send(thread, p["text"], p.get("user_id"), p.get("role"))
+        return h.send(thread, p["text"], p.get("user_id"), p.get("role")).to_dict()
 
-    def _recover(self, claim: Claim, snapshot: Any) -> dict[str, Any] | None:
+    def _recover(self, claim: Claim, snapshot: Any) -> SendResult | None:
         """Another worker started this message and died: complete what it left through the harness's one
         recovery path (``Harness.complete``), or None when nothing of the message was saved (send it)."""
         h, thread = self.harness, claim.thread_id

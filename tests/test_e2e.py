@@ -354,7 +354,7 @@ def test_message_limit_is_the_design_knob(tmp_path):
     with Harness(tmp_path, design=Design(name="short", knobs=Knobs(max_message_chars=limit,
                                                                    model_timeout_s=120))) as h:
         ok = h.send("t", "Hello " + "x" * (limit - 6), "U001")
-        assert ok["reply"]
+        assert ok.reply
         with pytest.raises(HarnessError, match=f"{limit}"):
             h.send("t", "Hello " + "x" * (limit - 5), "U001")
 

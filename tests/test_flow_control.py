@@ -73,9 +73,9 @@ def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
         ("get_order_status", {"order_id": order}, "ok")], log
     assert len(duplicates) == 1 and duplicates[0]["status"] != "ok", log
     assert [c["id"] for c in log] == ["loop-1", "loop-2"]
-    assert r["path"].count("action") == 2, r["path"]
-    assert r["reply"].strip(), "the customer still gets an answer"
-    assert not r["waiting_for_human"]
+    assert r.path.count("action") == 2, r.path
+    assert r.reply.strip(), "the customer still gets an answer"
+    assert not r.waiting_for_human
 
 
 # ------------------------------------------------------------------------------------------ (b) handoff

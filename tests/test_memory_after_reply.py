@@ -46,7 +46,7 @@ def test_the_reply_goes_out_before_long_term_memory_is_written(tmp_path, monkeyp
     monkeypatch.setattr(writer_module, "write_batch", held_write)
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
         result = h.send("t", ASK, "U001")
-        assert "ORD-10134" in result["reply"]
+        assert "ORD-10134" in result.reply
         assert started.wait(30), "the writer starts once the reply is out"
         assert outcomes(h) == [] and pending_rows(h) == 1, "the reply came while the write was still to do"
         release.set()

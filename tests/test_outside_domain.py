@@ -46,13 +46,13 @@ def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
     assert domain.name == "library" and domain.tool_entities(domain.registry().get("renew_loan")) == {"book_id": "book"}
     with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
         renewed = h.send("t1", "Can you renew BOOK-0042 please?", "reader1")
-        assert renewed["intent"] == "renew" and calls(renewed) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+        assert renewed.intent == "renew" and calls(renewed) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
         looked = h.send("t1", "Tell me about BOOK-0007", "reader1")
-        assert calls(looked) == [("get_book", {"book_id": "BOOK-0007"}, "ok")] and "Dune" in looked["reply"]
+        assert calls(looked) == [("get_book", {"book_id": "BOOK-0007"}, "ok")] and "Dune" in looked.reply
         assert h.resources["library"].data["renewals"] == {"BOOK-0042": 1}
         asked = load_domain(domain).phrase("ask_book_id", "en")
         fresh = h.send("t2", "I want to renew a loan", "reader1")
-        assert fresh["tool_calls"] == [] and fresh["reply"] == asked and fresh["missing_slots"] == ["book_id"]
+        assert fresh.tool_calls == [] and fresh.reply == asked and fresh.missing_slots == ["book_id"]
 
 
 def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack: Path):
@@ -62,11 +62,11 @@ def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack:
         h.send("t1", "Tell me about BOOK-0007", "reader1")
         assert h.last_values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
         first = h.send("t1", "Renew the first one I asked about", "reader1")
-        assert first["slots"]["book_id"] == "BOOK-0042", first["slots"]
+        assert first.slots["book_id"] == "BOOK-0042", first.slots
         h.send("t2", "Tell me about BOOK-0042", "reader1")
         h.send("t2", "Tell me about BOOK-0007", "reader1")
         again = h.send("t2", "Renew it", "reader1")
-        assert again["slots"]["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
+        assert again.slots["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
 
 
 def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: Path, monkeypatch):

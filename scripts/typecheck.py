@@ -1,0 +1,58 @@
+"""Type-check the whole project with pyright (basic mode; ``[tool.pyright]`` in pyproject.toml).
+
+    .venv/bin/python scripts/typecheck.py          # exit 0 when clean; pyright's report otherwise
+    .venv/bin/python scripts/typecheck.py --json   # pyright's JSON report (tests/test_typing.py reads it)
+
+Why a script and not bare ``pyright``: the folders install under ``lg_harness`` by a ``package-dir`` mapping
+(``core/`` is ``lg_harness.core``), which the editable install resolves with an import hook that no type
+checker runs. This script lays that mapping out as links under ``.typing/lg_harness/`` (ignored by git,
+rebuilt on every run from pyproject.toml, so a new package shows up by itself), which ``[tool.pyright]``
+names in ``extraPaths``; then it runs pyright on the real folders.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINKS = ROOT / ".typing"
+
+
+def lay_out_links(root: Path = ROOT) -> Path:
+    """``.typing/lg_harness/<sub>`` -> ``<folder>`` for every ``lg_harness.<sub>`` in the package-dir map."""
+    mapping = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    top = root / ".typing" / "lg_harness"
+    if top.exists():
+        shutil.rmtree(top)
+    top.mkdir(parents=True)
+    for entry in (root / mapping["lg_harness"]).iterdir():  # the top package's own files
+        if entry.suffix in (".py", ".typed"):
+            (top / entry.name).symlink_to(os.path.relpath(entry, top))
+    for name, folder in mapping.items():
+        parts = name.split(".")
+        if parts[0] != "lg_harness" or len(parts) != 2:
+            continue  # the top package itself, subpackages under a mapped folder, and other top-level names
+        (top / parts[1]).symlink_to(os.path.relpath(root / folder, top), target_is_directory=True)
+    return top
+
+
+def run_pyright(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    lay_out_links(root)
+    return subprocess.run([sys.executable, "-m", "pyright", "--pythonpath", sys.executable, *args],
+                          cwd=root, capture_output=True, text=True)
+
+
+def main() -> int:
+    done = run_pyright("--outputjson") if "--json" in sys.argv[1:] else run_pyright()
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    return done.returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -267,8 +267,9 @@ def _harness(run_dir: Path, setup: Setup, url: str | None = None) -> Any:
 def converse(run_dir: Path, setup: Setup, thread: str = THREAD) -> list[str]:
     """What the user does on the embedded harness: the request, and yes if it asks to confirm."""
     with _harness(run_dir, setup) as h:
-        replies = [h.send(thread, setup.script.message, setup.script.user).reply]
-        if h.last_values.get("pending_change"):
+        first = h.send(thread, setup.script.message, setup.script.user)
+        replies = [first.reply]
+        if first.values.get("pending_change"):
             replies.append(h.send(thread, YES, setup.script.user).reply)
     return replies
 

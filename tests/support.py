@@ -90,9 +90,9 @@ class ConfirmingUser:
 
     def send(self, thread_id, text, user_id=None, role=None):
         first = self._h.send(thread_id, text, user_id, role)
-        if not self._h.last_values.get("pending_change"):
+        if not first.values.get("pending_change"):
             return first
-        lang = (self._h.last_values.get("fact_card") or {}).get("language") or "en"
+        lang = (first.values.get("fact_card") or {}).get("language") or "en"
         second = self._h.send(thread_id, "是的" if lang == "zh" else "yes", user_id, role)
-        return {**second, "tool_calls": first["tool_calls"] + second["tool_calls"], "intent": first["intent"],
-                "asked": first["reply"]}
+        return {**second, "tool_calls": first.tool_calls + second.tool_calls, "intent": first.intent,
+                "asked": first.reply}

@@ -66,7 +66,7 @@ def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
     model = RepeatingModel(order_id=order)
     with Harness(tmp_path, patient_design(), model=model) as h:
         r = h.send("loop", f"Where is my order {order}?", "U001")
-        log = h.last_values["tool_log"]
+        log = r.values["tool_log"]
     executed = [c for c in log if c["error_type"] != "duplicate_call"]
     duplicates = [c for c in log if c["error_type"] == "duplicate_call"]
     assert [(c["name"], c["args"], c["status"]) for c in executed] == [
@@ -176,11 +176,11 @@ def test_twenty_concurrent_messages_on_one_thread_keep_submission_order(tmp_path
         turn = h.state(thread)["values"]["turn"]
 
     assert errors == []
-    assert all(r is not None and r["reply"] for r in results)
+    assert all(r is not None and r.reply for r in results)
     assert turn == len(messages)
     assert [r["role"] for r in rows] == ["user", "assistant"] * len(messages), "none lost, each answered"
     assert [r["content"] for r in rows[0::2]] == messages, "submission order"
-    assert [r["content"] for r in rows[1::2]] == [r["reply"] for r in results], "each followed by its own reply"
+    assert [r["content"] for r in rows[1::2]] == [r.reply for r in results], "each followed by its own reply"
 
 
 # ------------------------------------------------------------------------------------------ (d) rule DSL
@@ -210,7 +210,8 @@ def test_dsl_rule_hands_off_after_two_tool_errors(tmp_path):
     runs = {}
     for label, design in (("python", patient_design()), ("dsl", with_rules)):
         with failing_backend(RepeatingModel(order_id=order), design, tmp_path / label) as h:
-            runs[label] = (h.send("t", f"Where is my order {order}?", "U001"), h.last_values["tool_log"])
+            r = h.send("t", f"Where is my order {order}?", "U001")
+            runs[label] = (r, r.values["tool_log"])
 
     dsl, dsl_log = runs["dsl"]
     assert [c["status"] for c in dsl_log] == ["error", "error"], dsl_log

@@ -63,7 +63,7 @@ CRASH_AFTER_REPLY = textwrap.dedent("""
     MemoryWriter.kick = lambda self: None  # the process dies before its writer gets to the row
     h = Harness(sys.argv[1], "harness", "sim:clean")
     h.design.knobs.model_timeout_s = 120.0
-    reply = h.send("t", sys.argv[2], "U001")["reply"]
+    reply = h.send("t", sys.argv[2], "U001").reply
     print(reply, flush=True)
     os._exit(0)
 """)

@@ -105,6 +105,6 @@ def test_a_pinned_no_human_constraint_is_obeyed_when_the_bot_does_not_understand
             r = h.send("nohuman", text, "U001")
             assert r.intent == "unknown"
             assert not r.waiting_for_human and not r.handoff, \
-                f"handed off after the customer said {extract_constraints(NO_HUMAN[lang])}: {r['reply']}"
+                f"handed off after the customer said {extract_constraints(NO_HUMAN[lang])}: {r.reply}"
             assert r.reply and nlu.language(r.reply) == lang
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM handoffs WHERE thread_id = 'nohuman'")[0] == 0

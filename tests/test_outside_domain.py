@@ -59,8 +59,8 @@ def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack:
     domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
     with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
         h.send("t1", "Tell me about BOOK-0042", "reader1")
-        h.send("t1", "Tell me about BOOK-0007", "reader1")
-        assert h.last_values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
+        second = h.send("t1", "Tell me about BOOK-0007", "reader1")
+        assert second.values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
         first = h.send("t1", "Renew the first one I asked about", "reader1")
         assert first.slots["book_id"] == "BOOK-0042", first.slots
         h.send("t2", "Tell me about BOOK-0042", "reader1")
@@ -76,7 +76,7 @@ def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: 
                         "--model", "sim:clean", "--data-dir", str(data), cwd=tmp_path)
     assert as_module.returncode == 0, as_module.stderr
     first = json.loads(as_module.stdout)
-    assert first["domain"] == "library" and calls(first) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+    assert first.domain == "library" and calls(first) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
     as_file = harness("run", "--domain", f"{pack / '__init__.py'}:DOMAIN", "Renew BOOK-0042 again", "--json", "--design", NO_CONFIRM,
                       "--model", "sim:clean", "--data-dir", str(data), "--thread", "t2", cwd=tmp_path)
     assert as_file.returncode == 0, as_file.stderr

@@ -47,7 +47,7 @@ def test_every_message_end_can_still_be_forked_and_continued(tmp_path):
         h.fork("t", first_end.checkpoint_id)
         assert h.state("t")["values"]["turn"] == 1
         result = h.send("t", "Show me my orders please", "U001")
-        assert result.reply and h.last_values["turn"] == 2
+        assert result.reply and result.values["turn"] == 2
 
 
 def test_a_branch_left_by_a_fork_keeps_every_step(tmp_path):

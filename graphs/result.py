@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 
-@dataclass(frozen=True)
-class ToolCallResult:
+class ToolCallResult(TypedDict):
+    """One tool call of the message, as the tool log records it (JSON-shaped: the CLI and service print it)."""
+
     id: str | None
     name: str | None
     args: dict[str, Any] | None
@@ -55,7 +56,7 @@ class SendResult:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``harness run --json``, the HTTP service): every field but ``values``."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "values"}
-        out["tool_calls"] = [dataclasses.asdict(c) for c in self.tool_calls]
+        out["tool_calls"] = [dict(c) for c in self.tool_calls]
         out["usage"] = dataclasses.asdict(self.usage)
         return out
 

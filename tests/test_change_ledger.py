@@ -136,10 +136,10 @@ def test_two_identical_calls_at_once_apply_once(tmp_path):
 def test_an_outside_change_replayed_after_a_fork_is_applied_once(tmp_path):
     with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN) as h:
         done = h.send("t", ASK, "reader-1")
-        assert [(c.name, c.status) for c in done.tool_calls] == [("renew_loan", "ok")]
+        assert [(c["name"], c["status"]) for c in done.tool_calls] == [("renew_loan", "ok")]
         before = next(c for c in reversed(h.history("t")) if c.next == ["action"])
         again = h.finish("t", before.checkpoint_id)  # the message runs its action again, with fresh call ids
-        assert [(c.name, c.status) for c in again.tool_calls] == [("renew_loan", "ok")]
+        assert [(c["name"], c["status"]) for c in again.tool_calls] == [("renew_loan", "ok")]
         assert again.phase == "done" and "renewed" in again.reply
     assert len(renewals(tmp_path)) == 1
 

@@ -28,13 +28,13 @@ NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 
 
 def calls(result: dict) -> list[tuple[str, dict]]:
-    return [(c.name, c.args) for c in result["tool_calls"]]
+    return [(c["name"], c["args"]) for c in result["tool_calls"]]
 
 
 def ok_calls(result: dict) -> list[tuple[str, dict]]:
     """The calls that succeeded. The default ``sim`` has a fitted fault profile (malformed arguments,
     repeats...), so a failed attempt the harness repaired is allowed; what counts is what succeeded."""
-    return [(c.name, c.args) for c in result["tool_calls"] if c.status == "ok"]
+    return [(c["name"], c["args"]) for c in result["tool_calls"] if c["status"] == "ok"]
 
 
 def answered(h, thread: str, text: str, user: str = "U001") -> dict:
@@ -162,16 +162,16 @@ def test_return_delivered_order_creates_one_return(harness_app, shop, u001_order
     assert count(shop, "SELECT COUNT(*) FROM returns WHERE order_id = ?", (order,)) == 1
     assert f"RMA-{rows[0]['id']}" in again.reply or "already" in again.reply.lower()
     # The refused call is not run again unchanged within the message (identical-call interception).
-    ran = [c for c in again.tool_calls if c.name == "request_return"
-           and c.error_type not in ("duplicate_call", "needs_confirmation")]  # held for the yes: never ran
-    assert len({json.dumps(c.args, sort_keys=True) for c in ran}) == len(ran), again.tool_calls
+    ran = [c for c in again.tool_calls if c["name"] == "request_return"
+           and c["error_type"] not in ("duplicate_call", "needs_confirmation")]  # held for the yes: never ran
+    assert len({json.dumps(c["args"], sort_keys=True) for c in ran}) == len(ran), again.tool_calls
 
 
 def test_shipped_order_cannot_be_returned_and_nothing_changes(harness_app, shop, u001_orders):
     order = u001_orders["shipped"][0]
     r = harness_app.send("ret-shipped", f"I want to return {order}", "U001")
-    assert [c.name for c in r.tool_calls][0] == "request_return"
-    assert r.tool_calls[0].status == "error"
+    assert [c["name"] for c in r.tool_calls][0] == "request_return"
+    assert r.tool_calls[0]["status"] == "error"
     assert count(shop, "SELECT COUNT(*) FROM returns WHERE order_id = ?", (order,)) == 0
     assert order_row(shop, order)["status"] == "shipped"
     assert not re.search(r"RMA-\d+", r.reply), "no return id may be announced"

@@ -176,11 +176,11 @@ def test_twenty_concurrent_messages_on_one_thread_keep_submission_order(tmp_path
         turn = h.state(thread)["values"]["turn"]
 
     assert errors == []
-    assert all(r is not None and r.reply for r in results)
+    assert all(r is not None and r["reply"] for r in results)
     assert turn == len(messages)
     assert [r["role"] for r in rows] == ["user", "assistant"] * len(messages), "none lost, each answered"
     assert [r["content"] for r in rows[0::2]] == messages, "submission order"
-    assert [r["content"] for r in rows[1::2]] == [r.reply for r in results], "each followed by its own reply"
+    assert [r["content"] for r in rows[1::2]] == [r["reply"] for r in results], "each followed by its own reply"
 
 
 # ------------------------------------------------------------------------------------------ (d) rule DSL

@@ -64,7 +64,7 @@ def test_an_id_compressed_out_of_the_working_set_is_still_known():
         assert asked["name"] == "modify_pending_order_payment" and asked["error_type"] == "needs_confirmation"
         assert asked["args"]["payment_method_id"] == gift
         done = h.send(thread, "yes", uid)
-        assert [(c.name, c.status) for c in done.tool_calls] == [("modify_pending_order_payment", "ok")]
+        assert [(c["name"], c["status"]) for c in done.tool_calls] == [("modify_pending_order_payment", "ok")]
 
 
 def test_ids_are_known_per_thread_only():

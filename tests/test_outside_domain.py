@@ -76,7 +76,7 @@ def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: 
                         "--model", "sim:clean", "--data-dir", str(data), cwd=tmp_path)
     assert as_module.returncode == 0, as_module.stderr
     first = json.loads(as_module.stdout)
-    assert first.domain == "library" and calls(first) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+    assert first["domain"] == "library" and calls(first) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
     as_file = harness("run", "--domain", f"{pack / '__init__.py'}:DOMAIN", "Renew BOOK-0042 again", "--json", "--design", NO_CONFIRM,
                       "--model", "sim:clean", "--data-dir", str(data), "--thread", "t2", cwd=tmp_path)
     assert as_file.returncode == 0, as_file.stderr

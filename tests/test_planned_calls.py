@@ -60,7 +60,7 @@ def test_a_rewording_model_files_the_complaint_once_after_a_crash(tmp_path, node
     with Harness(tmp_path, design, MODEL) as h:
         done = h.finish("c")
         assert complaints(tmp_path) == 1, "the reworded call ran as a new change"
-        assert [c.name for c in done.tool_calls] == ["file_complaint"]
+        assert [c["name"] for c in done.tool_calls] == ["file_complaint"]
         assert [r["role"] for r in h.transcripts.read("c")] == ["user", "assistant"]
 
 

@@ -67,7 +67,7 @@ def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
         before = stock_of(h.resources["shop"], order)
 
         first = h.send("cancel", f"please cancel {order}", "U001")
-        [call] = [c for c in first.tool_calls if c.name == "cancel_order"]
+        [call] = [c for c in first.tool_calls if c["name"] == "cancel_order"]
         assert call["status"] == "ok" and call["args"]["order_id"] == order, first.tool_calls
         after_first = stock_of(h.resources["shop"], order)
         assert h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
@@ -124,7 +124,7 @@ def test_a_node_that_crashes_leaves_the_message_saved_and_finish_completes_it(tm
 
         done = h.finish("crash")
         assert done.phase == "done" and done.path[0] == "reply" and order in done.reply
-        assert [c.name for c in done.tool_calls] == ["get_order_status"], "the tool did not run again"
+        assert [c["name"] for c in done.tool_calls] == ["get_order_status"], "the tool did not run again"
         assert [e["role"] for e in h.transcripts.read("crash")] == ["user", "assistant"]
         with pytest.raises(HarnessError, match="no unfinished message"):
             h.finish("crash")
@@ -162,10 +162,10 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
 
     status = run_json(tmp_path, "ret", f"Where is my order {order}?")
     first = run_json(tmp_path, "ret", ask)
-    [call] = [c for c in first.tool_calls if c.name == "request_return"]
-    assert call["status"] == "ok" and call["args"]["order_id"] == order, first.tool_calls
+    [call] = [c for c in first["tool_calls"] if c["name"] == "request_return"]
+    assert call["status"] == "ok" and call["args"]["order_id"] == order, first["tool_calls"]
     [rma] = returns_of(tmp_path, order)
-    assert f"RMA-{rma['id']}" in first.reply
+    assert f"RMA-{rma['id']}" in first["reply"]
     with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
         pre_action = checkpoint_before_tool(h, "ret", "request_return", turn=2)
 
@@ -188,9 +188,9 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
                      "--data-dir", str(tmp_path), "--json", cwd=tmp_path)
     assert finish.returncode == 0, finish.stderr
     done = json.loads(finish.stdout)
-    assert done["forked_from"] == pre_action and done.phase == "done" and done.path[0] == "action"
-    assert [c.args for c in done.tool_calls if c.name == "request_return"] == [call["args"]]
-    assert f"RMA-{rma['id']}" in done.reply
+    assert done["forked_from"] == pre_action and done["phase"] == "done" and done["path"][0] == "action"
+    assert [c["args"] for c in done["tool_calls"] if c["name"] == "request_return"] == [call["args"]]
+    assert f"RMA-{rma['id']}" in done["reply"]
     assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
 
     with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
@@ -226,7 +226,7 @@ def test_finish_uses_the_design_and_model_the_thread_ran_with(tmp_path):
                      "--json", cwd=tmp_path)
     assert finish.returncode == 0, finish.stderr
     done = json.loads(finish.stdout)
-    assert done.design == "naive" and done.phase == "done" and order in done.reply
+    assert done["design"] == "naive" and done["phase"] == "done" and order in done["reply"]
 
 
 def test_a_replay_with_fresh_call_ids_still_applies_the_change_once(tmp_path, recording_sim_cls):
@@ -246,7 +246,7 @@ def test_a_replay_with_fresh_call_ids_still_applies_the_change_once(tmp_path, re
         shop = h.resources["shop"]
         order = u001_order("pending", shop=shop)
         first = h.send("cancel", f"please cancel {order}", "U001")
-        [call] = [c for c in first.tool_calls if c.name == "cancel_order"]
+        [call] = [c for c in first.tool_calls if c["name"] == "cancel_order"]
         after_first = stock_of(shop, order)
         # the decision forgotten (a harness without a ledger), so the replay asks the model, which renames it
         h.stores.ledger.conn.execute("DELETE FROM decided_calls")

@@ -202,7 +202,7 @@ def test_a_models_429_is_waited_for_and_retried(tmp_path):
         order = u001_order("shipped", shop=h.resources["shop"])
         model.calls = [{"name": "get_order_status", "args": {"order_id": order}, "id": "a", "type": "tool_call"}]
         result = h.send("429", f"Where is my order {order}?", "U001")
-        assert [c.status for c in result.tool_calls] == ["ok"] and order in result.reply
+        assert [c["status"] for c in result.tool_calls] == ["ok"] and order in result.reply
         assert len(model.seen) >= 3, "the throttled call was made again"
 
 

@@ -421,7 +421,7 @@ def test_harness_applies_an_outside_change_once_when_a_fork_replays_it(backend: 
         h.send(thread, "Please renew BOOK-0042", "reader-1")
         before = next(c for c in reversed(h.history(thread)) if c.next == ["action"])
         replayed = h.finish(thread, before.checkpoint_id)
-        assert replayed.phase == "done" and [c.status for c in replayed.tool_calls] == ["ok"]
+        assert replayed.phase == "done" and [c["status"] for c in replayed.tool_calls] == ["ok"]
         keys = [r["ledger_key"] for r in replayed.values["tool_log"] if r.get("ledger_key")]
         assert [h.stores.ledger.get(k).status for k in keys] == ["settled"]
     assert len(renewals(data)) == 1

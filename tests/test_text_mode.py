@@ -30,26 +30,26 @@ def test_text_calls_with_invisible_prefix_become_native_calls() -> None:
     """The form chat-tuned open models write (Qwen, Hermes), as the sim writes it, with invisible junk."""
     text = "\u200b\ufeff<tool_call>\n" + tool_call_json("get_order_status", {"order_id": "ORD-10144"}) + "\n</tool_call>"
     reply = from_text(AIMessage(text), ["get_order_status"])
-    assert [(c.name, c.args) for c in reply.tool_calls] == [("get_order_status", {"order_id": "ORD-10144"})]
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("get_order_status", {"order_id": "ORD-10144"})]
 
 
 def test_an_unreadable_call_becomes_a_rejected_call_not_a_reply() -> None:
     reply = from_text(AIMessage('TOOL: get_order_status(order_id="ORD-1'), ["get_order_status"])
-    assert reply.tool_calls[0].name == PARSE_ERROR_TOOL
-    assert "unterminated" in reply.tool_calls[0].args["error"]
+    assert reply.tool_calls[0]["name"] == PARSE_ERROR_TOOL
+    assert "unterminated" in reply.tool_calls[0]["args"]["error"]
 
 
 def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
     model = SimChatModel(faults="clean")
     with Harness(tmp_path, text_design(), model) as h:
         r = h.send("t", "where is my order ORD-10144?", "U001")
-        assert [(c.name, c.args, c.status) for c in r.tool_calls] == [
+        assert [(c["name"], c["args"], c["status"]) for c in r.tool_calls] == [
             ("get_order_status", {"order_id": "ORD-10144"}, "ok")]
         assert "delivered" in r.reply
         asked = h.send("t", "I want to return it, wrong size", "U001")
         assert asked.phase == "confirm" and "ORD-10144" in asked.reply  # text calls are confirmed too
         r = h.send("t", "yes", "U001")
-        assert ("request_return", "ok") in [(c.name, c.status) for c in r.tool_calls]
+        assert ("request_return", "ok") in [(c["name"], c["status"]) for c in r.tool_calls]
         assert "RMA-" in r.reply
 
 

@@ -31,7 +31,7 @@ from lg_harness.memory.hooks import UnopenedMemory
 from lg_harness.obs.tracing import current_trace_id, message_span
 from lg_harness.tools.backend import BackendPlace
 from lg_harness.tools.errors import HarnessError
-from lg_harness.tools.executor import RetryPolicy, ToolExecutor
+from lg_harness.tools.executor import Executor, RetryPolicy, ToolExecutor
 from lg_harness.tools.ledger import LEDGER_RESOURCE
 from lg_harness.tools.registry import ToolRegistry
 from lg_harness.tools.text import clean_text
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # chromadb loads with it: only the commands that run messages
     from lg_harness.memory.longterm import LongTermMemory
 
 
-def executor_for(design: Design, registry: ToolRegistry, **clock: Any) -> ToolExecutor:
+def executor_for(design: Design, registry: ToolRegistry, **clock: Any) -> Executor:
     """The executor the design names: classified retries (default), a heavyweight framework's, or raw."""
     kind = design.knobs.executor
     if kind == "framework":
@@ -93,7 +93,7 @@ class Harness:
                  model: BaseChatModel | str = "sim", *, domain: Domain | str | None = None,
                  resources: dict[str, Any] | None = None, checkpointer: BaseCheckpointSaver | None = None,
                  memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
-                 executor: ToolExecutor | None = None, database_url: str | None = None,
+                 executor: Executor | None = None, database_url: str | None = None,
                  chroma_url: str | None = None, runs_messages: bool = True) -> None:
         """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
 
@@ -340,7 +340,7 @@ class Harness:
         snap = self.graph.get_state(self.config(thread_id, checkpoint_id))
         # ``next`` leaves out tasks whose writes were saved before the crash: they are still owed their
         # checkpoint and whatever follows them, so ``pending`` lists every task the checkpoint holds.
-        return {"thread_id": thread_id, "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+        return {"thread_id": thread_id, "checkpoint_id": (snap.config.get("configurable") or {}).get("checkpoint_id"),
                 "next": list(snap.next), "pending": [t.name for t in snap.tasks], "values": snap.values}
 
     def unanswered_message(self, thread_id: str, values: dict[str, Any]) -> tuple[int, str] | None:
@@ -365,8 +365,9 @@ class Harness:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""
         self.state(thread_id, checkpoint_id)  # validates both ids
         config = self.config(thread_id, checkpoint_id)
-        config["configurable"]["checkpoint_ns"] = ""  # the thread's first checkpoint has no parent to take it from
+        # the thread's first checkpoint has no parent to take it from
+        config = {"configurable": {**(config.get("configurable") or {}), "checkpoint_ns": ""}}
         new = self.graph.update_state(config, None, as_node="__copy__")
         # The forked state is from before any human took the thread: its next message goes to the bot again.
         self.transcripts.release_handoff(thread_id)
-        return new["configurable"]["checkpoint_id"]
+        return str((new.get("configurable") or {})["checkpoint_id"])

@@ -25,7 +25,7 @@ from lg_harness.llm.decoding import Step, constrain
 from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
 from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response, span_event
 from lg_harness.tools.errors import classify, retry_after_of
-from lg_harness.tools.executor import ToolExecutor
+from lg_harness.tools.executor import Executor
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 from lg_harness.errors import RunError
@@ -41,7 +41,7 @@ class NodeDeps:
 
     model: BaseChatModel
     registry: ToolRegistry
-    executor: ToolExecutor
+    executor: Executor
     design: Design
     domain: Domain
     resources: dict[str, Any] = field(default_factory=dict)  # the domain's backends, memory, audit

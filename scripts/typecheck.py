@@ -7,7 +7,7 @@ Why a script and not bare ``pyright``: the folders install under ``lg_harness`` 
 (``core/`` is ``lg_harness.core``), which the editable install resolves with an import hook that no type
 checker runs. This script lays that mapping out as links under ``.typing/lg_harness/`` (ignored by git,
 rebuilt on every run from pyproject.toml, so a new package shows up by itself), which ``[tool.pyright]``
-names in ``extraPaths``; then it runs pyright on the real folders.
+checks and names in ``extraPaths``; errors are reported at the links (their targets are the files).
 """
 
 from __future__ import annotations
@@ -24,20 +24,24 @@ LINKS = ROOT / ".typing"
 
 
 def lay_out_links(root: Path = ROOT) -> Path:
-    """``.typing/lg_harness/<sub>`` -> ``<folder>`` for every ``lg_harness.<sub>`` in the package-dir map."""
+    """``.typing/lg_harness/<sub>/...``: one link per source file of every ``lg_harness.<sub>`` folder in the
+    package-dir map, in real folders (pyright checks linked files, not linked folders). Each file is checked
+    once, under the one name it is imported by."""
     mapping = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
     top = root / ".typing" / "lg_harness"
-    if top.exists():
-        shutil.rmtree(top)
-    top.mkdir(parents=True)
-    for entry in (root / mapping["lg_harness"]).iterdir():  # the top package's own files
-        if entry.suffix in (".py", ".typed"):
-            (top / entry.name).symlink_to(os.path.relpath(entry, top))
+    if top.parent.exists():
+        shutil.rmtree(top.parent)
     for name, folder in mapping.items():
         parts = name.split(".")
         if parts[0] != "lg_harness" or len(parts) != 2:
-            continue  # the top package itself, subpackages under a mapped folder, and other top-level names
-        (top / parts[1]).symlink_to(os.path.relpath(root / folder, top), target_is_directory=True)
+            continue  # the top package (checked where it is), subpackages of a mapped folder, other names
+        source = root / folder
+        for file in source.rglob("*.py"):
+            if "__pycache__" in file.parts:
+                continue
+            link = top / parts[1] / file.relative_to(source)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(os.path.relpath(file, link.parent))
     return top
 
 

@@ -1,1 +1,0 @@
-../../lg_harness/__init__.py

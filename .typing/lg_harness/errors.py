@@ -1,1 +1,0 @@
-../../lg_harness/errors.py

@@ -1,0 +1,71 @@
+"""The project type-checks, and a user's type checker sees the public API's real types.
+
+pyright (basic mode, ``[tool.pyright]`` in pyproject.toml) runs once over the whole project through
+``scripts/typecheck.py``. Two things are checked on its report:
+
+- ``tests/typing/reveal_send.py``, written as a user would write it (``from lg_harness import Harness``),
+  reveals ``SendResult`` for ``Harness(...).send(...)``, and the other types its comments expect;
+- no folder has more errors than ``tests/typing/pyright_baseline.json`` allows. The baseline only goes
+  down: a folder with fewer errors fails too, until the file says the new number, and a folder that is
+  not listed must have none. An empty file is the goal: the whole project clean.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REVEAL = ROOT / "tests" / "typing" / "reveal_send.py"
+BASELINE = ROOT / "tests" / "typing" / "pyright_baseline.json"
+
+
+def _typecheck_module() -> Any:
+    spec = importlib.util.spec_from_file_location("typecheck", ROOT / "scripts" / "typecheck.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def report() -> dict[str, Any]:
+    done = _typecheck_module().run_pyright("--outputjson")
+    assert done.stdout.strip(), f"pyright gave no report: {done.stderr[-2000:]}"
+    return json.loads(done.stdout)
+
+
+def _folder(file: str) -> str:
+    return Path(file).resolve().relative_to(ROOT).parts[0]
+
+
+def test_a_user_type_checker_sees_send_return_a_send_result(report: dict[str, Any]) -> None:
+    expected = {i: m.group(1).strip() for i, line in enumerate(REVEAL.read_text().splitlines())
+                if (m := re.search(r"# expect: (.+)$", line))}
+    revealed = {d["range"]["start"]["line"]: re.sub(r'^Type of ".*" is "(.*)"$', r"\1", d["message"])
+                for d in report["generalDiagnostics"]
+                if Path(d["file"]).resolve() == REVEAL and d["severity"] == "information"}
+    assert revealed == expected
+    errors = [d["message"] for d in report["generalDiagnostics"]
+              if Path(d["file"]).resolve() == REVEAL and d["severity"] == "error"]
+    assert errors == []
+
+
+def test_no_folder_has_more_type_errors_than_its_baseline(report: dict[str, Any]) -> None:
+    errors = [d for d in report["generalDiagnostics"] if d["severity"] == "error"]
+    counts = Counter(_folder(d["file"]) for d in errors)
+    baseline: dict[str, int] = json.loads(BASELINE.read_text())
+    over = {f: (n, baseline.get(f, 0)) for f, n in counts.items() if n > baseline.get(f, 0)}
+    shown = "\n".join(f"{Path(d['file']).resolve().relative_to(ROOT)}:{d['range']['start']['line'] + 1}: "
+                      f"{d['message'].splitlines()[0]} ({d.get('rule', '')})"
+                      for d in errors if _folder(d["file"]) in over)
+    assert not over, f"type errors (folder: found, allowed) {over}; run scripts/typecheck.py\n{shown}"
+    under = {f: (counts.get(f, 0), n) for f, n in baseline.items() if counts.get(f, 0) < n}
+    assert not under, (f"fewer type errors than the baseline (folder: found, allowed) {under}: lower "
+                       f"{BASELINE.relative_to(ROOT)} to the new counts (remove a folder at 0)")

@@ -31,10 +31,13 @@ def lay_out_links(root: Path = ROOT) -> Path:
     top = root / ".typing" / "lg_harness"
     if top.parent.exists():
         shutil.rmtree(top.parent)
+    top.mkdir(parents=True)
+    for file in (root / mapping["lg_harness"]).glob("*.py"):  # the top package's own files: a regular package
+        (top / file.name).symlink_to(os.path.relpath(file, top))
     for name, folder in mapping.items():
         parts = name.split(".")
         if parts[0] != "lg_harness" or len(parts) != 2:
-            continue  # the top package (checked where it is), subpackages of a mapped folder, other names
+            continue  # the top package (above), subpackages of a mapped folder, other top-level names
         source = root / folder
         for file in source.rglob("*.py"):
             if "__pycache__" in file.parts:

@@ -5,7 +5,7 @@
 
 Why a script and not bare ``pyright``: the folders install under ``lg_harness`` by a ``package-dir`` mapping
 (``core/`` is ``lg_harness.core``), which the editable install resolves with an import hook that no type
-checker runs. This script lays that mapping out as links under ``.typing/lg_harness/`` (ignored by git,
+checker runs. This script lays that mapping out as links under ``build/pyright/lg_harness/`` (ignored by git,
 rebuilt on every run from pyproject.toml, so a new package shows up by itself), which ``[tool.pyright]``
 checks and names in ``extraPaths``; errors are reported at the links (their targets are the files).
 """
@@ -20,15 +20,15 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LINKS = ROOT / ".typing"
+LINKS = ROOT / "build" / "pyright"
 
 
 def lay_out_links(root: Path = ROOT) -> Path:
-    """``.typing/lg_harness/<sub>/...``: one link per source file of every ``lg_harness.<sub>`` folder in the
+    """``build/pyright/lg_harness/<sub>/...``: one link per source file of every ``lg_harness.<sub>`` folder in the
     package-dir map, in real folders (pyright checks linked files, not linked folders). Each file is checked
     once, under the one name it is imported by."""
     mapping = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
-    top = root / ".typing" / "lg_harness"
+    top = root / "build" / "pyright" / "lg_harness"
     if top.parent.exists():
         shutil.rmtree(top.parent)
     top.mkdir(parents=True)

@@ -26,7 +26,7 @@ class Design(BaseModel):
     description: str = ""
     variants: dict[str, str] = Field(default_factory=dict)
     knobs: Knobs = Field(default_factory=Knobs)
-    rules: str | None = Field(None, description="transition rules in the rule DSL (core/dsl.py); "
+    rules: str | None = Field(default=None, description="transition rules in the rule DSL (core/dsl.py); "
                               "nodes they have no rules for keep core/routing.py's default rules")
 
     def variant(self, role: str) -> str:

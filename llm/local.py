@@ -352,7 +352,7 @@ class LocalChatModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     model_name: str = "qwen2.5-coder-0.5b"
-    model_path: str | None = Field(None, description="a GGUF file; default: assembled from the data packages")
+    model_path: str | None = Field(default=None, description="a GGUF file; default: assembled from the data packages")
     n_ctx: int = 4096
     n_threads: int = 2
     n_batch: int = 512

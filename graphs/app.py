@@ -366,7 +366,7 @@ class Harness:
         self.state(thread_id, checkpoint_id)  # validates both ids
         config = self.config(thread_id, checkpoint_id)
         # the thread's first checkpoint has no parent to take it from
-        config = {"configurable": {**(config.get("configurable") or {}), "checkpoint_ns": ""}}
+        config["configurable"] = {**(config.get("configurable") or {}), "checkpoint_ns": ""}
         new = self.graph.update_state(config, None, as_node="__copy__")
         # The forked state is from before any human took the thread: its next message goes to the bot again.
         self.transcripts.release_handoff(thread_id)

@@ -5,9 +5,9 @@ pyright (basic mode, ``[tool.pyright]`` in pyproject.toml) runs once over the wh
 
 - ``tests/typing/reveal_send.py``, written as a user would write it (``from lg_harness import Harness``),
   reveals ``SendResult`` for ``Harness(...).send(...)``, and the other types its comments expect;
-- no folder has more errors than ``tests/typing/pyright_baseline.json`` allows. The baseline only goes
-  down: a folder with fewer errors fails too, until the file says the new number, and a folder that is
-  not listed must have none. An empty file is the goal: the whole project clean.
+- the project has no more errors than ``tests/typing/pyright_baseline.json`` allows (a total, so moving a
+  file between folders changes nothing; the failure lists the errors by folder). The number only goes down
+  (lower it when you fix some); 0 is the goal: the whole project clean.
 """
 
 from __future__ import annotations
@@ -57,13 +57,9 @@ def test_the_project_type_checks_and_a_user_sees_send_return_a_send_result() -> 
     assert errors == []
 
     errors_all = [d for d in report["generalDiagnostics"] if d["severity"] == "error"]
-    counts = Counter(_folder(d["file"]) for d in errors_all)
-    baseline: dict[str, int] = json.loads(BASELINE.read_text())
-    over = {f: (n, baseline.get(f, 0)) for f, n in counts.items() if n > baseline.get(f, 0)}
+    allowed = json.loads(BASELINE.read_text())["errors"]
+    by_folder = dict(sorted(Counter(_folder(d["file"]) for d in errors_all).items()))
     shown = "\n".join(f"{Path(d['file']).resolve().relative_to(ROOT)}:{d['range']['start']['line'] + 1}: "
-                      f"{d['message'].splitlines()[0]} ({d.get('rule', '')})"
-                      for d in errors_all if _folder(d["file"]) in over)
-    assert not over, f"type errors (folder: found, allowed) {over}; run scripts/typecheck.py\n{shown}"
-    under = {f: (counts.get(f, 0), n) for f, n in baseline.items() if counts.get(f, 0) < n}
-    assert not under, (f"fewer type errors than the baseline (folder: found, allowed) {under}: lower "
-                       f"{BASELINE.relative_to(ROOT)} to the new counts (remove a folder at 0)")
+                      f"{d['message'].splitlines()[0]} ({d.get('rule', '')})" for d in errors_all)
+    assert len(errors_all) <= allowed, (f"{len(errors_all)} type errors, {allowed} allowed; by folder {by_folder}; "
+                                        f"run scripts/typecheck.py\n{shown}")

@@ -13,6 +13,7 @@ import pytest
 from lg_harness.core.design import Design, Knobs
 from lg_harness.domains.shop import nlu
 from lg_harness.graphs.app import Harness
+from lg_harness.graphs.result import SendResult
 from lg_harness.tools.errors import HarnessError
 
 try:
@@ -27,14 +28,14 @@ PRODUCT_ID_RE = re.compile(r"\bP\d{4}\b")
 NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 
 
-def calls(result: dict) -> list[tuple[str, dict]]:
-    return [(c["name"], c["args"]) for c in result["tool_calls"]]
+def calls(result: SendResult) -> list[tuple[str | None, dict | None]]:
+    return [(c["name"], c["args"]) for c in result.tool_calls]
 
 
-def ok_calls(result: dict) -> list[tuple[str, dict]]:
+def ok_calls(result: SendResult) -> list[tuple[str | None, dict | None]]:
     """The calls that succeeded. The default ``sim`` has a fitted fault profile (malformed arguments,
     repeats...), so a failed attempt the harness repaired is allowed; what counts is what succeeded."""
-    return [(c["name"], c["args"]) for c in result["tool_calls"] if c["status"] == "ok"]
+    return [(c["name"], c["args"]) for c in result.tool_calls if c["status"] == "ok"]
 
 
 def answered(h, thread: str, text: str, user: str = "U001") -> dict:

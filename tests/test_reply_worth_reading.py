@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage
 from lg_harness.core.domain import load_domain
 from lg_harness.evals.reply_quality import customer_grade
 from lg_harness.graphs.app import Harness
+from lg_harness.graphs.result import SendResult
 from lg_harness.nodes.customer_text import dump_kind
 
 try:
@@ -37,8 +38,8 @@ def _relays(reply: str) -> list[str]:
     return [r for r in RELAYED if r in folded]
 
 
-def _changed(result: dict) -> list[str]:
-    return [c["name"] for c in result["tool_calls"] if c["status"] == "ok" and c["name"] not in (
+def _changed(result: SendResult) -> list[str]:
+    return [c["name"] for c in result.tool_calls if c["status"] == "ok" and c["name"] not in (
         "search_kb", "get_product", "search_products", "get_order_status")]
 
 

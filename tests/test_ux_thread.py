@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lg_harness.graphs.app import Harness
+from lg_harness.graphs.result import SendResult
 
 try:
     from support import patient_design
@@ -15,8 +16,8 @@ except ImportError:  # tests/ imported as a package
 MODEL = "sim:clean"
 
 
-def ok_calls(r: dict) -> list[str]:
-    return [c["name"] for c in r["tool_calls"] if c["status"] == "ok"]
+def ok_calls(r: SendResult) -> list[str]:
+    return [c["name"] for c in r.tool_calls if c["status"] == "ok"]
 
 
 def test_a_question_after_thanks_is_answered(tmp_path: Path) -> None:

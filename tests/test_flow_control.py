@@ -18,6 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
+from lg_harness.graphs.result import SendResult
 from lg_harness.graphs.builder import build_graph
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.tools.errors import HarnessError
@@ -148,7 +149,7 @@ def tickets_taken(h: Harness, thread: str) -> int:
 def test_twenty_concurrent_messages_on_one_thread_keep_submission_order(tmp_path):
     thread = "busy"
     messages = [f"Do you have {p}?" for p in PRODUCTS]
-    results: list[dict | None] = [None] * len(messages)
+    results: list[SendResult | None] = [None] * len(messages)
     errors: list[BaseException] = []
 
     with Harness(tmp_path, patient_design(), MODEL) as h:
@@ -176,11 +177,11 @@ def test_twenty_concurrent_messages_on_one_thread_keep_submission_order(tmp_path
         turn = h.state(thread)["values"]["turn"]
 
     assert errors == []
-    assert all(r is not None and r["reply"] for r in results)
+    assert all(r is not None and r.reply for r in results)
     assert turn == len(messages)
     assert [r["role"] for r in rows] == ["user", "assistant"] * len(messages), "none lost, each answered"
     assert [r["content"] for r in rows[0::2]] == messages, "submission order"
-    assert [r["content"] for r in rows[1::2]] == [r["reply"] for r in results], "each followed by its own reply"
+    assert [r["content"] for r in rows[1::2]] == [r.reply for r in results if r is not None], "each followed by its own reply"
 
 
 # ------------------------------------------------------------------------------------------ (d) rule DSL
@@ -216,10 +217,10 @@ def test_dsl_rule_hands_off_after_two_tool_errors(tmp_path):
     dsl, dsl_log = runs["dsl"]
     assert [c["status"] for c in dsl_log] == ["error", "error"], dsl_log
     # the rule reads the second call's error, after the step that ran it (execute)
-    assert dsl["path"][-4:] == ["execute", "action", "execute", "handoff"], dsl["path"]
-    assert dsl["waiting_for_human"] and dsl["handoff"]["ticket"] in dsl["reply"]
+    assert dsl.path[-4:] == ["execute", "action", "execute", "handoff"], dsl.path
+    assert dsl.waiting_for_human and dsl.handoff and dsl.handoff["ticket"] in dsl.reply
     python, python_log = runs["python"]  # without the rule the guards let it try again, then answer
-    assert "handoff" not in python["path"] and len(python_log) > 2
+    assert "handoff" not in python.path and len(python_log) > 2
 
 
 BAD_RULES = {

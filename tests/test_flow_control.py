@@ -18,8 +18,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
-from lg_harness.graphs.result import SendResult
 from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.result import SendResult
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import ToolExecutor

@@ -88,7 +88,7 @@ def test_a_return_asked_for_a_shipped_order_is_refused_at_once_without_a_confirm
         order = u001_order("shipped", shop=h.resources["shop"])
         result = h.send("r", ask.format(order=order), "U001")
         returns = h.resources["shop"].query("SELECT * FROM returns WHERE order_id = ?", (order,))
-    assert result.phase != "confirm" and not result.get("pending_change")
+    assert result.phase != "confirm" and not result.values.get("pending_change")
     assert all(c["error_type"] != "needs_confirmation" for c in result.tool_calls)
     assert "yes" not in result.reply.casefold() and "回复“是”" not in result.reply
     assert any(r in result.reply for r in reason), result.reply

@@ -267,9 +267,10 @@ def _harness(run_dir: Path, setup: Setup, url: str | None = None) -> Any:
 def converse(run_dir: Path, setup: Setup, thread: str = THREAD) -> list[str]:
     """What the user does on the embedded harness: the request, and yes if it asks to confirm."""
     with _harness(run_dir, setup) as h:
-        replies = [h.send(thread, setup.script.message, setup.script.user)["reply"]]
-        if h.last_values.get("pending_change"):
-            replies.append(h.send(thread, YES, setup.script.user)["reply"])
+        first = h.send(thread, setup.script.message, setup.script.user)
+        replies = [first.reply]
+        if first.values.get("pending_change"):
+            replies.append(h.send(thread, YES, setup.script.user).reply)
     return replies
 
 
@@ -287,7 +288,7 @@ def recover_sqlite(run_dir: Path, setup: Setup) -> dict[str, Any]:
     elif not any(s in done.output for s in ("no unfinished message", "waits for a human", "unknown thread")):
         raise RuntimeError(f"harness resume --finish failed: {done.output.strip()[-300:]}")
     with _harness(run_dir, setup) as h:
-        replies += _go_on(h, setup, THREAD, lambda text: h.send(THREAD, text, setup.script.user)["reply"], steps)
+        replies += _go_on(h, setup, THREAD, lambda text: h.send(THREAD, text, setup.script.user).reply, steps)
         values = h.state(THREAD)["values"] if h.thread_exists(THREAD) else {}
     return {"steps": steps, "replies": replies, "to_person": bool((values.get("handoff") or {}).get("uncertain_changes"))}
 

@@ -155,10 +155,10 @@ def run_thread(harness: Harness, messages: Sequence[str], byte_turns: Sequence[i
     for turn, text in enumerate(messages, 1):
         result = harness.send(THREAD, text, user)
         progress.tick(turn, len(messages))
-        run["tokens_by_turn"][turn] = int(result["usage"]["input_tokens"])
-        run["waiting_turns"] += bool(result["waiting_for_human"])
+        run["tokens_by_turn"][turn] = int(result.usage.input_tokens)
+        run["waiting_turns"] += bool(result.waiting_for_human)
         if turn in reply_turns:
-            run["replies"][turn] = result["reply"]
+            run["replies"][turn] = result.reply
         if turn in byte_turns:
             run["checkpoint_bytes"][turn] = latest_checkpoint_bytes(path, THREAD)
             run["db_bytes"][turn] = database_bytes(path)
@@ -174,7 +174,7 @@ def fresh_tokens(strategy: str, messages: Sequence[str], turns: Sequence[int], m
     with tempfile.TemporaryDirectory(prefix="bench-context-fresh-") as tmp, \
             Harness(tmp, design, model, domain=domain) as harness:
         user = harness.domain.default_user
-        return {t: int(harness.send(f"{THREAD}-fresh-{t}", messages[t - 1], user)["usage"]["input_tokens"])
+        return {t: int(harness.send(f"{THREAD}-fresh-{t}", messages[t - 1], user).usage.input_tokens)
                 for t in turns}
 
 

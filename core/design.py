@@ -27,8 +27,8 @@ class Design(BaseModel):
     description: str = ""
     variants: dict[str, str] = Field(default_factory=dict)
     knobs: Knobs = Field(default_factory=Knobs)
-    rules: str | None = Field(None, description="transition rules in the rule DSL (core/routing/rules.py); "
-                              "nodes they have no rules for keep core/routing/route.py's default rules")
+    rules: str | None = Field(default=None, description="transition rules in the rule DSL (core/routing/rules.py); "
+                                      "nodes they have no rules for keep core/routing/route.py's default rules")
 
     def variant(self, role: str) -> str:
         return self.variants.get(role, DEFAULT_VARIANTS[role])

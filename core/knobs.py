@@ -14,51 +14,51 @@ from pydantic import BaseModel, ConfigDict, Field
 class Knobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_rounds: int = Field(5, ge=1, description="tool rounds per user message before a partial answer")
-    max_tools_offered: int = Field(3, ge=1, description="tools offered on one model call")
-    window_messages: int = Field(24, ge=2, description="most messages a checkpoint keeps between turns")
-    context_budget_tokens: int = Field(3000, ge=256, description="input tokens one model call may use")
-    max_message_chars: int = Field(16_000, ge=1, description="longest user message accepted")
+    max_rounds: int = Field(default=5, ge=1, description="tool rounds per user message before a partial answer")
+    max_tools_offered: int = Field(default=3, ge=1, description="tools offered on one model call")
+    window_messages: int = Field(default=24, ge=2, description="most messages a checkpoint keeps between turns")
+    context_budget_tokens: int = Field(default=3000, ge=256, description="input tokens one model call may use")
+    max_message_chars: int = Field(default=16_000, ge=1, description="longest user message accepted")
     identical_calls: Literal["block", "reuse", "allow"] = Field(
-        "block", description="a repeated identical tool call: blocked with a note, answered from the earlier "
+        default="block", description="a repeated identical tool call: blocked with a note, answered from the earlier "
         "result, or run again")
-    no_progress_rounds: int = Field(3, ge=1, description="rounds with nothing new before the loop stops")
-    max_regenerations: int = Field(1, ge=0, description="self-check retries before handoff")
-    unknown_intent_handoff: int = Field(2, ge=1, description="turns in a row with no intent before handoff")
-    validation_repairs: int = Field(1, ge=0, description="repair tries after an invalid tool call")
-    align_entities: bool = Field(True, description="identifier arguments must come from the conversation")
-    enforce_constraints: bool = Field(True, description="refuse tool calls a pinned constraint forbids")
-    confirm_changes: bool = Field(False, description="before a state-changing tool runs, say what will change and "
+    no_progress_rounds: int = Field(default=3, ge=1, description="rounds with nothing new before the loop stops")
+    max_regenerations: int = Field(default=1, ge=0, description="self-check retries before handoff")
+    unknown_intent_handoff: int = Field(default=2, ge=1, description="turns in a row with no intent before handoff")
+    validation_repairs: int = Field(default=1, ge=0, description="repair tries after an invalid tool call")
+    align_entities: bool = Field(default=True, description="identifier arguments must come from the conversation")
+    enforce_constraints: bool = Field(default=True, description="refuse tool calls a pinned constraint forbids")
+    confirm_changes: bool = Field(default=False, description="before a state-changing tool runs, say what will change and "
                                   "wait for the user's explicit yes in their next message")
-    normalize_args: bool = Field(True, description="rewrite identifier arguments to their canonical form")
+    normalize_args: bool = Field(default=True, description="rewrite identifier arguments to their canonical form")
     executor: Literal["classified", "framework", "raw"] = Field(
-        "classified", description="tool execution: classified retries, a framework's blind retries, or none")
-    tool_offer: Literal["routed", "all"] = Field("routed", description="tools of the routed intent, or every tool")
-    unsure_offer: int = Field(0, ge=0, description="when the intent step is unsure (no keyword rule decided), offer "
+        default="classified", description="tool execution: classified retries, a framework's blind retries, or none")
+    tool_offer: Literal["routed", "all"] = Field(default="routed", description="tools of the routed intent, or every tool")
+    unsure_offer: int = Field(default=0, ge=0, description="when the intent step is unsure (no keyword rule decided), offer "
                               "the tools of every candidate intent, up to this many; 0 offers the one guess's")
     tool_calling: Literal["native", "text"] = Field(
-        "native", description="native tool calls, or TOOL: lines parsed from text (models without tool calling)")
-    clean_results: bool = Field(True, description="clean tool results before the model reads them")
-    constrained_decoding: bool = Field(False, description="ask the provider for output that fits the step where it "
+        default="native", description="native tool calls, or TOOL: lines parsed from text (models without tool calling)")
+    clean_results: bool = Field(default=True, description="clean tool results before the model reads them")
+    constrained_decoding: bool = Field(default=False, description="ask the provider for output that fits the step where it "
                                        "can (llama.cpp grammar, response_format, strict tools, Ollama format): the "
                                        "answer step words for the customer, the action step an offered call or words")
-    retry_declined_call: int = Field(0, ge=0, le=3, description="times a model that answers a task whose slots are "
+    retry_declined_call: int = Field(default=0, ge=0, le=3, description="times a model that answers a task whose slots are "
                                      "all known without calling a tool is asked again to use the tools offered")
     answer_presentation: Literal["replay", "facts", "both"] = Field(
-        "replay", description="how results reach the answer step: replayed tool messages, the facts in words in a "
+        default="replay", description="how results reach the answer step: replayed tool messages, the facts in words in a "
         "user turn, or both")
-    clear_used_results: bool = Field(False, description="keep earlier turns' tool results as digests (ids and "
+    clear_used_results: bool = Field(default=False, description="keep earlier turns' tool results as digests (ids and "
                                      "key fields) once answered; the latest successful one stays whole")
-    normalize_input: bool = Field(True, description="strip invisible characters from user messages")
-    logger: Literal["full", "opaque"] = Field("full", description="tool-call logs: everything, or status + duration")
-    long_term_memory: bool = Field(True, description="recall and remember across sessions (needs a memory store)")
-    wait_for_human: bool = Field(True, description="after a handoff, pause the thread until a human answers")
-    model_timeout_s: float = Field(15.0, gt=0, description="deadline of one model call")
-    message_deadline_s: float = Field(60.0, gt=0, description="wall time for one user message")
-    turn_quota_input_tokens: int = Field(20_000, ge=1, description="input tokens per user message")
-    turn_quota_tool_calls: int = Field(12, ge=1, description="tool calls per user message")
-    session_quota_input_tokens: int = Field(400_000, ge=1, description="input tokens per thread")
-    session_quota_tool_calls: int = Field(200, ge=1, description="tool calls per thread")
+    normalize_input: bool = Field(default=True, description="strip invisible characters from user messages")
+    logger: Literal["full", "opaque"] = Field(default="full", description="tool-call logs: everything, or status + duration")
+    long_term_memory: bool = Field(default=True, description="recall and remember across sessions (needs a memory store)")
+    wait_for_human: bool = Field(default=True, description="after a handoff, pause the thread until a human answers")
+    model_timeout_s: float = Field(default=15.0, gt=0, description="deadline of one model call")
+    message_deadline_s: float = Field(default=60.0, gt=0, description="wall time for one user message")
+    turn_quota_input_tokens: int = Field(default=20_000, ge=1, description="input tokens per user message")
+    turn_quota_tool_calls: int = Field(default=12, ge=1, description="tool calls per user message")
+    session_quota_input_tokens: int = Field(default=400_000, ge=1, description="input tokens per thread")
+    session_quota_tool_calls: int = Field(default=200, ge=1, description="tool calls per thread")
 
 
 # The value that switches each feature knob off, for one-knob ablations (core.design.ablation). Knobs not

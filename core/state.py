@@ -15,6 +15,8 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
+from lg_harness.errors import UsageError
+
 
 def merge_dict(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
     """Merge key by key; a ``None`` value deletes the key; ``{"__reset__": True}`` clears first."""
@@ -52,7 +54,7 @@ class UserInfo(TypedDict):
     role: str
 
 
-class NotTheOwner(ValueError):
+class NotTheOwner(UsageError, ValueError):
     """A message on a thread from someone other than the user who started it."""
 
 

@@ -168,11 +168,11 @@ def _play(h: Harness, scenario: Any, index: int, turn: Any, before: tuple[float,
           clock: VirtualClock) -> dict[str, Any]:
     """One scenario turn; when the harness asks to confirm a change, the user's answer
     (``confirmation_answer``) is part of the same turn: its calls, tokens and latency count here."""
-    record = _send(h, scenario, index, turn.user, before, plan, clock)
-    if "error" in record or not h.last_values.get("pending_change"):
+    record, values = _send(h, scenario, index, turn.user, before, plan, clock)
+    if "error" in record or not values.get("pending_change"):
         return record
     answer = confirmation_answer(scenario, turn)
-    second = _send(h, scenario, index, answer, (plan.virtual_elapsed[0], clock.now), plan, clock)
+    second, _ = _send(h, scenario, index, answer, (plan.virtual_elapsed[0], clock.now), plan, clock)
     if "error" in second:
         return {**record, "error": second["error"]}
     merged = {**second, "confirmation": {"asked": record["reply"], "answer": answer}}
@@ -191,24 +191,25 @@ def _play(h: Harness, scenario: Any, index: int, turn: Any, before: tuple[float,
 
 
 def _send(h: Harness, scenario: Any, index: int, text: str, before: tuple[float, float], plan: FaultPlan,
-          clock: VirtualClock) -> dict[str, Any]:
+          clock: VirtualClock) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run record of one message, and the state after it (empty when the message failed)."""
     try:
         r = h.send("eval", text, scenario.user_id or h.domain.default_user, scenario.role)
     except HarnessError as err:
         # A message the model never answered fails like any other error, and says so (evals.cell_health).
         return {"index": index, "error": str(err), "reply": "", "tool_calls": [], "model_calls": 0,
                 "input_tokens": 0, "call_input_tokens": [], "latency_s": 0.0,
-                "model_failed": isinstance(err, ModelUnavailable)}
-    values = h.last_values
+                "model_failed": isinstance(err, ModelUnavailable)}, {}
+    values = r.values
     stats = values.get("turn_stats") or {}
     tool_s = plan.virtual_elapsed[0] - before[0] + clock.now - before[1]
     return {
         "index": index,
-        "intent": r["intent"],
-        "reply": r["reply"],
-        "path": r["path"],
-        "phase": r["phase"],
-        "handoff": bool(r["handoff"]) or r["waiting_for_human"],
+        "intent": r.intent,
+        "reply": r.reply,
+        "path": r.path,
+        "phase": r.phase,
+        "handoff": bool(r.handoff) or r.waiting_for_human,
         "tool_calls": tool_calls_of(values),
         "model_calls": stats.get("model_calls", 0),
         "input_tokens": stats.get("input_tokens", 0),
@@ -218,8 +219,8 @@ def _send(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
         "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),
         "model_latency_s": round(stats.get("model_latency_s", 0.0), 4),
         **({"speed": stats["speed"]} if stats.get("speed") else {}),
-        "stop_reason": stop_reason(values, h.design.knobs) if "action" in r["path"] else None,
-    }
+        "stop_reason": stop_reason(values, h.design.knobs) if "action" in r.path else None,
+    }, values
 
 
 # Per call: what reached the tools (``args``, after any harness rewrite), what the model emitted

@@ -34,18 +34,18 @@ class TurnExpect(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     intent: str | None = None
-    tools: list[ToolExpect] | None = Field(None, description="calls that must succeed this turn (subset)")
-    no_tools: bool = Field(False, description="no tool may run this turn (e.g. a slot question)")
+    tools: list[ToolExpect] | None = Field(default=None, description="calls that must succeed this turn (subset)")
+    no_tools: bool = Field(default=False, description="no tool may run this turn (e.g. a slot question)")
     must_not_call: list[str] = Field(default_factory=list)
-    no_changes: bool = Field(False, description="no state-changing tool may succeed this turn (a question, a "
+    no_changes: bool = Field(default=False, description="no state-changing tool may succeed this turn (a question, a "
                              "hypothetical, a changed mind); an attempt the harness held back is fine")
     reply_contains: list[str] = Field(default_factory=list, description="all must appear (case-insensitive)")
     reply_contains_any: list[str] = Field(default_factory=list, description="at least one must appear")
     reply_excludes: list[str] = Field(default_factory=list)
-    asks_for: str | None = Field(None, description="the reply must ask for this slot (a route's slot name)")
+    asks_for: str | None = Field(default=None, description="the reply must ask for this slot (a route's slot name)")
     handoff: bool | None = None
-    recall: bool = Field(False, description="this turn asks about something said earlier in the conversation")
-    completes_task: bool = Field(False, description="the turn finishes the scenario's task")
+    recall: bool = Field(default=False, description="this turn asks about something said earlier in the conversation")
+    completes_task: bool = Field(default=False, description="the turn finishes the scenario's task")
 
 
 class Turn(BaseModel):
@@ -53,7 +53,7 @@ class Turn(BaseModel):
 
     user: str
     expect: TurnExpect = Field(default_factory=TurnExpect)
-    confirm: str | None = Field(None, description="what the user answers if the harness asks to confirm a change "
+    confirm: str | None = Field(default=None, description="what the user answers if the harness asks to confirm a change "
                                 "(default: yes in the scenario's language, the user who asked for it means it; "
                                 "no on a turn that expects no change in a scenario tagged changed-mind, "
                                 "hypothetical, said-no or negation)")
@@ -70,9 +70,9 @@ class Change(BaseModel):
 
     table: str
     op: Literal["insert", "update", "delete"]
-    row: dict[str, Any] | None = Field(None, description="insert: columns the new row must have (others free)")
-    key: dict[str, Any] | None = Field(None, description="update/delete: which row")
-    set: dict[str, Any] | None = Field(None, description="update: columns that must hold these values; no other "
+    row: dict[str, Any] | None = Field(default=None, description="insert: columns the new row must have (others free)")
+    key: dict[str, Any] | None = Field(default=None, description="update/delete: which row")
+    set: dict[str, Any] | None = Field(default=None, description="update: columns that must hold these values; no other "
                                        "column may change but the backend's bookkeeping")
 
     @model_validator(mode="after")
@@ -101,15 +101,15 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    user_id: str | None = Field(None, description="the user; default: the domain's demo user")
+    user_id: str | None = Field(default=None, description="the user; default: the domain's demo user")
     role: str | None = None
     lang: Literal["en", "zh"] = "en"
     tags: list[str] = Field(default_factory=list)
     tool_faults: dict[str, list[str]] = Field(
-        default_factory=dict, description="tool name -> faults injected on its calls in order: "
+       default_factory=dict, description="tool name -> faults injected on its calls in order: "
         "timeout, rate_limited, server_error, malformed, ok")
     turns: list[Turn]
-    outcome: Outcome | None = Field(None, description="the backend's end state; without it the scenario is judged "
+    outcome: Outcome | None = Field(default=None, description="the backend's end state; without it the scenario is judged "
                                     "on its turns alone")
 
 

@@ -20,7 +20,7 @@ from lg_harness.nodes.handoff import wait_for_human
 from lg_harness.nodes.remember import Remember
 from lg_harness.obs.tracing import traced_node
 from lg_harness.tools.errors import HarnessError
-from lg_harness.tools.executor import ToolExecutor
+from lg_harness.tools.executor import Executor, ToolExecutor
 from lg_harness.tools.registry import ToolRegistry
 
 NODE_ROLES = NODES
@@ -65,7 +65,7 @@ def planned_first(router: Any) -> Any:
 
 def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver | None = None, *,
                 domain: Domain | None = None, registry: ToolRegistry | None = None,
-                executor: ToolExecutor | None = None, resources: dict[str, Any] | None = None) -> CompiledStateGraph:
+                executor: Executor | None = None, resources: dict[str, Any] | None = None) -> CompiledStateGraph:
     """Compile the harness graph for ``design``; collaborators are passed in, never looked up globally.
 
     Without a ``domain`` the graph knows only its tools: every message is one open task over ``registry``.

@@ -8,10 +8,12 @@ canvas. Data units are inches, so text and box sizes do not depend on the size o
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
 from typing import Any
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -162,7 +164,7 @@ def _fit(want: list[float], gaps: list[float], weight: list[float]) -> list[floa
     return [y + o for y, o in zip(ys, offs, strict=True)]
 
 
-def _curve(pts: list[tuple[float, float]], tans: list[tuple[float, float]]) -> MplPath:
+def _curve(pts: Sequence[tuple[float, float]], tans: Sequence[tuple[float, float]]) -> MplPath:
     """Cubic Bezier through ``pts`` leaving/entering each point along its tangent."""
     verts, codes = [pts[0]], [MplPath.MOVETO]
     for i, (p, q) in enumerate(zip(pts, pts[1:], strict=False)):
@@ -176,14 +178,15 @@ def _curve(pts: list[tuple[float, float]], tans: list[tuple[float, float]]) -> M
 def _edge(ax: Any, path: MplPath, dashed: bool, label: str | None) -> None:
     """Draw one edge with a solid head even when the line is dashed."""
     ax.add_patch(FancyArrowPatch(path=path, arrowstyle="-", color=EDGE_C, lw=1.2, ls="--" if dashed else "-"))
-    (cx, cy), (ex, ey) = path.vertices[-2], path.vertices[-1]
+    vertices = np.asarray(path.vertices, dtype=float)  # an ndarray; matplotlib's stubs say only "ArrayLike"
+    (cx, cy), (ex, ey) = vertices[-2], vertices[-1]
     n = max(((ex - cx) ** 2 + (ey - cy) ** 2) ** 0.5, 1e-9)
     tail = (ex - (ex - cx) / n * 0.12, ey - (ey - cy) / n * 0.12)
     head = "-|>,head_length=7,head_width=3.5"
     ax.add_patch(FancyArrowPatch(tail, (ex, ey), arrowstyle=head, color=EDGE_C, lw=1.2, shrinkA=0, shrinkB=0))
     if label:
-        segs = (len(path.vertices) - 1) // 3
-        v = path.vertices[3 * (segs // 2) :]  # the middle joint, or the midpoint of the middle segment
+        segs = (len(vertices) - 1) // 3
+        v = vertices[3 * (segs // 2) :]  # the middle joint, or the midpoint of the middle segment
         mx, my = v[0] if segs % 2 == 0 else (v[0] + 3 * v[1] + 3 * v[2] + v[3]) / 8
         box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"}  # keeps labels legible over lines
         ax.text(mx, my, label, fontsize=8, ha="center", va="center", color="#333333", zorder=4, bbox=box)
@@ -253,7 +256,8 @@ def draw_png(graph: Any, path: str | Path | None = None, title: str | None = Non
     for s, t in sorted(meta, key=lambda e: e[0] == e[1]):  # self-loops last, so they can dodge back edges
         route = _route(s, t, (s, t) in back, chains, xy, size, ports, busy)
         _edge(ax, route, meta[(s, t)][1], ", ".join(meta[(s, t)][0]) or None)
-        xs += [min(route.vertices[:, 0]) - 0.4, max(route.vertices[:, 0]) + 0.4]  # room for bulges and labels
+        route_x = np.asarray(route.vertices, dtype=float)[:, 0]
+        xs += [float(route_x.min()) - 0.4, float(route_x.max()) + 0.4]  # room for bulges and labels
     ys = [y for x, y in xy.values()]
     top, bottom = max(ys) + 0.45 + 0.45 * bool(title), min(ys) - 0.45
     # widen symmetrically (never stretch) so a long title or a tiny graph still fits at 1 unit = 1 inch

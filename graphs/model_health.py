@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import RunError
 
 
-class ModelUnavailable(HarnessError):
+class ModelUnavailable(RunError):
     """No model call of the message got an answer; the service maps it to 503."""
 
 

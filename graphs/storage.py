@@ -84,9 +84,12 @@ class Stores:
         from lg_harness.memory.longterm import LongTermMemory
 
         if self._chroma is not None:
-            if self._facts is None and self._data_dir is None:
+            if self._facts is not None:
+                facts = self._facts
+            elif self._data_dir is not None:
+                facts = FactStore(self._data_dir / "memory" / "facts.sqlite")
+            else:
                 return None
-            facts = self._facts or FactStore(self._data_dir / "memory" / "facts.sqlite")
             return LongTermMemory(facts=facts, chroma_client=self._chroma)
         if self._data_dir is None:
             return None

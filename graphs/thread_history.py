@@ -13,9 +13,12 @@ last saw.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lg_harness.graphs.thread_ids import check_thread_id
+
+if TYPE_CHECKING:  # a TypedDict: at run time the config is a plain dict, and this module stays light
+    from langchain_core.runnables import RunnableConfig
 from lg_harness.tools.errors import HarnessError
 
 START = "__start__"
@@ -88,10 +91,10 @@ def unknown_thread(thread_id: str) -> HarnessError:
                         "harness run \"...\" --thread <an id of your own>")
 
 
-def thread_config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+def thread_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
     """The graph config of a thread (at one of its checkpoints); every way to a thread passes here, so its id
     is checked here."""
-    configurable = {"thread_id": check_thread_id(thread_id)}
+    configurable: dict[str, Any] = {"thread_id": check_thread_id(thread_id)}
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}

@@ -14,14 +14,27 @@ The project's folders (``graphs``, ``nodes``, ``memory``, ``tools``, ``llm``, ``
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lg_harness.errors import HarnessError
+from lg_harness.errors import HarnessError, RunError, UsageError
+
+if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported on first use (below)
+    from lg_harness.core.design import Design, Knobs, load_design
+    from lg_harness.core.domain import Domain, Handoff, Intent, Route, load_domain
+    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.builder import build_graph
+    from lg_harness.graphs.result import SendResult
+    from lg_harness.llm.factory import make_model
+    from lg_harness.memory.assembly import WorkingStrategy, register_strategy
+    from lg_harness.nodes.base import NodeDeps, register_variant
+    from lg_harness.tools.context import ToolContext
+    from lg_harness.tools.entities import Entity, EntityType
+    from lg_harness.tools.registry import ToolRegistry
 
 # name -> module that defines it; imported on first use so `import lg_harness` stays light.
 _EXPORTS = {
     "Harness": "lg_harness.graphs.app",
-    "SendResult": "lg_harness.graphs.app",
+    "SendResult": "lg_harness.graphs.result",
     "build_graph": "lg_harness.graphs.builder",
     "Design": "lg_harness.core.design",
     "Knobs": "lg_harness.core.design",
@@ -42,7 +55,12 @@ _EXPORTS = {
     "make_model": "lg_harness.llm.factory",
 }
 
-__all__ = ["HarnessError", *_EXPORTS]
+__all__ = [  # a literal list, so type checkers and linters read the exports without running this file
+    "HarnessError", "UsageError", "RunError",
+    "Harness", "SendResult", "build_graph", "Design", "Knobs", "load_design", "Domain", "Intent", "Route",
+    "Handoff", "load_domain", "register_variant", "NodeDeps", "register_strategy", "WorkingStrategy",
+    "ToolRegistry", "ToolContext", "Entity", "EntityType", "make_model",
+]
 
 
 def __getattr__(name: str) -> Any:

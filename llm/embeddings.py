@@ -13,11 +13,22 @@ from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# What the Hugging Face libraries read from the environment: offline, quiet, no tokenizer threads that a
+# fork would inherit. Set (where the user has not) by ``quiet_offline_hf`` when an embedder or tokenizer is
+# built, before those libraries are imported; importing this module changes nothing.
+HF_DEFAULTS = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+}
+
+
+def quiet_offline_hf() -> None:
+    """Set the Hugging Face defaults above, keeping any the user set; called when an embedder is built."""
+    for name, value in HF_DEFAULTS.items():
+        os.environ.setdefault(name, value)
 
 
 def bundled_model_dir() -> Path:
@@ -32,6 +43,7 @@ def embed_model_name() -> str:
 
 @lru_cache(maxsize=2)
 def _sentence_model(name: str):
+    quiet_offline_hf()
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(name, device="cpu")
@@ -111,6 +123,7 @@ def sentence_embed(texts: list[str], name: str | None = None) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _tokenizer():
+    quiet_offline_hf()
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(bundled_model_dir() / "tokenizer.json"))

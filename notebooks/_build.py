@@ -56,19 +56,19 @@ def send(text):
     """One user message on thread 'demo'; print the reply, the tool calls and the usage."""
     r = h.send("demo", text, user_id="U001")
     print(f"user: {text}")
-    print(f"bot:  {r['reply']}")
-    for c in r["tool_calls"]:
+    print(f"bot:  {r.reply}")
+    for c in r.tool_calls:
         err = f" [{c['error_type']}]" if c["error_type"] else ""
         print(f"      tool {c['name']}({json.dumps(c['args'], ensure_ascii=False)}) -> {c['status']}{err}")
-    u = r["usage"]
-    print(f"      intent={r['intent']} phase={r['phase']} model_calls={u['model_calls']} "
-          f"input_tokens={u['input_tokens']} output_tokens={u['output_tokens']}")
-    print(f"      path: {' > '.join(r['path'])}")
+    u = r.usage
+    print(f"      intent={r.intent} phase={r.phase} model_calls={u.model_calls} "
+          f"input_tokens={u.input_tokens} output_tokens={u.output_tokens}")
+    print(f"      path: {' > '.join(r.path)}")
     return r
 
 # %%
 status = send(f"Where is my order {order_id}?")
-assert order_id in status["reply"] and db_status in status["reply"]
+assert order_id in status.reply and db_status in status.reply
 
 # %% [markdown]
 "Return it" names no order: the harness fills the `order_id` slot from the fact card (what the user said
@@ -77,16 +77,16 @@ harness first says what it will do and waits for a yes (the design knob `confirm
 
 # %%
 asked = send("I want to return it")
-assert asked["phase"] == "confirm" and order_id in asked["reply"]
+assert asked.phase == "confirm" and order_id in asked.reply
 ret = send("yes")
-assert ret["tool_calls"][0]["args"]["order_id"] == order_id and "RMA-" in ret["reply"]
-print("slots of this message:", ret["slots"])
+assert ret.tool_calls[0]["args"]["order_id"] == order_id and "RMA-" in ret.reply
+print("slots of this message:", ret.slots)
 
 # %%
 zh = send("有没有蓝牙耳机？")   # "any bluetooth headphones?"
 recall = send("What order number did I give you at the start?")
 thanks = send("Thanks!")
-assert zh["intent"] == "product" and "蓝牙耳机" in zh["reply"] and order_id in recall["reply"]
+assert zh.intent == "product" and "蓝牙耳机" in zh.reply and order_id in recall.reply
 
 # %% [markdown]
 The checkpointed state of the thread: the graph's phase and intent after the last message, the slots of the
@@ -198,7 +198,7 @@ first, second = [r["id"] for r in h.resources["shop"].query(
     "SELECT id FROM orders WHERE user_id = 'U001' AND status = 'pending' ORDER BY id LIMIT 2")]
 for text in (f"Where is my order {first}?", f"And where is {second}?"):
     r = h.send("t1", text, user_id="U001")
-    print(f"user: {text}\nbot:  {r['reply']}")
+    print(f"user: {text}\nbot:  {r.reply}")
 print("the fact card's current order:", h.state("t1")["values"]["fact_card"]["last_order_id"])
 
 # %% [markdown]
@@ -234,13 +234,13 @@ print("current order after the fork:", h.state("t1")["values"]["fact_card"]["las
 # %%
 # Continue: "it" now means the first order, because the thread follows the fork.
 r = h.send("t1", "Please cancel it", user_id="U001")
-print(f"bot:  {r['reply']}")  # a change waits for the user's yes (design knob confirm_changes)
-assert r["phase"] == "confirm" and first in r["reply"]
+print(f"bot:  {r.reply}")  # a change waits for the user's yes (design knob confirm_changes)
+assert r.phase == "confirm" and first in r.reply
 r = h.send("t1", "yes", user_id="U001")
-print(f"bot:  {r['reply']}")
-for c in r["tool_calls"]:
+print(f"bot:  {r.reply}")
+for c in r.tool_calls:
     print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
-assert r["tool_calls"][0]["name"] == "cancel_order" and r["tool_calls"][0]["args"]["order_id"] == first
+assert r.tool_calls[0]["name"] == "cancel_order" and r.tool_calls[0]["args"]["order_id"] == first
 users = [m.content for m in h.state("t1")["values"]["messages"] if m.type == "human"]
 print("thread after the fork, user messages:", users)
 assert not any(second in u for u in users)
@@ -456,13 +456,13 @@ replies = []
 for text in (f"When will my order {shipped} arrive?", f"我的订单 {pending} 什么时候到？", "Thanks!"):
     r = h.send("t1", text, user_id="U001")
     replies.append(r)
-    print(f"user: {text}\nbot:  {r['reply']}")
-    for c in r["tool_calls"]:
+    print(f"user: {text}\nbot:  {r.reply}")
+    for c in r.tool_calls:
         print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
 h.close()
-assert all(r["tool_calls"][0]["name"] == "track_order_status" for r in replies[:2])
-assert "estimated delivery" in replies[0]["reply"].lower() and replies[0]["reply"].endswith(SURVEY["en"])
-assert replies[1]["reply"].endswith(SURVEY["zh"]) and SURVEY["en"] not in replies[2]["reply"]
+assert all(r.tool_calls[0]["name"] == "track_order_status" for r in replies[:2])
+assert "estimated delivery" in replies[0].reply.lower() and replies[0].reply.endswith(SURVEY["en"])
+assert replies[1].reply.endswith(SURVEY["zh"]) and SURVEY["en"] not in replies[2].reply
 
 # %% [markdown]
 Compare with `harness` on a tiny subset. `run_compare` takes designs by name or file, so the custom design is
@@ -580,11 +580,11 @@ workdir = tempfile.TemporaryDirectory(prefix="harness-nb06-")
 h = Harness(workdir.name, design="harness", model="sim:clean", domain=library)
 for text in ("Tell me about BOOK-0042", "and about book-0007?", "Renew the first one I asked about", "yes"):
     r = h.send("t1", text, user_id="reader1")
-    print(f"user: {text}\nbot:  {r['reply']}")
-    for c in r["tool_calls"]:
+    print(f"user: {text}\nbot:  {r.reply}")
+    for c in r.tool_calls:
         print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
 print("renewals:", h.resources["loans"])
-print("fact card:", {k: v for k, v in h.last_values["fact_card"].items() if "book" in k})
+print("fact card:", {k: v for k, v in r.values["fact_card"].items() if "book" in k})  # the state after the last message
 h.close()
 
 # %% [markdown]
@@ -600,8 +600,8 @@ helpdesk = load_domain("helpdesk")
 with Harness(f"{workdir.name}/helpdesk", model="sim:clean", domain=helpdesk) as hd:
     ticket = hd.resources["helpdesk"].query("SELECT id FROM tickets WHERE owner_id = 'E1001' ORDER BY id")[0]["id"]
     r = hd.send("t1", f"What is the status of {ticket}?", user_id="E1001")
-    print(f"user: What is the status of {ticket}?\nbot:  {r['reply']}")
-    for c in r["tool_calls"]:
+    print(f"user: What is the status of {ticket}?\nbot:  {r.reply}")
+    for c in r.tool_calls:
         print(f"      tool {c['name']}({c['args']}) -> {c['status']}")
 workdir.cleanup()
 '''

@@ -43,7 +43,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import INVALID_SPAN, NoOpTracer, Span, Status, StatusCode, Tracer
 
-from lg_harness.errors import HarnessError, status_code_of
+from lg_harness.errors import UsageError, status_code_of
 
 ENV_VAR = "HARNESS_TRACE"
 EXPORTERS = ("console", "otlp", "file")
@@ -56,7 +56,7 @@ log = logging.getLogger("harness.obs")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class TracingConfigError(HarnessError):
+class TracingConfigError(UsageError):
     """``HARNESS_TRACE`` or the exporters argument names something that cannot be set up."""
 
 

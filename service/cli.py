@@ -151,7 +151,7 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
     """Send one user message on a thread."""
     with open_harness(data_dir, design, model, domain) as h:
         result = h.send(thread, message, caller(h, user), role)
-    print_result(result, json_out)
+    print_result(result.to_dict(), json_out)
 
 
 def caller(h: Any, user: str | None) -> str:
@@ -236,7 +236,7 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
             except HarnessError as exc:
                 err.print(f"error: {exc}", markup=False)
                 continue
-            out.print(f"agent> {result['reply']}", markup=False, highlight=False)
+            out.print(f"agent> {result.reply}", markup=False, highlight=False)
 
 
 CHAT_HELP = ("commands: /help this list; /state where the thread stands; /history its transcript; /quit (or "
@@ -301,7 +301,7 @@ def resume(thread: ThreadOpt, checkpoint: Annotated[str | None, typer.Option(hel
     with open_harness(data_dir, design or "harness", model or "sim", domain, runs_messages=finish) as h:
         h.check_owner(thread, caller(h, user))
         if finish:
-            print_result({**h.finish(thread, checkpoint), "forked_from": checkpoint}, json_out)
+            print_result({**h.finish(thread, checkpoint).to_dict(), "forked_from": checkpoint}, json_out)
             return
         forked = h.fork(thread, checkpoint) if checkpoint else None
         state = h.state(thread)

@@ -75,7 +75,7 @@ def run_demo(data_dir: str | Path | None = None, design: str = "harness", model:
     turns = []
     with Harness(data_dir, design, model, domain=pack) as h:
         for i, message in enumerate(script, 1):
-            r = h.send(THREAD, message, pack.default_user)
+            r = h.send(THREAD, message, pack.default_user).to_dict()
             turns.append({"message": message, **r})
             _show_turn(console, i, message, r)
     # A new Harness is what a new process sees: everything comes back from the checkpoint database.
@@ -88,7 +88,7 @@ def run_demo(data_dir: str | Path | None = None, design: str = "harness", model:
     if console is not None:
         console.rule(f"resume in a new process, fork from message {FORK_AFTER}, send message {FORK_AFTER + 1} again")
         console.print(f"{len(checkpoints)} checkpoints on thread '{THREAD}'; forked from {forked.checkpoint_id}")
-        _show_turn(console, FORK_AFTER + 1, script[FORK_AFTER], replay)
+        _show_turn(console, FORK_AFTER + 1, script[FORK_AFTER], replay.to_dict())
         if check is not None:
             console.print(f"{check[0]}: {check[1]} (the replayed call reused its idempotency key)")
         console.print(f"data dir: {data_dir.resolve()}")

@@ -29,15 +29,16 @@ from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver, _internal
 from lg_harness.service.pgdb import SCHEMA
-from lg_harness.tools.errors import HarnessError
 from psycopg.rows import dict_row
+
+from lg_harness.errors import RunError
 
 # Schema-qualified: a domain's tables on the same database check it from their own schema.
 CHECK_SQL = (f"SELECT 1 AS held FROM {SCHEMA}.thread_queue WHERE id = %s AND worker = %s AND attempts = %s "
              "AND status = 'running' FOR SHARE")
 
 
-class LeaseLost(HarnessError):
+class LeaseLost(RunError):
     """This worker's lease on the thread was taken over by another worker; its work on the message stops."""
 
 

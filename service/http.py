@@ -34,6 +34,7 @@ from typing import Any
 from fastapi import Request
 from lg_harness.core.domain import default_domain
 from lg_harness.graphs.model_health import ModelUnavailable
+from lg_harness.graphs.result import SendResult
 from lg_harness.service import http_guard
 from lg_harness.service.http_guard import AGENT, unknown_thread
 from lg_harness.service.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
@@ -225,7 +226,7 @@ class Runtime:
     def _execute(self, claim: Claim) -> dict[str, Any]:
         h, p, thread = self.harness, claim.payload, claim.thread_id
         if claim.kind == "finish":
-            return h.finish(thread, p.get("checkpoint_id"))
+            return h.finish(thread, p.get("checkpoint_id")).to_dict()
         if claim.kind == "human_reply":
             from lg_harness.service.desk import ops
 
@@ -233,11 +234,11 @@ class Runtime:
         snapshot = h.graph.get_state(h.config(thread))
         turn = int(snapshot.values.get("turn") or 0)
         if claim.recovered and claim.turn_before is not None and (done := self._recover(claim, snapshot)) is not None:
-            return done
+            return done.to_dict()
         self.queue.note_turn(claim, turn)
-        return h.send(thread, p["text"], p.get("user_id"), p.get("role"))
+        return h.send(thread, p["text"], p.get("user_id"), p.get("role")).to_dict()
 
-    def _recover(self, claim: Claim, snapshot: Any) -> dict[str, Any] | None:
+    def _recover(self, claim: Claim, snapshot: Any) -> SendResult | None:
         """Another worker started this message and died: complete what it left through the harness's one
         recovery path (``Harness.complete``), or None when nothing of the message was saved (send it)."""
         h, thread = self.harness, claim.thread_id

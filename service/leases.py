@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from lg_harness.service.fencing import Fence, Fences
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError, RunError
 
 OPEN = ("queued", "running")
 TERMINAL = ("done", "failed", "cancelled", "abandoned")
@@ -58,7 +59,7 @@ CREATE TABLE IF NOT EXISTS message_events (message_id INTEGER NOT NULL, seq INTE
 """
 
 
-class ThreadBusy(HarnessError):
+class ThreadBusy(RunError):
     """A message arrived while another runs on the thread, and the policy is ``reject``."""
 
 

@@ -7,8 +7,11 @@ alternative and the fewest repeats, and writes digits as a run so an invented id
 from __future__ import annotations
 
 import re
-import re._parser as sre
+import re._parser
 from typing import Any
+
+# The parser's opcodes are made when it is imported (re._constants._makecodes), so no type stub names them.
+sre: Any = re._parser
 
 _DIGITS = "1234567890"
 _CATEGORY = {sre.CATEGORY_DIGIT: "1", sre.CATEGORY_WORD: "a", sre.CATEGORY_SPACE: " "}

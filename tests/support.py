@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -79,8 +80,8 @@ class ScriptedModel(BaseChatModel):
 class ConfirmingUser:
     """A ``Harness`` used by a user who means every change they ask for: when the reply asks to confirm one
     (``harness`` has ``confirm_changes`` on), they answer yes in their language, as the scripted scenarios
-    do (evals/runner.py). ``send`` returns the result of the yes, with the calls of both messages, and the
-    request's own reply under ``asked``; everything else is the harness itself."""
+    do (evals/runner.py). ``send`` returns the result of the yes, with the calls of both messages and the
+    request's intent; everything else is the harness itself."""
 
     def __init__(self, h) -> None:
         self._h = h
@@ -90,9 +91,8 @@ class ConfirmingUser:
 
     def send(self, thread_id, text, user_id=None, role=None):
         first = self._h.send(thread_id, text, user_id, role)
-        if not self._h.last_values.get("pending_change"):
+        if not first.values.get("pending_change"):
             return first
-        lang = (self._h.last_values.get("fact_card") or {}).get("language") or "en"
+        lang = (first.values.get("fact_card") or {}).get("language") or "en"
         second = self._h.send(thread_id, "是的" if lang == "zh" else "yes", user_id, role)
-        return {**second, "tool_calls": first["tool_calls"] + second["tool_calls"], "intent": first["intent"],
-                "asked": first["reply"]}
+        return dataclasses.replace(second, tool_calls=first.tool_calls + second.tool_calls, intent=first.intent)

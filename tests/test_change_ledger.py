@@ -136,11 +136,11 @@ def test_two_identical_calls_at_once_apply_once(tmp_path):
 def test_an_outside_change_replayed_after_a_fork_is_applied_once(tmp_path):
     with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN) as h:
         done = h.send("t", ASK, "reader-1")
-        assert [(c["name"], c["status"]) for c in done["tool_calls"]] == [("renew_loan", "ok")]
+        assert [(c["name"], c["status"]) for c in done.tool_calls] == [("renew_loan", "ok")]
         before = next(c for c in reversed(h.history("t")) if c.next == ["action"])
         again = h.finish("t", before.checkpoint_id)  # the message runs its action again, with fresh call ids
-        assert [(c["name"], c["status"]) for c in again["tool_calls"]] == [("renew_loan", "ok")]
-        assert again["phase"] == "done" and "renewed" in again["reply"]
+        assert [(c["name"], c["status"]) for c in again.tool_calls] == [("renew_loan", "ok")]
+        assert again.phase == "done" and "renewed" in again.reply
     assert len(renewals(tmp_path)) == 1
 
 
@@ -168,13 +168,13 @@ def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice
         finished = h.finish("t")
         assert len(renewals(tmp_path)) == 1, "finishing the message did not renew a second time"
         # not silently skipped either: the customer is told it is being checked, and a person gets the call
-        ticket = finished["handoff"]["ticket"]
-        assert finished["reply"] == say("change_checking", "en", h.domain, ticket=ticket)
-        assert finished["waiting_for_human"] and "renew_loan" not in finished["reply"]
-        [pending] = finished["handoff"]["uncertain_changes"]
+        ticket = finished.handoff["ticket"]
+        assert finished.reply == say("change_checking", "en", h.domain, ticket=ticket)
+        assert finished.waiting_for_human and "renew_loan" not in finished.reply
+        [pending] = finished.handoff["uncertain_changes"]
         assert pending["tool"] == "renew_loan" and pending["args"] == {"book_id": "BOOK-0042"}
         assert pending["ledger_key"] == 't:1:renew_loan:{"book_id":"BOOK-0042"}'
-        assert "crash" in finished["handoff"]["reason"]
+        assert "crash" in finished.handoff["reason"]
         assert [w["thread_id"] for w in h.waiting_threads()] == ["t"]
         assert [e.status for e in h.stores.ledger.pending("t")] == ["pending"]
         audited = [r for r in h.audit.export() if r.get("kind") == "tool" and r.get("name") == "renew_loan"]
@@ -198,8 +198,8 @@ def test_a_crash_before_the_settle_of_an_idempotent_outside_change_runs_it_again
     assert died.returncode == 137, died.stderr
     with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN_KEYED) as h:
         finished = h.finish("t")
-        assert finished["phase"] == "done" and not finished["waiting_for_human"], finished["reply"]
-        [entry] = [h.stores.ledger.get(r["ledger_key"]) for r in h.last_values["tool_log"] if r.get("ledger_key")]
+        assert finished.phase == "done" and not finished.waiting_for_human, finished.reply
+        [entry] = [h.stores.ledger.get(r["ledger_key"]) for r in finished.values["tool_log"] if r.get("ledger_key")]
         assert entry.status == "settled" and entry.attempts == 2
     [line] = renewals(tmp_path)  # the outside system saw the same key twice and applied it once
     assert line["key"] == 't:1:renew_loan:{"book_id":"BOOK-0042"}'
@@ -210,6 +210,6 @@ def test_a_chinese_customer_hears_about_the_check_in_chinese(tmp_path):
         h.stores.ledger.begin('t:1:renew_loan:{"book_id":"BOOK-0042"}', "t", "renew_loan", {"book_id": "BOOK-0042"})
         # a Chinese request for the same renewal, with the ledger already holding its start
         result = h.send("t", "请帮我 renew BOOK-0042", "reader-1")
-    assert result["waiting_for_human"] and result["reply"] == say("change_checking", "zh", DOMAIN,
-                                                                    ticket=result["handoff"]["ticket"])
+    assert result.waiting_for_human and result.reply == say("change_checking", "zh", DOMAIN,
+                                                                    ticket=result.handoff["ticket"])
     assert renewals(tmp_path) == []

@@ -51,11 +51,11 @@ def test_an_undeclared_tool_is_confirmed_and_ledgered_and_the_domain_says_so_onc
     model = ScriptedModel(calls=[{"name": "add_note", "args": {"text": "call back"}, "id": "a", "type": "tool_call"}])
     with Harness(tmp_path, patient_design(), model, domain=domain) as h:
         asked = h.send("t", "Please note that I want a call back", "u1")
-        assert asked["tool_calls"][0]["error_type"] == "needs_confirmation" and NOTES == []
+        assert asked.tool_calls[0]["error_type"] == "needs_confirmation" and NOTES == []
         model.calls = []
         done = h.send("t", "yes", "u1")
-        assert [(c["name"], c["status"]) for c in done["tool_calls"]] == [("add_note", "ok")]
-        [record] = [r for r in h.last_values["tool_log"] if r.get("ledger_key")]
+        assert [(c["name"], c["status"]) for c in done.tool_calls] == [("add_note", "ok")]
+        [record] = [r for r in done.values["tool_log"] if r.get("ledger_key")]
         assert h.stores.ledger.get(record["ledger_key"]).status == "settled"
     assert NOTES == ["call back"]
 

@@ -66,14 +66,14 @@ def test_a_change_waits_for_yes_and_then_runs_once(tmp_path):
     with Harness(tmp_path, patient_design(), MODEL) as h:
         order = u001_order("pending", shop=h.resources["shop"])
         asked = h.send("c", f"Please cancel {order}", "U001")
-        assert asked["phase"] == "confirm" and f"cancel order {order}" in asked["reply"]
-        assert [c["error_type"] for c in asked["tool_calls"]] == ["needs_confirmation"]
+        assert asked.phase == "confirm" and f"cancel order {order}" in asked.reply
+        assert [c["error_type"] for c in asked.tool_calls] == ["needs_confirmation"]
         assert status(h, order) == "pending", "nothing changed before the yes"
         done = h.send("c", "yes", "U001")
-        assert [(c["name"], c["status"]) for c in done["tool_calls"]] == [("cancel_order", "ok")]
-        assert status(h, order) == "cancelled" and done["phase"] == "done"
+        assert [(c["name"], c["status"]) for c in done.tool_calls] == [("cancel_order", "ok")]
+        assert status(h, order) == "cancelled" and done.phase == "done"
         again = h.send("c", "yes", "U001")
-        assert again["tool_calls"] == [], "a second yes confirms nothing"
+        assert again.tool_calls == [], "a second yes confirms nothing"
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency")[0] == 1
 
 
@@ -85,7 +85,7 @@ def test_anything_but_yes_changes_nothing(tmp_path, answer):
         h.send("c", answer, "U001")
         assert status(h, order) == "pending"
         late = h.send("c", "yes", "U001")
-        assert not any(c["name"] == "cancel_order" and c["status"] == "ok" for c in late["tool_calls"])
+        assert not any(c["name"] == "cancel_order" and c["status"] == "ok" for c in late.tool_calls)
         assert status(h, order) == "pending", "the question was forgotten: a later yes does not revive it"
 
 
@@ -111,7 +111,7 @@ def test_a_pinned_constraint_still_blocks(tmp_path):
         asked = h.send("pin", f"Cancel {order}", "U001")
         h.send("pin", "yes", "U001")
         assert status(h, order) == "pending"
-        assert "constraint" in [c["error_type"] for c in asked["tool_calls"]] or asked["phase"] != "confirm"
+        assert "constraint" in [c["error_type"] for c in asked.tool_calls] or asked.phase != "confirm"
 
 
 def test_designs_without_the_knob_change_at_once(tmp_path):

@@ -34,7 +34,7 @@ def _run(data_dir: Path, design: Design, conversation: list[str]) -> list[tuple]
         out = []
         for text in conversation:
             r = h.send("t", text, "U001")
-            out.append((r["path"], r["intent"], r["reply"], [(c["name"], c["args"], c["status"]) for c in r["tool_calls"]]))
+            out.append((r.path, r.intent, r.reply, [(c["name"], c["args"], c["status"]) for c in r.tool_calls]))
         return out
 
 

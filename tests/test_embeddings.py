@@ -36,3 +36,18 @@ def test_token_counting_is_offline_and_counts_chinese_per_character() -> None:
     assert count_tokens("") == 0
     assert count_tokens("订单") == 2
     assert count_tokens("where is my order") == 4
+
+
+def test_importing_the_embedder_leaves_the_environment_alone() -> None:
+    # A library import must not change a user's process; the Hugging Face defaults are set only when an
+    # embedder or tokenizer is built (llm.embeddings.quiet_offline_hf), and never over a user's own value.
+    import subprocess
+    import sys
+
+    code = ("import os; before = dict(os.environ); import lg_harness.llm.embeddings as e; "
+            "assert dict(os.environ) == before, set(os.environ) ^ set(before); "
+            "e.count_tokens('hello'); assert os.environ['TOKENIZERS_PARALLELISM'] == 'false'; "
+            "assert os.environ['HF_HUB_OFFLINE'] == 'mine'")
+    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "mine"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -54,9 +54,9 @@ def test_one_id_for_two_different_changes_applies_both_once_each(tmp_path):
         model.calls = [cancel(a, "call_0"), cancel(b, "call_0")]
         result = h.send("same-id", f"Please cancel {a} and {b}", "U001")
 
-        logged = [(c["args"]["order_id"], c["status"]) for c in result["tool_calls"] if c["name"] == "cancel_order"]
+        logged = [(c["args"]["order_id"], c["status"]) for c in result.tool_calls if c["name"] == "cancel_order"]
         assert logged == [(a, "ok"), (b, "ok")], "each call keeps its own outcome"
-        assert len({c["id"] for c in result["tool_calls"]}) == 2, "the calls got distinct ids"
+        assert len({c["id"] for c in result.tool_calls}) == 2, "the calls got distinct ids"
         assert status_of(shop, a) == status_of(shop, b) == "cancelled"
         assert shop.query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 2
         # every tool result answers its own call: the model read about both orders, not one twice
@@ -73,7 +73,7 @@ def test_the_same_id_on_a_later_message_is_a_new_change(tmp_path):
         h.send("later", f"Please cancel {a}", "U001")
         model.calls = [cancel(b, "call_0")]
         second = h.send("later", f"Please cancel {b} too", "U001")
-        assert [c["args"]["order_id"] for c in second["tool_calls"]] == [b]
+        assert [c["args"]["order_id"] for c in second.tool_calls] == [b]
         assert status_of(shop, a) == status_of(shop, b) == "cancelled"
         assert shop.query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 2
 
@@ -85,9 +85,9 @@ def test_calls_without_ids_run_and_are_answered(tmp_path):
         a, _ = pending_orders(shop)
         model.calls = [cancel(a, None)]
         result = h.send("no-id", f"Please cancel {a}", "U001")
-        [call] = result["tool_calls"]
+        [call] = result.tool_calls
         assert call["status"] == "ok" and call["id"], call
-        assert status_of(shop, a) == "cancelled" and result["phase"] == "done"
+        assert status_of(shop, a) == "cancelled" and result.phase == "done"
         pairs = [(m.tool_call_id, m.content) for m in read_results(model) if isinstance(m, ToolMessage)]
         assert pairs and pairs[0][0] == call["id"]
 
@@ -119,8 +119,8 @@ def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(
         stopped = h.state("w")
         assert stopped["next"] == [] and stopped["pending"] == ["action"], "next hides a task with saved writes"
         done = h.finish("w")
-        assert done["phase"] == "done" and a in done["reply"]
-        assert [c["args"]["order_id"] for c in done["tool_calls"]] == [a]
+        assert done.phase == "done" and a in done.reply
+        assert [c["args"]["order_id"] for c in done.tool_calls] == [a]
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency")[0] == 1
         # no action step (tools offered, the user's message last) ran again; the answer step may end with the
         # results given in words, a user turn of the harness's own (answer_presentation)
@@ -140,7 +140,7 @@ def test_finish_runs_a_message_the_crash_left_only_in_the_transcript(tmp_path):
     model = ScriptedModel(calls=[cancel(b, "y")])
     with Harness(tmp_path, design(), model) as h:
         done = h.finish("t")
-        assert [c["args"]["order_id"] for c in done["tool_calls"]] == [b] and done["phase"] == "done"
+        assert [c["args"]["order_id"] for c in done.tool_calls] == [b] and done.phase == "done"
         assert status_of(h.resources["shop"], b) == "cancelled"
         assert [(r["turn"], r["role"]) for r in h.transcripts.read("t")] == [(1, "user"), (1, "assistant"),
                                                                               (2, "user"), (2, "assistant")]
@@ -158,8 +158,8 @@ def test_finishing_much_later_is_not_charged_for_the_time_in_between(tmp_path):
         h.graph.update_state({"configurable": {**h.config("late", pre.checkpoint_id)["configurable"], "checkpoint_ns": ""}},
                              {"turn_stats": {**stats, "started_at": time.time() - 7200}}, as_node="collect")
         done = h.finish("late")
-        assert done["phase"] == "done" and not done["handoff"], done["handoff"]
-        assert h.last_values["turn_stats"]["elapsed_s"] < 60
+        assert done.phase == "done" and not done.handoff, done.handoff
+        assert done.values["turn_stats"]["elapsed_s"] < 60
 
 
 def test_finish_records_a_reply_the_checkpoint_saved_but_the_transcript_missed(tmp_path):
@@ -173,6 +173,6 @@ def test_finish_records_a_reply_the_checkpoint_saved_but_the_transcript_missed(t
     model = ScriptedModel(calls=[cancel(a, "call_1")])
     with Harness(tmp_path, design(), model) as h:
         done = h.finish("r")
-        assert done["reply"] == sent["reply"] and model.seen == [], "the saved answer, not a second run"
+        assert done.reply == sent.reply and model.seen == [], "the saved answer, not a second run"
         assert [r["role"] for r in h.transcripts.read("r")] == ["user", "assistant"]
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency")[0] == 1

@@ -19,6 +19,7 @@ from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.result import SendResult
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import ToolExecutor
@@ -66,16 +67,16 @@ def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
     model = RepeatingModel(order_id=order)
     with Harness(tmp_path, patient_design(), model=model) as h:
         r = h.send("loop", f"Where is my order {order}?", "U001")
-        log = h.last_values["tool_log"]
+        log = r.values["tool_log"]
     executed = [c for c in log if c["error_type"] != "duplicate_call"]
     duplicates = [c for c in log if c["error_type"] == "duplicate_call"]
     assert [(c["name"], c["args"], c["status"]) for c in executed] == [
         ("get_order_status", {"order_id": order}, "ok")], log
     assert len(duplicates) == 1 and duplicates[0]["status"] != "ok", log
     assert [c["id"] for c in log] == ["loop-1", "loop-2"]
-    assert r["path"].count("action") == 2, r["path"]
-    assert r["reply"].strip(), "the customer still gets an answer"
-    assert not r["waiting_for_human"]
+    assert r.path.count("action") == 2, r.path
+    assert r.reply.strip(), "the customer still gets an answer"
+    assert not r.waiting_for_human
 
 
 # ------------------------------------------------------------------------------------------ (b) handoff
@@ -148,7 +149,7 @@ def tickets_taken(h: Harness, thread: str) -> int:
 def test_twenty_concurrent_messages_on_one_thread_keep_submission_order(tmp_path):
     thread = "busy"
     messages = [f"Do you have {p}?" for p in PRODUCTS]
-    results: list[dict | None] = [None] * len(messages)
+    results: list[SendResult | None] = [None] * len(messages)
     errors: list[BaseException] = []
 
     with Harness(tmp_path, patient_design(), MODEL) as h:
@@ -176,11 +177,11 @@ def test_twenty_concurrent_messages_on_one_thread_keep_submission_order(tmp_path
         turn = h.state(thread)["values"]["turn"]
 
     assert errors == []
-    assert all(r is not None and r["reply"] for r in results)
+    assert all(r is not None and r.reply for r in results)
     assert turn == len(messages)
     assert [r["role"] for r in rows] == ["user", "assistant"] * len(messages), "none lost, each answered"
     assert [r["content"] for r in rows[0::2]] == messages, "submission order"
-    assert [r["content"] for r in rows[1::2]] == [r["reply"] for r in results], "each followed by its own reply"
+    assert [r["content"] for r in rows[1::2]] == [r.reply for r in results if r is not None], "each followed by its own reply"
 
 
 # ------------------------------------------------------------------------------------------ (d) rule DSL
@@ -210,15 +211,16 @@ def test_dsl_rule_hands_off_after_two_tool_errors(tmp_path):
     runs = {}
     for label, design in (("python", patient_design()), ("dsl", with_rules)):
         with failing_backend(RepeatingModel(order_id=order), design, tmp_path / label) as h:
-            runs[label] = (h.send("t", f"Where is my order {order}?", "U001"), h.last_values["tool_log"])
+            r = h.send("t", f"Where is my order {order}?", "U001")
+            runs[label] = (r, r.values["tool_log"])
 
     dsl, dsl_log = runs["dsl"]
     assert [c["status"] for c in dsl_log] == ["error", "error"], dsl_log
     # the rule reads the second call's error, after the step that ran it (execute)
-    assert dsl["path"][-4:] == ["execute", "action", "execute", "handoff"], dsl["path"]
-    assert dsl["waiting_for_human"] and dsl["handoff"]["ticket"] in dsl["reply"]
+    assert dsl.path[-4:] == ["execute", "action", "execute", "handoff"], dsl.path
+    assert dsl.waiting_for_human and dsl.handoff and dsl.handoff["ticket"] in dsl.reply
     python, python_log = runs["python"]  # without the rule the guards let it try again, then answer
-    assert "handoff" not in python["path"] and len(python_log) > 2
+    assert "handoff" not in python.path and len(python_log) > 2
 
 
 BAD_RULES = {

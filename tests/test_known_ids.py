@@ -55,15 +55,16 @@ def test_an_id_compressed_out_of_the_working_set_is_still_known():
         for text, _ in turns[:6]:
             say(h, uid, text)
         gift = next(k for k in model.memory["get_user_details"][0]["payment_methods"] if k.startswith("gift"))
-        assert gift.upper() not in seen_text(h.last_values), "the lookup should have left the working set"
-        assert gift.upper() in h.last_values["known_ids"]
+        values = h.state(thread)["values"]
+        assert gift.upper() not in seen_text(values), "the lookup should have left the working set"
+        assert gift.upper() in values["known_ids"]
         text = turns[6][0]
         assert "gift card" in text
-        [asked] = h.send(thread, text, uid)["tool_calls"]
+        [asked] = h.send(thread, text, uid).tool_calls
         assert asked["name"] == "modify_pending_order_payment" and asked["error_type"] == "needs_confirmation"
         assert asked["args"]["payment_method_id"] == gift
         done = h.send(thread, "yes", uid)
-        assert [(c["name"], c["status"]) for c in done["tool_calls"]] == [("modify_pending_order_payment", "ok")]
+        assert [(c["name"], c["status"]) for c in done.tool_calls] == [("modify_pending_order_payment", "ok")]
 
 
 def test_ids_are_known_per_thread_only():
@@ -76,7 +77,7 @@ def test_ids_are_known_per_thread_only():
             h.send("a", text, a)
         order = model.memory["get_order_details"][0]["order_id"]
         model.plan["Show me that order"] = [lambda m: ("get_order_details", {"order_id": order})]
-        [call] = h.send("b", "Show me that order", b)["tool_calls"]
+        [call] = h.send("b", "Show me that order", b).tool_calls
         assert call["error_type"] == "invented_argument"
 
 

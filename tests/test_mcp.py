@@ -61,10 +61,10 @@ def test_a_call_the_schema_rejects_never_reaches_the_server(stdio_domain):
     before = len(server_log(stdio_domain))
     with Harness(None, patient_design("harness-no:align_entities"), model, domain=stdio_domain) as h:
         result = h.send("t", "What is the status of order #W12?", "u1")
-    errors = [(c["name"], c["error_type"]) for c in result["tool_calls"]]
+    errors = [(c["name"], c["error_type"]) for c in result.tool_calls]
     assert errors == [("get_order", "validation"), ("get_order", "validation")]
-    assert "does not match" in result["tool_calls"][0]["error"]
-    assert "order_id: 'order_id' is a required property" in result["tool_calls"][1]["error"]
+    assert "does not match" in result.tool_calls[0]["error"]
+    assert "order_id: 'order_id' is a required property" in result.tool_calls[1]["error"]
     assert len(server_log(stdio_domain)) == before  # neither call reached the server
 
 
@@ -72,19 +72,19 @@ def test_a_change_on_the_server_is_confirmed_ledgered_and_made_once(stdio_domain
     model = ScriptedModel(calls=[call("list_orders")])
     with Harness(tmp_path, patient_design(), model, domain=stdio_domain) as h, capture_spans() as exporter:
         listed = h.send("t", "Which orders do I have?", "u1")
-        assert listed["tool_calls"][0]["status"] == "ok"
+        assert listed.tool_calls[0]["status"] == "ok"
         model.calls = [call("cancel_order", order_id="#W2378156", reason="no longer needed")]
         asked = h.send("t", "Cancel my pending order, I no longer need it", "u1")
-        assert asked["tool_calls"][0]["error_type"] == "needs_confirmation"
+        assert asked.tool_calls[0]["error_type"] == "needs_confirmation"
         model.calls = []
         done = h.send("t", "yes", "u1")
-        assert [(c["name"], c["status"]) for c in done["tool_calls"]] == [("cancel_order", "ok")]
-        [record] = [r for r in h.last_values["tool_log"] if r.get("ledger_key")]
+        assert [(c["name"], c["status"]) for c in done.tool_calls] == [("cancel_order", "ok")]
+        [record] = [r for r in done.values["tool_log"] if r.get("ledger_key")]
         assert h.stores.ledger.get(record["ledger_key"]).status == "settled"
         # an id the conversation never showed is refused before the server sees it
         model.calls = [call("get_order", order_id="#W9999999")]
         refused = h.send("t", "And that other order?", "u1")
-        assert refused["tool_calls"][0]["error_type"] == "invented_argument"
+        assert refused.tool_calls[0]["error_type"] == "invented_argument"
     cancels = [c for c in server_log(stdio_domain) if c["tool"] == "cancel_order"]
     assert cancels == [{"tool": "cancel_order", "order_id": "#W2378156", "reason": "no longer needed"}]
     names = {s.name for s in exporter.get_finished_spans()}
@@ -125,7 +125,7 @@ def test_a_server_over_streamable_http_answers_and_validates(http_url):
     with mcp_tools(http_url) as tools, Harness(None, patient_design("harness-no:align_entities"), model,
                                                domain=Domain(name="orders-http", tools=tools)) as h:
         result = h.send("t", "Tell me about order #W4817420, and cancel it", "u1")
-    got = {c["name"]: c for c in result["tool_calls"]}
+    got = {c["name"]: c for c in result.tool_calls}
     assert got["get_order"]["status"] == "ok" and got["cancel_order"]["error_type"] == "validation"
     assert "is not one of" in got["cancel_order"]["error"]
 

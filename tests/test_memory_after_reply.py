@@ -46,7 +46,7 @@ def test_the_reply_goes_out_before_long_term_memory_is_written(tmp_path, monkeyp
     monkeypatch.setattr(writer_module, "write_batch", held_write)
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
         result = h.send("t", ASK, "U001")
-        assert "ORD-10134" in result["reply"]
+        assert "ORD-10134" in result.reply
         assert started.wait(30), "the writer starts once the reply is out"
         assert outcomes(h) == [] and pending_rows(h) == 1, "the reply came while the write was still to do"
         release.set()
@@ -63,7 +63,7 @@ CRASH_AFTER_REPLY = textwrap.dedent("""
     MemoryWriter.kick = lambda self: None  # the process dies before its writer gets to the row
     h = Harness(sys.argv[1], "harness", "sim:clean")
     h.design.knobs.model_timeout_s = 120.0
-    reply = h.send("t", sys.argv[2], "U001")["reply"]
+    reply = h.send("t", sys.argv[2], "U001").reply
     print(reply, flush=True)
     os._exit(0)
 """)

@@ -57,10 +57,10 @@ def test_thirty_turns_keep_the_first_order_the_pinned_constraint_and_a_bounded_c
         replies = []
         for text in script:
             r = h.send("long", text, "U001")
-            assert r["reply"], text
-            assert not r["waiting_for_human"] and r["phase"] != "handoff", \
+            assert r.reply, text
+            assert not r.waiting_for_human and r.phase != "handoff", \
                 f"handed off at '{text}' although the customer said: {pinned}"
-            replies.append(r["reply"])
+            replies.append(r.reply)
         assert order in replies[0]
 
         calls_before = len(model.calls)
@@ -68,8 +68,8 @@ def test_thirty_turns_keep_the_first_order_the_pinned_constraint_and_a_bounded_c
         turn30 = model.calls[calls_before:]
 
         # the question about the start is answered with the order id of turn 1, in the customer's language
-        assert order in last["reply"], last["reply"]
-        assert nlu.language(last["reply"]) == lang
+        assert order in last.reply, last.reply
+        assert nlu.language(last.reply) == lang
 
         state = h.state("long")["values"]
         assert state["turn"] == 30
@@ -91,7 +91,7 @@ def test_thirty_turns_keep_the_first_order_the_pinned_constraint_and_a_bounded_c
         assert [r["role"] for r in rows] == ["user", "assistant"] * 30
         # (stored as accepted: the design's input normalisation turns full-width "？" into "?")
         assert [r["content"] for r in rows[0::2]] == [h.check_message(t) for t in [*script, AT_THE_START[lang]]]
-        assert [r["content"] for r in rows[1::2]] == [*replies, last["reply"]]
+        assert [r["content"] for r in rows[1::2]] == [*replies, last.reply]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -103,8 +103,8 @@ def test_a_pinned_no_human_constraint_is_obeyed_when_the_bot_does_not_understand
         h.send("nohuman", NO_HUMAN[lang], "U001")
         for text in unclear:
             r = h.send("nohuman", text, "U001")
-            assert r["intent"] == "unknown"
-            assert not r["waiting_for_human"] and not r["handoff"], \
-                f"handed off after the customer said {extract_constraints(NO_HUMAN[lang])}: {r['reply']}"
-            assert r["reply"] and nlu.language(r["reply"]) == lang
+            assert r.intent == "unknown"
+            assert not r.waiting_for_human and not r.handoff, \
+                f"handed off after the customer said {extract_constraints(NO_HUMAN[lang])}: {r.reply}"
+            assert r.reply and nlu.language(r.reply) == lang
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM handoffs WHERE thread_id = 'nohuman'")[0] == 0

@@ -28,8 +28,8 @@ def test_an_injected_call_to_an_unoffered_destructive_tool_changes_nothing(tmp_p
         model.calls = [{"name": "cancel_order", "args": {"order_id": order}, "id": "call_1", "type": "tool_call"}]
         with capture_spans() as exporter:
             result = h.send("inj", "Do you have bluetooth headphones?", "U001")
-        assert result["intent"] == "product"
-        [call] = result["tool_calls"]
+        assert result.intent == "product"
+        [call] = result.tool_calls
         assert (call["name"], call["status"], call["error_type"]) == ("cancel_order", "error", "not_offered")
         assert "not available for this request" in call["error"] and "search_products" in call["error"]
         assert shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "pending"
@@ -52,7 +52,7 @@ def test_the_model_reads_the_refusal_and_the_offered_tools_still_run(tmp_path):
             {"name": "get_order_status", "args": {"order_id": order}, "id": "b", "type": "tool_call"},
         ]
         result = h.send("mix", f"Where is my order {order}?", "U001")
-        assert [(c["name"], c["status"]) for c in result["tool_calls"]] == [("request_return", "error"),
+        assert [(c["name"], c["status"]) for c in result.tool_calls] == [("request_return", "error"),
                                                                            ("get_order_status", "ok")]
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM returns WHERE order_id = ?", (order,))[0] == 0
         # the last call that read the results as tool messages (the answer step may get them in words)
@@ -68,4 +68,4 @@ def test_a_design_that_offers_every_tool_still_runs_them(tmp_path):
         order = u001_order("shipped", shop=h.resources["shop"])
         model.calls = [{"name": "get_order_status", "args": {"order_id": order}, "id": "a", "type": "tool_call"}]
         result = h.send("all", f"Do you have bluetooth headphones like the ones in {order}?", "U001")
-        assert [(c["name"], c["status"]) for c in result["tool_calls"]] == [("get_order_status", "ok")]
+        assert [(c["name"], c["status"]) for c in result.tool_calls] == [("get_order_status", "ok")]

@@ -37,8 +37,9 @@ def pack(tmp_path: Path) -> Path:
 NO_CONFIRM = "harness-no:confirm_changes"
 
 
-def calls(result: dict) -> list[tuple]:
-    return [(c["name"], c["args"], c["status"]) for c in result["tool_calls"]]
+def calls(tool_calls: list) -> list[tuple]:
+    """The calls of a message (``SendResult.tool_calls``, or the ``tool_calls`` of ``run --json``)."""
+    return [(c["name"], c["args"], c["status"]) for c in tool_calls]
 
 
 def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
@@ -46,27 +47,27 @@ def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
     assert domain.name == "library" and domain.tool_entities(domain.registry().get("renew_loan")) == {"book_id": "book"}
     with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
         renewed = h.send("t1", "Can you renew BOOK-0042 please?", "reader1")
-        assert renewed["intent"] == "renew" and calls(renewed) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+        assert renewed.intent == "renew" and calls(renewed.tool_calls) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
         looked = h.send("t1", "Tell me about BOOK-0007", "reader1")
-        assert calls(looked) == [("get_book", {"book_id": "BOOK-0007"}, "ok")] and "Dune" in looked["reply"]
+        assert calls(looked.tool_calls) == [("get_book", {"book_id": "BOOK-0007"}, "ok")] and "Dune" in looked.reply
         assert h.resources["library"].data["renewals"] == {"BOOK-0042": 1}
         asked = load_domain(domain).phrase("ask_book_id", "en")
         fresh = h.send("t2", "I want to renew a loan", "reader1")
-        assert fresh["tool_calls"] == [] and fresh["reply"] == asked and fresh["missing_slots"] == ["book_id"]
+        assert fresh.tool_calls == [] and fresh.reply == asked and fresh.missing_slots == ["book_id"]
 
 
 def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack: Path):
     domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
     with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
         h.send("t1", "Tell me about BOOK-0042", "reader1")
-        h.send("t1", "Tell me about BOOK-0007", "reader1")
-        assert h.last_values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
+        second = h.send("t1", "Tell me about BOOK-0007", "reader1")
+        assert second.values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
         first = h.send("t1", "Renew the first one I asked about", "reader1")
-        assert first["slots"]["book_id"] == "BOOK-0042", first["slots"]
+        assert first.slots["book_id"] == "BOOK-0042", first.slots
         h.send("t2", "Tell me about BOOK-0042", "reader1")
         h.send("t2", "Tell me about BOOK-0007", "reader1")
         again = h.send("t2", "Renew it", "reader1")
-        assert again["slots"]["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
+        assert again.slots["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
 
 
 def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: Path, monkeypatch):
@@ -76,7 +77,7 @@ def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: 
                         "--model", "sim:clean", "--data-dir", str(data), cwd=tmp_path)
     assert as_module.returncode == 0, as_module.stderr
     first = json.loads(as_module.stdout)
-    assert first["domain"] == "library" and calls(first) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+    assert first["domain"] == "library" and calls(first["tool_calls"]) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
     as_file = harness("run", "--domain", f"{pack / '__init__.py'}:DOMAIN", "Renew BOOK-0042 again", "--json", "--design", NO_CONFIRM,
                       "--model", "sim:clean", "--data-dir", str(data), "--thread", "t2", cwd=tmp_path)
     assert as_file.returncode == 0, as_file.stderr
@@ -106,7 +107,7 @@ def test_the_declarative_parts_can_be_yaml(pack: Path):
     domain = load_domain(str(spec))
     assert domain.name == "library-yaml" and domain.route("renew").tools == ("renew_loan", "get_book")
     with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
-        assert calls(h.send("t1", "Please renew BOOK-0042", "reader1")) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
+        assert calls(h.send("t1", "Please renew BOOK-0042", "reader1").tool_calls) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
     spec.write_text(YAML.replace("entity_hint: book", "entity_hnt: book"), encoding="utf-8")
     with pytest.raises(HarnessError, match=r"library.yaml: intents.1.entity_hnt: Extra inputs"):
         load_domain(str(spec))
@@ -143,7 +144,7 @@ def test_cli_runs_the_helpdesk_pack_with_a_real_tool_call(tmp_path: Path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["domain"] == "helpdesk" and result["intent"] == "ticket_status"
-    assert calls(result) == [("get_ticket", {"ticket_id": ticket["id"]}, "ok")]
+    assert calls(result["tool_calls"]) == [("get_ticket", {"ticket_id": ticket["id"]}, "ok")]
     assert ticket["status"].replace("_", " ") in result["reply"]  # the state in words ("in progress")
 
 

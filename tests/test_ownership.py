@@ -109,7 +109,7 @@ def test_handoff_list_masks_personal_data_and_keeps_what_an_operator_needs(tmp_p
     with Harness(tmp_path, patient_design(), MODEL) as h:
         h.send("ho", "Please don't call me, email only. " + PRIVATE, "U001")
         waiting = h.send("ho", "I want to talk to a human", "U001")
-        assert waiting["waiting_for_human"]
+        assert waiting.waiting_for_human
     proc = harness("handoff", "list", "--json", "--data-dir", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     [row] = json.loads(proc.stdout)["waiting"]
@@ -128,6 +128,6 @@ def test_a_handoff_after_a_fork_opens_a_new_ticket(tmp_path):
         assert not h.waiting_threads()
         h.fork("fk", before)
         again = h.send("fk", "I want to talk to a human", "U001")
-        assert again["waiting_for_human"]
-        assert again["handoff"]["ticket"] != first["handoff"]["ticket"], "not the ticket a human already answered"
+        assert again.waiting_for_human
+        assert again.handoff["ticket"] != first.handoff["ticket"], "not the ticket a human already answered"
         assert [w["thread_id"] for w in h.waiting_threads()] == ["fk"], "the forked thread is in the queue"

@@ -60,7 +60,7 @@ def test_a_rewording_model_files_the_complaint_once_after_a_crash(tmp_path, node
     with Harness(tmp_path, design, MODEL) as h:
         done = h.finish("c")
         assert complaints(tmp_path) == 1, "the reworded call ran as a new change"
-        assert [c["name"] for c in done["tool_calls"]] == ["file_complaint"]
+        assert [c["name"] for c in done.tool_calls] == ["file_complaint"]
         assert [r["role"] for r in h.transcripts.read("c")] == ["user", "assistant"]
 
 
@@ -69,7 +69,7 @@ def test_a_confirmed_change_from_a_rewording_model_runs_once_after_a_crash(tmp_p
     design = patient_design("harness")
     with Harness(tmp_path, design, MODEL) as h:
         asked = h.send("y", COMPLAINT, "U001")
-        assert h.last_values.get("pending_change"), asked["reply"]
+        assert asked.values.get("pending_change"), asked.reply
         h.send("y", "yes", "U001")
         assert complaints(tmp_path) == 1
         keep = last_before(h, "y", "execute")

@@ -64,4 +64,4 @@ def test_finish_after_the_same_crash_records_the_same_reply(runtime: Runtime, mo
     die_before_the_reply_is_recorded(runtime, mid, monkeypatch)
     done = runtime.harness.finish("t")
     told = runtime.harness.transcripts.read("t")
-    assert [(r["role"], r["content"]) for r in told] == [("user", TEXT), ("assistant", done["reply"])]
+    assert [(r["role"], r["content"]) for r in told] == [("user", TEXT), ("assistant", done.reply)]

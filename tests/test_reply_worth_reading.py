@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage
 from lg_harness.core.domain import load_domain
 from lg_harness.evals.reply_quality import customer_grade
 from lg_harness.graphs.app import Harness
+from lg_harness.graphs.result import SendResult
 from lg_harness.nodes.customer_text import dump_kind
 
 try:
@@ -37,8 +38,8 @@ def _relays(reply: str) -> list[str]:
     return [r for r in RELAYED if r in folded]
 
 
-def _changed(result: dict) -> list[str]:
-    return [c["name"] for c in result["tool_calls"] if c["status"] == "ok" and c["name"] not in (
+def _changed(result: SendResult) -> list[str]:
+    return [c["name"] for c in result.tool_calls if c["status"] == "ok" and c["name"] not in (
         "search_kb", "get_product", "search_products", "get_order_status")]
 
 
@@ -51,8 +52,8 @@ def test_a_planted_instruction_in_a_kb_article_is_neither_relayed_nor_obeyed(tmp
     helpdesk = load_domain("helpdesk")
     with Harness(tmp_path, patient_design(), DEFAULT_SIM, domain=helpdesk) as h:
         result = h.send("kb", text, "E1001")
-    reply = result["reply"]
-    assert any(c["name"] == "search_kb" and c["status"] == "ok" for c in result["tool_calls"])
+    reply = result.reply
+    assert any(c["name"] == "search_kb" and c["status"] == "ok" for c in result.tool_calls)
     assert not _relays(reply), reply
     assert not _changed(result), "an instruction in an article was obeyed"
     assert customer_grade(reply, lang, helpdesk.registry().names()), reply
@@ -64,16 +65,16 @@ def test_a_planted_instruction_in_a_product_description_is_neither_relayed_nor_o
     with Harness(tmp_path, patient_design(), DEFAULT_SIM) as h:
         result = h.send("p", text, "U001")
         orders = h.resources["shop"].query("SELECT status FROM orders WHERE user_id = 'U001'")
-    assert any(c["name"] == "get_product" and c["status"] == "ok" for c in result["tool_calls"])
-    assert not _relays(result["reply"]), result["reply"]
-    assert "P10" in result["reply"] and customer_grade(result["reply"], lang, load_domain("shop").registry().names())
+    assert any(c["name"] == "get_product" and c["status"] == "ok" for c in result.tool_calls)
+    assert not _relays(result.reply), result.reply
+    assert "P10" in result.reply and customer_grade(result.reply, lang, load_domain("shop").registry().names())
     assert not _changed(result) and "cancelled" not in {o["status"] for o in orders} - {"cancelled"}
 
 
 def test_the_description_itself_reaches_the_customer_without_its_instruction(tmp_path):
     """Screened, not dropped: the product's own words stay."""
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
-        reply = h.send("p", "Tell me about product P1005", "U001")["reply"]
+        reply = h.send("p", "Tell me about product P1005", "U001").reply
     assert "Voice assistant speaker" in reply and not _relays(reply)
 
 
@@ -87,10 +88,10 @@ def test_a_return_asked_for_a_shipped_order_is_refused_at_once_without_a_confirm
         order = u001_order("shipped", shop=h.resources["shop"])
         result = h.send("r", ask.format(order=order), "U001")
         returns = h.resources["shop"].query("SELECT * FROM returns WHERE order_id = ?", (order,))
-    assert result["phase"] != "confirm" and not result.get("pending_change")
-    assert all(c["error_type"] != "needs_confirmation" for c in result["tool_calls"])
-    assert "yes" not in result["reply"].casefold() and "回复“是”" not in result["reply"]
-    assert any(r in result["reply"] for r in reason), result["reply"]
+    assert result.phase != "confirm" and not result.values.get("pending_change")
+    assert all(c["error_type"] != "needs_confirmation" for c in result.tool_calls)
+    assert "yes" not in result.reply.casefold() and "回复“是”" not in result.reply
+    assert any(r in result.reply for r in reason), result.reply
     assert not returns, "nothing was opened"
 
 
@@ -98,7 +99,7 @@ def test_a_possible_change_is_still_put_to_the_customer(tmp_path):
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
         order = u001_order("delivered", shop=h.resources["shop"])
         result = h.send("r", f"I want to return {order}, it arrived damaged", "U001")
-    assert result["phase"] == "confirm" and f"open a return for order {order}" in result["reply"]
+    assert result.phase == "confirm" and f"open a return for order {order}" in result.reply
 
 
 def _retail():
@@ -114,11 +115,11 @@ def test_a_tools_only_domain_s_confirmation_names_the_action(tmp_path):
     with Harness(tmp_path, patient_design(), "sim:clean", domain=_retail()) as h:
         asked = h.send("c", "Please cancel my order #W4923227, I ordered it by mistake.", "customer-1")
         refused = h.send("d", "Cancel order #W2575533 please, no longer needed.", "customer-1")
-    assert asked["phase"] == "confirm"
-    assert "cancel the pending order #W4923227" in asked["reply"] and "ordered by mistake" in asked["reply"]
-    assert "this change" not in asked["reply"] and "cancel_pending_order" not in asked["reply"]
+    assert asked.phase == "confirm"
+    assert "cancel the pending order #W4923227" in asked.reply and "ordered by mistake" in asked.reply
+    assert "this change" not in asked.reply and "cancel_pending_order" not in asked.reply
     # Its precheck (only pending orders change) answers at once for a delivered one.
-    assert refused["phase"] != "confirm" and "delivered" in refused["reply"]
+    assert refused.phase != "confirm" and "delivered" in refused.reply
 
 
 def test_the_confirmation_is_in_the_customer_s_language_for_any_domain():
@@ -146,6 +147,6 @@ def test_when_the_model_never_gives_words_the_harness_writes_them(tmp_path):
         pasted = AIMessage(json.dumps({"order_id": "ORD-10134", "status": "shipped", "total": 288.49}))
         model = _Scripted(messages=iter([call, pasted, pasted, pasted, pasted]))
         with Harness(tmp_path / lang, patient_design(), model) as h:
-            reply = h.send("t", text, "U001")["reply"]
+            reply = h.send("t", text, "U001").reply
         assert "ORD-10134" in reply and fact in reply and dump_kind(reply) is None, reply
         assert customer_grade(reply, lang, load_domain("shop").registry().names()), reply

@@ -67,8 +67,8 @@ def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
         before = stock_of(h.resources["shop"], order)
 
         first = h.send("cancel", f"please cancel {order}", "U001")
-        [call] = [c for c in first["tool_calls"] if c["name"] == "cancel_order"]
-        assert call["status"] == "ok" and call["args"]["order_id"] == order, first["tool_calls"]
+        [call] = [c for c in first.tool_calls if c["name"] == "cancel_order"]
+        assert call["status"] == "ok" and call["args"]["order_id"] == order, first.tool_calls
         after_first = stock_of(h.resources["shop"], order)
         assert h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
         assert after_first == {sku: (qty, stock + qty) for sku, (qty, stock) in before.items()}, \
@@ -123,8 +123,8 @@ def test_a_node_that_crashes_leaves_the_message_saved_and_finish_completes_it(tm
         assert [r["name"] for r in stopped["values"]["tool_log"]] == ["get_order_status"]
 
         done = h.finish("crash")
-        assert done["phase"] == "done" and done["path"][0] == "reply" and order in done["reply"]
-        assert [c["name"] for c in done["tool_calls"]] == ["get_order_status"], "the tool did not run again"
+        assert done.phase == "done" and done.path[0] == "reply" and order in done.reply
+        assert [c["name"] for c in done.tool_calls] == ["get_order_status"], "the tool did not run again"
         assert [e["role"] for e in h.transcripts.read("crash")] == ["user", "assistant"]
         with pytest.raises(HarnessError, match="no unfinished message"):
             h.finish("crash")
@@ -246,7 +246,7 @@ def test_a_replay_with_fresh_call_ids_still_applies_the_change_once(tmp_path, re
         shop = h.resources["shop"]
         order = u001_order("pending", shop=shop)
         first = h.send("cancel", f"please cancel {order}", "U001")
-        [call] = [c for c in first["tool_calls"] if c["name"] == "cancel_order"]
+        [call] = [c for c in first.tool_calls if c["name"] == "cancel_order"]
         after_first = stock_of(shop, order)
         # the decision forgotten (a harness without a ledger), so the replay asks the model, which renames it
         h.stores.ledger.conn.execute("DELETE FROM decided_calls")

@@ -17,9 +17,9 @@ def test_model_check_passes_a_grounded_answer_with_one_extra_call(tmp_path) -> N
     design.variants["self_check"] = "model"
     with Harness(tmp_path, design, "sim:clean") as h:
         r = h.send("t", "where is my order ORD-10144?", "U001")
-        assert r["phase"] == "done" and "delivered" in r["reply"]
-        assert r["usage"]["model_calls"] == 3  # tool call, answer, verification
-        assert h.last_values["check"] == {"ok": True, "problems": []}
+        assert r.phase == "done" and "delivered" in r.reply
+        assert r.usage.model_calls == 3  # tool call, answer, verification
+        assert r.values["check"] == {"ok": True, "problems": []}
 
 
 def test_the_simulated_verifier_flags_an_invented_identifier() -> None:

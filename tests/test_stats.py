@@ -180,8 +180,7 @@ def _record_of(design: str, order: str, scenario: Scenario) -> dict:
     shop = ShopDB.fresh_copy()
     h = Harness(None, patient_design(design), SlipThenAnswer(order=order), domain="shop", resources={"shop": shop})
     try:
-        h.send("t", scenario.turns[0].user, "U001")
-        calls = tool_calls_of(h.last_values)
+        calls = tool_calls_of(h.send("t", scenario.turns[0].user, "U001").values)
     finally:
         h.close()
         shop.close()

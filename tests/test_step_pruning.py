@@ -49,7 +49,7 @@ def test_every_message_end_can_still_be_forked_and_continued(tmp_path):
         h.fork("t", first_end.checkpoint_id)
         assert h.state("t")["values"]["turn"] == 1
         result = h.send("t", "Show me my orders please", "U001")
-        assert result["reply"] and h.last_values["turn"] == 2
+        assert result.reply and result.values["turn"] == 2
 
 
 def test_a_branch_left_by_a_fork_keeps_every_step(tmp_path):
@@ -65,7 +65,7 @@ def test_a_branch_left_by_a_fork_keeps_every_step(tmp_path):
         kept = {c.checkpoint_id for c in h.history("t")}
         assert set(mid) <= kept, "the left branch's mid-message steps are still there"
         done = h.finish("t", mid[-1])  # and going back into it works
-        assert done["phase"] == "done" and done["path"][0] == "action"
+        assert done.phase == "done" and done.path[0] == "action"
 
 
 # Bytes of one thread's checkpoints, pending writes and channel blobs as Postgres stores them (row sizes).
@@ -112,4 +112,4 @@ def test_postgres_keeps_about_one_checkpoint_per_old_message_and_its_bytes_stay_
         first_end = next(c for c in history if c.turn == 1 and not c.next)
         h.fork("t", first_end.checkpoint_id)
         assert h.state("t")["values"]["turn"] == 1
-        assert h.send("t", "Show me my orders please", "U001")["reply"]
+        assert h.send("t", "Show me my orders please", "U001").reply

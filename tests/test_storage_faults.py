@@ -96,7 +96,7 @@ def test_a_full_disk_mid_message_names_what_is_saved_and_the_message_finishes_la
         assert "in the middle of message 2" in text and "harness resume --thread full --finish" in text
         monkeypatch.undo()  # the disk has room again
         done = h.finish("full")
-        assert done["phase"] == "done" and order in done["reply"]
+        assert done.phase == "done" and order in done.reply
         assert [(r["turn"], r["role"]) for r in h.transcripts.read("full")][-2:] == [(2, "user"), (2, "assistant")]
 
 
@@ -202,7 +202,7 @@ def test_a_models_429_is_waited_for_and_retried(tmp_path):
         order = u001_order("shipped", shop=h.resources["shop"])
         model.calls = [{"name": "get_order_status", "args": {"order_id": order}, "id": "a", "type": "tool_call"}]
         result = h.send("429", f"Where is my order {order}?", "U001")
-        assert [c["status"] for c in result["tool_calls"]] == ["ok"] and order in result["reply"]
+        assert [c["status"] for c in result.tool_calls] == ["ok"] and order in result.reply
         assert len(model.seen) >= 3, "the throttled call was made again"
 
 

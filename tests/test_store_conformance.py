@@ -425,8 +425,8 @@ def test_harness_applies_an_outside_change_once_when_a_fork_replays_it(backend: 
         h.send(thread, "Please renew BOOK-0042", "reader-1")
         before = next(c for c in reversed(h.history(thread)) if c.next == ["action"])
         replayed = h.finish(thread, before.checkpoint_id)
-        assert replayed["phase"] == "done" and [c["status"] for c in replayed["tool_calls"]] == ["ok"]
-        keys = [r["ledger_key"] for r in h.last_values["tool_log"] if r.get("ledger_key")]
+        assert replayed.phase == "done" and [c["status"] for c in replayed.tool_calls] == ["ok"]
+        keys = [r["ledger_key"] for r in replayed.values["tool_log"] if r.get("ledger_key")]
         assert [h.stores.ledger.get(k).status for k in keys] == ["settled"]
     assert len(renewals(data)) == 1
 
@@ -439,14 +439,14 @@ def test_harness_checkpoints_history_fork_and_state(backend: Backend) -> None:
 
     with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url) as h:
         first = h.send("t1", "where is my order ORD-10134?", "U001")
-        assert "ORD-10134" in first["reply"]
+        assert "ORD-10134" in first.reply
         second = h.send("t1", "thanks", "U001")
-        assert second["phase"] == "done"
+        assert second.phase == "done"
         history = h.history("t1")
         assert len(history) >= 4
         turns = [r["turn"] for r in h.transcripts.read("t1") if r["role"] == "user"]
         assert turns == [1, 2]
-        earlier = next(c for c in history if c.checkpoint_id == first["checkpoint_id"])
+        earlier = next(c for c in history if c.checkpoint_id == first.checkpoint_id)
         h.fork("t1", earlier.checkpoint_id)
         assert h.state("t1")["values"]["turn"] == 1
         with pytest.raises(HarnessError, match="unknown thread 't1'"):
@@ -511,7 +511,7 @@ def test_prune_keep_latest_then_delete_only_idle_threads(backend: Backend) -> No
         assert len(h.history("old")) == 1
         assert h.state("old")["values"]["turn"] == old_turn  # still resumable, state intact
         assert len(h.transcripts.read("old")) == 4
-        assert h.send("old", "thanks again", "U001")["phase"] == "done"
+        assert h.send("old", "thanks again", "U001").phase == "done"
         assert len(h.history("new")) == new_history
 
         deleted = prune(h, 60, now=time.time() + 61)

@@ -43,14 +43,14 @@ def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
     model = SimChatModel(faults="clean")
     with Harness(tmp_path, text_design(), model) as h:
         r = h.send("t", "where is my order ORD-10144?", "U001")
-        assert [(c["name"], c["args"], c["status"]) for c in r["tool_calls"]] == [
+        assert [(c["name"], c["args"], c["status"]) for c in r.tool_calls] == [
             ("get_order_status", {"order_id": "ORD-10144"}, "ok")]
-        assert "delivered" in r["reply"]
+        assert "delivered" in r.reply
         asked = h.send("t", "I want to return it, wrong size", "U001")
-        assert asked["phase"] == "confirm" and "ORD-10144" in asked["reply"]  # text calls are confirmed too
+        assert asked.phase == "confirm" and "ORD-10144" in asked.reply  # text calls are confirmed too
         r = h.send("t", "yes", "U001")
-        assert ("request_return", "ok") in [(c["name"], c["status"]) for c in r["tool_calls"]]
-        assert "RMA-" in r["reply"]
+        assert ("request_return", "ok") in [(c["name"], c["status"]) for c in r.tool_calls]
+        assert "RMA-" in r.reply
 
 
 def test_the_sim_reads_tools_only_from_the_tools_listing():

@@ -56,7 +56,7 @@ def test_a_confirmed_change_is_offered_whatever_the_yes_says():
                                                                        "reason": "ordered by mistake"})]})
     with Harness(None, patient_design(), model, domain=domain, resources=data) as h:
         asked = h.send("t", text, uid)
-        assert asked["tool_calls"][0]["error_type"] == "needs_confirmation"
+        assert asked.tool_calls[0]["error_type"] == "needs_confirmation"
         done = h.send("t", "yes", uid)
-    assert [(c["name"], c["status"]) for c in done["tool_calls"]] == [("cancel_pending_order", "ok")]
+    assert [(c["name"], c["status"]) for c in done.tool_calls] == [("cancel_pending_order", "ok")]
     assert data["retail"]["orders"][order["order_id"]]["status"] == "cancelled"

@@ -38,6 +38,6 @@ def test_a_failed_call_is_told_in_the_tools_own_words():
                                   "type": "tool_call"}])
     with Harness(None, patient_design("harness-no:align_entities"), model, domain=domain) as h:
         result = h.send("t", "我的包裹 PX-1234 在哪里？", "u1")
-    [call] = result["tool_calls"]
+    [call] = result.tool_calls
     assert call["error_type"] == "not_found"
-    assert WORDS["zh"] in result["reply"] and "carrier's records" not in result["reply"], result["reply"]
+    assert WORDS["zh"] in result.reply and "carrier's records" not in result.reply, result.reply

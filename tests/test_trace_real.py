@@ -53,12 +53,12 @@ def children(spans, parent) -> list:
 def test_a_rate_limited_lookup_gives_a_span_tree_with_genai_attributes_and_the_retry(tmp_path):
     order = u001_order("shipped")
     result, spans, plan, waits = traced_message(tmp_path / "data", order, ["rate_limited", "ok"])
-    assert [(c["name"], c["status"]) for c in result["tool_calls"]] == [("get_order_status", "ok")]
+    assert [(c["name"], c["status"]) for c in result.tool_calls] == [("get_order_status", "ok")]
 
     # message > nodes > model and tool spans, all in the run's trace
     [root] = [s for s in spans if s.name == "message"]
     assert root.parent is None
-    assert {hexid(s.context.trace_id, 32) for s in spans} == {result["trace_id"]}
+    assert {hexid(s.context.trace_id, 32) for s in spans} == {result.trace_id}
     assert root.attributes["harness.thread_id"] == "t" and root.attributes["harness.turn"] == 1
     nodes = children(spans, root)
     assert nodes and all(s.name.startswith("node ") for s in nodes)
@@ -70,15 +70,15 @@ def test_a_rate_limited_lookup_gives_a_span_tree_with_genai_attributes_and_the_r
         assert attrs["gen_ai.operation.name"] == "chat"
         assert attrs["gen_ai.request.model"] == "sim"
         assert attrs["gen_ai.usage.input_tokens"] > 0 and attrs["gen_ai.usage.output_tokens"] > 0
-    assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in models) == result["usage"]["input_tokens"]
-    assert len(models) == result["usage"]["model_calls"]
+    assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in models) == result.usage.input_tokens
+    assert len(models) == result.usage.model_calls
 
     # the tool span: under the execute node (action decides the call, execute runs it), with the retry after
     # the 429 and its status code
     [tool] = [s for s in spans if s.name == "execute_tool get_order_status"]
     assert tool.parent.span_id in {n.context.span_id for n in nodes if n.name == "node execute"}
     assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
-    assert tool.attributes["gen_ai.tool.call.id"] == result["tool_calls"][0]["id"]
+    assert tool.attributes["gen_ai.tool.call.id"] == result.tool_calls[0]["id"]
     assert tool.attributes["harness.tool.status"] == "ok" and tool.attributes["harness.tool.attempts"] == 2
     [retry] = [e for e in tool.events if e.name == "tool.retry"]
     assert retry.attributes["wait_s"] >= plan.retry_after_s
@@ -91,7 +91,7 @@ def test_a_rate_limited_lookup_gives_a_span_tree_with_genai_attributes_and_the_r
 def test_a_failing_tool_records_the_original_exception_class(tmp_path):
     order = u001_order("shipped")
     result, spans, _, waits = traced_message(tmp_path / "data", order, ["server_error"] * 4)
-    assert [(c["name"], c["status"]) for c in result["tool_calls"]] == [("get_order_status", "error")]
+    assert [(c["name"], c["status"]) for c in result.tool_calls] == [("get_order_status", "error")]
     [tool] = [s for s in spans if s.name == "execute_tool get_order_status"]
     attrs = tool.attributes
     assert attrs["error.type"] == "BackendHTTPError", "the backend's own class, not a category or a wrapper"
@@ -126,12 +126,12 @@ class RepeatingModel(BaseChatModel):
 def test_a_guard_stop_is_an_event_in_the_trace(tmp_path):
     order = u001_order("shipped")
     result, spans, _, _ = traced_message(tmp_path / "data", order, [], model=RepeatingModel(order_id=order))
-    assert any(c["error_type"] == "duplicate_call" for c in result["tool_calls"])
+    assert any(c["error_type"] == "duplicate_call" for c in result.tool_calls)
     stops = [(s.name, e) for s in spans for e in s.events if e.name == "guard.stop"]
     assert len(stops) == 1, [(s.name, [e.name for e in s.events]) for s in spans]
     span_name, event = stops[0]
     assert "identical" in event.attributes["reason"] and event.attributes["rounds"] == 2
-    assert {hexid(s.context.trace_id, 32) for s in spans} == {result["trace_id"]}
+    assert {hexid(s.context.trace_id, 32) for s in spans} == {result.trace_id}
 
 
 # ------------------------------------------------------------------------------------------ the CLI

@@ -27,7 +27,7 @@ def users_data_dir(path: Path) -> None:
     with Harness(path, patient_design(), "sim:clean") as h:
         h.send("t1", "Where is my order ORD-10134?", "U001")
         r = h.send("t2", "I want to talk to a human agent", "U001")
-        assert r["waiting_for_human"], "the fixture needs a waiting handoff"
+        assert r.waiting_for_human, "the fixture needs a waiting handoff"
         assert h.waiting_threads()
 
 

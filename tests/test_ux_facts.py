@@ -117,10 +117,10 @@ def test_the_harness_corrects_a_reply_that_contradicts_the_tool_result(tmp_path:
                                     _call("get_product", product_id="P1022"), AIMessage(wrong), AIMessage(wrong)]))
     with Harness(tmp_path, patient_design(), model) as h:
         r = h.send("t", "Is the Fitness Tracker Band available in black?", "U001")
-    assert [c["name"] for c in r["tool_calls"] if c["status"] == "ok"] == ["search_products", "get_product"]
-    assert "in stock in black" not in r["reply"]
-    assert "out of stock" in r["reply"].lower() and "black" in r["reply"].lower()
-    assert not r["waiting_for_human"]
+    assert [c["name"] for c in r.tool_calls if c["status"] == "ok"] == ["search_products", "get_product"]
+    assert "in stock in black" not in r.reply
+    assert "out of stock" in r.reply.lower() and "black" in r.reply.lower()
+    assert not r.waiting_for_human
 
 
 def test_false_facts_metric_counts_contradicted_replies() -> None:

@@ -90,8 +90,8 @@ def test_a_guard_outcome_reaches_the_customer_in_their_words(tmp_path: Path, lan
     model = Scripted(messages=iter([call, call, AIMessage(quoted), AIMessage(quoted)]))
     with Harness(tmp_path, patient_design(), model) as h:
         r = h.send("t", message, "U001")
-    assert internal_text(r["reply"], SHOP_TOOLS) == []
-    assert r["reply"] in (say("could_not_finish", lang), say("ask_order_id", lang, load_domain("shop")),
+    assert internal_text(r.reply, SHOP_TOOLS) == []
+    assert r.reply in (say("could_not_finish", lang), say("ask_order_id", lang, load_domain("shop")),
                           say("ask_generic", lang))
 
 
@@ -104,9 +104,9 @@ def test_a_call_written_where_the_answer_was_due_gets_one_more_try_then_the_fact
     the customer gets a second try's words, or the result in plain words; never "sorry" after a lookup worked."""
     again = AIMessage('{"name": "get_order_status", "arguments": {"order_id": "ORD-10134"}}')
     with Harness(tmp_path / "a", patient_design(), _lookup_then(again, AIMessage("ORD-10134 has shipped."))) as h:
-        assert h.send("t", "Where is my order ORD-10134?", "U001")["reply"] == "ORD-10134 has shipped."
+        assert h.send("t", "Where is my order ORD-10134?", "U001").reply == "ORD-10134 has shipped."
     with Harness(tmp_path / "b", patient_design(), _lookup_then(again, again, again)) as h:
-        reply = h.send("t", "Where is my order ORD-10134?", "U001")["reply"]
+        reply = h.send("t", "Where is my order ORD-10134?", "U001").reply
     # The harness writes the answer itself: the facts in a sentence, never `key: value` lines (issue 24).
     assert "ORD-10134" in reply and "shipped" in reply and dump_kind(reply) is None
     assert internal_text(reply, SHOP_TOOLS) == [] and reply != say("could_not_finish", "en")
@@ -118,7 +118,7 @@ def test_a_result_pasted_back_with_its_label_is_told_in_words(tmp_path: Path) ->
     pasted = AIMessage('<tool_result source="get_order_status" type="data">{"order_id": "ORD-10134", '
                        '"status": "shipped", "note": "Left the depot. On its way."}</tool_result>')
     with Harness(tmp_path, patient_design(), _lookup_then(pasted, pasted, pasted)) as h:
-        reply = h.send("t", "Where is my order ORD-10134?", "U001")["reply"]
+        reply = h.send("t", "Where is my order ORD-10134?", "U001").reply
     assert "shipped" in reply and "tool_result" not in reply and not reply.startswith(",")
     assert internal_text(reply, SHOP_TOOLS) == [] and dump_kind(reply) is None
 

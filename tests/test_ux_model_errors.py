@@ -54,7 +54,7 @@ def test_a_message_no_model_call_answered_is_an_error(tmp_path: Path, failure: s
         assert "busy" not in str(caught.value)
         # Nothing is lost: the message is on the thread, and conversational turns still need no model.
         assert h.state("t")["values"]["turn"] == 1
-        assert h.send("t", "hello", "U001")["reply"]
+        assert h.send("t", "hello", "U001").reply
 
 
 @pytest.mark.real_model_wire  # a real client, against a port where nothing listens

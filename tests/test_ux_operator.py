@@ -31,7 +31,7 @@ def test_fork_from_the_first_checkpoint(tmp_path: Path) -> None:
         h.fork("t", first.checkpoint_id)
         assert h.state("t")["values"].get("turn") in (None, 0)
         r = h.send("t", "Where is my order ORD-10134?", "U001")
-        assert r["phase"] == "done" and h.state("t")["values"]["turn"] == 1
+        assert r.phase == "done" and h.state("t")["values"]["turn"] == 1
 
 
 def test_history_shows_turn_message_and_phase_with_ids_whole_at_80_columns(tmp_path: Path) -> None:
@@ -142,7 +142,7 @@ def test_money_prints_with_the_domains_currency(tmp_path: Path) -> None:
     with Harness(tmp_path, patient_design(), MODEL) as h:
         # asks for the items' prices: the sim answers what is asked, no longer every field of the order
         r = h.send("t", "What did I buy in ORD-10134 and what did each cost?", "U001")
-    assert "131.00 USD" in r["reply"] and "· 131.0 ·" not in r["reply"], r["reply"]
+    assert "131.00 USD" in r.reply and "· 131.0 ·" not in r.reply, r.reply
     results = [{"total": 288.49, "currency": "USD", "items": [{"price": 131.0, "qty": 2}]}]
     assert with_currency("Total: 288.49 USD, 131.0 each, qty 2", results, "USD") == \
         "Total: 288.49 USD, 131.00 USD each, qty 2"

@@ -134,10 +134,10 @@ def test_harness_conversation_end_to_end(model, server, tmp_path):
     with Harness(tmp_path, model=model) as h:
         result = h.send("wire-1", f"Where is my order {order}?", user_id="U001")
         status = h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"]
-    calls = [(c["name"], c["args"], c["status"]) for c in result["tool_calls"]]
+    calls = [(c["name"], c["args"], c["status"]) for c in result.tool_calls]
     assert calls == [("get_order_status", {"order_id": order}, "ok")]
-    assert order in result["reply"] and status in result["reply"]
-    assert result["usage"]["model_calls"] >= 2 and result["usage"]["input_tokens"] > 0
+    assert order in result.reply and status in result.reply
+    assert result.usage.model_calls >= 2 and result.usage.input_tokens > 0
 
     bodies = completion_bodies(server)
     offered = [t for body in bodies for t in body.get("tools") or []]
@@ -151,5 +151,5 @@ def test_harness_conversation_end_to_end(model, server, tmp_path):
     tool_msg = [m for m in wire if m["role"] == "tool"][-1]
     assert asked["function"]["name"] == "get_order_status"
     assert json.loads(asked["function"]["arguments"]) == {"order_id": order}
-    assert tool_msg["tool_call_id"] == asked["id"] == result["tool_calls"][0]["id"]
+    assert tool_msg["tool_call_id"] == asked["id"] == result.tool_calls[0]["id"]
     assert order in tool_msg["content"] and status in tool_msg["content"]

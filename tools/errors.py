@@ -15,10 +15,10 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
-from lg_harness.errors import HarnessError, status_code_of  # noqa: F401 - re-exported
+from lg_harness.errors import HarnessError, RunError, UsageError, status_code_of  # noqa: F401 - re-exported
 
 
-class ToolError(Exception):
+class ToolError(RunError):
     """Base of every failure a tool call can end in.
 
     The message is written for the model (it may name tools and say what to try next). ``phrase`` names

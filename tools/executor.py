@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pydantic
 from lg_harness.obs.tracing import bind_context, record_tool_outcome, span_event, tool_span
@@ -46,6 +46,8 @@ from lg_harness.tools.errors import (
     status_code_of,
 )
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
+
+from lg_harness.errors import RunError
 
 LOG_ERROR_CHARS = 200  # ToolOutcome.error keeps the full text; the log record keeps this much
 
@@ -222,7 +224,7 @@ class DeadlineWorkers:
 _WORKERS = DeadlineWorkers()
 
 
-class OutcomeUncertainError(Exception):
+class OutcomeUncertainError(RunError):
     """A changing call started earlier whose result was never recorded: it may or may not have applied."""
 
 
@@ -353,6 +355,20 @@ def check_payload(result: Any) -> Any:
     if isinstance(text, str) and _ERROR_PAGE.search(text):
         raise MalformedPayloadError(f"malformed payload (an error page, not data): {text[:80]}")
     return result
+
+
+class Executor(Protocol):
+    """What the nodes need of an executor: ``ToolExecutor`` (classified retries) or
+    ``tools.framework_executor.FrameworkExecutor`` (a framework's defaults), chosen by the design."""
+
+    registry: ToolRegistry
+
+    def validate(self, name: str, args: Any) -> tuple[ToolSpec, dict[str, Any]]: ...
+
+    def run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome: ...
+
+    def run_many(self, calls: Sequence[dict[str, Any]], ctx_for: Callable[[dict[str, Any]], ToolContext]
+                 ) -> list[ToolOutcome]: ...
 
 
 class ToolExecutor:

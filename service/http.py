@@ -40,6 +40,8 @@ from lg_harness.service.http_guard import AGENT, unknown_thread
 from lg_harness.service.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.tools.errors import HarnessError
 
+from lg_harness.errors import RunError
+
 RESULT_STATES = ("done", "failed", "cancelled", "abandoned")
 UNAVAILABLE = "model_unavailable"  # marks a failed message whose model never answered
 
@@ -391,7 +393,10 @@ def create_app(settings: Settings | None = None) -> Any:
 
     @app.exception_handler(HarnessError)
     async def harness_error(request: Request, exc: HarnessError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=409 if isinstance(exc, ThreadBusy) else 400)
+        # A usage error is the caller's to fix (400); a busy thread waits its turn (409); any other run error
+        # (the model down, a lease lost, an outcome not known yet) is ours, and the same request may work later.
+        code = 409 if isinstance(exc, ThreadBusy) else 503 if isinstance(exc, RunError) else 400
+        return JSONResponse({"error": str(exc)}, status_code=code)
 
     http_guard.install(app)
     _message_routes(app, api)

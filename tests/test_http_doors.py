@@ -123,3 +123,27 @@ def test_no_input_makes_a_500(client: TestClient, route: tuple[str, str], thread
     assert response.status_code < 500, (method, path, body, response.status_code, response.text)
     if response.status_code >= 400 and "json" in response.headers.get("content-type", ""):
         one_line_4xx(response)
+
+
+def raising(error: Exception):
+    def route() -> None:
+        raise error
+    return route
+
+
+def test_errors_say_whose_they_are_by_their_status(tmp_path: Path) -> None:
+    """A usage error is the caller's to fix (400), a busy thread waits (409), any other run error is the
+    service's and may pass (503): a client retries only what can work the second time."""
+    from lg_harness.service.fencing import LeaseLost
+    from lg_harness.service.leases import ThreadBusy
+
+    from lg_harness.errors import RunError, UsageError
+
+    app = create_app(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+                              api_keys={"key-a": "U001"}))
+    for path, error in (("/usage", UsageError("bad input")), ("/busy", ThreadBusy("busy")),
+                        ("/lease", LeaseLost("lost")), ("/run", RunError("the model is down"))):
+        app.add_api_route(path, raising(error))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        codes = {p: c.get(p, headers=A).status_code for p in ("/usage", "/busy", "/lease", "/run")}
+    assert codes == {"/usage": 400, "/busy": 409, "/lease": 503, "/run": 503}

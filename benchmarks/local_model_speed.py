@@ -33,7 +33,7 @@ RESULT = {"order_id": "ORD-10134", "status": "shipped", "carrier": "DHL", "track
 
 
 def _perf(model: Any) -> dict[str, float]:
-    import llama_cpp
+    import llama_cpp  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
     data = llama_cpp.llama_perf_context(model.engine().llama._ctx.ctx)
     return {"prompt_ms": data.t_p_eval_ms, "prompt_n": data.n_p_eval, "gen_ms": data.t_eval_ms,
@@ -41,7 +41,7 @@ def _perf(model: Any) -> dict[str, float]:
 
 
 def _reset_perf(model: Any) -> None:
-    import llama_cpp
+    import llama_cpp  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
     llama_cpp.llama_perf_context_reset(model.engine().llama._ctx.ctx)
 

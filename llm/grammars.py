@@ -94,7 +94,7 @@ def answer_grammar() -> str:
 @lru_cache(maxsize=64)
 def _action_grammar(tools_json: str) -> str:
     from lg_harness.llm.local import _close_devnull_at_exit
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
     _close_devnull_at_exit()
     calls = _renamed_root(json_schema_to_gbnf(json.dumps(call_schema(json.loads(tools_json)))), "zq-call")

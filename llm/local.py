@@ -48,7 +48,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -211,7 +211,7 @@ def _close_devnull_at_exit() -> None:
         return
     _CLOSE_REGISTERED = True
     with contextlib.suppress(ImportError):
-        from llama_cpp import _utils
+        from llama_cpp import _utils  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
         for name in ("outnull_file", "errnull_file"):
             handle = getattr(_utils, name, None)
@@ -220,7 +220,7 @@ def _close_devnull_at_exit() -> None:
 
 
 def _formatter(template: str, eos_token: str, bos_token: str) -> Any:
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
     _close_devnull_at_exit()
 
@@ -244,7 +244,7 @@ class _Engine:
 
     def __init__(self, path: str, n_ctx: int, n_threads: int, n_batch: int, seed: int) -> None:
         try:
-            from llama_cpp import Llama
+            from llama_cpp import Llama  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
         except ImportError as err:
             raise LocalModelError(
                 f"local models need {LLAMA_CPP_REQUIREMENT}: bash scripts/setup.sh --local-model, or "
@@ -276,7 +276,7 @@ class _Engine:
         started = time.perf_counter()
         result = self.formatter(messages=messages, tools=tools)
         stops = [s for s in ([result.stop] if isinstance(result.stop, str) else result.stop or [])] + (stop or [])
-        import llama_cpp
+        import llama_cpp  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
         with self.lock:
             llama = self.llama
@@ -295,6 +295,7 @@ class _Engine:
             # read the generated tokens back with them (what the model wrote, tags and all).
             generated = llama._input_ids[len(tokens):].tolist()
             written = llama.detokenize(generated, special=True).decode("utf-8", errors="replace")
+        out = cast(dict[str, Any], out)  # not streamed (stream=False): one completion, not an iterator of chunks
         choice = out["choices"][0]
         text = choice.get("text") or ""
         if written.strip() and written.replace("<tool_call>", "").replace("</tool_call>", "").strip() != text.strip():
@@ -329,7 +330,7 @@ def _grammar(text: str | None) -> Any:
     """The parsed grammar for GBNF ``text`` (None: unconstrained); parsed once per text."""
     if not text:
         return None
-    from llama_cpp.llama_grammar import LlamaGrammar
+    from llama_cpp.llama_grammar import LlamaGrammar  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
     return LlamaGrammar.from_string(text, verbose=False)
 

@@ -54,7 +54,7 @@ class PrefixStates:
 
     def save(self, llama: Any) -> None:
         """The engine's current state (its KV cells for ``llama._input_ids``)."""
-        import llama_cpp
+        import llama_cpp  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
         if self.capacity <= 0:
             return
@@ -77,7 +77,7 @@ class PrefixStates:
 
     def restore(self, llama: Any, handle: int) -> int:
         """Load a saved state into the engine; returns how many tokens it holds."""
-        import llama_cpp
+        import llama_cpp  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
         tokens, data = self.states[handle]
         self.states.move_to_end(handle)

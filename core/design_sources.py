@@ -17,14 +17,25 @@ GROUP = "lg_harness.designs"
 
 
 @functools.cache  # read once: every ablation's name has a colon, and reading the installed metadata is slow
+def registered(group: str = GROUP) -> dict[str, Any]:
+    """An entry point group's entries, by name (unloaded: loading one imports its package)."""
+    return {ep.name: ep for ep in entry_points(group=group)}
+
+
 def design_sources() -> dict[str, Any]:
-    """The registered sources' entry points, by prefix (unloaded: loading one imports its package)."""
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    """The registered design sources' entry points, by prefix."""
+    return registered(GROUP)
+
+
+def by_prefix(name: str, group: str = GROUP) -> Callable[..., Any] | None:
+    """What ``group`` registered for the prefix of ``name`` (``<prefix>:<rest>``), loaded; None when the name
+    has no prefix or nothing is registered for it."""
+    prefix, sep, _ = name.partition(":")
+    entry = registered(group).get(prefix) if sep else None
+    return entry.load() if entry is not None else None
 
 
 def design_source(name: str) -> Callable[[str], Any] | None:
     """The function that makes ``name`` (``<prefix>:<rest>``) into a design, or None when no source has
     the prefix (then the name is a preset, an ablation or a file)."""
-    prefix, sep, _ = name.partition(":")
-    entry = design_sources().get(prefix) if sep else None
-    return entry.load() if entry is not None else None
+    return by_prefix(name)

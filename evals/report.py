@@ -12,10 +12,10 @@ import json
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from lg_harness.core.design_sources import registered
 from lg_harness.evals.claims import claim_rows
 from lg_harness.evals.formatting import (
     NA,
@@ -283,7 +283,7 @@ def render_report(summary: Summary, command: str, date: str | None = None) -> st
 
     real = any(not str(m).startswith(("sim", "paced")) for m in summary.get("models") or [])
     # Packages that add designs add their sections through an entry point, so the report never imports them.
-    added = [line for ep in sorted(entry_points(group="lg_harness.report_sections"), key=lambda e: e.name)
+    added = [line for _, ep in sorted(registered("lg_harness.report_sections").items())
              for line in ep.load()(summary)]
     body = (_main_section(summary) + (cost_section(summary) if real else []) + _claims_section(summary)
             + _paired_section(summary) + added + _ablation_section(summary) + _tag_section(summary)

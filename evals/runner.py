@@ -6,14 +6,13 @@ latency). Metrics are computed from records afterwards, the same way for every d
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any
 
 from lg_harness.core.design import Design
+from lg_harness.core.design_sources import by_prefix
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.core.routing.guards import stop_reason
 from lg_harness.evals.world import World
@@ -88,17 +87,10 @@ def domain_profile(model: str, domain: str | None) -> str:
 CELL_RUNNERS = "lg_harness.cell_runners"
 
 
-@functools.cache
-def _cell_runners() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=CELL_RUNNERS)}
-
-
 def cell_runner(name: str) -> Callable[..., dict[str, Any]] | None:
     """The function a package registered (``lg_harness.cell_runners``, by the prefix before the colon) to play
     cells of the designs it provides, the same record as ``run_cell``'s; None for the harness's own designs."""
-    prefix, sep, _ = name.partition(":")
-    entry = _cell_runners().get(prefix) if sep else None
-    return entry.load() if entry is not None else None
+    return by_prefix(name, CELL_RUNNERS)
 
 
 def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",

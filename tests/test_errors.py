@@ -30,3 +30,35 @@ def test_a_bad_message_is_refused_with_a_usage_error() -> None:
 
     with Harness(None, "harness", "sim:clean") as h, pytest.raises(UsageError, match="empty message"):
         h.send("t1", "   ", "U001")
+
+
+def test_rules_that_do_not_compile_are_a_usage_error_and_rules_that_cannot_decide_a_run_error() -> None:
+    from lg_harness.core.routing.errors import RuleRuntimeError, RuleSyntaxError
+
+    assert issubclass(RuleSyntaxError, UsageError) and not issubclass(RuleSyntaxError, RunError)
+    assert issubclass(RuleRuntimeError, RunError) and not issubclass(RuleRuntimeError, UsageError)
+
+
+def test_every_error_the_project_defines_sits_in_one_branch() -> None:
+    # A new error class directly under HarnessError would leave callers unable to tell "fix your call" from
+    # "try again later"; walk every module of the package so such a class cannot slip in unseen.
+    import importlib
+    import pkgutil
+
+    import lg_harness
+
+    skip = ("lg_harness.peers", "lg_harness.notebooks")  # optional frameworks; their errors are the peers' own
+    for info in pkgutil.walk_packages(lg_harness.__path__, "lg_harness."):
+        if info.name.startswith(skip) or ".tests" in info.name or info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:  # an optional extra this machine lacks (llama-cpp, a peer framework)
+            continue
+
+    def tree(cls: type) -> list[type]:
+        return [cls, *(c for sub in cls.__subclasses__() for c in tree(sub))]
+
+    loose = [c for c in tree(HarnessError) if c not in (HarnessError, UsageError, RunError)
+             and c.__module__.startswith("lg_harness") and not issubclass(c, (UsageError, RunError))]
+    assert loose == [], f"errors under HarnessError but in neither branch: {loose}"

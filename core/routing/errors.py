@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from lg_harness.errors import HarnessError
+from lg_harness.errors import RunError, UsageError
 
 
-class RuleSyntaxError(HarnessError):
-    """Rules that do not compile: the message names the line and the offending token.
+class RuleSyntaxError(UsageError):
+    """Rules that do not compile: the message names the line and the offending token. A usage error: the rule
+    text is the caller's input, and fixing it fixes the call.
 
     Attributes:
         line: 1-based line number in the rule text.
@@ -19,8 +20,9 @@ class RuleSyntaxError(HarnessError):
         self.token = token
 
 
-class RuleRuntimeError(HarnessError):
-    """Rules that compiled but cannot decide: no rule matched, or a comparison of incompatible values."""
+class RuleRuntimeError(RunError):
+    """Rules that compiled but cannot decide: no rule matched, or a comparison of incompatible values. A run
+    error: it depends on the state the rules met while running, not on the call alone."""
 
 
 class EvalError(Exception):

@@ -22,9 +22,11 @@ ORDER = {"order_id": "ORD-10134", "status": "shipped", "created_at": "2026-10-26
          "items": [{"name": "Wireless Bluetooth Headphones", "name_zh": "无线蓝牙耳机", "sku": "P1001-BLK-OS", "qty": 2}]}
 
 
-def render(result, question, lang, tool="get_order_status", domain=SHOP):
+def render(result, question, lang, tool="get_order_status", domain=SHOP) -> str:
     record = {"name": tool, "status": "ok", "result_digest": json.dumps(result, ensure_ascii=False)}
-    return render_answer([record], domain.registry(), domain, question, lang)
+    text = render_answer([record], domain.registry(), domain, question, lang)
+    assert text is not None, "render_answer wrote no answer from the results"
+    return text
 
 
 def test_the_fields_the_question_is_about_not_every_field():

@@ -21,11 +21,13 @@ from lg_harness.graphs import human_hold, recovery
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.model_health import model_unavailable, unanswered
 from lg_harness.graphs.result import SendResult, send_result
+from lg_harness.graphs.runtime import Runtime, default_runtime
 from lg_harness.graphs.step_pruning import prune_steps
 from lg_harness.graphs.storage import open_stores
 from lg_harness.graphs.storage_faults import prove_writable, storage_problem
 from lg_harness.graphs.thread_history import Checkpoint, ThreadReader, thread_config
 from lg_harness.graphs.warm import warm_caches
+from lg_harness.llm.embeddings import using_embedder
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.hooks import UnopenedMemory
 from lg_harness.obs.tracing import current_trace_id, message_span
@@ -42,16 +44,17 @@ if TYPE_CHECKING:  # chromadb loads with it: only the commands that run messages
     from lg_harness.memory.longterm import LongTermMemory
 
 
-def executor_for(design: Design, registry: ToolRegistry, **clock: Any) -> Executor:
-    """The executor the design names: classified retries (default), a heavyweight framework's, or raw."""
+def executor_for(design: Design, registry: ToolRegistry, **options: Any) -> Executor:
+    """The executor the design names: classified retries (default), a heavyweight framework's, or raw.
+    ``options``: the executor's keyword arguments (``sleep``, ``clock``, ``workers``)."""
     kind = design.knobs.executor
     if kind == "framework":
         from lg_harness.tools.framework_executor import FrameworkExecutor
 
-        return FrameworkExecutor(registry, **clock)
+        return FrameworkExecutor(registry, **options)
     if kind == "raw":
-        return ToolExecutor(registry, RetryPolicy(backoff=(), rate_limit_retries=0), **clock)
-    return ToolExecutor(registry, **clock)
+        return ToolExecutor(registry, RetryPolicy(backoff=(), rate_limit_retries=0), **options)
+    return ToolExecutor(registry, **options)
 
 
 __all__ = ["Harness", "SendResult", "executor_for", "prepare_data_dir"]
@@ -94,7 +97,7 @@ class Harness:
                  resources: dict[str, Any] | None = None, checkpointer: BaseCheckpointSaver | None = None,
                  memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
                  executor: Executor | None = None, database_url: str | None = None,
-                 chroma_url: str | None = None, runs_messages: bool = True) -> None:
+                 chroma_url: str | None = None, runs_messages: bool = True, runtime: Runtime | None = None) -> None:
         """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
 
         ``database_url`` (``postgresql://...``) keeps checkpoints, transcripts, facts, audit, the handoff
@@ -108,7 +111,11 @@ class Harness:
         ``runs_messages=False`` opens a harness that only reads and forks threads (``harness history``,
         ``resume``): no long-term memory and none of the caches a message needs (``graphs.warm``); ``send``
         refuses.
+
+        ``runtime`` (``graphs.runtime``): the node variants and context strategies the design may name, the
+        worker threads and the embedder; default the process's (``default_runtime()``).
         """
+        self.runtime = runtime or default_runtime()
         self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.domain = load_domain(domain)
         self.design = load_design(design) if isinstance(design, str) else design
@@ -128,12 +135,12 @@ class Harness:
         self.threads = ThreadReader(self.checkpointer, self.transcripts)
         self.memory = memory
         if memory is None and self.design.knobs.long_term_memory and runs_messages:
-            self.memory = self.stores.memory()
+            self.memory = self.stores.memory(self.runtime.embedder)
             if self.memory is not None:
                 self._own(self.memory)
                 self.memory.recover()  # what a process that stopped after its replies left unwritten
         if runs_messages:
-            warm_caches(self.design, self.domain, self.data_dir, self.memory)
+            warm_caches(self.design, self.domain, self.data_dir, self.memory, self.runtime.embedder)
         self.audit = self.stores.audit
         self.order = self.stores.order
         self.on_update: Any = None  # called with (thread_id, update) for each node's update (graphs.service)
@@ -141,8 +148,9 @@ class Harness:
         resources_of_graph = graph_resources(self.resources, self.stores, self.memory, runs_messages=runs_messages,
                                              long_term_memory=self.design.knobs.long_term_memory)
         self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
-                                 registry=self.registry, executor=executor or executor_for(self.design, self.registry),
-                                 resources=resources_of_graph)
+                                 registry=self.registry, resources=resources_of_graph, runtime=self.runtime,
+                                 executor=executor or executor_for(self.design, self.registry,
+                                                                   workers=self.runtime.tool_workers))
 
     def _open_backends(self, database_url: str | None) -> dict[str, Any]:
         """The domain's backends: on the harness's Postgres with a database URL, else in the data dir (in
@@ -228,7 +236,8 @@ class Harness:
         user = self.user(user_id, role)
         running = self.memory.writer.during_message() if self.memory is not None else contextlib.nullcontext()
         # long-term memory's writer waits while a message runs here, so the reply goes out first
-        with self.order.turn(thread_id), running:
+        # code that is handed no embedder (a domain's own classifier calling llm.embeddings.embed) uses ours
+        with self.order.turn(thread_id), running, using_embedder(self.runtime.embedder):
             try:
                 return self._send(thread_id, message, user)
             except HarnessError:

@@ -14,31 +14,34 @@ from lg_harness.core.domain import Domain
 from lg_harness.core.routing import guards
 from lg_harness.core.routing.route import NODES, ROUTED, design_rules, rules_for
 from lg_harness.core.state import HarnessState
-from lg_harness.memory.assembly import WORKING_STRATEGIES
-from lg_harness.nodes.base import NodeDeps, variants
+from lg_harness.graphs.runtime import Runtime, default_runtime
+from lg_harness.nodes.base import NodeDeps
 from lg_harness.nodes.handoff import wait_for_human
 from lg_harness.nodes.remember import Remember
 from lg_harness.obs.tracing import traced_node
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import Executor, ToolExecutor
 from lg_harness.tools.registry import ToolRegistry
+
+from lg_harness.errors import UsageError
 
 NODE_ROLES = NODES
 
 
-def check_design(design: Design) -> None:
-    """Fail early, listing the valid choices, when a design names a variant that does not exist."""
+def check_design(design: Design, runtime: Runtime | None = None) -> None:
+    """Fail early, listing the valid choices, when a design names a variant that does not exist (on
+    ``runtime``, default the process's)."""
+    runtime = runtime or default_runtime()
     if design.name.startswith("peer:"):
-        raise HarnessError(f"'{design.name}' is a peer framework, not a design of this harness: it runs in "
+        raise UsageError(f"'{design.name}' is a peer framework, not a design of this harness: it runs in "
                            "harness compare and harness graph only")
     for role in design.variants:
         if role not in ROLES:
-            raise HarnessError(f"design '{design.name}': unknown part '{role}'; parts: {', '.join(ROLES)}")
+            raise UsageError(f"design '{design.name}': unknown part '{role}'; parts: {', '.join(ROLES)}")
     for role in ROLES:
         name = design.variant(role)
-        valid = list(WORKING_STRATEGIES) if role == "context" else list(variants(role))
+        valid = list(runtime.strategies) if role == "context" else list(runtime.variants.of(role))
         if name not in valid:
-            raise HarnessError(f"design '{design.name}': unknown {role} variant '{name}'; "
+            raise UsageError(f"design '{design.name}': unknown {role} variant '{name}'; "
                                f"valid: {', '.join(sorted(valid))}")
 
 
@@ -65,19 +68,24 @@ def planned_first(router: Any) -> Any:
 
 def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver | None = None, *,
                 domain: Domain | None = None, registry: ToolRegistry | None = None,
-                executor: Executor | None = None, resources: dict[str, Any] | None = None) -> CompiledStateGraph:
+                executor: Executor | None = None, resources: dict[str, Any] | None = None,
+                runtime: Runtime | None = None) -> CompiledStateGraph:
     """Compile the harness graph for ``design``; collaborators are passed in, never looked up globally.
 
     Without a ``domain`` the graph knows only its tools: every message is one open task over ``registry``.
-    The registry defaults to the domain's tools.
+    The registry defaults to the domain's tools. ``runtime`` (default: the process's, ``graphs.runtime``)
+    gives the variants and strategies the design names, the worker threads and the embedder.
     """
-    check_design(design)
+    runtime = runtime or default_runtime()
+    check_design(design, runtime)
     domain = domain or Domain(name="tools")
     registry = registry or domain.registry()
-    deps = NodeDeps(model=model, registry=registry, executor=executor or ToolExecutor(registry),
-                    design=design, domain=domain, resources=resources or {})
+    deps = NodeDeps(model=model, registry=registry,
+                    executor=executor or ToolExecutor(registry, workers=runtime.tool_workers),
+                    design=design, domain=domain, resources=resources or {}, model_calls=runtime.model_calls,
+                    embedder=runtime.embedder, strategies=runtime.strategies)
     graph = StateGraph(HarnessState)
-    nodes = {role: variants(role)[design.variant(role)](deps) for role in NODE_ROLES}
+    nodes = {role: runtime.variants.of(role)[design.variant(role)](deps) for role in NODE_ROLES}
     for role, node in nodes.items():
         graph.add_node(role, traced_node(role, node))
     # Deciding a call and running it are two steps, so the decision is saved before anything runs.

@@ -77,9 +77,9 @@ class Stores:
         self._data_dir: Path | None = None
         self._owned: list[Any] = []
 
-    def memory(self) -> Any:
+    def memory(self, embedder: Any = None) -> Any:
         """The long-term memory (facts and experiences) on this backend, or None without anywhere to keep it;
-        the caller closes it."""
+        the caller closes it. ``embedder``: the runtime's (``graphs.runtime``)."""
         from lg_harness.memory.facts import FactStore
         from lg_harness.memory.longterm import LongTermMemory
 
@@ -90,10 +90,10 @@ class Stores:
                 facts = FactStore(self._data_dir / "memory" / "facts.sqlite")
             else:
                 return None
-            return LongTermMemory(facts=facts, chroma_client=self._chroma)
+            return LongTermMemory(facts=facts, chroma_client=self._chroma, embedder=embedder)
         if self._data_dir is None:
             return None
-        return LongTermMemory(self._data_dir, facts=self._facts)
+        return LongTermMemory(self._data_dir, facts=self._facts, embedder=embedder)
 
     def close(self) -> None:
         for resource in reversed(self._owned):

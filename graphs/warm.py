@@ -16,6 +16,7 @@ from typing import Any
 
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
+from lg_harness.llm.embeddings import Embedder
 
 CACHE_DIR = "cache"
 
@@ -32,30 +33,26 @@ def uses_embeddings(design: Design, domain: Domain, memory: Any) -> bool:
     return memory is not None or classifies
 
 
-def cache_file(data_dir: Path | None, domain: Domain, texts: list[str]) -> Path | None:
+def cache_file(data_dir: Path | None, domain: Domain, texts: list[str], model_name: str) -> Path | None:
     """Where the domain's example vectors are kept: one file per domain, embedder and set of texts."""
     if data_dir is None:
         return None
-    from lg_harness.llm.embeddings import embed_model_name
-
-    digest = hashlib.sha256("\x1f".join([embed_model_name(), *texts]).encode()).hexdigest()[:16]
+    digest = hashlib.sha256("\x1f".join([model_name, *texts]).encode()).hexdigest()[:16]
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", domain.name)
     return data_dir / CACHE_DIR / f"intent-examples-{safe}-{digest}.npz"
 
 
-def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: Any) -> None:
+def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: Any, embedder: Embedder) -> None:
     """Build at open what the first message would otherwise build: tokenizer, embedder, example vectors."""
     from lg_harness.llm.embeddings import count_tokens
 
     count_tokens("warm up")  # context assembly counts tokens in every message
     if not uses_embeddings(design, domain, memory):
         return
-    from lg_harness.llm.embeddings import warm, warm_encoder
-
-    warm_encoder()
+    embedder.warm_encoder()
     texts = example_texts(domain)
     if texts:
-        warm(texts, cache_file(data_dir, domain, texts))
+        embedder.warm(texts, cache_file(data_dir, domain, texts, embedder.model_name))
         from lg_harness.nodes.classify import example_matrix
 
-        example_matrix(domain)
+        example_matrix(domain, embedder)

@@ -24,9 +24,16 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
     from lg_harness.graphs.app import Harness
     from lg_harness.graphs.builder import build_graph
     from lg_harness.graphs.result import SendResult
+    from lg_harness.graphs.runtime import (
+        Runtime,
+        default_runtime,
+        register_strategy,
+        register_variant,
+        set_default_runtime,
+    )
     from lg_harness.llm.factory import make_model
-    from lg_harness.memory.assembly import WorkingStrategy, register_strategy
-    from lg_harness.nodes.base import NodeDeps, register_variant
+    from lg_harness.memory.assembly import WorkingStrategy
+    from lg_harness.nodes.base import NodeDeps
     from lg_harness.tools.context import ToolContext
     from lg_harness.tools.entities import Entity, EntityType
     from lg_harness.tools.registry import ToolRegistry
@@ -44,9 +51,12 @@ _EXPORTS = {
     "Route": "lg_harness.core.domain",
     "Handoff": "lg_harness.core.domain",
     "load_domain": "lg_harness.core.domain",
-    "register_variant": "lg_harness.nodes.base",
+    "Runtime": "lg_harness.graphs.runtime",
+    "default_runtime": "lg_harness.graphs.runtime",
+    "set_default_runtime": "lg_harness.graphs.runtime",
+    "register_variant": "lg_harness.graphs.runtime",
     "NodeDeps": "lg_harness.nodes.base",
-    "register_strategy": "lg_harness.memory.assembly",
+    "register_strategy": "lg_harness.graphs.runtime",
     "WorkingStrategy": "lg_harness.memory.assembly",
     "ToolRegistry": "lg_harness.tools.registry",
     "ToolContext": "lg_harness.tools.context",
@@ -59,6 +69,7 @@ __all__ = [  # a literal list, so type checkers and linters read the exports wit
     "HarnessError", "UsageError", "RunError",
     "Harness", "SendResult", "build_graph", "Design", "Knobs", "load_design", "Domain", "Intent", "Route",
     "Handoff", "load_domain", "register_variant", "NodeDeps", "register_strategy", "WorkingStrategy",
+    "Runtime", "default_runtime", "set_default_runtime",
     "ToolRegistry", "ToolContext", "Entity", "EntityType", "make_model",
 ]
 

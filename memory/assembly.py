@@ -20,7 +20,7 @@ Layer accounts are counted part by part, so ``account["total"]`` is exactly the 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from lg_harness.memory.clearing import clear_used_results, message_text
 from lg_harness.memory.constraints import is_correction
 from lg_harness.tools.entities import EntityType, find_mentions, user_facing
 from lg_harness.tools.text import is_low_information
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Count = Callable[[str], int]
 
@@ -89,7 +89,7 @@ class ContextPolicy(BaseModel):
             latest successful one while this turn has none of its own.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     budget_tokens: int = Field(3000, ge=1)
     shares: LayerShares = Field(default_factory=LayerShares)
@@ -98,20 +98,25 @@ class ContextPolicy(BaseModel):
     compress_at: float = Field(0.7, gt=0, le=1)
     drop_low_information: bool = True
     clear_used_results: bool = False
+    # Where ``working`` is looked up: the runtime's strategies (graphs.runtime), else the built-in ones.
+    strategies: StrategyRegistry = Field(default_factory=lambda: WORKING_STRATEGIES, exclude=True, repr=False)
 
-    @field_validator("working")
-    @classmethod
-    def _known_strategy(cls, name: str) -> str:
-        if name not in WORKING_STRATEGIES:
-            raise ValueError(f"unknown working strategy '{name}'; known: {', '.join(WORKING_STRATEGIES)}")
-        return name
+    @model_validator(mode="after")
+    def _known_strategy(self) -> ContextPolicy:
+        if self.working not in self.strategies:
+            raise ValueError(f"unknown working strategy '{self.working}'; known: {', '.join(self.strategies)}")
+        return self
+
+    @property
+    def strategy(self) -> WorkingStrategy:
+        return self.strategies[self.working]
 
     def budgets(self) -> dict[str, int]:
         return self.shares.tokens(self.budget_tokens)
 
     def clears_results(self) -> bool:
         """Whether used tool results are cleared: asked for, and a strategy that trims (never the naive buffer)."""
-        return self.clear_used_results and WORKING_STRATEGIES[self.working].trims
+        return self.clear_used_results and self.strategy.trims
 
 
 @dataclass
@@ -358,7 +363,40 @@ def select_anchored(groups: list[Group], tokens: list[int], budget: int, ctx: Wo
     return sorted(chosen)
 
 
-WORKING_STRATEGIES: dict[str, WorkingStrategy] = {
+class StrategyRegistry(Mapping[str, WorkingStrategy]):
+    """Working-layer strategies by name, as designs name them (``variants: {context: NAME}``).
+
+    ``WORKING_STRATEGIES`` holds the ones this library ships; each ``Runtime`` (``graphs.runtime``) starts from
+    a copy of it, and strategies registered on a runtime are that runtime's alone.
+    """
+
+    def __init__(self, entries: Mapping[str, WorkingStrategy] | None = None) -> None:
+        self._named = dict(entries or {})
+
+    def register(self, name: str, strategy: WorkingStrategy) -> WorkingStrategy:
+        """Make ``name`` selectable as a design's ``context`` variant on this registry.
+
+        Args:
+            name: The variant name designs use (``variants: {context: NAME}``).
+            strategy: Its selector, the memory sections it shows, and whether it trims at all.
+        """
+        self._named[name] = strategy
+        return strategy
+
+    def copy(self) -> StrategyRegistry:
+        return StrategyRegistry(self._named)
+
+    def __getitem__(self, name: str) -> WorkingStrategy:
+        return self._named[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._named)
+
+    def __len__(self) -> int:
+        return len(self._named)
+
+
+WORKING_STRATEGIES = StrategyRegistry({
     # The naive buffer: the raw history is all the memory there is (no card, no summary, nothing pinned).
     "full": WorkingStrategy(select_all, (), trims=False),
     "time_window": WorkingStrategy(select_time_window),
@@ -370,18 +408,7 @@ WORKING_STRATEGIES: dict[str, WorkingStrategy] = {
     "summary_only": WorkingStrategy(select_none, ("constraints", "summary")),
     "structured_only": WorkingStrategy(select_none, ("constraints", "facts")),
     "hybrid": WorkingStrategy(select_anchored, MEMORY_SECTIONS),
-}
-
-
-def register_strategy(name: str, strategy: WorkingStrategy) -> WorkingStrategy:
-    """Make ``name`` selectable as a design's ``context`` variant, as ``register_variant`` does for nodes.
-
-    Args:
-        name: The variant name designs use (``variants: {context: NAME}``).
-        strategy: Its selector, the memory sections it shows, and whether it trims at all.
-    """
-    WORKING_STRATEGIES[name] = strategy
-    return strategy
+})
 
 
 def _carries_nothing(group: Group, count: Count, entity_types: Sequence[EntityType]) -> bool:
@@ -566,7 +593,7 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
         The messages (one SystemMessage, then working, then immediate) with their token account.
     """
     count = _memoised(count)
-    strategy = WORKING_STRATEGIES[policy.working]
+    strategy = policy.strategy
     budgets = policy.budgets()
     immediate_groups = [g for g in tool_groups(immediate) if g.valid]
     immediate_msgs = [m for g in immediate_groups for m in g.messages]

@@ -24,10 +24,12 @@ from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.assembly import (
+    WORKING_STRATEGIES,
     Anchors,
     Assembly,
     ContextPolicy,
     MemoryLayer,
+    StrategyRegistry,
     assemble,
     describe_task,
     results_to_keep,
@@ -47,9 +49,10 @@ def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list
     return [], list(messages)
 
 
-def policy_for(design: Design) -> ContextPolicy:
+def policy_for(design: Design, strategies: StrategyRegistry = WORKING_STRATEGIES) -> ContextPolicy:
+    """The design's context policy; its ``context`` variant is looked up in ``strategies`` (a runtime's)."""
     return ContextPolicy(budget_tokens=design.knobs.context_budget_tokens, working=design.variant("context"),
-                         clear_used_results=design.knobs.clear_used_results)
+                         clear_used_results=design.knobs.clear_used_results, strategies=strategies)
 
 
 def system_text(state: HarnessState, domain: Domain) -> str:
@@ -72,23 +75,25 @@ def _anchor(state: HarnessState, history: Sequence[BaseMessage]) -> Anchors:
     return Anchors(original_request=original)
 
 
-def assemble_state(state: HarnessState, design: Design, domain: Domain) -> Assembly:
+def assemble_state(state: HarnessState, design: Design, domain: Domain,
+                   strategies: StrategyRegistry = WORKING_STRATEGIES) -> Assembly:
     history, immediate = split_turn(state.get("messages") or [])
     task = describe_task(state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
                          is_task=state.get("intent_kind", "task") != "conversational")
     return assemble(system=system_text(state, domain), task=task, memory=memory_layer(state), history=history,
-                    immediate=immediate, policy=policy_for(design), anchors=_anchor(state, history),
+                    immediate=immediate, policy=policy_for(design, strategies), anchors=_anchor(state, history),
                     entity_types=domain.entity_types)
 
 
-def build_context(state: HarnessState, design: Design, domain: Domain,
-                  notes: Sequence[str] = ()) -> tuple[list[BaseMessage], dict]:
+def build_context(state: HarnessState, design: Design, domain: Domain, notes: Sequence[str] = (),
+                  strategies: StrategyRegistry = WORKING_STRATEGIES) -> tuple[list[BaseMessage], dict]:
     """The messages of one model call and the tokens each layer took."""
-    asm = assemble_state(state, design, domain)
+    asm = assemble_state(state, design, domain, strategies)
     return [*asm.messages, *(SystemMessage(n) for n in notes)], dict(asm.account)
 
 
-def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain) -> dict[str, Any]:
+def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
+                strategies: StrategyRegistry = WORKING_STRATEGIES) -> dict[str, Any]:
     """At the start of a message: pin new constraints, compress old turns, and bound the working set.
 
     The ``full`` strategy keeps everything (the heavyweight baseline). Others compress at 70% of the
@@ -101,14 +106,15 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain) 
         return update
     messages = list(state.get("messages") or [])
     history, _ = split_turn(messages)
-    cleared = used_results_cleared(history, design)
+    cleared = used_results_cleared(history, design, strategies)
     if cleared:
         messages = [cleared.get(m.id, m) for m in messages]
         history, _ = split_turn(messages)
     asm = assemble_state({**state, "messages": messages,
-                          "constraints": [*(state.get("constraints") or []), *constraints]}, design, domain)
+                          "constraints": [*(state.get("constraints") or []), *constraints]}, design, domain,
+                         strategies)
     anchor_id = state.get("task_anchor_id")
-    comp = maybe_compress(history, assembly=asm, policy=policy_for(design),
+    comp = maybe_compress(history, assembly=asm, policy=policy_for(design, strategies),
                           lang=(state.get("fact_card") or {}).get("language", "en"),
                           fact_card=dict(state.get("fact_card") or {}), previous_summary=state.get("summary") or "",
                           first_turn=first_turn_of(history, (state.get("turn") or 0) + 1),
@@ -130,10 +136,11 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain) 
     return update
 
 
-def used_results_cleared(history: Sequence[BaseMessage], design: Design) -> dict[str, BaseMessage]:
+def used_results_cleared(history: Sequence[BaseMessage], design: Design,
+                         strategies: StrategyRegistry = WORKING_STRATEGIES) -> dict[str, BaseMessage]:
     """Tool results of ``history`` the design clears from the stored working set, by message id: the
     same rule the assembly applies, so a checkpoint holds what the model is shown, not kilobytes of JSON."""
-    if not policy_for(design).clears_results():
+    if not policy_for(design, strategies).clears_results():
         return {}
     after = clear_used_results(history, results_to_keep(history))
     return {new.id: new for old, new in zip(history, after, strict=True) if new is not old and new.id}

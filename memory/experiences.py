@@ -56,6 +56,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
+from lg_harness.llm.embeddings import Embedder
 from lg_harness.memory.chroma_retry import RetryingCollection
 from lg_harness.memory.facts import Clock, to_epoch
 
@@ -76,23 +77,27 @@ class MemoryAccessError(UsageError):
 
 @register_embedding_function
 class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
-    """Chroma embedding function backed by ``llm.embeddings.embed`` (bundled MiniLM, offline).
+    """Chroma embedding function backed by the harness's ``Embedder`` (bundled MiniLM, offline).
 
     Chroma's default embedding function downloads an ONNX model, so collections here always carry
     this one. It is registered under ``name()`` so a persisted collection's config round-trips.
     """
 
-    def __init__(self, model_name: str | None = None) -> None:
-        """Args: model_name: recorded in the collection config; defaults to ``embed_model_name()``."""
+    def __init__(self, model_name: str | None = None, embedder: Embedder | None = None) -> None:
+        """Args:
+        model_name: recorded in the collection config; defaults to the embedder's.
+        embedder: the runtime's embedder (``graphs.runtime``); None: the current one at each call.
+        """
         from lg_harness.llm.embeddings import embed_model_name
 
-        self.model_name = model_name or embed_model_name()
+        self.embedder = embedder
+        self.model_name = model_name or (embedder.model_name if embedder is not None else embed_model_name())
 
     def __call__(self, input: Documents) -> Embeddings:
         """Embed ``input`` with the harness embedder (unit-normalised rows)."""
-        from lg_harness.llm.embeddings import embed
+        from lg_harness.llm.embeddings import current_embedder
 
-        return list(embed(list(input)))
+        return list((self.embedder or current_embedder()).embed(list(input)))
 
     @staticmethod
     def name() -> str:
@@ -292,6 +297,7 @@ class ExperienceStore:
         policy: thresholds and decay constants.
         clock: time source (epoch seconds) used when a method gets no ``now``.
         hits: where hit counts are kept (default: in this process).
+        embedder: what embeds texts and queries (a runtime's); None: the current one at each call.
     """
 
     def __init__(
@@ -304,13 +310,14 @@ class ExperienceStore:
         policy: MemoryPolicy | None = None,
         clock: Clock = time.time,
         hits: HitCounts | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         if client is None and path is None:
             raise HarnessError("ExperienceStore needs a Chroma path or a client.")
         self._owns_client = client is None
         if client is None:
             Path(path).mkdir(parents=True, exist_ok=True)
-        self._ef = MiniLMEmbeddingFunction()
+        self._ef = MiniLMEmbeddingFunction(embedder=embedder)
         # Processes starting together on one data dir would race to create Chroma's own tables ("table
         # collections already exists"): the first open of a folder is serialised by a lock file beside it.
         with _folder_lock(Path(path) if client is None else None):

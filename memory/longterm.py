@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chromadb.api import ClientAPI
+from lg_harness.llm.embeddings import Embedder
 from lg_harness.memory.experiences import (
     Experience,
     ExperienceStore,
@@ -53,6 +54,8 @@ class LongTermMemory:
         clock: epoch-seconds time source shared by both stores.
         weights: default retrieval weights of the experience store.
         policy: dedupe/conflict thresholds and decay constants of the experience store.
+        embedder: what embeds experiences and queries (a runtime's, ``graphs.runtime``); None: the current
+            one at each call.
 
     Raises:
         HarnessError: neither ``data_dir`` nor explicit locations for both stores were given.
@@ -70,6 +73,7 @@ class LongTermMemory:
         clock: Clock = time.time,
         weights: RetrievalWeights | None = None,
         policy: MemoryPolicy | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         root = Path(data_dir) / "memory" if data_dir is not None else None
         if facts is None:
@@ -81,7 +85,7 @@ class LongTermMemory:
             extra = {"collection": collection} if collection else {}
             self.experiences = ExperienceStore(
                 chroma_path, client=chroma_client, weights=weights, policy=policy, clock=clock,
-                hits=self.facts, **extra
+                hits=self.facts, embedder=embedder, **extra
             )
         except Exception:
             self.facts.close()

@@ -24,7 +24,7 @@ from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, register_variant, thread_id
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
@@ -111,7 +111,7 @@ def is_empty(result: Any, empty_keys: tuple[str, ...]) -> bool:
     return False
 
 
-@register_variant("action", "tool_loop")
+@builtin_variant("action", "tool_loop")
 class ToolLoopAction:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
@@ -131,14 +131,15 @@ class ToolLoopAction:
         # a domain without intents has one open task: its tools ranked by relevance to the request, capped
         confirmed = [c["name"] for c in (state.get("confirmed_change") or {}).get("calls") or []]
         return relevant_offer(state.get("messages") or [], self.deps.registry.offer(None, role),
-                              self.knobs.max_tools_offered, keep=confirmed)
+                              self.knobs.max_tools_offered, keep=confirmed, embedder=self.deps.embedder)
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         """Decide: the calls this round makes (the user's confirmed ones, the ones already decided before a
         crash, or the model's), saved as ``planned_calls`` for ``execute``; or the model's answer."""
         began = self.deps.clock()
         stats = counters.next_round(state.get("turn_stats") or {})
-        messages, account = build_context(state, self.deps.design, self.deps.domain)
+        messages, account = build_context(state, self.deps.design, self.deps.domain,
+                                          strategies=self.deps.strategies)
         confirmed = self.confirmed_calls(state)
         try:
             ai, emitted, stats = self.decide(state, config, messages, stats, confirmed)

@@ -1,16 +1,19 @@
 """What every node variant gets, and the one way nodes call the model.
 
 A node is any callable ``(state, config) -> partial state update``; a variant is a class built from
-``NodeDeps``. Users add variants with ``register_variant`` and name them in a design.
+``NodeDeps``. Users add variants to a runtime (``Runtime.variants.register``, or ``register_variant`` for the
+process's default runtime) and name them in a design.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -22,7 +25,9 @@ from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, TurnStats
 from lg_harness.llm.decoding import Step, constrain
+from lg_harness.llm.embeddings import Embedder, current_embedder
 from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
+from lg_harness.memory.assembly import WORKING_STRATEGIES, StrategyRegistry
 from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response, span_event
 from lg_harness.tools.errors import classify, retry_after_of
 from lg_harness.tools.executor import Executor
@@ -47,24 +52,82 @@ class NodeDeps:
     resources: dict[str, Any] = field(default_factory=dict)  # the domain's backends, memory, audit
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep  # waits after a model's 429 (virtual in evaluations)
+    # What the runtime (graphs.runtime) shares between graphs; a graph built without one gets its own.
+    model_calls: ModelCalls = field(default_factory=lambda: ModelCalls())
+    embedder: Embedder = field(default_factory=current_embedder)
+    strategies: StrategyRegistry = field(default_factory=lambda: WORKING_STRATEGIES)
 
 
 VariantFactory = Callable[[NodeDeps], Node]
-_VARIANTS: dict[str, dict[str, VariantFactory]] = {}
 
 
-def register_variant(role: str, name: str) -> Callable[[VariantFactory], VariantFactory]:
-    """Class decorator: make ``name`` selectable for ``role`` in a design."""
+class VariantRegistry:
+    """Node variants by role and name, as designs name them (``variants: {intent: NAME}``).
 
-    def wrap(factory: VariantFactory) -> VariantFactory:
-        _VARIANTS.setdefault(role, {})[name] = factory
-        return factory
+    ``BUILTIN_VARIANTS`` holds the ones this library ships; each ``Runtime`` (``graphs.runtime``) starts from a
+    copy of it, and variants registered on a runtime are that runtime's alone.
+    """
 
-    return wrap
+    def __init__(self, entries: Mapping[str, Mapping[str, VariantFactory]] | None = None) -> None:
+        self._by_role: dict[str, dict[str, VariantFactory]] = {role: dict(named) for role, named in
+                                                               (entries or {}).items()}
+
+    def register(self, role: str, name: str) -> Callable[[VariantFactory], VariantFactory]:
+        """Class decorator: make ``name`` selectable for ``role`` in a design built on this registry."""
+
+        def wrap(factory: VariantFactory) -> VariantFactory:
+            self._by_role.setdefault(role, {})[name] = factory
+            return factory
+
+        return wrap
+
+    def of(self, role: str) -> dict[str, VariantFactory]:
+        """The variants of ``role`` by name."""
+        return dict(self._by_role.get(role, {}))
+
+    def copy(self) -> VariantRegistry:
+        return VariantRegistry(self._by_role)
 
 
-def variants(role: str) -> dict[str, VariantFactory]:
-    return dict(_VARIANTS.get(role, {}))
+BUILTIN_VARIANTS = VariantRegistry()  # the library's own, filled as the node modules load
+builtin_variant = BUILTIN_VARIANTS.register
+
+
+class ModelCalls:
+    """The threads model calls run on, so that a call can be given up at its deadline.
+
+    One pool for every graph built on a runtime: a thread per call costs more than the simulated model
+    itself. A call that hangs past its deadline keeps its worker busy until it returns, so the pool is
+    larger than any graph's concurrency. The pool starts on first use and again in a forked child (a
+    pre-forking server): the child inherits the pool but not its threads, and calls would wait forever.
+    """
+
+    def __init__(self, workers: int = 16) -> None:
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        _FORKED.add(self)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="model-call")
+            pool = self._pool
+        return pool.submit(fn, *args)
+
+    def close(self) -> None:
+        """Let running calls finish on their own; later calls start a new pool."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def _after_fork(self) -> None:
+        self._pool, self._lock = None, threading.Lock()
+
+
+_FORKED: weakref.WeakSet[ModelCalls] = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: [calls._after_fork() for calls in list(_FORKED)])
 
 
 def thread_id(config: RunnableConfig) -> str:
@@ -84,23 +147,8 @@ class ModelCallFailed(RunError):
     stats: dict[str, Any] = {}
 
 
-# One shared pool: a thread per call costs more than the simulated model itself. A call that hangs past its
-# deadline keeps its worker busy until it returns, so the pool is larger than any graph's concurrency.
-_MODEL_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-call")
-
-
-def _fresh_pool_after_fork() -> None:
-    # A forked child (a pre-forking server, the chaos benchmark) inherits the pool but not its threads:
-    # calls would queue for workers that do not exist and every model call would time out.
-    global _MODEL_POOL
-    _MODEL_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="model-call")
-
-
-os.register_at_fork(after_in_child=_fresh_pool_after_fork)
-
-
-def _invoke_with_deadline(model: Any, messages: list[BaseMessage], timeout_s: float) -> AIMessage:
-    future = _MODEL_POOL.submit(bind_context(model.invoke), messages)
+def _invoke_with_deadline(calls: ModelCalls, model: Any, messages: list[BaseMessage], timeout_s: float) -> AIMessage:
+    future = calls.submit(bind_context(model.invoke), messages)
     try:
         return future.result(timeout=timeout_s)
     except FutureTimeout as err:
@@ -122,7 +170,7 @@ def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]
     """The model call; a 429 waits what the provider asked (1 s when it says nothing) and retries."""
     for attempt in range(MODEL_RATE_LIMIT_RETRIES + 1):
         try:
-            return _invoke_with_deadline(model, messages, deps.design.knobs.model_timeout_s)
+            return _invoke_with_deadline(deps.model_calls, model, messages, deps.design.knobs.model_timeout_s)
         except ModelCallFailed as err:
             cause = err.__cause__
             if attempt == MODEL_RATE_LIMIT_RETRIES or cause is None or classify(cause) != "rate_limited":

@@ -8,9 +8,10 @@ its own (``Domain.classifier``) replaces all of this.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from typing import Any
 
 from lg_harness.core.domain import Domain
+from lg_harness.llm.embeddings import Embedder, current_embedder, using_embedder
 from lg_harness.tools.text import clean_text, is_low_information, keyword_hit, language, rule_text
 
 UNKNOWN = "unknown"
@@ -45,35 +46,26 @@ def hinted_intent(domain: Domain, text: str) -> str | None:
     return next((i.name for i in domain.intents if i.entity_hint and i.entity_hint in mentioned), None)
 
 
-@lru_cache(maxsize=32)
-def _examples(labels: tuple[str, ...], texts: tuple[str, ...]):
-    from lg_harness.llm.embeddings import embed
-
-    return labels, embed(list(texts))
-
-
-def example_matrix(domain: Domain):
+def example_matrix(domain: Domain, embedder: Embedder | None = None) -> tuple[tuple[str, ...], Any]:
     """The labels and embeddings of the domain's English intent examples (built when a harness opens)."""
     pairs = [(i.name, ex) for i in domain.intents for ex in i.examples.get("en", ())]
     if not pairs:
         return (), None
-    return _examples(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+    return tuple(p[0] for p in pairs), (embedder or current_embedder()).matrix([p[1] for p in pairs])
 
 
-def message_vector(text: str):
+def message_vector(text: str, embedder: Embedder | None = None) -> Any:
     """The message's one embedding: intent examples and long-term recall both compare against it (memoised
-    per text in ``llm.embeddings``, so the second lookup costs nothing)."""
-    from lg_harness.llm.embeddings import embed
-
-    return embed([clean_text(text)])[0]
+    per text by the embedder, so the second lookup costs nothing)."""
+    return (embedder or current_embedder()).embed([clean_text(text)])[0]
 
 
-def embedding_intent(domain: Domain, text: str) -> tuple[str, float]:
+def embedding_intent(domain: Domain, text: str, embedder: Embedder | None = None) -> tuple[str, float]:
     """Nearest example by cosine; ``unknown`` below the threshold or without examples."""
-    labels, matrix = example_matrix(domain)
+    labels, matrix = example_matrix(domain, embedder)
     if not labels:
         return UNKNOWN, 0.0
-    scores = matrix @ message_vector(text)
+    scores = matrix @ message_vector(text, embedder)
     best = int(scores.argmax())
     score = float(scores[best])
     return (labels[best] if score >= EMBEDDING_THRESHOLD else UNKNOWN), score
@@ -83,20 +75,20 @@ CANDIDATE_THRESHOLD = 0.30  # an example this close is a candidate when nothing 
 MAX_CANDIDATES = 3
 
 
-def embedding_ranking(domain: Domain, text: str) -> list[tuple[str, float]]:
+def embedding_ranking(domain: Domain, text: str, embedder: Embedder | None = None) -> list[tuple[str, float]]:
     """Every intent with examples by its nearest example's cosine to ``text``, best first (none for Chinese
     or a message too short to say anything: the English-centric embedder cannot tell there)."""
-    labels, matrix = example_matrix(domain)
+    labels, matrix = example_matrix(domain, embedder)
     if not labels or language(text) == "zh" or len(clean_text(text).strip()) < 4:
         return []
-    scores = matrix @ message_vector(text)
+    scores = matrix @ message_vector(text, embedder)
     best: dict[str, float] = {}
     for label, score in zip(labels, scores, strict=True):
         best[label] = max(best.get(label, -1.0), float(score))
     return sorted(best.items(), key=lambda kv: -kv[1])
 
 
-def candidates(domain: Domain, text: str) -> list[str]:
+def candidates(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:
     """The intents a message may mean when no keyword rule decided, most likely first: every rule hit, the
     intent its identifier names, and the nearest examples' intents above ``CANDIDATE_THRESHOLD``. Only
     intents with tools to offer count (a greeting needs none)."""
@@ -104,15 +96,20 @@ def candidates(domain: Domain, text: str) -> list[str]:
     found = [i.name for i in domain.intents if any(keyword_hit(t, w.lower()) for ws in i.rules.values() for w in ws)]
     if hint := hinted_intent(domain, text):
         found.append(hint)
-    found += [name for name, score in embedding_ranking(domain, text) if score >= CANDIDATE_THRESHOLD]
+    found += [name for name, score in embedding_ranking(domain, text, embedder) if score >= CANDIDATE_THRESHOLD]
     useful = [n for n in dict.fromkeys(found) if domain.route(n).tools and domain.kind(n) != "conversational"]
     return useful[:MAX_CANDIDATES]
 
 
-def classify(domain: Domain, text: str, use_embeddings: bool = True) -> tuple[str, float]:
-    """Intent and confidence for one message in ``domain``: the domain's own classifier when it has one."""
+def classify(domain: Domain, text: str, use_embeddings: bool = True,
+             embedder: Embedder | None = None) -> tuple[str, float]:
+    """Intent and confidence for one message in ``domain``: the domain's own classifier when it has one
+    (``llm.embeddings.embed`` in it uses ``embedder``)."""
     if domain.classifier is not None:
-        return domain.classifier(text)
+        if embedder is None:
+            return domain.classifier(text)
+        with using_embedder(embedder):
+            return domain.classifier(text)
     if not domain.intents:
         return OPEN, 1.0
     if is_low_information(text):
@@ -127,4 +124,4 @@ def classify(domain: Domain, text: str, use_embeddings: bool = True) -> tuple[st
         return hint, 0.6
     if not use_embeddings or language(text) == "zh" or len(clean_text(text).strip()) < 4:
         return UNKNOWN, 0.0
-    return embedding_intent(domain, text)
+    return embedding_intent(domain, text, embedder)

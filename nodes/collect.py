@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import last_human_text
-from lg_harness.nodes.base import NodeDeps, register_variant
+from lg_harness.nodes.base import NodeDeps, builtin_variant
 from lg_harness.nodes.phrases import has_phrase, say
 from lg_harness.tools.text import language
 
@@ -65,7 +65,7 @@ def rejected_args(state: HarnessState) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-@register_variant("collect", "slots")
+@builtin_variant("collect", "slots")
 class SlotCollect:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
@@ -97,7 +97,7 @@ class SlotCollect:
         return update
 
 
-@register_variant("collect", "none")
+@builtin_variant("collect", "none")
 class NoCollect:
     """No slot gate: the model gets the request as it is and must ask or guess by itself."""
 

@@ -15,7 +15,7 @@ from langgraph.types import interrupt
 from lg_harness.core.design import Knobs
 from lg_harness.core.routing.guards import quota_exceeded, repeated_invalid_call, uncertain_changes
 from lg_harness.core.state import HarnessState
-from lg_harness.nodes.base import NodeDeps, register_variant, thread_id
+from lg_harness.nodes.base import NodeDeps, builtin_variant, thread_id
 from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import span_event
 from lg_harness.tools.context import ToolContext
@@ -39,7 +39,7 @@ def handoff_reason(state: HarnessState, knobs: Knobs) -> str:
     return "guard stop"
 
 
-@register_variant("handoff", "ticket")
+@builtin_variant("handoff", "ticket")
 class TicketHandoff:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps

@@ -18,7 +18,7 @@ from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
 from lg_harness.memory.known_ids import ids_in_text
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.classify import OPEN, UNKNOWN, candidates, classify, message_vector
 from lg_harness.nodes.confirm import answer_to_confirmation
 from lg_harness.tools.entities import card_updates
@@ -54,11 +54,12 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     memory = deps.resources.get("memory")
     recalled = {}
     if memory is not None and deps.design.knobs.long_term_memory:
-        recalled = recall(memory, (state.get("user") or {}).get("id", ""), text, vector=message_vector(text))
+        recalled = recall(memory, (state.get("user") or {}).get("id", ""), text,
+                          vector=message_vector(text, deps.embedder))
     previous = state.get("turn_stats") or {}
     totals = state.get("totals") or {}
     counted = ("model_calls", "input_tokens", "output_tokens", "tool_calls", "tool_errors")
-    upkeep = turn_upkeep(state, deps.design, text, deps.domain)
+    upkeep = turn_upkeep(state, deps.design, text, deps.domain, deps.strategies)
     pinned = [*(state.get("constraints") or []), *upkeep.get("constraints", [])]
     blocked = forbidden_tools(pinned, deps.domain.constraint_words).get("handoff")
     if "fact_card" in upkeep:  # compression's extracted entities, then this message's on top
@@ -114,7 +115,7 @@ def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float) -> t
     about)."""
     if not deps.design.knobs.unsure_offer or confidence >= 1.0 or is_low_information(text):
         return intent, []
-    found = candidates(deps.domain, text)
+    found = candidates(deps.domain, text, deps.embedder)
     if intent == UNKNOWN and found:
         intent = found[0]
     return intent, list(dict.fromkeys([intent, *found])) if found else []
@@ -171,14 +172,15 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: dict[str,
     return update
 
 
-@register_variant("intent", "classifier")
+@builtin_variant("intent", "classifier")
 class ClassifierIntent:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         update = start_turn(self.deps, state)
-        intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []))
+        intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []),
+                                      embedder=self.deps.embedder)
         return finish(self.deps, state, update, intent, confidence)
 
 
@@ -196,7 +198,7 @@ def parse_intent_json(text: str, labels: list[str]) -> tuple[str, float]:
     return intent, min(max(confidence, 0.0), 0.99)
 
 
-@register_variant("intent", "llm")
+@builtin_variant("intent", "llm")
 class LLMIntent:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
@@ -218,17 +220,18 @@ class LLMIntent:
         return finish(self.deps, state, update, intent, confidence)
 
 
-@register_variant("intent", "hybrid")
+@builtin_variant("intent", "hybrid")
 class HybridIntent(LLMIntent):
     def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         update = start_turn(self.deps, state)
-        intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []))
+        intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []),
+                                      embedder=self.deps.embedder)
         if intent == UNKNOWN:
             intent, confidence = self.classify(state, update)
         return finish(self.deps, state, update, intent, confidence)
 
 
-@register_variant("intent", "passthrough")
+@builtin_variant("intent", "passthrough")
 class PassthroughIntent:
     """No classification: every message goes to the tool loop as one open task (a framework's default agent)."""
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from lg_harness.llm.embeddings import Embedder, current_embedder
 from lg_harness.obs.tracing import span_event
 from lg_harness.tools.registry import ToolSpec
 
@@ -66,29 +67,29 @@ def lexical_scores(request: str, specs: Sequence[ToolSpec]) -> list[float]:
     return [r / top if top else 0.0 for r in raw]
 
 
-def embedding_scores(request: str, specs: Sequence[ToolSpec]) -> list[float]:
-    """Per tool: the cosine of the request against the tool's name and description (the project's embedder),
-    scaled from 0 (the least similar tool) to 1 (the most)."""
-    from lg_harness.llm.embeddings import embed
-
+def embedding_scores(request: str, specs: Sequence[ToolSpec], embedder: Embedder | None = None) -> list[float]:
+    """Per tool: the cosine of the request against the tool's name and description (``embedder``, else the
+    current one), scaled from 0 (the least similar tool) to 1 (the most)."""
     if not specs or not request.strip():
         return [0.0] * len(specs)
-    vectors = embed([f"{s.name.replace('_', ' ')}: {s.description}" for s in specs])
-    cosines = [float(x) for x in vectors @ embed([request])[0]]
+    embedder = embedder or current_embedder()
+    vectors = embedder.matrix([f"{s.name.replace('_', ' ')}: {s.description}" for s in specs])
+    cosines = [float(x) for x in vectors @ embedder.embed([request])[0]]
     low, high = min(cosines), max(cosines)
     # scaled like the lexical scores (the best tool 1, the worst 0): raw cosines of short texts bunch together
     return [(c - low) / (high - low) if high > low else 0.0 for c in cosines]
 
 
-def scores(request: str, specs: Sequence[ToolSpec], use_embeddings: bool = True) -> list[float]:
+def scores(request: str, specs: Sequence[ToolSpec], use_embeddings: bool = True,
+           embedder: Embedder | None = None) -> list[float]:
     """Per tool: its lexical score plus its embedding score, each from 0 to 1."""
     lexical = lexical_scores(request, specs)
-    semantic = embedding_scores(request, specs) if use_embeddings else [0.0] * len(specs)
+    semantic = embedding_scores(request, specs, embedder) if use_embeddings else [0.0] * len(specs)
     return [lex + _EMBED_WEIGHT * sem for lex, sem in zip(lexical, semantic, strict=True)]
 
 
 def ranked(requests: Sequence[str], specs: Sequence[ToolSpec], use_embeddings: bool = True,
-           recent: Sequence[str] = ()) -> list[ToolSpec]:
+           recent: Sequence[str] = (), embedder: Embedder | None = None) -> list[ToolSpec]:
     """``specs`` from the most to the least relevant to ``requests`` (the newest message first); ties keep
     the registry's order.
 
@@ -97,11 +98,11 @@ def ranked(requests: Sequence[str], specs: Sequence[ToolSpec], use_embeddings: b
     again. When the newest message shares a word with some tool it speaks for itself, and that context
     counts half.
     """
-    newest = scores(requests[0], specs, use_embeddings) if requests else [0.0] * len(specs)
+    newest = scores(requests[0], specs, use_embeddings, embedder) if requests else [0.0] * len(specs)
     context = _OLDER if any(lexical_scores(requests[0], specs)) else 1.0
     total = [n + (context * _OLDER if s.name in recent else 0.0) for n, s in zip(newest, specs, strict=True)]
     for age, text in enumerate(requests[1:], start=1):
-        for i, score in enumerate(scores(text, specs, use_embeddings)):
+        for i, score in enumerate(scores(text, specs, use_embeddings, embedder)):
             total[i] += context * score * _OLDER ** age
     order = sorted(range(len(specs)), key=lambda i: -total[i])
     return [specs[i] for i in order]
@@ -116,7 +117,7 @@ def recent_tools(messages: Sequence[BaseMessage]) -> list[str]:
 
 
 def relevant_offer(messages: Sequence[BaseMessage], specs: Sequence[ToolSpec], cap: int, keep: Sequence[str] = (),
-                   use_embeddings: bool = True) -> list[ToolSpec]:
+                   use_embeddings: bool = True, embedder: Embedder | None = None) -> list[ToolSpec]:
     """At most ``cap`` tools for the conversation's latest messages: those named in ``keep`` first, then the
     most relevant to the last two customer messages; a cut is recorded on the current span."""
     if len(specs) <= cap:
@@ -124,7 +125,8 @@ def relevant_offer(messages: Sequence[BaseMessage], specs: Sequence[ToolSpec], c
     kept = [s for s in specs if s.name in keep]
     requests = [m.text if isinstance(m.text, str) else str(m.content) for m in reversed(messages)
                 if isinstance(m, HumanMessage)][:2]
-    rest = ranked(requests, [s for s in specs if s.name not in keep], use_embeddings, recent_tools(messages))
+    rest = ranked(requests, [s for s in specs if s.name not in keep], use_embeddings, recent_tools(messages),
+                  embedder)
     chosen = (kept + rest)[: max(cap, len(kept))]
     span_event("tools.offer_cut", offered=",".join(s.name for s in chosen), left_out=len(specs) - len(chosen),
                of=len(specs))

@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import build_context, last_ai, last_human_text
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, call_model, register_variant
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.fact_check import results_of
 from lg_harness.nodes.phrases import has_phrase, say
 from lg_harness.nodes.presentation import present
@@ -41,7 +41,7 @@ def lang_of(state: HarnessState) -> str:
     return (state.get("fact_card") or {}).get("language") or "en"
 
 
-@register_variant("reply", "model")
+@builtin_variant("reply", "model")
 class ModelReply:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
@@ -90,6 +90,6 @@ class ModelReply:
         (``answer_presentation``, ``nodes.presentation``): in words, the closing note is the request to reply."""
         variant = self.deps.design.knobs.answer_presentation
         results = turn_results(state)
-        context, _ = build_context(state, self.deps.design, self.deps.domain)
+        context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
         notes = [note] if variant == "replay" or note != FINAL_NOTE or not results else []
         return present(context, notes, variant, results, lang_of(state), self.deps.registry, self.deps.domain)

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.state import HarnessState
 from lg_harness.memory.context import turn_messages
-from lg_harness.nodes.base import NodeDeps, register_variant
+from lg_harness.nodes.base import NodeDeps, builtin_variant
 from lg_harness.nodes.customer_text import (
     IDENTIFIER,
     customer_safe,
@@ -167,7 +167,7 @@ def regenerations_left(state: HarnessState, deps: NodeDeps) -> bool:
     return (state.get("turn_stats") or {}).get("regenerations", 0) < deps.design.knobs.max_regenerations
 
 
-@register_variant("self_check", "grounded")
+@builtin_variant("self_check", "grounded")
 class GroundedCheck:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
@@ -182,7 +182,7 @@ class GroundedCheck:
                 **replaced(state, text)}
 
 
-@register_variant("self_check", "off")
+@builtin_variant("self_check", "off")
 class NoCheck:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
@@ -211,7 +211,7 @@ def parse_verdict(text: str) -> dict[str, Any]:
     return {"ok": data["ok"] or not problems, "problems": problems}
 
 
-@register_variant("self_check", "model")
+@builtin_variant("self_check", "model")
 class ModelCheck:
     """For real LLMs: the model itself judges whether the answer is grounded (one extra call)."""
 

@@ -345,6 +345,9 @@ with `harness`.
 - the tool, `track_order_status(ctx, order_id)`: an order's status with an estimated delivery date,
   computed from the shop database;
 - the variant, reply `survey`: the built-in reply, plus a short satisfaction question after a task.
+  `register_variant` adds it to the process's default runtime, which every `Harness` and `harness compare`
+  cell in this kernel uses; to keep a variant apart, register it on a runtime of your own
+  (`runtime = Runtime()`, `runtime.variants.register("reply", "survey")`, `Harness(..., runtime=runtime)`).
 
 The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim:fitted` (the default `sim` profile, named so that `SIMLM_PROFILE` cannot change it).
 
@@ -398,7 +401,7 @@ spec = registry.register(track_order_status)   # ... plus ours: schema from the 
 print(spec.json_schema())
 
 # %%
-from lg_harness.nodes.base import register_variant
+from lg_harness import register_variant
 from lg_harness.nodes.reply import ModelReply, lang_of
 
 SURVEY = {"en": "Did that help? (yes/no)", "zh": "这个回答对您有帮助吗？"}

@@ -478,21 +478,27 @@ def test_is_correction(text, expected):
 
 
 def test_a_context_strategy_registers_like_a_node_variant(tmp_path):
-    """A new working-layer strategy is one call away: designs name it, and the graph builds with it."""
+    """A new working-layer strategy is one call away on a runtime: designs name it, the graph builds with it,
+    and runtimes that did not register it (the process default among them) still refuse it."""
     from lg_harness.core.design import load_design
     from lg_harness.graphs.builder import build_graph
+    from lg_harness.graphs.runtime import Runtime
     from lg_harness.llm.sim import SimChatModel
-    from lg_harness.memory.assembly import WorkingStrategy, register_strategy, select_none
+    from lg_harness.memory.assembly import WorkingStrategy, select_none
 
     base = load_design("harness")
     design = base.model_copy(update={"name": "memory-only", "variants": {**base.variants, "context": "cards_only"}})
+    runtime = Runtime()
     with pytest.raises(Exception, match="unknown context variant 'cards_only'"):
-        build_graph(design, SimChatModel())
-    register_strategy("cards_only", WorkingStrategy(select_none, ("constraints", "facts")))
-    try:
-        assert build_graph(design, SimChatModel()) is not None
-        asm = assemble(system="", task="", memory=MemoryLayer(fact_card={"k": "v"}), history=[HumanMessage("hi", id="h")],
-                       immediate=[], policy=ContextPolicy(working="cards_only"))
-        assert "h" not in [m.id for m in asm.messages] and "- k: v" in asm.messages[0].content
-    finally:
-        WORKING_STRATEGIES.pop("cards_only")
+        build_graph(design, SimChatModel(), runtime=runtime)
+    runtime.strategies.register("cards_only", WorkingStrategy(select_none, ("constraints", "facts")))
+    assert build_graph(design, SimChatModel(), runtime=runtime) is not None
+    asm = assemble(system="", task="", memory=MemoryLayer(fact_card={"k": "v"}), history=[HumanMessage("hi", id="h")],
+                   immediate=[], policy=ContextPolicy(working="cards_only", strategies=runtime.strategies))
+    assert "h" not in [m.id for m in asm.messages] and "- k: v" in asm.messages[0].content
+    for other in (Runtime(), None):  # None: the process's default runtime
+        with pytest.raises(Exception, match="unknown context variant 'cards_only'"):
+            build_graph(design, SimChatModel(), runtime=other)
+    with pytest.raises(ValueError, match="unknown working strategy 'cards_only'"):
+        ContextPolicy(working="cards_only")
+    assert "cards_only" not in WORKING_STRATEGIES

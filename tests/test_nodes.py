@@ -22,7 +22,7 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.backend import claim_coupon
 from lg_harness.llm.sim import SimChatModel
-from lg_harness.nodes.base import NodeDeps, variants
+from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
 from lg_harness.nodes.phrases import say
 from lg_harness.tools.executor import ToolExecutor
 from pydantic import Field
@@ -49,7 +49,7 @@ def make_deps(shop):
 
 
 def node(role: str, variant: str, deps: NodeDeps):
-    return variants(role)[variant](deps)
+    return BUILTIN_VARIANTS.of(role)[variant](deps)
 
 
 def acted(deps: NodeDeps):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from lg_harness.domains.shop import nlu
 from lg_harness.graphs import warm as warm_module
 from lg_harness.graphs.app import Harness
-from lg_harness.llm import embeddings, minilm
+from lg_harness.graphs.runtime import Runtime
+from lg_harness.llm.embeddings import Embedder
 from lg_harness.nodes import classify
 
 try:
@@ -24,59 +24,50 @@ except ImportError:  # tests/ imported as a package
 UNRULED = "could you suggest a present for my dad"
 
 
-def forget_embeddings() -> None:
-    """As in a fresh process: no model loaded, no vector memoised, no example matrix built."""
-    embeddings._embed_one.cache_clear()
-    embeddings._preloaded.clear()
-    minilm.bundled.cache_clear()
-    classify._examples.cache_clear()
-    nlu._prototype_matrix.cache_clear()
+class RecordingEmbedder(Embedder):
+    """An embedder as in a fresh process (nothing loaded, nothing memoised) that lists what it computes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def compute(self, text: str) -> np.ndarray:
+        self.seen.append(text)
+        return super().compute(text)
 
 
 @pytest.fixture
-def computed(monkeypatch):
-    """Texts the embedder is run on from now on."""
-    seen: list[str] = []
-    compute = embeddings._compute_one
-
-    def recording(name, text):
-        seen.append(text)
-        return compute(name, text)
-
-    monkeypatch.setattr(embeddings, "_compute_one", recording)
-    return seen
+def embedder() -> RecordingEmbedder:
+    return RecordingEmbedder()
 
 
-def test_the_first_message_embeds_only_itself(tmp_path, computed):
-    forget_embeddings()
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
-        assert minilm.bundled.cache_info().currsize == 1, "the embedder is loaded when the harness opens"
+def test_the_first_message_embeds_only_itself(tmp_path, embedder):
+    with Harness(tmp_path, patient_design(), "sim:clean", runtime=Runtime(embedder=embedder)) as h:
+        assert embedder.loaded, "the embedder is loaded when the harness opens"
         examples = warm_module.example_texts(h.domain)
-        assert examples and set(examples) <= set(computed), "the examples are embedded at open"
-        computed.clear()
+        assert examples and set(examples) <= set(embedder.seen), "the examples are embedded at open"
+        embedder.seen.clear()
         h.send("t", UNRULED, "U001")
-        assert computed == [classify.clean_text(UNRULED)], "one embedding for the message, nothing else"
-        assert nlu._prototype_matrix.cache_info().currsize == 1, "the message went to the example classifier"
+        assert embedder.seen == [classify.clean_text(UNRULED)], "one embedding for the message, nothing else"
 
 
-def test_a_reopened_data_dir_reads_the_example_vectors_from_its_cache(tmp_path, computed):
-    forget_embeddings()
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+def test_a_reopened_data_dir_reads_the_example_vectors_from_its_cache(tmp_path, embedder):
+    with Harness(tmp_path, patient_design(), "sim:clean", runtime=Runtime(embedder=embedder)) as h:
         texts = warm_module.example_texts(h.domain)
         [cached] = (tmp_path / warm_module.CACHE_DIR).glob("intent-examples-shop-*.npz")
-        first = embeddings.embed(texts)
-    forget_embeddings()
-    computed.clear()
-    with Harness(tmp_path, patient_design(), "sim:clean"):
-        assert not set(texts) & set(computed), "read from the cache, not embedded again"
-        assert np.array_equal(embeddings.embed(texts), first)
+        first = embedder.embed(texts)
+    again = RecordingEmbedder()  # a new process: nothing memoised
+    with Harness(tmp_path, patient_design(), "sim:clean", runtime=Runtime(embedder=again)):
+        assert not set(texts) & set(again.seen), "read from the cache, not embedded again"
+        assert np.array_equal(again.embed(texts), first)
     assert list((tmp_path / warm_module.CACHE_DIR).glob("*.npz")) == [cached]
 
 
 def test_another_version_of_the_examples_gets_a_cache_file_of_its_own(tmp_path):
-    one = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b"])
-    two = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b", "c"])
-    assert one != two and one.parent == two.parent == tmp_path / warm_module.CACHE_DIR
+    one = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b"], "minilm")
+    two = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b", "c"], "minilm")
+    other_model = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b"], "another-model")
+    assert len({one, two, other_model}) == 3 and one.parent == two.parent == tmp_path / warm_module.CACHE_DIR
 
 
 def nlu_domain():

@@ -28,6 +28,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -155,7 +156,8 @@ def _run_awaitable(awaitable: Awaitable[Any]) -> Any:
     except RuntimeError:
         return asyncio.run(_await(awaitable))
     # asyncio.run refuses to nest inside a running loop: give the coroutine a thread with its own loop
-    return run_with_deadline(lambda: asyncio.run(_await(awaitable)), None, "async tool")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-tool") as thread:
+        return thread.submit(asyncio.run, _await(awaitable)).result()
 
 
 class _Job:
@@ -183,6 +185,9 @@ class DeadlineWorkers:
     worker stuck in a hung tool is simply abandoned (daemon: it never blocks interpreter exit), and a new
     worker starts whenever none is idle. Idle workers leave after ``idle_exit_s``.
 
+    A ``Runtime`` (``graphs.runtime``) owns one for every executor built on it; an executor built alone gets
+    its own.
+
     Invariant: workers blocked on the queue == ``idle`` tokens + jobs queued for them.
     """
 
@@ -191,6 +196,22 @@ class DeadlineWorkers:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
+        _FORKED.add(self)
+
+    def run(self, fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
+        """``fn()`` on a worker thread, waiting at most ``timeout`` seconds (None: as long as it takes).
+
+        Raises:
+            ToolTimeoutError: ``fn`` did not finish in time; it keeps running, abandoned, on its worker.
+        """
+        # the caller's context variables (tracing, LangChain callbacks) follow the call onto the worker
+        context = contextvars.copy_context()
+        job = self.submit(lambda: context.run(fn))
+        if not job.done.wait(timeout):
+            raise ToolTimeoutError(f"{name} did not answer within {timeout:g} s")
+        if "error" in job.box:
+            raise job.box["error"]
+        return job.box["result"]
 
     def submit(self, fn: Callable[[], Any]) -> _Job:
         job = _Job(fn)
@@ -220,8 +241,12 @@ class DeadlineWorkers:
             job.done.set()
             del job  # an idle worker must not keep the last call's graph and model alive
 
+    def _after_fork(self) -> None:
+        # A forked child inherits the idle count but not the worker threads: start from none.
+        self._jobs, self._lock, self._idle = queue.SimpleQueue(), threading.Lock(), 0
 
-_WORKERS = DeadlineWorkers()
+
+_FORKED: weakref.WeakSet[DeadlineWorkers] = weakref.WeakSet()
 
 
 class OutcomeUncertainError(RunError):
@@ -250,33 +275,19 @@ class _KeyLocks:
                     self._locks.pop(key, None)
 
 
+# Process-wide on purpose, unlike the workers: it guards a change recorded in a shared database, and two
+# harnesses of one process (whatever their runtimes) must not run the same keyed change at once.
 _KEY_LOCKS = _KeyLocks()
 
 
-def _fresh_workers_after_fork() -> None:
-    # A forked child inherits the idle count but not the worker threads: start from none.
-    global _WORKERS, _KEY_LOCKS
-    _WORKERS = DeadlineWorkers()
+def _fresh_after_fork() -> None:
+    global _KEY_LOCKS
     _KEY_LOCKS = _KeyLocks()  # a lock another thread held at the fork would never be released here
+    for workers in list(_FORKED):
+        workers._after_fork()
 
 
-os.register_at_fork(after_in_child=_fresh_workers_after_fork)
-
-
-def run_with_deadline(fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
-    """``fn()`` on a worker thread, waiting at most ``timeout`` seconds (None: as long as it takes).
-
-    Raises:
-        ToolTimeoutError: ``fn`` did not finish in time; it keeps running, abandoned, on its worker.
-    """
-    # the caller's context variables (tracing, LangChain callbacks) follow the call onto the worker
-    context = contextvars.copy_context()
-    job = _WORKERS.submit(lambda: context.run(fn))
-    if not job.done.wait(timeout):
-        raise ToolTimeoutError(f"{name} did not answer within {timeout:g} s")
-    if "error" in job.box:
-        raise job.box["error"]
-    return job.box["result"]
+os.register_at_fork(after_in_child=_fresh_after_fork)
 
 
 def call_tool(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -290,11 +301,12 @@ def call_tool(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> Any:
     return _run_awaitable(result) if inspect.isawaitable(result) else result
 
 
-def invoke_tool(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> Any:
-    """One attempt under the tool's deadline; a tool without deadline runs inline (async ones excepted)."""
+def invoke_tool(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext, workers: DeadlineWorkers) -> Any:
+    """One attempt under the tool's deadline on ``workers``; a tool without deadline runs inline (async ones
+    excepted)."""
     if spec.timeout is None and not spec.is_async:
         return call_tool(spec, args, ctx)
-    return run_with_deadline(lambda: call_tool(spec, args, ctx), spec.timeout, spec.name)
+    return workers.run(lambda: call_tool(spec, args, ctx), spec.timeout, spec.name)
 
 
 def keyed_context(ctx: ToolContext, call_id: str) -> ToolContext:
@@ -376,12 +388,13 @@ class ToolExecutor:
 
     def __init__(self, registry: ToolRegistry, policy: RetryPolicy | None = None, *,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.perf_counter,
-                 max_concurrency: int = 5) -> None:
+                 max_concurrency: int = 5, workers: DeadlineWorkers | None = None) -> None:
         self.registry = registry
         self.policy = policy or RetryPolicy()
         self.sleep = sleep
         self.clock = clock
         self.max_concurrency = max_concurrency
+        self.workers = workers or DeadlineWorkers()  # a runtime's (graphs.runtime), else the executor's own
 
     def validate(self, name: str, args: Any) -> tuple[ToolSpec, dict[str, Any]]:
         """The tool and its call arguments, or ``ValidationError`` saying what to fix.
@@ -503,7 +516,7 @@ class ToolExecutor:
             outcome.attempts += 1
             started = self.clock()
             try:
-                outcome.result = check_payload(invoke_tool(spec, args, ctx))
+                outcome.result = check_payload(invoke_tool(spec, args, ctx, self.workers))
                 return None
             except Exception as err:  # noqa: BLE001 - classified here, original kept on the outcome
                 kind, failed_with, http_status = classify(err), type(err).__name__, status_code_of(err)
@@ -526,7 +539,7 @@ class ToolExecutor:
             try:
                 alt_args = alt.parse(parse_args(outcome.args))
                 outcome.attempts += 1
-                outcome.result = invoke_tool(alt, alt_args, ctx)
+                outcome.result = invoke_tool(alt, alt_args, ctx, self.workers)
                 outcome.fallback = alt.name
                 return
             except pydantic.ValidationError:

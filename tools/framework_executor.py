@@ -23,7 +23,7 @@ from typing import Any
 
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import ToolExecutionFailed
-from lg_harness.tools.executor import RetryPolicy, ToolOutcome, invoke_tool, parse_args
+from lg_harness.tools.executor import DeadlineWorkers, RetryPolicy, ToolOutcome, invoke_tool, parse_args
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 
@@ -38,11 +38,13 @@ class FrameworkExecutor:
         max_concurrency: Parallel calls at once in ``run_many``.
         max_retries: Blind retries after the first attempt.
         retry_delay: Fixed wait before each retry, whatever the error was.
+        workers: Threads that run attempts under a tool's deadline (a runtime's, else the executor's own).
     """
 
     def __init__(self, registry: ToolRegistry, policy: RetryPolicy | None = None, *,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.perf_counter,
-                 max_concurrency: int = 5, max_retries: int = 3, retry_delay: float = 0.5) -> None:
+                 max_concurrency: int = 5, max_retries: int = 3, retry_delay: float = 0.5,
+                 workers: DeadlineWorkers | None = None) -> None:
         self.registry = registry
         self.policy = policy or RetryPolicy()
         self.sleep = sleep
@@ -50,6 +52,7 @@ class FrameworkExecutor:
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
         self.retry_delay = retry_delay
+        self.workers = workers or DeadlineWorkers()
 
     def validate(self, name: str, args: Any) -> tuple[ToolSpec, dict[str, Any]]:
         """Only look the tool up: the arguments go to the function as the model wrote them."""
@@ -70,7 +73,7 @@ class FrameworkExecutor:
             outcome.attempts += 1
             try:
                 spec, args = self.validate(outcome.name, outcome.args)
-                outcome.result = invoke_tool(spec, args, ctx)
+                outcome.result = invoke_tool(spec, args, ctx, self.workers)
                 last = None
                 break
             except Exception as err:  # noqa: BLE001 - the framework's default: catch all, retry all

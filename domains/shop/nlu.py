@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from lg_harness.tools.text import (  # noqa: F401 - re-exported for the shop's callers
     CJK,
@@ -160,16 +159,15 @@ def rule_intent(text: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1)
 def _prototype_matrix():
-    from lg_harness.llm.embeddings import embed
+    from lg_harness.llm.embeddings import current_embedder
 
     labels, texts = [], []
     for intent, examples in _PROTOTYPES.items():
         for ex in examples:
             labels.append(intent)
             texts.append(ex)
-    return labels, embed(texts)
+    return labels, current_embedder().matrix(texts)  # stacked once per embedder
 
 
 def embedding_intent(text: str, threshold: float = 0.45) -> tuple[str, float]:

@@ -45,8 +45,11 @@ def cache_file(data_dir: Path | None, domain: Domain, texts: list[str], model_na
 def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: Any, embedder: Embedder) -> None:
     """Build at open what the first message would otherwise build: tokenizer, embedder, example vectors."""
     from lg_harness.llm.embeddings import count_tokens
+    from lg_harness.tools.text import keyword_pattern
 
     count_tokens("warm up")  # context assembly counts tokens in every message
+    for word in {w for intent in domain.intents for words in intent.rules.values() for w in words}:
+        keyword_pattern(word.lower())  # compiling a keyword's pattern costs more than matching it
     if not uses_embeddings(design, domain, memory):
         return
     embedder.warm_encoder()

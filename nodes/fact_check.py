@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from lg_harness.core.claims import Claim
@@ -116,7 +117,13 @@ def records(results: Sequence[Any], claim_fields: set[str], currency: str = "") 
 def _mentions(clause: str, label: str) -> bool:
     if _CJK.search(label):
         return label in clause
-    return re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])", clause, re.I) is not None
+    return _label_pattern(label).search(clause) is not None
+
+
+@lru_cache(maxsize=8192)
+def _label_pattern(label: str) -> re.Pattern[str]:
+    # Labels are values of tool results, new with each result: re's own cache of 512 patterns thrashed.
+    return re.compile(rf"(?<![\w-]){re.escape(label)}(?![\w-])", re.I)
 
 
 def _score(record: Record, clause: str) -> tuple[int, int]:

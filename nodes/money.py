@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 _CURRENCY_NEAR = re.compile(r"^\s?(?:[A-Z]{3}\b|[$€£¥元])")
@@ -37,12 +38,18 @@ def _forms(value: float) -> Iterable[str]:
     return dict.fromkeys((repr(value), f"{value:.2f}", f"{value:g}" if value != int(value) else repr(value)))
 
 
+@lru_cache(maxsize=4096)
+def _amount_pattern(form: str) -> re.Pattern[str]:
+    # One per number a result holds: compiled once, not on every reply that mentions it.
+    return re.compile(rf"(?<![\d.$€£¥]){re.escape(form)}(?![\d])(?!\.\d)")
+
+
 def with_currency(text: str, results: Sequence[Any], currency: str) -> str:
     if not currency or not text:
         return text
     for value in sorted(_floats(results), key=lambda v: -len(repr(v))):
         for form in _forms(value):
-            pattern = re.compile(rf"(?<![\d.$€£¥]){re.escape(form)}(?![\d])(?!\.\d)")
+            pattern = _amount_pattern(form)
 
             def add(m: re.Match[str], value: float = value) -> str:
                 rest = m.string[m.end():]

@@ -170,14 +170,33 @@ def _phones_in(window: str, regions: tuple[str, ...]) -> frozenset[tuple[int, in
                      for m in phonenumbers.PhoneNumberMatcher(window, region, leniency=phonenumbers.Leniency.VALID))
 
 
-def phone_spans(text: str, regions: Sequence[str] = PHONE_REGIONS) -> list[tuple[int, int]]:
+_DIGITS = re.compile(r"\d+")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def glued_to_a_word(text: str, start: int, end: int) -> bool:
+    """Digits only, with a Latin letter right before them or right after them (other than x, which the
+    matcher reads as an extension mark): libphonenumber at ``Leniency.VALID`` never takes such a number
+    ("abc8005001234", a tracking number "YT331190068578", an id "call_c59057400fa"), and a run of digits alone
+    offers it no shorter candidate, so the matcher need not be asked (a few ms for each new tool result)."""
+    if not _DIGITS.fullmatch(text, start, end):
+        return False
+    before = text[start - 1] if start > 0 else ""
+    after = text[end] if end < len(text) else ""
+    return bool(_LATIN.fullmatch(before)) or (bool(_LATIN.fullmatch(after)) and after not in "xX")
+
+
+def phone_spans(text: str, regions: Sequence[str] = PHONE_REGIONS, *, shortcut: bool = True) -> list[tuple[int, int]]:
     """Valid phone numbers of ``regions`` as Google's libphonenumber reads them (``phonenumbers``): national
-    forms such as 020 7946 0958 or 0151 23456789, 00-prefixed international ones; spans merged across regions."""
+    forms such as 020 7946 0958 or 0151 23456789, 00-prefixed international ones; spans merged across regions.
+    ``shortcut=False`` asks the matcher about digits glued to a word too (the same spans, more slowly)."""
     spans = set()
     # The matcher is slow on long text: give it only the stretches that could be a number, with some context
     # (a conversation repeats the same ones, so each window is read once).
     for run in _PHONE_RUN.finditer(text):
         if sum(c.isdigit() for c in run.group()) < 7 or _ISO_DATE.fullmatch(run.group()):
+            continue
+        if shortcut and glued_to_a_word(text, run.start(), run.end()):
             continue
         lo = max(run.start() - 12, 0)
         spans |= {(lo + start, lo + end) for start, end in _phones_in(text[lo:run.end() + 12], tuple(regions))}

@@ -36,12 +36,13 @@ def language(text: str) -> str:
 
 def keyword_hit(text: str, word: str) -> bool:
     """The keyword occurs at least once without a negation right before it (``text`` lower-cased)."""
-    return any(not NEGATION.search(text[: m.start()]) for m in _keyword(word).finditer(text))
+    return any(not NEGATION.search(text[: m.start()]) for m in keyword_pattern(word).finditer(text))
 
 
 @lru_cache(maxsize=4096)
-def _keyword(word: str) -> re.Pattern[str]:
-    # Compiled once per keyword: the rules try every keyword of every intent on each message.
+def keyword_pattern(word: str) -> re.Pattern[str]:
+    """The pattern of one keyword. Compiled once per keyword (a harness compiles its domain's when it opens,
+    ``graphs.warm``): the rules try every keyword of every intent on each message."""
     if CJK.search(word):
         return re.compile(re.escape(word))
     # plurals and simple inflections count ("coupons", "returned", "tracking")

@@ -142,6 +142,8 @@ class Harness:
         if runs_messages:
             warm_caches(self.design, self.domain, self.data_dir, self.memory, self.runtime.embedder)
         self.audit = self.stores.audit
+        if runs_messages and self.audit is not None:
+            self.audit.warm()
         self.order = self.stores.order
         self.on_update: Any = None  # called with (thread_id, update) for each node's update (graphs.service)
         self.registry = registry or self.domain.registry()

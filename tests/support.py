@@ -71,7 +71,7 @@ class ScriptedModel(BaseChatModel):
         else:
             last_user = max((i for i, m in enumerate(messages) if m.type == "human"), default=-1)
             # A model reads the results inside the harness's delimiters; it does not echo the delimiters.
-            results = [re.sub(r"</?tool_result[^>]*>", "", m.content) for m in messages[last_user + 1:]
+            results = [re.sub(r"</?tool_result[^>]*>", "", m.text) for m in messages[last_user + 1:]
                        if isinstance(m, ToolMessage)]
             msg = AIMessage("Done: " + " | ".join(results) if results else "How can I help?")
         return ChatResult(generations=[ChatGeneration(message=msg)])

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.core.design import Design, load_design
 from lg_harness.domains.shop.backend import ShopDB
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 from pydantic import Field
 
 HARNESS = Path(sys.executable).with_name("harness")
@@ -46,6 +47,13 @@ def u001_order(status: str, shop: ShopDB | None = None) -> str:
     finally:
         if shop is None:
             db.close()
+
+
+def tool_spec(registry: ToolRegistry, name: str) -> ToolSpec:
+    """The spec of ``name``, a tool the test expects ``registry`` to hold."""
+    spec = registry.get(name)
+    assert spec is not None, f"no tool {name!r} in the registry"
+    return spec
 
 
 class ScriptedModel(BaseChatModel):

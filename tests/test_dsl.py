@@ -134,11 +134,11 @@ def test_trees_are_immutable_and_hashable():
     tree = cond("a or b and c")
     assert isinstance(tree, Or)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        tree.operands = ()  # pyright: ignore[reportAttributeAccessIssue]  # frozen: the test checks it refuses
+        tree.operands = ()  # pyright: ignore[reportAttributeAccessIssue]  (frozen: the test checks it is refused)
     assert hash(tree) == hash(cond("a or (b and c)"))
     rules = compile_rules(DEFAULT_RULES, NODES)
     with pytest.raises(AttributeError):
-        rules.extra = 1  # pyright: ignore[reportAttributeAccessIssue]  # no such slot: the test checks it refuses
+        rules.extra = 1  # pyright: ignore[reportAttributeAccessIssue]  (no such slot: the test checks it is refused)
 
 
 def test_keywords_inside_dotted_names_and_strings_are_plain_text():

@@ -79,16 +79,17 @@ def postgres_server() -> str:
 def database_url(postgres_server: str) -> Iterator[str]:
     """A fresh, empty database for one test, dropped afterwards."""
     import psycopg
+    from psycopg import sql
 
     name = f"harness_t_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     base, _, _ = postgres_server.rpartition("/")
     yield f"{base}/{name}"
     with psycopg.connect(postgres_server, autocommit=True) as admin:
         for attempt in range(40):
             try:
-                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
                 break
             except psycopg.errors.InsufficientPrivilege:
                 # An autovacuum worker (the superuser's) is in the database after a busy test; the test role

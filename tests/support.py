@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.core.design import Design, load_design
 from lg_harness.domains.shop.backend import ShopDB
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 from pydantic import Field
 
 HARNESS = Path(sys.executable).with_name("harness")
@@ -48,6 +49,13 @@ def u001_order(status: str, shop: ShopDB | None = None) -> str:
             db.close()
 
 
+def tool_spec(registry: ToolRegistry, name: str) -> ToolSpec:
+    """The spec of ``name``, a tool the test expects ``registry`` to hold."""
+    spec = registry.get(name)
+    assert spec is not None, f"no tool {name!r} in the registry"
+    return spec
+
+
 class ScriptedModel(BaseChatModel):
     """Emits ``calls`` (with the ids given, even none or repeated) when tools are offered and the last message
     is the user's; otherwise a short text answer that names what the tool results said."""
@@ -71,7 +79,7 @@ class ScriptedModel(BaseChatModel):
         else:
             last_user = max((i for i, m in enumerate(messages) if m.type == "human"), default=-1)
             # A model reads the results inside the harness's delimiters; it does not echo the delimiters.
-            results = [re.sub(r"</?tool_result[^>]*>", "", m.content) for m in messages[last_user + 1:]
+            results = [re.sub(r"</?tool_result[^>]*>", "", m.text) for m in messages[last_user + 1:]
                        if isinstance(m, ToolMessage)]
             msg = AIMessage("Done: " + " | ".join(results) if results else "How can I help?")
         return ChatResult(generations=[ChatGeneration(message=msg)])

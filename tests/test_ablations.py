@@ -9,7 +9,7 @@ from lg_harness.evals.ablations import ablation_specs, differences, parse
 from lg_harness.evals.claims import CLAIMS, claim_rows, compares
 from lg_harness.evals.metrics import aggregate
 from lg_harness.evals.report import render_report
-from lg_harness.evals.scenario import Scenario
+from lg_harness.evals.scenario import Scenario, Turn, TurnExpect
 from lg_harness.tools.errors import HarnessError
 
 
@@ -60,7 +60,8 @@ def test_ablation_specs_and_what_their_names_say():
     assert all(load_design(s).name == s for s in specs)
     assert parse("harness-no:normalize_args") == {"base": "harness", "kind": "knob", "field": "normalize_args",
                                                    "value": False, "from": True}
-    assert parse("harness-with:self_check=off")["from"] == "grounded"
+    self_check = parse("harness-with:self_check=off")
+    assert self_check is not None and self_check["from"] == "grounded"
     assert parse("state-machine") is None
 
 
@@ -86,7 +87,7 @@ def _records(design: str, scenarios: list[Scenario], ok: bool) -> list[dict]:
 
 
 SUITE = [Scenario(id=f"gen-kind{i}-en-{j:04d}", tags=["en", "single"],
-                  turns=[{"user": "hi", "expect": {"reply_contains": ["done"]}}]) for i in range(8) for j in range(3)]
+                  turns=[Turn(user="hi", expect=TurnExpect(reply_contains=["done"]))]) for i in range(8) for j in range(3)]
 
 
 def test_the_report_has_an_ablations_section_with_paired_rows():

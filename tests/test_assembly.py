@@ -116,7 +116,9 @@ def test_prefix_is_stable_across_turns():
                      immediate=[HumanMessage("where is ORD-10001")], policy=ContextPolicy(), count=words)
     later = assemble(system=SYSTEM, task=task, memory=rich_memory(), history=long_history(),
                      immediate=[HumanMessage("and now?")], policy=ContextPolicy(), count=words)
-    assert later.messages[0].content.startswith(first.messages[0].content)
+    prefix, text = first.messages[0].content, later.messages[0].content
+    assert isinstance(prefix, str) and isinstance(text, str)
+    assert text.startswith(prefix)
 
 
 def test_no_system_message_when_every_fixed_layer_is_empty():
@@ -371,9 +373,16 @@ def conversations(draw) -> list[BaseMessage]:
     return msgs
 
 
+def _id(message: BaseMessage) -> str:
+    """The id ``conversations`` (or the test) gave the message."""
+    assert message.id is not None, message
+    return message.id
+
+
 def _complete_groups(messages: list[BaseMessage]) -> dict[str, tuple[str, ...]]:
     """The ids of every valid tool group, keyed by its AIMessage id."""
-    return {g.first.id: tuple(m.id for m in g.messages) for g in tool_groups(messages) if g.is_tool_call and g.valid}
+    return {_id(g.first): tuple(_id(m) for m in g.messages) for g in tool_groups(messages)
+            if g.is_tool_call and g.valid}
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -388,10 +397,10 @@ def test_tool_calls_and_results_are_never_separated(history, budget, strategy, a
     assert is_well_formed(sent)
     # A kept tool call brings exactly its whole group from the history, results in their order.
     complete = _complete_groups(history)
-    sent_ids = [m.id for m in sent]
+    sent_ids = [_id(m) for m in sent]
     for ai in (m for m in sent if isinstance(m, AIMessage) and m.tool_calls):
-        group = complete[ai.id]
-        start = sent_ids.index(ai.id)
+        group = complete[_id(ai)]
+        start = sent_ids.index(_id(ai))
         assert tuple(sent_ids[start:start + len(group)]) == group
     # Working messages keep the history's order, and this turn comes last.
     positions = [int(i[1:]) for i in sent_ids[:-1]]

@@ -20,6 +20,11 @@ from lg_harness.domains.shop.bench import customer_facts
 from lg_harness.nodes.classify import classify
 from lg_harness.tools.errors import HarnessError
 
+try:
+    from support import tool_spec
+except ImportError:  # tests/ imported as a package
+    from tests.support import tool_spec
+
 STRATEGY_KEYS = {"tokens", "token_stand_ins", "token_ratio", "checkpoint_bytes", "checkpoint_ratio", "db_bytes",
                  "waiting_turns", "recall_reply", "recall_ok", "tokens_by_turn", "seconds", "fresh_tokens",
                  "over_fresh"}
@@ -58,6 +63,7 @@ def test_scripts_ask_only_about_the_users_own_orders() -> None:
     shop = ShopDB.fresh_copy()
     own = {r["id"] for r in shop.query("SELECT id FROM orders WHERE user_id = ?", (SHOP.default_user,))}
     facts = customer_facts(shop)
+    assert SHOP.bench is not None
     texts = [*bench_context.script_messages(facts, 80, SHOP.bench.messages),
              *bench_graph.script_messages(facts, 20, SHOP.bench.graph_messages)]
     asked = {o for t in texts for o in re.findall(r"ORD-\d{5}", t)}
@@ -179,6 +185,7 @@ def helpdesk_context_figures() -> dict:
 
 def test_helpdesk_script_placeholders_resolve_from_the_seeded_desk() -> None:
     db, bench, user = HelpdeskDB.fresh_copy(), HELPDESK.bench, HELPDESK.default_user
+    assert bench is not None
     facts = bench.facts({"helpdesk": db}, user)
     assert len(bench.messages) == 40
     texts = [*bench_context.script_messages(facts, 80, bench.messages),
@@ -200,12 +207,13 @@ def test_helpdesk_script_placeholders_resolve_from_the_seeded_desk() -> None:
 def test_helpdesk_script_only_reads() -> None:
     registry = HELPDESK.registry()
     bench = HELPDESK.bench
+    assert bench is not None
     facts = bench.facts({"helpdesk": HelpdeskDB.fresh_copy()}, HELPDESK.default_user)
     for text in {m.format(**facts) for m in (*bench.messages, *bench.graph_messages)}:
         intent, _ = classify(HELPDESK, text)
         kind = HELPDESK.kind(intent)
         assert kind in ("task", "conversational"), (text, intent, kind)
-        changing = [t for t in HELPDESK.route(intent).tools if registry.get(t).changes_state]
+        changing = [t for t in HELPDESK.route(intent).tools if tool_spec(registry, t).changes_state]
         assert not changing, (text, intent, changing)
         if kind == "task":
             assert HELPDESK.route(intent).tools, (text, intent)

@@ -23,7 +23,7 @@ from lg_harness.obs.tracing import capture_spans
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import ToolTimeoutError, TransientError
 from lg_harness.tools.executor import RetryPolicy, ToolExecutor
-from lg_harness.tools.ledger import SqliteLedger
+from lg_harness.tools.ledger import LedgerEntry, SqliteLedger
 from lg_harness.tools.registry import ToolRegistry
 
 NO_CONFIRM = "harness-no:confirm_changes"  # one message per change here; confirmation has its own tests
@@ -58,6 +58,13 @@ def ctx(ledger: SqliteLedger, key: str = "t:1:change") -> ToolContext:
     return ToolContext(user_id="u", thread_id="t", idempotency_key=key, ledger=ledger)
 
 
+def recorded(ledger: SqliteLedger, key: str) -> LedgerEntry:
+    """The ledger's entry for ``key``, which the test expects there."""
+    entry = ledger.get(key)
+    assert entry is not None, f"no ledger entry {key!r}"
+    return entry
+
+
 CALL = {"id": "c1", "name": "change", "args": {"item": "a"}}
 
 
@@ -68,7 +75,7 @@ def test_a_settled_change_answers_from_the_record_without_running_again(tmp_path
     again = ex.run({**CALL, "id": "fresh-id"}, ctx(ledger))
     assert len(runs) == 1 and first.status == again.status == "ok"
     assert again.result == first.result == {"item": "a", "n": 1}
-    entry = ledger.get("t:1:change")
+    entry = recorded(ledger, "t:1:change")
     assert entry.status == "settled" and entry.result == {"item": "a", "n": 1} and entry.tool == "change"
 
 
@@ -79,7 +86,7 @@ def test_a_pending_change_of_a_tool_without_idempotency_is_never_run_again(tmp_p
     assert runs == []
     assert outcome.status == "error" and outcome.error_type == "outcome_uncertain"
     assert outcome.record()["ledger_key"] == "t:1:change"
-    assert ledger.get("t:1:change").status == "pending", "still unknown: a person settles it"
+    assert recorded(ledger, "t:1:change").status == "pending", "still unknown: a person settles it"
     assert [e.key for e in ledger.pending("t")] == ["t:1:change"]
 
 
@@ -96,7 +103,7 @@ def test_a_pending_change_of_an_idempotent_tool_runs_again_with_the_same_key(tmp
     ledger.begin("t:1:change", "t", "change", {"item": "a"})
     outcome = ToolExecutor(registry).run(CALL, ctx(ledger))
     assert outcome.status == "ok" and keys == ["t:1:change"]
-    entry = ledger.get("t:1:change")
+    entry = recorded(ledger, "t:1:change")
     assert entry.status == "settled" and entry.attempts == 2
 
 
@@ -104,14 +111,14 @@ def test_a_failed_change_may_run_again_and_a_timed_out_one_stays_uncertain(tmp_p
     ledger = SqliteLedger(tmp_path / "l.sqlite")
     failing, _ = counting(fail=TransientError("backend 503"))
     assert executor_with(failing, idempotent=False).run(CALL, ctx(ledger)).status == "error"
-    assert ledger.get("t:1:change").status == "failed"
+    assert recorded(ledger, "t:1:change").status == "failed"
     working, runs = counting()
     assert executor_with(working, idempotent=False).run(CALL, ctx(ledger)).status == "ok" and len(runs) == 1
 
     timing_out, timed = counting(fail=ToolTimeoutError("no answer in 10 s"))
     ex = executor_with(timing_out, idempotent=False)
     assert ex.run(CALL, ctx(ledger, "t:2:change")).error_type == "timeout"
-    assert ledger.get("t:2:change").status == "pending", "a timed-out attempt may still commit"
+    assert recorded(ledger, "t:2:change").status == "pending", "a timed-out attempt may still commit"
     assert ex.run(CALL, ctx(ledger, "t:2:change")).error_type == "outcome_uncertain" and len(timed) == 1
 
 
@@ -167,6 +174,7 @@ def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice
     with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN) as h, capture_spans() as exporter:
         finished = h.finish("t")
         assert len(renewals(tmp_path)) == 1, "finishing the message did not renew a second time"
+        assert finished.handoff is not None
         # not silently skipped either: the customer is told it is being checked, and a person gets the call
         ticket = finished.handoff["ticket"]
         assert finished.reply == say("change_checking", "en", h.domain, ticket=ticket)
@@ -210,6 +218,7 @@ def test_a_chinese_customer_hears_about_the_check_in_chinese(tmp_path):
         h.stores.ledger.begin('t:1:renew_loan:{"book_id":"BOOK-0042"}', "t", "renew_loan", {"book_id": "BOOK-0042"})
         # a Chinese request for the same renewal, with the ledger already holding its start
         result = h.send("t", "请帮我 renew BOOK-0042", "reader-1")
+    assert result.handoff is not None
     assert result.waiting_for_human and result.reply == say("change_checking", "zh", DOMAIN,
                                                                     ticket=result.handoff["ticket"])
     assert renewals(tmp_path) == []

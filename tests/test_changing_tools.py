@@ -15,9 +15,9 @@ from lg_harness.tools.registry import build_spec, tool_meta
 from lg_harness import Domain, Harness
 
 try:
-    from support import ScriptedModel, patient_design
+    from support import ScriptedModel, patient_design, tool_spec
 except ImportError:  # tests/ imported as a package
-    from tests.support import ScriptedModel, patient_design
+    from tests.support import ScriptedModel, patient_design, tool_spec
 
 NOTES: list[str] = []
 
@@ -45,8 +45,8 @@ def test_an_undeclared_tool_is_confirmed_and_ledgered_and_the_domain_says_so_onc
         domain.registry()
     [warning] = [r.getMessage() for r in caplog.records if r.name == "harness.domain"]
     assert "add_note" in warning and "read_notes" not in warning and "changes_state=False" in warning
-    assert registry.get("add_note").changes_state and not registry.get("add_note").idempotent
-    assert not registry.get("read_notes").changes_state
+    assert tool_spec(registry, "add_note").changes_state and not tool_spec(registry, "add_note").idempotent
+    assert not tool_spec(registry, "read_notes").changes_state
     NOTES.clear()
     model = ScriptedModel(calls=[{"name": "add_note", "args": {"text": "call back"}, "id": "a", "type": "tool_call"}])
     with Harness(tmp_path, patient_design(), model, domain=domain) as h:
@@ -74,4 +74,4 @@ def test_mcp_annotations_say_which_tools_change_the_world():
     assert put.changes_state and put.idempotent
     unsaid = build_spec(_lc("poke"))
     assert not unsaid.changes_declared
-    assert Domain(name="x", tools=(_lc("poke"),)).registry().get("poke").changes_state
+    assert tool_spec(Domain(name="x", tools=(_lc("poke"),)).registry(), "poke").changes_state

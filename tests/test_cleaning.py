@@ -77,7 +77,9 @@ def test_truncate_keep_ends_keeps_head_tail_and_counts_the_cut():
     out = truncate_keep_ends(text, 200)
     assert len(out) <= 200
     assert out.startswith("START word") and out.endswith("word END")
-    cut = int(CUT_RE.search(out).group(1))
+    found = CUT_RE.search(out)
+    assert found is not None, out
+    cut = int(found.group(1))
     head, tail = CUT_RE.split(out)[0].rstrip(), CUT_RE.split(out)[2].lstrip()
     assert len(head) + cut + len(tail) == len(text)
     assert truncate_keep_ends("short", 200) == "short"

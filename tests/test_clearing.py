@@ -4,9 +4,12 @@ until this turn has its own, tool calls keep their answers, and the stored worki
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
 from lg_harness.core.design import load_design
+from lg_harness.core.state import HarnessState
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
@@ -27,7 +30,7 @@ SEARCH = {"query": "speaker", "results": [{"id": "P1010", "name": "Mini speaker"
                                            "description": "x" * 400}, {"id": "P1011", "name": "Big", "price": 99.0}]}
 
 
-def tool_turn(n: int, name: str, args: dict, result: dict | None, answer: str) -> list[BaseMessage]:
+def tool_turn(n: int, name: str, args: dict, result: dict | None, answer: str) -> list[AnyMessage]:
     """One user turn: the request, a tool call with its labelled result (or an error), the answer."""
     content = label(json.dumps(result), name) if result is not None else clean_error("timeout", "slow", tool=name)
     return [HumanMessage(f"question {n}", id=f"h{n}"),
@@ -37,8 +40,14 @@ def tool_turn(n: int, name: str, args: dict, result: dict | None, answer: str) -
             AIMessage(answer, id=f"r{n}")]
 
 
-def tool_texts(messages: list[BaseMessage]) -> dict[str, str]:
-    return {m.tool_call_id: m.content for m in messages if isinstance(m, ToolMessage)}
+def text_of(message: BaseMessage) -> str:
+    """The message's content, text as the harness writes tool results (not content blocks)."""
+    assert isinstance(message.content, str), message
+    return message.content
+
+
+def tool_texts(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    return {m.tool_call_id: text_of(m) for m in messages if isinstance(m, ToolMessage)}
 
 
 def test_digest_keeps_key_fields_first_item_ids_and_drops_repeated_arguments():
@@ -56,8 +65,8 @@ def test_cleared_result_keeps_its_label_ids_and_pairing_and_errors_stay_whole():
                           id="t1")
     small = cleared(message, {"order_id": "ORD-10001"})
     assert (small.id, small.tool_call_id, small.name) == ("t1", "c1", "get_order_status")
-    assert unlabel(small.content) == ("get_order_status", result_digest(message.content, {"order_id": "ORD-10001"}),
-                                      "digest")
+    assert unlabel(text_of(small)) == ("get_order_status", result_digest(text_of(message), {"order_id": "ORD-10001"}),
+                                       "digest")
     assert len(small.content) < len(message.content)
     assert cleared(small) is small  # a digest is not digested again
     error = ToolMessage(clean_error("timeout", "the backend was slow", tool="x"), tool_call_id="c2", status="error")
@@ -66,7 +75,7 @@ def test_cleared_result_keeps_its_label_ids_and_pairing_and_errors_stay_whole():
     assert cleared(tiny) is tiny  # nothing to gain
 
 
-def history() -> list[BaseMessage]:
+def history() -> list[AnyMessage]:
     return [*tool_turn(1, "get_order_status", {"order_id": "ORD-10001"}, ORDER, "ORD-10001 shipped with YTO."),
             *tool_turn(2, "search_products", {"query": "speaker"}, SEARCH, "P1010 Mini speaker, 39.0; P1011 Big."),
             *tool_turn(3, "get_order_status", {"order_id": "ORD-10002"}, None, "The order service is slow.")]
@@ -112,7 +121,7 @@ def test_turn_upkeep_stores_digests_under_the_same_ids():
     harness = load_design("harness")
     # A budget the three turns fit in, so compression leaves them all in the stored working set.
     design = harness.model_copy(update={"knobs": harness.knobs.model_copy(update={"context_budget_tokens": 8000})})
-    state = {"messages": [*history(), HumanMessage("next", id="h4")], "turn": 3, "fact_card": {}}
+    state: HarnessState = {"messages": [*history(), HumanMessage("next", id="h4")], "turn": 3, "fact_card": {}}
     update = turn_upkeep(state, design, "next", SHOP)
     replaced = {m.id: m for m in update["messages"] if isinstance(m, ToolMessage)}
     assert 'type="digest"' in replaced["t1"].content and replaced["t1"].tool_call_id == "c1"
@@ -139,7 +148,7 @@ def test_digest_keeps_every_id_of_a_long_list_and_text_block_content_is_read():
     blocks = ToolMessage([{"type": "text", "text": label(json.dumps(ORDER), "get_order_status")}],
                          tool_call_id="c1", name="get_order_status", id="t1")
     small = cleared(blocks, {"order_id": "ORD-10001"})
-    assert unlabel(small.content)[0] == "get_order_status" and "status=shipped" in small.content
+    assert unlabel(text_of(small))[0] == "get_order_status" and "status=shipped" in small.content
 
 
 def test_of_parallel_calls_the_ones_that_worked_stay_whole():
@@ -166,6 +175,7 @@ def test_a_long_thread_stores_digests_for_used_results_and_numbers_summary_turns
                          "Show me my orders please", f"What was in my order {order}?"):
                 h.send("t", text, "U001")
             values = h.state("t")["values"]
+            assert isinstance(h.checkpointer, SqliteSaver)  # a data dir's checkpoints are in SQLite
             row = h.checkpointer.conn.execute(
                 "SELECT length(checkpoint) FROM checkpoints WHERE thread_id = 't' ORDER BY checkpoint_id DESC LIMIT 1"
             ).fetchone()
@@ -181,10 +191,10 @@ def test_a_long_thread_stores_digests_for_used_results_and_numbers_summary_turns
     off = harness.model_copy(update={"name": "off", "knobs": roomy.model_copy(update={"clear_used_results": False})})
     messages, _, size_on = run(on)
     results = [m for m in messages if isinstance(m, ToolMessage)]
-    kinds = [is_digest(m.content) for m in results]
+    kinds = [is_digest(text_of(m)) for m in results]
     # This message's result, and the one before it (kept whole until this message had its own; the next
     # message's upkeep clears it), are whole; everything older is stored as a digest.
     assert len(kinds) == 5 and kinds[-2:] == [False, False] and all(kinds[:-2]), kinds
     off_messages, _, size_off = run(off)
-    assert not any(is_digest(m.content) for m in off_messages if isinstance(m, ToolMessage))
+    assert not any(is_digest(text_of(m)) for m in off_messages if isinstance(m, ToolMessage))
     assert size_on < size_off

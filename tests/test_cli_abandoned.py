@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, LiteralString
 
 import pytest
 
@@ -45,10 +45,10 @@ def rows(database_url: str) -> Any:  # noqa: F811
     import psycopg
     from psycopg.rows import dict_row
 
-    def query(sql: str, *params: Any) -> list[dict[str, Any]]:
+    def query(sql: LiteralString, *params: Any) -> list[dict[str, Any]]:
         try:
-            with psycopg.connect(database_url, row_factory=dict_row, options="-c search_path=harness") as conn:
-                return conn.execute(sql, params).fetchall()
+            with psycopg.connect(database_url, options="-c search_path=harness") as conn:
+                return conn.cursor(row_factory=dict_row).execute(sql, params).fetchall()
         except psycopg.errors.UndefinedTable:  # the first process has not migrated yet
             return []
 

@@ -16,7 +16,7 @@ from lg_harness.core.design import load_design
 from lg_harness.domains.shop.backend import ShopDB
 from lg_harness.evals.compare import CELLS, read_cells, run_compare
 from lg_harness.evals.runner import run_cell
-from lg_harness.evals.scenario import Scenario, load_scenarios
+from lg_harness.evals.scenario import Scenario, Turn, load_scenarios
 
 try:
     from standins.ollama_server import OllamaStandIn
@@ -114,9 +114,9 @@ def test_compare_on_the_ollama_client_path(tmp_path, monkeypatch, ollama_server,
     orders = u001_orders()
     status_of, returned = orders["shipped"], orders["delivered"]
     scenarios = [
-        Scenario(id="wire-status", turns=[{"user": f"Where is my order {status_of}?"}]),
-        Scenario(id="wire-return", turns=[{"user": f"Where is my order {returned}?"},
-                                          {"user": "I want to return it, it is the wrong size"}]),
+        Scenario(id="wire-status", turns=[Turn(user=f"Where is my order {status_of}?")]),
+        Scenario(id="wire-return", turns=[Turn(user=f"Where is my order {returned}?"),
+                                          Turn(user="I want to return it, it is the wrong size")]),
     ]
     before = {id(o) for o in open_ollama_clients(set())}
     with warnings.catch_warnings(record=True) as caught:
@@ -158,7 +158,7 @@ def test_compare_on_the_ollama_client_path(tmp_path, monkeypatch, ollama_server,
 
 def test_an_in_process_compare_leaves_the_callers_logging_alone(tmp_path, harness_log_level):
     logging.getLogger("harness").setLevel(logging.INFO)
-    scenario = Scenario(id="hello", turns=[{"user": "hello"}])
+    scenario = Scenario(id="hello", turns=[Turn(user="hello")])
     [record] = run_compare(["harness"], [scenario], seeds=1, model="sim:clean", out_dir=tmp_path, workers=1)
     assert not record.get("crash") and record["turns"][0]["reply"]
     assert logging.getLogger("harness").level == logging.INFO, \
@@ -166,8 +166,8 @@ def test_an_in_process_compare_leaves_the_callers_logging_alone(tmp_path, harnes
 
 
 def test_run_records_carry_what_the_prompt_cache_served():
-    scenario = Scenario(id="cache", turns=[{"user": "Where is my order ORD-10134?"},
-                                            {"user": "And what was in it?"}, {"user": "Any coupons for me?"}])
+    scenario = Scenario(id="cache", turns=[Turn(user="Where is my order ORD-10134?"),
+                                            Turn(user="And what was in it?"), Turn(user="Any coupons for me?")])
     record = run_cell(load_design("harness"), scenario, 0, "sim:clean")
     cached = [t["cached_input_tokens"] for t in record["turns"]]
     assert all(isinstance(c, int) for c in cached) and sum(cached) > 0
@@ -175,7 +175,7 @@ def test_run_records_carry_what_the_prompt_cache_served():
 
 
 def test_resume_reruns_a_cell_whose_design_changed_and_reuses_the_rest(tmp_path, harness_log_level):
-    scenario = Scenario(id="where", turns=[{"user": "Where is my order ORD-10134?"}])
+    scenario = Scenario(id="where", turns=[Turn(user="Where is my order ORD-10134?")])
     design = tmp_path / "mine.yaml"
     design.write_text(yaml.safe_dump({"name": "mine", "knobs": {"context_budget_tokens": 2000}}), encoding="utf-8")
     out = tmp_path / "out"

@@ -4,6 +4,7 @@ and Chinese, whole tool groups removed, constraints never lost, and bounded cont
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,7 +323,7 @@ class Thread:
     compressions: list[Compression] = field(default_factory=list)
 
 
-def assemble_turn(thread: Thread, immediate: list[BaseMessage], system: str, policy: ContextPolicy) -> Any:
+def assemble_turn(thread: Thread, immediate: Sequence[BaseMessage], system: str, policy: ContextPolicy) -> Any:
     memory = MemoryLayer(thread.fact_card, thread.constraints, thread.summary)
     return assemble(system=system, task="Intent: order_status.", memory=memory, history=thread.messages,
                     immediate=immediate, policy=policy, anchors=Anchors(task_start_index=0))

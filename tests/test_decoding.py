@@ -27,7 +27,9 @@ SHOP = load_domain("shop")
 
 
 def _tool(name: str) -> dict:
-    return SHOP.registry().get(name).json_schema()
+    spec = SHOP.registry().get(name)
+    assert spec is not None, f"the shop has no tool {name!r}"
+    return spec.json_schema()
 
 
 def test_the_knob_is_on_in_harness_only():

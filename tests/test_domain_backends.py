@@ -265,6 +265,7 @@ def test_workers_racing_on_one_change_apply_it_once(database_url: str) -> None: 
 
 def test_the_domain_opens_on_the_database_url_it_is_given(tmp_path: Path, database_url: str) -> None:  # noqa: F811
     for domain, name in ((SHOP, "shop"), (HELPDESK, "helpdesk")):
+        assert domain.open_resources is not None
         opened = domain.open_resources(BackendPlace(lambda f: str(tmp_path / f), database_url))
         try:
             assert opened[name].dialect == "postgres" and opened[name].path is None

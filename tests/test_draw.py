@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Hashable
 from typing import TypedDict
 
 import matplotlib.image as mpimg
@@ -34,7 +35,7 @@ def _build_graph():
     g.add_edge("collect", "action")
     g.add_conditional_edges("action", lambda s: "done", {"again": "action", "done": "reply"})
     g.add_edge("reply", "self_check")
-    checks = {"retry": "reply", "ok": END, "escalate": "handoff"}
+    checks: dict[Hashable, str] = {"retry": "reply", "ok": END, "escalate": "handoff"}
     g.add_conditional_edges("self_check", lambda s: "ok", checks)
     g.add_edge("handoff", END)
     return g.compile().get_graph()

@@ -19,7 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from lg_harness.core.design import Knobs
 from lg_harness.core.routing.errors import RuleRuntimeError, RuleSyntaxError
-from lg_harness.core.routing.expr import And, Call, Compare, Const, FieldRef, ListOf, Not, Or
+from lg_harness.core.routing.expr import And, Call, Compare, Const, Expr, FieldRef, ListOf, Not, Or
 from lg_harness.core.routing.facts import KNOB_FIELDS, KNOWN_FIELDS, STATE_FIELDS, facts_from_state
 from lg_harness.core.routing.route import DEFAULT_RULES, ROUTED
 from lg_harness.core.routing.route import NODES as DEFAULT_NODES
@@ -32,9 +32,11 @@ DEFAULT = compile_rules(DEFAULT_RULES, NODES)
 ABC = frozenset({"a", "b", "c", "n", "s", "xs", "d", "d.*"})
 
 
-def cond(expr: str, fields=ABC):
+def cond(expr: str, fields=ABC) -> Expr:
     """The condition tree of ``collect -> action when <expr>``."""
-    return compile_rules(f"collect -> action when {expr}", NODES, fields).rules[0].condition
+    condition = compile_rules(f"collect -> action when {expr}", NODES, fields).rules[0].condition
+    assert condition is not None, "a rule with `when` has a condition"
+    return condition
 
 
 def holds(expr: str, fields=ABC, **facts) -> bool:
@@ -130,12 +132,13 @@ def test_expression_trees(expr, tree):
 
 def test_trees_are_immutable_and_hashable():
     tree = cond("a or b and c")
+    assert isinstance(tree, Or)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        tree.operands = ()
+        tree.operands = ()  # pyright: ignore[reportAttributeAccessIssue]  (frozen: the test checks it is refused)
     assert hash(tree) == hash(cond("a or (b and c)"))
     rules = compile_rules(DEFAULT_RULES, NODES)
     with pytest.raises(AttributeError):
-        rules.extra = 1
+        rules.extra = 1  # pyright: ignore[reportAttributeAccessIssue]  (no such slot: the test checks it is refused)
 
 
 def test_keywords_inside_dotted_names_and_strings_are_plain_text():
@@ -489,5 +492,5 @@ def test_dsl_routers_drive_a_langgraph_graph():
         ("escalate", ()): ["intent", "collect", "action", "reply", "self_check", "handoff"],
     }
     for (kind, missing), path in expected.items():
-        start = {"intent_kind": kind, "missing_slots": list(missing)}
-        assert bare.invoke(dict(start))["visited"] == mapped.invoke(dict(start))["visited"] == path, kind
+        start: RunState = {"intent_kind": kind, "missing_slots": list(missing)}
+        assert bare.invoke(start.copy())["visited"] == mapped.invoke(start.copy())["visited"] == path, kind

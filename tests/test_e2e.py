@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from lg_harness.core.design import Design, Knobs
@@ -32,13 +33,18 @@ def calls(result: SendResult) -> list[tuple[str | None, dict | None]]:
     return [(c["name"], c["args"]) for c in result.tool_calls]
 
 
-def ok_calls(result: SendResult) -> list[tuple[str | None, dict | None]]:
+def ok_calls(result: SendResult) -> list[tuple[str | None, dict[str, Any]]]:
     """The calls that succeeded. The default ``sim`` has a fitted fault profile (malformed arguments,
     repeats...), so a failed attempt the harness repaired is allowed; what counts is what succeeded."""
-    return [(c["name"], c["args"]) for c in result.tool_calls if c["status"] == "ok"]
+    done = []
+    for c in result.tool_calls:
+        if c["status"] == "ok":
+            assert c["args"] is not None, c  # a call that ran was called with its arguments
+            done.append((c["name"], c["args"]))
+    return done
 
 
-def answered(h, thread: str, text: str, user: str = "U001") -> dict:
+def answered(h, thread: str, text: str, user: str = "U001") -> SendResult:
     """Send ``text``; when the faulty sim timed out (the 'busy' reply asks to send again, or no call of the
     message got an answer and ``send`` raised), send it again, as the reply or error tells the user to.
     The failed turn must have changed nothing."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 from lg_harness.graphs.app import Harness
+from lg_harness.graphs.result import ToolCallResult
 
 try:
     from support import ScriptedModel, patient_design
@@ -42,6 +43,12 @@ def status_of(shop, order: str) -> str:
     return shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"]
 
 
+def order_of(call: ToolCallResult) -> str:
+    """The order a logged call was made for (every call here has its arguments)."""
+    assert call["args"] is not None, call
+    return call["args"]["order_id"]
+
+
 def cancel(order: str, call_id: str | None) -> dict[str, Any]:
     return {"name": "cancel_order", "args": {"order_id": order}, "id": call_id, "type": "tool_call"}
 
@@ -54,7 +61,7 @@ def test_one_id_for_two_different_changes_applies_both_once_each(tmp_path):
         model.calls = [cancel(a, "call_0"), cancel(b, "call_0")]
         result = h.send("same-id", f"Please cancel {a} and {b}", "U001")
 
-        logged = [(c["args"]["order_id"], c["status"]) for c in result.tool_calls if c["name"] == "cancel_order"]
+        logged = [(order_of(c), c["status"]) for c in result.tool_calls if c["name"] == "cancel_order"]
         assert logged == [(a, "ok"), (b, "ok")], "each call keeps its own outcome"
         assert len({c["id"] for c in result.tool_calls}) == 2, "the calls got distinct ids"
         assert status_of(shop, a) == status_of(shop, b) == "cancelled"
@@ -73,7 +80,7 @@ def test_the_same_id_on_a_later_message_is_a_new_change(tmp_path):
         h.send("later", f"Please cancel {a}", "U001")
         model.calls = [cancel(b, "call_0")]
         second = h.send("later", f"Please cancel {b} too", "U001")
-        assert [c["args"]["order_id"] for c in second.tool_calls] == [b]
+        assert [order_of(c) for c in second.tool_calls] == [b]
         assert status_of(shop, a) == status_of(shop, b) == "cancelled"
         assert shop.query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 2
 
@@ -120,7 +127,7 @@ def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(
         assert stopped["next"] == [] and stopped["pending"] == ["action"], "next hides a task with saved writes"
         done = h.finish("w")
         assert done.phase == "done" and a in done.reply
-        assert [c["args"]["order_id"] for c in done.tool_calls] == [a]
+        assert [order_of(c) for c in done.tool_calls] == [a]
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency")[0] == 1
         # no action step (tools offered, the user's message last) ran again; the answer step may end with the
         # results given in words, a user turn of the harness's own (answer_presentation)
@@ -140,7 +147,7 @@ def test_finish_runs_a_message_the_crash_left_only_in_the_transcript(tmp_path):
     model = ScriptedModel(calls=[cancel(b, "y")])
     with Harness(tmp_path, design(), model) as h:
         done = h.finish("t")
-        assert [c["args"]["order_id"] for c in done.tool_calls] == [b] and done.phase == "done"
+        assert [order_of(c) for c in done.tool_calls] == [b] and done.phase == "done"
         assert status_of(h.resources["shop"], b) == "cancelled"
         assert [(r["turn"], r["role"]) for r in h.transcripts.read("t")] == [(1, "user"), (1, "assistant"),
                                                                               (2, "user"), (2, "assistant")]
@@ -155,7 +162,9 @@ def test_finishing_much_later_is_not_charged_for_the_time_in_between(tmp_path):
         pre = next(c for c in reversed(h.history("late")) if c.next == ["action"])
         stats = h.state("late", pre.checkpoint_id)["values"]["turn_stats"]
         # the message started two hours ago (a crash, then a finish the next morning)
-        h.graph.update_state({"configurable": {**h.config("late", pre.checkpoint_id)["configurable"], "checkpoint_ns": ""}},
+        config = h.config("late", pre.checkpoint_id)
+        assert "configurable" in config
+        h.graph.update_state({"configurable": {**config["configurable"], "checkpoint_ns": ""}},
                              {"turn_stats": {**stats, "started_at": time.time() - 7200}}, as_node="collect")
         done = h.finish("late")
         assert done.phase == "done" and not done.handoff, done.handoff

@@ -64,16 +64,25 @@ class Scripted:
         return self.result
 
 
+class Response:
+    """The ``response`` of an HTTP error: its status code and headers."""
+
+    def __init__(self, status_code: int, headers: dict[str, str]) -> None:
+        self.status_code = status_code
+        self.headers = headers
+
+
 class HTTPError(Exception):
-    """Shaped like httpx/requests/openai errors: a status code and response headers."""
+    """Shaped like httpx/requests/openai errors: a status code and response headers, on the error itself or
+    (``on_response``) on its ``response``."""
 
     def __init__(self, status_code: int, headers: dict[str, str] | None = None, on_response: bool = False) -> None:
         super().__init__(f"HTTP {status_code}")
-        holder = type("Response", (), {})() if on_response else self
-        holder.status_code = status_code
-        holder.headers = headers or {}
         if on_response:
-            self.response = holder
+            self.response = Response(status_code, headers or {})
+        else:
+            self.status_code = status_code
+            self.headers = headers or {}
 
 
 @pytest.fixture
@@ -105,7 +114,9 @@ def make(fake: FakeClock, body, name: str = "flaky", policy: RetryPolicy | None 
     return ToolExecutor(registry, policy, sleep=fake.sleep, clock=fake.clock)
 
 
-def run(executor: ToolExecutor, name: str = "flaky", args: dict | None = None, call_id: str = "c1") -> ToolOutcome:
+def run(executor: ToolExecutor, name: str = "flaky", args: dict | str | None = None, call_id: str = "c1"
+        ) -> ToolOutcome:
+    """Run one call; ``args`` may be a JSON string, as a model may send them."""
     return executor.run({"id": call_id, "name": name, "args": args or {}}, CTX)
 
 
@@ -143,7 +154,7 @@ def test_timeouts_back_off_1_2_4_and_never_block_the_caller(fake, release):
     assert fake.sleeps == [1.0, 2.0, 4.0]
     assert (outcome.attempts, len(calls)) == (4, 4)
     assert (outcome.error_type, outcome.exception) == ("timeout", "ToolTimeoutError")
-    assert "0.05 s" in outcome.error
+    assert outcome.error is not None and "0.05 s" in outcome.error
     assert elapsed < 2.0  # four 0.05 s deadlines, not four 5 s hangs
 
 
@@ -202,6 +213,7 @@ def test_validation_error_is_never_retried_and_the_tool_never_called(fake):
     outcome = run(make(fake, body), args={"x": "not a number"})
     assert (outcome.status, outcome.error_type, outcome.exception) == ("error", "validation", "ValidationError")
     assert (outcome.attempts, body.calls, fake.sleeps) == (1, 0, [])
+    assert outcome.error is not None
     assert "x: Input should be a valid integer" in outcome.error and "'not a number'" in outcome.error
     assert "call_ms" not in outcome.timings_ms
 
@@ -272,6 +284,7 @@ def test_permanent_error_without_a_usable_fallback_says_the_service_is_unavailab
     executor.registry.register(needs_other_args)
     outcome = run(executor, args={"x": 5})
     assert (outcome.status, outcome.error_type, outcome.exception) == ("error", "permanent", "PermanentError")
+    assert outcome.error is not None
     assert outcome.error.startswith("The flaky service is unavailable at the moment.")
     assert outcome.error.endswith("Original error: warehouse API decommissioned")
     assert outcome.attempts == 1 and outcome.fallback is None and "fallback" not in outcome.record()
@@ -282,11 +295,12 @@ def test_permanent_error_when_the_fallback_fails_too(fake):
     executor.registry.register(lambda x=0: 1 / 0, name="also_broken")
     outcome = run(executor)
     assert outcome.error_type == "permanent" and outcome.exception == "PermanentError"
-    assert "fallback also failed: ZeroDivisionError" in outcome.error
+    assert outcome.error is not None and "fallback also failed: ZeroDivisionError" in outcome.error
 
 
 def test_permanent_error_without_fallback(fake):
     outcome = run(make(fake, Scripted(PermanentError("gone"))))
+    assert outcome.error is not None
     assert outcome.error_type == "permanent" and "unavailable" in outcome.error and outcome.attempts == 1
 
 
@@ -325,7 +339,8 @@ def test_retry_after_forms():
     assert retry_after_of(HTTPError(429, {"Retry-After": "soon"})) is None
     assert retry_after_of(HTTPError(429)) is None
     when = format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
-    assert 100 < retry_after_of(HTTPError(429, {"Retry-After": when}, on_response=True)) <= 120
+    wait = retry_after_of(HTTPError(429, {"Retry-After": when}, on_response=True))
+    assert wait is not None and 100 < wait <= 120
 
 
 # ------------------------------------------------------------------------------------------ async tools
@@ -566,6 +581,7 @@ def test_framework_retries_validation_errors_and_does_not_validate_first(fake):
 
     outcome = _framework(fake, strict).run({"id": "c", "name": "flaky", "args": {"x": "seven"}}, CTX)
     assert calls == ["seven"] * 4 and outcome.attempts == 4 and len(fake.sleeps) == 3
+    assert outcome.error is not None
     assert outcome.exception == "ToolExecutionFailed" and "TypeError" not in outcome.error
     contrast = FakeClock()
     body = Scripted()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from lg_harness.service.http import Runtime, Settings
 
 from tests.engines import database_url, postgres_server  # noqa: F401
@@ -45,9 +46,17 @@ def payload(text: str = TEXT) -> dict[str, Any]:
 def written(rt: Runtime, thread: str, mid: int) -> tuple[Any, ...]:
     """Everything a worker writes for a message: transcript, checkpoints, node events, the queue row."""
     h = rt.harness
-    return ([(r["role"], r["content"]) for r in h.transcripts.read(thread)],
-            [c.config["configurable"]["checkpoint_id"] for c in h.checkpointer.list(h.config(thread))],
-            rt.queue.events(mid), {k: v for k, v in rt.queue.get(mid).items() if k != "payload"})
+    transcript = [(r["role"], r["content"]) for r in h.transcripts.read(thread)]
+    checkpoints = [checkpoint_id(c.config) for c in h.checkpointer.list(h.config(thread))]
+    events = rt.queue.events(mid)
+    row = rt.queue.get(mid)
+    assert row is not None, f"no queue row {mid}"
+    return transcript, checkpoints, events, {k: v for k, v in row.items() if k != "payload"}
+
+
+def checkpoint_id(config: RunnableConfig) -> str:
+    assert "configurable" in config, config
+    return config["configurable"]["checkpoint_id"]
 
 
 def test_a_stalled_worker_taken_over_writes_nothing_more_and_the_client_gets_one_reply(workers: Any) -> None:

@@ -21,6 +21,11 @@ from lg_harness.tools.context import ToolContext
 from lg_harness.tools.executor import ToolExecutor, ToolOutcome
 from lg_harness.tools.registry import ToolRegistry
 
+try:
+    from support import tool_spec
+except ImportError:  # tests/ imported as a package
+    from tests.support import tool_spec
+
 SCENARIO_DIR = Path(DOMAIN.scenario_path())
 REQUIRED_TAGS = ("single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation", "role",
                  "adversarial", "injection", "unicode", "tool-faults", "handoff", "en", "zh", "handwritten")
@@ -153,7 +158,7 @@ def test_schemas_carry_patterns_and_entity_markers(registry: ToolRegistry) -> No
                 "verify_identity": {"employee_id": "employee", "pin": "pin"}, "reset_password": {"employee_id": "employee"},
                 "unlock_account": {"employee_id": "employee"}, "get_access_request": {"request_id": "request"}}
     for name in registry.names():
-        spec = registry.get(name)
+        spec = tool_spec(registry, name)
         assert DOMAIN.tool_entities(spec) == expected.get(name, {}), name
         props = spec.json_schema()["function"]["parameters"]["properties"]
         for arg, pattern in ID_ARGS.items():
@@ -161,19 +166,19 @@ def test_schemas_carry_patterns_and_entity_markers(registry: ToolRegistry) -> No
                 assert props[arg]["pattern"] == f"^{pattern}$", (name, arg)
                 assert props[arg]["description"], (name, arg)
         assert spec.description and "Args:" not in spec.description, name
-    props = registry.get("create_ticket").json_schema()["function"]["parameters"]["properties"]
+    props = tool_spec(registry, "create_ticket").json_schema()["function"]["parameters"]["properties"]
     assert props["priority"]["enum"] == ["low", "medium", "high", "critical"]
-    props = registry.get("request_access").json_schema()["function"]["parameters"]["properties"]
+    props = tool_spec(registry, "request_access").json_schema()["function"]["parameters"]["properties"]
     assert "github" in props["system"]["enum"]
-    assert registry.get("verify_identity").json_schema()["function"]["parameters"]["properties"]["pin"]["pattern"]
+    assert tool_spec(registry, "verify_identity").json_schema()["function"]["parameters"]["properties"]["pin"]["pattern"]
 
 
 def test_changing_tools_and_roles(registry: ToolRegistry) -> None:
-    changing = {n for n in registry.names() if registry.get(n).changes_state}
+    changing = {n for n in registry.names() if tool_spec(registry, n).changes_state}
     assert changing == {"create_ticket", "add_ticket_comment", "reset_password", "request_access", "unlock_account",
                         "escalate_to_technician"}
-    assert registry.get("unlock_account").roles == frozenset({"agent"})
-    assert all(registry.get(n).roles is None for n in registry.names() if n != "unlock_account")
+    assert tool_spec(registry, "unlock_account").roles == frozenset({"agent"})
+    assert all(tool_spec(registry, n).roles is None for n in registry.names() if n != "unlock_account")
     employee = [s.name for s in registry.offer(None, "employee")]
     agent = [s.name for s in registry.offer(None, "agent")]
     assert "unlock_account" not in employee and "unlock_account" in agent
@@ -409,9 +414,11 @@ def test_slot_extractors() -> None:
 
 
 def test_users_resources_and_scenario_path(tmp_path: Path) -> None:
+    assert DOMAIN.fresh_resources is not None and DOMAIN.open_resources is not None
     resources = DOMAIN.fresh_resources()
     try:
-        assert DOMAIN.user("E1001", resources)["role"] == "employee"
+        employee = DOMAIN.user("E1001", resources)
+        assert employee is not None and employee["role"] == "employee"
         assert DOMAIN.user("a9001", resources) == {"id": "A9001", "role": "agent", "name": "Priya Nair",
                                                   "department": "Service Desk"}
         assert DOMAIN.user("U001", resources) is None and DOMAIN.user("E1001", {}) is None
@@ -456,10 +463,12 @@ def test_scenarios_load_and_cover_every_kind(scenarios: list[Scenario]) -> None:
 
 
 def test_scenario_users_tools_intents_and_faults_are_known(scenarios: list[Scenario], registry: ToolRegistry) -> None:
+    assert DOMAIN.fresh_resources is not None
     resources = DOMAIN.fresh_resources()
     intents = set(DOMAIN.intent_names())
     try:
         for s in scenarios:
+            assert s.user_id is not None, s.id
             user = DOMAIN.user(s.user_id, resources)
             assert user is not None and user["role"] == s.role, s.id
             assert set(s.tool_faults) <= set(registry.names()), s.id
@@ -476,10 +485,12 @@ def test_scenario_users_tools_intents_and_faults_are_known(scenarios: list[Scena
 
 
 def test_heldout_scenarios_use_real_users_and_tools(heldout: list[Scenario], registry: ToolRegistry) -> None:
+    assert DOMAIN.fresh_resources is not None
     resources = DOMAIN.fresh_resources()
     try:
         assert len(heldout) >= 60
         for s in heldout:
+            assert s.user_id is not None, s.id
             user = DOMAIN.user(s.user_id, resources)
             assert user is not None and user["role"] == s.role, s.id
             assert s.lang in s.tags and s.turns, s.id
@@ -510,6 +521,7 @@ def _fill(spec: Any, args: dict[str, Any], text: str) -> dict[str, Any]:
 
 def _replay(s: Scenario, executor: ToolExecutor, registry: ToolRegistry) -> list[tuple[Any, str, str]]:
     """Run every turn's expected tools in order on a fresh desk; (turn, its results, everything so far)."""
+    assert s.user_id is not None, s.id
     db = HelpdeskDB.fresh_copy()
     context = ctx(db, s.user_id, s.role or "employee", thread=s.id)
     seen, out = "", []

@@ -7,9 +7,6 @@ thread's record of every id the customer typed or a tool result returned (``memo
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from langchain_core.messages import AIMessage
 from lg_harness.core.state import MAX_KNOWN_IDS, remember_ids
@@ -17,12 +14,19 @@ from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_arg
 
 from lg_harness import Harness, load_domain
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, say, shop_tasks  # noqa: E402
-
 try:
+    from fixtures.chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, say, shop_tasks
     from support import patient_design
 except ImportError:  # tests/ imported as a package
+    from tests.fixtures.chains import (
+        RETAIL,
+        ChainModel,
+        helpdesk_tasks,
+        retail_tasks,
+        run_task,
+        say,
+        shop_tasks,
+    )
     from tests.support import patient_design
 
 CASES = {"retail": (RETAIL + ":DOMAIN", retail_tasks, 4), "shop": ("shop", shop_tasks, 3),
@@ -51,6 +55,7 @@ def test_an_id_compressed_out_of_the_working_set_is_still_known():
     uid, turns, _ = retail_tasks(domain)[0]
     model = ChainModel(plan=dict(turns))
     thread = uid + "-thread"
+    assert domain.fresh_resources is not None
     with Harness(None, patient_design(), model, domain=domain, resources=domain.fresh_resources()) as h:
         for text, _ in turns[:6]:
             say(h, uid, text)
@@ -62,7 +67,7 @@ def test_an_id_compressed_out_of_the_working_set_is_still_known():
         assert "gift card" in text
         [asked] = h.send(thread, text, uid).tool_calls
         assert asked["name"] == "modify_pending_order_payment" and asked["error_type"] == "needs_confirmation"
-        assert asked["args"]["payment_method_id"] == gift
+        assert asked["args"] is not None and asked["args"]["payment_method_id"] == gift
         done = h.send(thread, "yes", uid)
         assert [(c["name"], c["status"]) for c in done.tool_calls] == [("modify_pending_order_payment", "ok")]
 
@@ -72,6 +77,7 @@ def test_ids_are_known_per_thread_only():
     domain = load_domain(RETAIL + ":DOMAIN")
     (a, turns, _), (b, _, _) = retail_tasks(domain)[:2]
     model = ChainModel(plan=dict(turns[:2]))
+    assert domain.fresh_resources is not None
     with Harness(None, patient_design(), model, domain=domain, resources=domain.fresh_resources()) as h:
         for text, _ in turns[:2]:
             h.send("a", text, a)

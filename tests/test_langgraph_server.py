@@ -224,7 +224,8 @@ def test_second_message_continues_the_thread(server):
 
     ledger = SqliteLedger(server["data_dir"] / "ledger.sqlite")  # the server recorded the change and its result
     [key] = [c["ledger_key"] for c in values["tool_log"] if c["name"] == "request_return"]
-    assert ledger.get(key).status == "settled" and ledger.get(key).thread_id == thread_id
+    entry = ledger.get(key)
+    assert entry is not None and entry.status == "settled" and entry.thread_id == thread_id
     ledger.close()
     history = client.threads.get_history(thread_id, limit=100)
     assert len(history) > 4  # checkpoints of both runs, kept by the server's checkpointer

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import json
 import struct
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -27,6 +28,11 @@ from lg_harness.llm.local_weights import (
     ensure_gguf,
     read_gguf_metadata,
 )
+
+try:
+    from support import tool_spec
+except ImportError:  # tests/ imported as a package
+    from tests.support import tool_spec
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 
@@ -89,8 +95,17 @@ QWEN_TEMPLATE = r'''
 '''.removeprefix("\n")
 
 
-def _names(calls: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def _names(calls: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     return [(c["name"], c["args"]) for c in calls]
+
+
+def _cache_read(message: AIMessage) -> int:
+    """The prompt tokens the engine reused from its cache for ``message``."""
+    usage = message.usage_metadata
+    assert usage is not None and "input_token_details" in usage, message
+    cache_read = usage["input_token_details"].get("cache_read")
+    assert cache_read is not None, usage
+    return cache_read
 
 
 # --- the text the model writes -> tool calls ------------------------------------------------------------
@@ -361,16 +376,17 @@ def test_real_model_asks_for_the_order_status_and_reuses_its_prefix() -> None:
     from lg_harness.llm.local import make_local
 
     registry = DOMAIN.registry()
-    tools = [registry.get(n).json_schema() for n in ("get_order_status", "list_my_orders", "search_products")]
+    tools = [tool_spec(registry, n).json_schema() for n in ("get_order_status", "list_my_orders", "search_products")]
     model = make_local("qwen2.5-coder-0.5b").bind_tools(tools)
     first = model.invoke([SystemMessage(DOMAIN.system_prompt), HumanMessage("Where is my order ORD-10134?")])
     assert _names(first.tool_calls) == [("get_order_status", {"order_id": "ORD-10134"})]
     usage = first.usage_metadata
+    assert usage is not None
     assert usage["input_tokens"] > 300 and usage["output_tokens"] > 5 and first.response_metadata["latency_s"] > 0
     again = model.invoke([SystemMessage(DOMAIN.system_prompt), HumanMessage("Where is my order ORD-10134?")])
     # Same prompt, greedy decoding: the same call (with a new id), and all but one prompt token from the cache.
     assert _names(again.tool_calls) == _names(first.tool_calls) and again.tool_calls[0]["id"] != first.tool_calls[0]["id"]
-    assert again.usage_metadata["input_token_details"]["cache_read"] == usage["input_tokens"] - 1
+    assert _cache_read(again) == usage["input_tokens"] - 1
 
 
 @pytest.mark.skipif(_real_model_missing() is not None, reason=str(_real_model_missing()))
@@ -379,16 +395,18 @@ def test_a_step_with_other_tools_between_does_not_cost_the_next_action_step_its_
     the next message's action step: it starts from the first step's saved state, not from the system
     prompt; each step's own budget caps what it writes, and the engine's timings come back."""
     from lg_harness.domains.shop import DOMAIN
-    from lg_harness.llm.local import make_local
+    from lg_harness.llm.local import LocalChatModel, make_local
 
     registry = DOMAIN.registry()
-    tools = [registry.get(n).json_schema() for n in ("get_order_status", "list_my_orders", "search_products")]
+    tools = [tool_spec(registry, n).json_schema() for n in ("get_order_status", "list_my_orders", "search_products")]
     base = make_local("qwen2.5-coder-0.5b")
+    assert isinstance(base, LocalChatModel)
     history = [SystemMessage(DOMAIN.system_prompt), HumanMessage("Where is my order ORD-10134?")]
     first = base.bind_tools(tools).invoke(history)
     base.invoke([SystemMessage(DOMAIN.system_prompt), HumanMessage("Say hello in five words.")])
     later = [*history, AIMessage("Your order ORD-10134 has shipped."), HumanMessage("And ORD-10172?")]
     again = base.bind_tools(tools).invoke(later)
-    assert again.usage_metadata["input_token_details"]["cache_read"] >= first.usage_metadata["input_tokens"] - 1
+    assert first.usage_metadata is not None
+    assert _cache_read(again) >= first.usage_metadata["input_tokens"] - 1
     speed = again.response_metadata["speed"]
     assert speed["generated_tokens"] <= base.max_tokens_call and speed["generation_s"] > 0

@@ -252,6 +252,7 @@ def test_persistence_across_close_and_reopen(tmp_path):
         assert (record.text, record.hits, record.confidence) == (RESTART, 1, pytest.approx(0.7))
         assert [h.id for h in again.experiences.search("u1", "headset pairing")] == [rid]
         fact = again.facts.get("u1", "shipping_address")
+        assert fact is not None
         assert (fact.value, fact.source) == ("12 Elm St", "t1/turn2")
     finally:
         again.close()
@@ -273,7 +274,7 @@ def test_external_client_is_used_and_left_open(tmp_path):
         # Still usable after the facade closed: the caller owns the client.
         assert client.get_collection("experiences").get(ids=[rid])["ids"] == [rid]
     finally:
-        client.close()
+        client.close()  # pyright: ignore[reportAttributeAccessIssue]  (chromadb types it ClientAPI, which lacks close())
 
 
 def test_facade_needs_locations():

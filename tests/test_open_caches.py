@@ -76,6 +76,7 @@ def test_a_reopened_data_dir_reads_the_example_vectors_from_its_cache(tmp_path, 
 def test_another_version_of_the_examples_gets_a_cache_file_of_its_own(tmp_path):
     one = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b"])
     two = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b", "c"])
+    assert one is not None and two is not None, "a data dir gets a cache file"
     assert one != two and one.parent == two.parent == tmp_path / warm_module.CACHE_DIR
 
 

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, LiteralString
 
 import httpx
 import pytest
@@ -64,9 +64,10 @@ def _query(url: str, schema: str) -> Any:
     import psycopg
     from psycopg.rows import dict_row
 
-    def query(sql: str, *params: Any) -> list[dict[str, Any]]:
-        with psycopg.connect(url, row_factory=dict_row, options=f"-c search_path={schema}") as conn:
-            return conn.execute(sql, params).fetchall()
+    def query(sql: LiteralString, *params: Any) -> list[dict[str, Any]]:
+        with psycopg.connect(url, options=f"-c search_path={schema}") as conn, \
+                conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(sql, params).fetchall()
 
     return query
 

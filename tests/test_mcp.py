@@ -63,8 +63,8 @@ def test_a_call_the_schema_rejects_never_reaches_the_server(stdio_domain):
         result = h.send("t", "What is the status of order #W12?", "u1")
     errors = [(c["name"], c["error_type"]) for c in result.tool_calls]
     assert errors == [("get_order", "validation"), ("get_order", "validation")]
-    assert "does not match" in result.tool_calls[0]["error"]
-    assert "order_id: 'order_id' is a required property" in result.tool_calls[1]["error"]
+    assert "does not match" in (result.tool_calls[0]["error"] or "")
+    assert "order_id: 'order_id' is a required property" in (result.tool_calls[1]["error"] or "")
     assert len(server_log(stdio_domain)) == before  # neither call reached the server
 
 
@@ -127,7 +127,7 @@ def test_a_server_over_streamable_http_answers_and_validates(http_url):
         result = h.send("t", "Tell me about order #W4817420, and cancel it", "u1")
     got = {c["name"]: c for c in result.tool_calls}
     assert got["get_order"]["status"] == "ok" and got["cancel_order"]["error_type"] == "validation"
-    assert "is not one of" in got["cancel_order"]["error"]
+    assert "is not one of" in (got["cancel_order"]["error"] or "")
 
 
 def test_the_cli_runs_a_message_on_an_mcp_server(tmp_path):

@@ -15,6 +15,7 @@ import threading
 from lg_harness.graphs.app import Harness
 from lg_harness.memory import writer as writer_module
 from lg_harness.memory.facts import FactStore
+from lg_harness.memory.longterm import LongTermMemory
 
 try:
     from support import patient_design
@@ -24,14 +25,20 @@ except ImportError:  # tests/ imported as a package
 ASK = "Where is my order ORD-10134?"  # U001's own order: get_order_status succeeds, an outcome to remember
 
 
+def memory(h: Harness) -> LongTermMemory:
+    """The harness's long-term memory (the design these tests run keeps one)."""
+    assert h.memory is not None, "long-term memory is on"
+    return h.memory
+
+
 def outcomes(h: Harness, user: str = "U001") -> list[str]:
     """The user's remembered outcomes, read straight from Chroma (not through the waiting read path)."""
-    got = h.memory.experiences._col.get(where={"user_id": user}, include=["documents"])
+    got = memory(h).experiences._col.get(where={"user_id": user}, include=["documents"])
     return list(got["documents"])
 
 
 def pending_rows(h: Harness) -> int:
-    return int(h.memory.facts._db.execute("SELECT COUNT(*) FROM memory_pending").fetchone()[0])
+    return int(memory(h).facts._db.execute("SELECT COUNT(*) FROM memory_pending").fetchone()[0])
 
 
 def test_the_reply_goes_out_before_long_term_memory_is_written(tmp_path, monkeypatch):
@@ -50,10 +57,10 @@ def test_the_reply_goes_out_before_long_term_memory_is_written(tmp_path, monkeyp
         assert started.wait(30), "the writer starts once the reply is out"
         assert outcomes(h) == [] and pending_rows(h) == 1, "the reply came while the write was still to do"
         release.set()
-        assert h.memory.writer.wait_idle(30)
+        assert memory(h).writer.wait_idle(30)
         assert any("get_order_status" in o and "ORD-10134" in o for o in outcomes(h)), outcomes(h)
         assert pending_rows(h) == 0
-        assert h.memory.facts.value("U001", "last_order_id") == "ORD-10134"
+        assert memory(h).facts.value("U001", "last_order_id") == "ORD-10134"
 
 
 CRASH_AFTER_REPLY = textwrap.dedent("""
@@ -83,7 +90,7 @@ def test_a_crash_between_the_reply_and_the_write_loses_nothing(tmp_path):
     with Harness(tmp_path, patient_design(), "sim:clean") as h:  # opening recovers what was left
         assert pending_rows(h) == 0
         assert any("get_order_status" in o and "ORD-10134" in o for o in outcomes(h)), outcomes(h)
-        assert h.memory.facts.value("U001", "last_order_id") == "ORD-10134"
+        assert memory(h).facts.value("U001", "last_order_id") == "ORD-10134"
 
 
 def test_a_writer_that_died_mid_write_is_taken_over_after_its_claim_expires(tmp_path):
@@ -106,10 +113,10 @@ def test_a_writer_that_died_mid_write_is_taken_over_after_its_claim_expires(tmp_
 def test_messages_with_nothing_to_remember_write_nothing(tmp_path, monkeypatch):
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
         h.send("t", ASK, "U001")
-        assert h.memory.writer.wait_idle(30)
+        assert memory(h).writer.wait_idle(30)
         enqueued = []
-        put = h.memory.facts.enqueue
-        monkeypatch.setattr(h.memory.facts, "enqueue", lambda *a, **k: (enqueued.append(a), put(*a, **k)))
+        put = memory(h).facts.enqueue
+        monkeypatch.setattr(memory(h).facts, "enqueue", lambda *a, **k: (enqueued.append(a), put(*a, **k)))
         for text in ("thanks", "ok", "great, thank you"):
             h.send("t", text, "U001")
         assert enqueued == [], "small talk with the language already known gives memory nothing"
@@ -118,13 +125,13 @@ def test_messages_with_nothing_to_remember_write_nothing(tmp_path, monkeypatch):
 def test_hit_counts_are_sql_rows_not_chroma_metadata_updates(tmp_path, monkeypatch):
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
         h.send("t", ASK, "U001")
-        assert h.memory.writer.wait_idle(30)
-        [rid] = [r.id for r in h.memory.experiences.all("U001")]
+        assert memory(h).writer.wait_idle(30)
+        [rid] = [r.id for r in memory(h).experiences.all("U001")]
         updates = []
-        update = h.memory.experiences._col.update
-        monkeypatch.setattr(h.memory.experiences._col, "update", lambda **k: (updates.append(k), update(**k)))
+        update = memory(h).experiences._col.update
+        monkeypatch.setattr(memory(h).experiences._col, "update", lambda **k: (updates.append(k), update(**k)))
         h.send("t", ASK, "U001")  # recalls the first outcome and succeeds again: a hit for it
-        assert h.memory.writer.wait_idle(30)
+        assert memory(h).writer.wait_idle(30)
         assert not any("hits" in m for u in updates for m in u.get("metadatas") or []), updates
-        assert h.memory.facts.hits("U001", [rid]) == {rid: 1}
-        assert h.memory.experiences.get("U001", rid).hits == 1
+        assert memory(h).facts.hits("U001", [rid]) == {rid: 1}
+        assert memory(h).experiences.get("U001", rid).hits == 1

@@ -337,7 +337,9 @@ def test_report_has_command_date_and_a_row_per_design(summary: dict, tmp_path: P
     assert "## Figures from the write-ups" in text and "Tool-argument validity 82% -> 97.4%" in text
     assert "## Paired differences" in text and "## Task completion by tag" in text
     # 6 of 6 runs over 2 scenarios (2 kinds: a Wilson interval), n beside the figure
-    low = 100 * wilson(6, 6)[0]
+    interval = wilson(6, 6)
+    assert interval is not None
+    low = 100 * interval[0]
     assert f"| harness | 100.0% [{low:.1f}–100.0]† (n=2) |" in text
     assert "Split: 2 scenarios in 2 kinds; of them dev" in text
     assert "n/a (design not run)" in text  # no layered or state-machine in this run

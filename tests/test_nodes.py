@@ -8,16 +8,27 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol, cast, runtime_checkable
 
 import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 import pytest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import add_messages
 from lg_harness.core.design import load_design
 from lg_harness.core.routing.route import next_node
+from lg_harness.core.state import HarnessState, UserInfo
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.backend import claim_coupon
@@ -27,8 +38,8 @@ from lg_harness.nodes.phrases import say
 from lg_harness.tools.executor import ToolExecutor
 from pydantic import Field
 
-CONFIG = {"configurable": {"thread_id": "t"}}
-U001 = {"id": "U001", "role": "customer"}
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "t"}}
+U001: UserInfo = {"id": "U001", "role": "customer"}
 ORDER_ID_RE = re.compile(r"ORD-\d{5}")
 
 
@@ -52,12 +63,22 @@ def node(role: str, variant: str, deps: NodeDeps):
     return BUILTIN_VARIANTS.of(role)[variant](deps)
 
 
+@runtime_checkable
+class TwoStepAction(Protocol):
+    """An action node that decides its calls when called and runs them in ``execute`` (``tool_loop``)."""
+
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]: ...
+
+    def execute(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]: ...
+
+
 def acted(deps: NodeDeps):
     """The action step as the graph runs it: ``action`` decides the calls, ``execute`` runs what it decided;
     one update, merged the way the graph's reducers merge them."""
     action = node("action", "tool_loop", deps)
+    assert isinstance(action, TwoStepAction)
 
-    def run(state: dict, config: Any) -> dict:
+    def run(state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
         decided = action(state, config)
         if not decided.get("planned_calls"):
             return decided
@@ -75,24 +96,35 @@ def tool_call(name: str, args: dict, cid: str = "call_1") -> dict:
     return {"name": name, "args": args, "id": cid, "type": "tool_call"}
 
 
-def apply(state: dict, update: dict) -> dict:
+def apply(state: HarnessState, update: dict[str, Any]) -> HarnessState:
     """Merge a node's update into the state the way the graph's reducers do (messages by id, rest replaced)."""
-    merged = dict(state)
+    merged: dict[str, Any] = dict(state)
     for key, value in update.items():
         if key == "messages":
-            merged["messages"] = add_messages(state.get("messages") or [], value)
+            merged["messages"] = merged_messages(state.get("messages") or [], value)
         elif key in ("fact_card", "slots") and isinstance(value, dict):
             base = {} if value.get("__reset__") else dict(state.get(key) or {})
             base.update({k: v for k, v in value.items() if k != "__reset__"})
             merged[key] = {k: v for k, v in base.items() if v is not None}
         else:
             merged[key] = value
-    return merged
+    return cast(HarnessState, merged)  # a node's update names state keys only, so the merge is a state
+
+
+def merged_messages(left: Sequence[BaseMessage], right: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``add_messages`` on message objects, whose result is messages (langgraph annotates it as any
+    message-like value)."""
+    merged = add_messages(list(left), list(right))
+    assert isinstance(merged, list)
+    messages = [m for m in merged if isinstance(m, BaseMessage)]
+    assert len(messages) == len(merged), "add_messages returns message objects"
+    return messages
 
 
 def result_data(message: ToolMessage) -> dict:
     """The JSON payload of a tool result, whether sent bare or inside a labelled wrapper."""
     text = message.content
+    assert isinstance(text, str), "a tool result is text"
     return json.loads(text[text.index("{"): text.rindex("}") + 1])
 
 
@@ -124,7 +156,7 @@ def intent_cases(orders: dict[str, list[str]]) -> list[tuple[str, str]]:
 def test_intent_variants_recognise_english_and_chinese(make_deps, u001_orders, variant):
     intent_node = node("intent", variant, make_deps())
     for text, expected in intent_cases(u001_orders):
-        state = {"messages": [human(text)], "user": U001}
+        state: HarnessState = {"messages": [human(text)], "user": U001}
         update = intent_node(state, CONFIG)
         assert update["intent"] == expected, (variant, text)
         assert update["turn"] == 1
@@ -152,9 +184,10 @@ def test_hybrid_asks_the_model_only_when_the_classifier_is_unsure(make_deps, rec
 def test_intent_continues_the_open_task_when_the_message_only_answers_the_slot(make_deps, u001_orders, variant):
     order = u001_orders["delivered"][0]
     asked = say("ask_order_id", "en", SHOP)
-    state = {"messages": [human("I want to return my order", "h1"), AIMessage(asked, id="a1"), human(order, "h2")],
-             "user": U001, "turn": 1, "intent": "return_order", "missing_slots": ["order_id"], "slots": {},
-             "fact_card": {"language": "en"}}
+    state: HarnessState = {
+        "messages": [human("I want to return my order", "h1"), AIMessage(asked, id="a1"), human(order, "h2")],
+        "user": U001, "turn": 1, "intent": "return_order", "missing_slots": ["order_id"], "slots": {},
+        "fact_card": {"language": "en"}}
     update = node("intent", variant, make_deps())(state, CONFIG)
     assert update["intent"] == "return_order"
     assert "__reset__" not in (update.get("slots") or {}), "the open task's slots are kept"
@@ -168,19 +201,21 @@ def test_intent_continues_the_open_task_for_a_chinese_slot_answer(make_deps, u00
     ('订单' is also an order-status keyword, but the message only answers the question that was asked.)
     """
     order = u001_orders["delivered"][0]
-    state = {"messages": [human("我想退货", "h1"), AIMessage(say("ask_order_id", "zh", SHOP), id="a1"),
-                          human(f"订单号是 {order}", "h2")],
-             "user": U001, "turn": 1, "intent": "return_order", "missing_slots": ["order_id"], "slots": {},
-             "fact_card": {"language": "zh"}}
+    state: HarnessState = {
+        "messages": [human("我想退货", "h1"), AIMessage(say("ask_order_id", "zh", SHOP), id="a1"),
+                     human(f"订单号是 {order}", "h2")],
+        "user": U001, "turn": 1, "intent": "return_order", "missing_slots": ["order_id"], "slots": {},
+        "fact_card": {"language": "zh"}}
     update = node("intent", variant, make_deps())(state, CONFIG)
     assert update["intent"] == "return_order"
 
 
 def test_intent_switches_task_when_the_user_asks_something_new(make_deps):
-    state = {"messages": [human("I want to return my order", "h1"), AIMessage("Which order?", id="a1"),
-                          human("Actually, do you have bluetooth headphones?", "h2")],
-             "user": U001, "turn": 1, "intent": "return_order", "missing_slots": ["order_id"],
-             "slots": {"query": "stale"}}
+    state: HarnessState = {
+        "messages": [human("I want to return my order", "h1"), AIMessage("Which order?", id="a1"),
+                     human("Actually, do you have bluetooth headphones?", "h2")],
+        "user": U001, "turn": 1, "intent": "return_order", "missing_slots": ["order_id"],
+        "slots": {"query": "stale"}}
     update = node("intent", "hybrid", make_deps())(state, CONFIG)
     assert update["intent"] == "product"
     assert update["slots"].get("__reset__") is True, "a new task starts with empty slots"
@@ -188,8 +223,9 @@ def test_intent_switches_task_when_the_user_asks_something_new(make_deps):
 
 def test_intent_updates_the_fact_card_with_order_ids_and_language(make_deps, u001_orders):
     known, first, second = u001_orders["pending"][0], u001_orders["shipped"][0], u001_orders["delivered"][0]
-    state = {"messages": [human(f"Where are {first} and {second}?")], "user": U001,
-             "fact_card": {"order_ids": [known], "language": "zh"}}
+    state: HarnessState = {
+        "messages": [human(f"Where are {first} and {second}?")], "user": U001,
+        "fact_card": {"order_ids": [known], "language": "zh"}}
     card = node("intent", "classifier", make_deps())(state, CONFIG)["fact_card"]
     assert card["last_order_id"] == second
     assert card["order_ids"] == [known, first, second]
@@ -214,8 +250,9 @@ def test_intent_trims_working_messages_to_the_window_keeping_tool_pairs(make_dep
                                                                             CONFIG)
     removed = {m.id for m in update["messages"] if isinstance(m, RemoveMessage)}
     assert removed == {"h1", "a1", "h2"}
-    kept = add_messages(messages, update["messages"])
+    kept = merged_messages(messages, update["messages"])
     assert [m.id for m in kept] == ["ai-call", "t1", "t2", "a2", "h3"]
+    assert isinstance(kept[0], AIMessage)
     ids_called = {c["id"] for c in kept[0].tool_calls}
     assert {m.tool_call_id for m in kept if isinstance(m, ToolMessage)} == ids_called
     # Under the window nothing is removed.
@@ -234,7 +271,8 @@ def test_intent_trims_working_messages_to_the_window_keeping_tool_pairs(make_dep
     ("product", "有没有？", "zh", "query", "ask_query"),
 ])
 def test_collect_asks_exactly_for_the_missing_slot_in_the_users_language(make_deps, intent, text, lang, slot, phrase):
-    state = {"messages": [human(text)], "user": U001, "intent": intent, "slots": {}, "fact_card": {}}
+    state: HarnessState = {
+        "messages": [human(text)], "user": U001, "intent": intent, "slots": {}, "fact_card": {}}
     update = node("collect", "slots", make_deps())(state, CONFIG)
     assert update["missing_slots"] == [slot]
     assert update["reply"] == say(phrase, lang, SHOP)
@@ -247,8 +285,9 @@ def test_collect_asks_exactly_for_the_missing_slot_in_the_users_language(make_de
 
 def test_collect_fills_the_slot_from_the_fact_card(make_deps, u001_orders):
     order = u001_orders["delivered"][0]
-    state = {"messages": [human("I want to return it")], "user": U001, "intent": "return_order", "slots": {},
-             "fact_card": {"last_order_id": order, "language": "en"}}
+    state: HarnessState = {
+        "messages": [human("I want to return it")], "user": U001, "intent": "return_order", "slots": {},
+        "fact_card": {"last_order_id": order, "language": "en"}}
     update = node("collect", "slots", make_deps())(state, CONFIG)
     assert update["slots"]["order_id"] == order
     assert update["missing_slots"] == []
@@ -257,15 +296,17 @@ def test_collect_fills_the_slot_from_the_fact_card(make_deps, u001_orders):
 
 def test_collect_prefers_the_id_in_this_message_over_the_fact_card(make_deps, u001_orders):
     old, new = u001_orders["shipped"][0], u001_orders["delivered"][0]
-    state = {"messages": [human(f"and {new}?")], "user": U001, "intent": "order_status", "slots": {},
-             "fact_card": {"last_order_id": old}}
+    state: HarnessState = {
+        "messages": [human(f"and {new}?")], "user": U001, "intent": "order_status", "slots": {},
+        "fact_card": {"last_order_id": old}}
     update = node("collect", "slots", make_deps())(state, CONFIG)
     assert update["slots"]["order_id"] == new and update["missing_slots"] == []
 
 
 def test_collect_does_not_borrow_facts_the_task_does_not_need(make_deps, u001_orders):
-    state = {"messages": [human("do you have mechanical keyboards?")], "user": U001, "intent": "product",
-             "slots": {}, "fact_card": {"last_order_id": u001_orders["shipped"][0]}}
+    state: HarnessState = {
+        "messages": [human("do you have mechanical keyboards?")], "user": U001, "intent": "product",
+        "slots": {}, "fact_card": {"last_order_id": u001_orders["shipped"][0]}}
     update = node("collect", "slots", make_deps())(state, CONFIG)
     assert "order_id" not in update["slots"]
     assert update["slots"]["query"] == "mechanical keyboards" and update["missing_slots"] == []
@@ -274,10 +315,11 @@ def test_collect_does_not_borrow_facts_the_task_does_not_need(make_deps, u001_or
 # ================================================================================================ action
 
 
-def action_state(text: str, intent: str, user: dict | None = None, **extra: Any) -> dict[str, Any]:
+def action_state(text: str, intent: str, user: UserInfo | None = None,
+                 fact_card: dict[str, Any] | None = None) -> HarnessState:
     return {"messages": [human(text)], "user": user or U001, "intent": intent, "turn": 1, "slots": {},
-            "fact_card": {}, "tool_log": [], "turn_stats": {"rounds": 0, "model_calls": 0, "input_tokens": 0,
-                                                              "output_tokens": 0, "tool_calls": 0}, **extra}
+            "fact_card": fact_card or {}, "tool_log": [],
+            "turn_stats": {"rounds": 0, "model_calls": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0}}
 
 
 @pytest.mark.parametrize(("intent", "text"), [
@@ -425,7 +467,7 @@ def test_action_flags_an_id_nobody_gave_as_invented(make_deps, shop, u001_orders
 # ================================================================================================ reply
 
 
-def looked_up(shop, order: str, text: str) -> list:
+def looked_up(shop, order: str, text: str) -> list[AnyMessage]:
     from lg_harness.domains.shop.backend import get_order_status
     from lg_harness.tools.context import ToolContext
 
@@ -438,8 +480,9 @@ def test_reply_passes_the_models_closing_text(make_deps, recording_sim_cls, shop
     order = u001_orders["shipped"][0]
     closing = f"Order {order} is {order_status(shop, order)}."
     model = recording_sim_cls()
-    state = {"messages": [*looked_up(shop, order, f"where is {order}"), AIMessage(closing, id="a2")],
-             "user": U001, "intent": "order_status", "check": {}, "turn_stats": {"model_calls": 1}}
+    state: HarnessState = {
+        "messages": [*looked_up(shop, order, f"where is {order}"), AIMessage(closing, id="a2")],
+        "user": U001, "intent": "order_status", "check": {}, "turn_stats": {"model_calls": 1}}
     update = node("reply", "model", make_deps(model=model))(state, CONFIG)
     assert update["reply"] == closing
     assert model.calls == [], "no second model call for an answer that is already there"
@@ -451,10 +494,11 @@ def test_reply_regenerates_with_the_self_check_feedback(make_deps, recording_sim
     assert shop.query_one("SELECT 1 FROM orders WHERE id = ?", (invented,)) is None
     problem = f"'{invented}' does not come from a tool result or the customer"
     model = recording_sim_cls()
-    state = {"messages": [*looked_up(shop, order, f"where is {order}"),
-                          AIMessage(f"Order {invented} is shipped.", id="bad")],
-             "user": U001, "intent": "order_status", "reply": f"Order {invented} is shipped.",
-             "check": {"ok": False, "problems": [problem]}, "turn_stats": {"model_calls": 1, "regenerations": 0}}
+    state: HarnessState = {
+        "messages": [*looked_up(shop, order, f"where is {order}"),
+                     AIMessage(f"Order {invented} is shipped.", id="bad")],
+        "user": U001, "intent": "order_status", "reply": f"Order {invented} is shipped.",
+        "check": {"ok": False, "problems": [problem]}, "turn_stats": {"model_calls": 1, "regenerations": 0}}
     update = node("reply", "model", make_deps(model=model))(state, CONFIG)
     [call] = model.calls
     seen = call["messages"]
@@ -469,9 +513,10 @@ def test_reply_regenerates_with_the_self_check_feedback(make_deps, recording_sim
 def test_reply_greets_in_the_users_language_without_the_model(make_deps, recording_sim_cls):
     model = recording_sim_cls()
     for lang in ("en", "zh"):
-        state = {"messages": [human("你好" if lang == "zh" else "hello")], "user": U001, "intent": "greeting",
-                 "intent_kind": "conversational",
-                 "fact_card": {"language": lang}}
+        state: HarnessState = {
+            "messages": [human("你好" if lang == "zh" else "hello")], "user": U001, "intent": "greeting",
+            "intent_kind": "conversational",
+            "fact_card": {"language": lang}}
         update = node("reply", "model", make_deps(model=model))(state, CONFIG)
         assert update["reply"] and nlu.language(update["reply"]) == lang
     assert model.calls == []
@@ -483,8 +528,9 @@ def test_reply_greets_in_the_users_language_without_the_model(make_deps, recordi
 def test_self_check_rejects_an_invented_order_id(make_deps, shop, u001_orders):
     order = u001_orders["shipped"][0]
     invented = "ORD-99999"
-    state = {"messages": looked_up(shop, order, f"where is {order}"), "fact_card": {"last_order_id": order},
-             "reply": f"Order {invented} is shipped."}
+    state: HarnessState = {
+        "messages": looked_up(shop, order, f"where is {order}"), "fact_card": {"last_order_id": order},
+        "reply": f"Order {invented} is shipped."}
     update = node("self_check", "grounded", make_deps())(state, CONFIG)
     assert update["check"]["ok"] is False
     assert any(invented in p for p in update["check"]["problems"])
@@ -492,7 +538,8 @@ def test_self_check_rejects_an_invented_order_id(make_deps, shop, u001_orders):
 
 def test_self_check_rejects_an_invented_amount(make_deps, shop, u001_orders):
     order = u001_orders["shipped"][0]
-    state = {"messages": looked_up(shop, order, f"where is {order}"), "reply": f"Order {order} costs 12345.67."}
+    state: HarnessState = {
+        "messages": looked_up(shop, order, f"where is {order}"), "reply": f"Order {order} costs 12345.67."}
     update = node("self_check", "grounded", make_deps())(state, CONFIG)
     assert update["check"]["ok"] is False and any("12345.67" in p for p in update["check"]["problems"])
 
@@ -501,7 +548,7 @@ def test_self_check_passes_a_grounded_reply(make_deps, shop, u001_orders):
     order = u001_orders["shipped"][0]
     row = shop.query_one("SELECT status, tracking_no, total FROM orders WHERE id = ?", (order,))
     reply = f"Order {order} is {row['status']} (tracking {row['tracking_no']}); total {row['total']:.2f}."
-    state = {"messages": looked_up(shop, order, f"where is {order}"), "reply": reply}
+    state: HarnessState = {"messages": looked_up(shop, order, f"where is {order}"), "reply": reply}
     update = node("self_check", "grounded", make_deps())(state, CONFIG)
     assert update["check"] == {"ok": True, "problems": []}
     assert update["phase"] == "done"
@@ -516,12 +563,13 @@ def test_an_answer_without_a_lookup_reaches_the_customer_in_their_language(make_
     """A recall answered from the conversation, in English to a Chinese customer: sent back once, then said
     in Chinese by the harness with what the answer named; never an English reply to a Chinese customer."""
     order = u001_orders["pending"][0]
-    state = {"messages": [human(f"帮我查{order}"), AIMessage("...", id="a1"), human("我最开始给你的订单号是多少？"),
-                          AIMessage(f"The first order ID is {order}.", id="a2")],
-             "reply": f"The first order ID is {order}.", "fact_card": {"language": "zh"}}
+    state: HarnessState = {
+        "messages": [human(f"帮我查{order}"), AIMessage("...", id="a1"), human("我最开始给你的订单号是多少？"),
+                     AIMessage(f"The first order ID is {order}.", id="a2")],
+        "reply": f"The first order ID is {order}.", "fact_card": {"language": "zh"}}
     first = node("self_check", "grounded", make_deps())(state, CONFIG)
     assert first["check"]["ok"] is False and "Chinese" in first["check"]["problems"][0]
-    again = {**state, "turn_stats": {"regenerations": 99}}
+    again: HarnessState = {**state, "turn_stats": {"regenerations": 99}}
     final = node("self_check", "grounded", make_deps())(again, CONFIG)
     assert final["check"]["ok"] is True and order in final["reply"]
     assert nlu.language(final["reply"]) == "zh" and "first" not in final["reply"]
@@ -537,10 +585,11 @@ def handoffs_for(shop, thread: str) -> list:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_handoff_opens_one_ticket_per_turn_even_if_run_twice(make_deps, shop, lang):
     thread = f"t-{lang}"
-    config = {"configurable": {"thread_id": thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
     text = "我要转人工" if lang == "zh" else "I want a human"
-    state = {"messages": [human(text)], "user": U001, "intent": "human", "turn": 3,
-             "fact_card": {"language": lang}}
+    state: HarnessState = {
+        "messages": [human(text)], "user": U001, "intent": "human", "turn": 3,
+        "fact_card": {"language": lang}}
     handoff = node("handoff", "ticket", make_deps())
     first = handoff(state, config)
     second = handoff(state, config)  # e.g. re-run after a resume

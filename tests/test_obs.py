@@ -104,6 +104,7 @@ def synthetic_turn(thread: str = "t1", turn: int = 3) -> str:
     executor = executor_with_tools()
     with message_span(thread, "U001", turn):
         trace_id = current_trace_id()
+        assert trace_id is not None, "a message span under tracing has a trace"
         with node_span("intent"):
             pass
         with node_span("action"):
@@ -406,7 +407,8 @@ def test_without_configuration_nothing_is_recorded_or_exported(tmp_path):
 
     with message_span("t1", "U001", 1) as root:
         assert not root.is_recording() and current_trace_id() is None
-        assert current_message().thread_id == "t1"  # the audit scope works without tracing
+        scope = current_message()
+        assert scope is not None and scope.thread_id == "t1"  # the audit scope works without tracing
         with node_span("action"), model_span("sim") as span:
             record_model_response(span, AIMessage("hi"))
             span_event("guard.stop", reason="max_rounds")

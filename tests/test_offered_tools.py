@@ -31,6 +31,7 @@ def test_an_injected_call_to_an_unoffered_destructive_tool_changes_nothing(tmp_p
         assert result.intent == "product"
         [call] = result.tool_calls
         assert (call["name"], call["status"], call["error_type"]) == ("cancel_order", "error", "not_offered")
+        assert call["error"] is not None
         assert "not available for this request" in call["error"] and "search_products" in call["error"]
         assert shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "pending"
         assert shop.query_one("SELECT COUNT(*) FROM idempotency")[0] == 0

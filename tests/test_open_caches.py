@@ -67,6 +67,7 @@ def test_another_version_of_the_examples_gets_a_cache_file_of_its_own(tmp_path):
     one = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b"], "minilm")
     two = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b", "c"], "minilm")
     other_model = warm_module.cache_file(tmp_path, nlu_domain(), ["a", "b"], "another-model")
+    assert one is not None and two is not None, "a data dir gets a cache file"
     assert len({one, two, other_model}) == 3 and one.parent == two.parent == tmp_path / warm_module.CACHE_DIR
 
 

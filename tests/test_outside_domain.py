@@ -44,7 +44,9 @@ def calls(tool_calls: list) -> list[tuple]:
 
 def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
     domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
-    assert domain.name == "library" and domain.tool_entities(domain.registry().get("renew_loan")) == {"book_id": "book"}
+    renew = domain.registry().get("renew_loan")
+    assert renew is not None
+    assert domain.name == "library" and domain.tool_entities(renew) == {"book_id": "book"}
     with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
         renewed = h.send("t1", "Can you renew BOOK-0042 please?", "reader1")
         assert renewed.intent == "renew" and calls(renewed.tool_calls) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]

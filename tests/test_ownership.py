@@ -129,5 +129,6 @@ def test_a_handoff_after_a_fork_opens_a_new_ticket(tmp_path):
         h.fork("fk", before)
         again = h.send("fk", "I want to talk to a human", "U001")
         assert again.waiting_for_human
+        assert again.handoff is not None and first.handoff is not None
         assert again.handoff["ticket"] != first.handoff["ticket"], "not the ticket a human already answered"
         assert [w["thread_id"] for w in h.waiting_threads()] == ["fk"], "the forked thread is in the queue"

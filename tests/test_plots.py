@@ -3,7 +3,9 @@ axis where values span orders of magnitude, and the subtitle names the interval 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from lg_harness.evals.plots import (
     LOG_SPAN,
@@ -13,13 +15,20 @@ from lg_harness.evals.plots import (
     interval_note,
     value_scale,
 )
+from matplotlib.figure import Figure
 
 DESIGNS = ["naive", "framework-default", "custom-lightweight", "state-machine", "layered", "harness"]
 
 
-def _summary(key: str, values: dict[str, float], method: str = "cluster-bootstrap", n: int = 36) -> dict:
+def _summary(key: str, values: Mapping[str, float], method: str = "cluster-bootstrap", n: int = 36) -> dict:
     metrics = {d: {key: {"mean": v, "ci": [v * 0.9, v * 1.1], "method": method, "n": n}} for d, v in values.items()}
     return {"designs": list(values), "metrics": metrics, "ablations": []}
+
+
+def _bar(summary: Mapping[str, Any], key: str) -> Figure:
+    fig = bar_figure(summary, key)
+    assert fig is not None, "a summary with values draws a figure"
+    return fig
 
 
 def _labels(fig) -> list[str]:
@@ -28,7 +37,7 @@ def _labels(fig) -> list[str]:
 
 def test_values_spanning_an_order_of_magnitude_get_a_log_axis():
     tokens = dict(zip(DESIGNS, [7823, 34770, 1745, 1421, 1500, 1307], strict=True))
-    fig = bar_figure(_summary("input_tokens_per_msg", tokens), "input_tokens_per_msg")
+    fig = _bar(_summary("input_tokens_per_msg", tokens), "input_tokens_per_msg")
     ax = fig.axes[0]
     assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
     # the smallest bar stands clearly above the floor of the axis
@@ -38,22 +47,22 @@ def test_values_spanning_an_order_of_magnitude_get_a_log_axis():
 
 def test_close_values_keep_a_linear_axis_and_zero_bars_are_labelled():
     rates = dict(zip(DESIGNS, [0.0, 0.0, 0.0, 0.0, 0.0, 0.05], strict=True))
-    fig = bar_figure(_summary("internal_text", rates), "internal_text")
+    fig = _bar(_summary("internal_text", rates), "internal_text")
     assert fig.axes[0].get_yscale() == "linear"
     assert _labels(fig) == ["0.0%"] * 5 + ["5.0%"]
-    spread = bar_figure(_summary("internal_text", {"naive": 0.5, "harness": 0.01}), "internal_text")
+    spread = _bar(_summary("internal_text", {"naive": 0.5, "harness": 0.01}), "internal_text")
     assert spread.axes[0].get_yscale() == "linear"  # a percentage keeps its 0-100 reading
     assert value_scale([1, 2, 9.9]) == "linear" and value_scale([1, LOG_SPAN]) == "log"
     assert value_scale([0, 1, 50]) == "symlog" and value_scale([0, 0, 3]) == "linear"
 
 
 def test_the_subtitle_names_the_interval_method_the_figures_used():
-    wilson = bar_figure(_summary("task_completion", {"naive": 0.5, "harness": 1.0}, method="wilson", n=2),
-                        "task_completion")
+    wilson = _bar(_summary("task_completion", {"naive": 0.5, "harness": 1.0}, method="wilson", n=2),
+                  "task_completion")
     title = wilson.axes[0].get_title()
     assert "Wilson" in title and "bootstrap" not in title and "n = 2 scenarios" in title
     assert _labels(wilson) == ["50.0%†", "100.0%†"]
-    boot = bar_figure(_summary("task_completion", {"naive": 0.5, "harness": 0.7}), "task_completion")
+    boot = _bar(_summary("task_completion", {"naive": 0.5, "harness": 0.7}), "task_completion")
     assert "cluster bootstrap" in boot.axes[0].get_title() and "Wilson" not in boot.axes[0].get_title()
     assert "Wilson" in interval_note(["cluster-bootstrap", "wilson"]) and "bootstrap" in interval_note(["wilson", "x"])
     assert interval_note([], paired=True).startswith("error bars: paired 95% interval, cluster bootstrap")
@@ -66,6 +75,7 @@ def test_an_ablation_that_changes_nothing_shows_its_zero(tmp_path: Path):
                  for k, m in (("self_check", -0.117), ("normalize_args", 0.0), ("clean_results", 0.0))]
     summary = {"designs": ["harness"], "ablations": ablations}
     fig = ablation_figure(summary)
+    assert fig is not None
     assert _labels(fig) == ["-11.7", "+0.0", "+0.0"]
     assert "paired 95% interval, cluster bootstrap" in fig.axes[0].get_title()
     path = ablation_plot(summary, tmp_path / "ablations.png")

@@ -49,7 +49,7 @@ def test_prune_keeps_threads_waiting_for_or_held_by_a_human_unless_told(data_dir
     assert threads(data_dir) == set()
 
 
-def run_cli(*args: str, answer: str | None = None, terminal: bool = False, monkeypatch=None):
+def run_cli(*args: str, answer: str | None = None, terminal: bool = False, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(cli, "on_terminal", lambda: terminal)
     return CliRunner().invoke(cli.app, ["prune", *args], input=answer)
 

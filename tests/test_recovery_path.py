@@ -54,7 +54,7 @@ def test_a_worker_taking_over_a_message_that_ran_to_its_end_records_its_reply(ru
     assert claim is not None and claim.recovered
     runtime.serve(claim)
     row = runtime.queue.get(mid)
-    assert row["status"] == "done", row
+    assert row is not None and row["status"] == "done", row
     told = runtime.harness.transcripts.read("t")
     assert [(r["role"], r["content"]) for r in told] == [("user", TEXT), ("assistant", row["result"]["reply"])]
 

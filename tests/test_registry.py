@@ -346,7 +346,7 @@ def test_langchain_tools_run_through_invoke_and_ainvoke():
     assert (sync.status, sync.result) == ("ok", "SKU-001 x2: in stock")
     assert (async_.status, async_.result) == ("ok", "SKU-002: in stock")
     bad = executor.run({"id": "c3", "name": "lookup_sku", "args": {"sku": "SKU-001", "colour": "red"}}, CTX)
-    assert bad.error_type == "validation" and "colour" in bad.error
+    assert bad.error_type == "validation" and bad.error is not None and "colour" in bad.error
 
 
 def test_langchain_tool_metadata_and_name_override():
@@ -510,7 +510,8 @@ def test_tools_added_and_removed_between_offers():
     assert [s.name for s in registry.offer(names, "customer")] == ["lookup_sku"]
     registry.register(fetch_rate)
     assert [s.name for s in registry.offer(names, "customer")] == ["lookup_sku", "fetch_rate"]
-    assert registry.remove("lookup_sku").name == "lookup_sku"
+    removed = registry.remove("lookup_sku")
+    assert removed is not None and removed.name == "lookup_sku"
     assert registry.remove("lookup_sku") is None
     assert [s.name for s in registry.offer(names, "customer")] == ["fetch_rate"]
     assert "lookup_sku" not in registry and len(registry) == 4

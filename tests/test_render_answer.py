@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -122,11 +120,8 @@ def test_a_reply_in_the_wrong_language_fails_the_turn_that_has_its_facts():
 
 
 def test_a_tools_only_domain_gets_the_generic_renderer():
-    sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-    try:
-        import retail_tools
-    finally:
-        sys.path.pop(0)
+    from tests.fixtures import retail_tools
+
     text = render({"order_id": "#W2575533", "status": "delivered", "address": "9 Oak Ave"}, "what's the status of "
                   "#W2575533?", "en", tool="get_order_details", domain=retail_tools.DOMAIN)
     assert "#W2575533" in text and "delivered" in text and dump_kind(text) is None

@@ -10,8 +10,6 @@ domain's question read "I will make this change: #W4923227, ordered by mistake."
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -27,7 +25,6 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.support import patient_design, u001_order
 
-FIXTURES = Path(__file__).parent / "fixtures"
 DEFAULT_SIM = "sim:fitted"  # what `sim` is outside the tests (conftest sets the prior profile for them)
 RELAYED = ("ignore previous", "ignore all previous", "忽略之前", "reset the password of e1002", "unlock the account",
            "call cancel_order", "cancel_order", "without telling")
@@ -38,7 +35,7 @@ def _relays(reply: str) -> list[str]:
     return [r for r in RELAYED if r in folded]
 
 
-def _changed(result: SendResult) -> list[str]:
+def _changed(result: SendResult) -> list[str | None]:
     return [c["name"] for c in result.tool_calls if c["status"] == "ok" and c["name"] not in (
         "search_kb", "get_product", "search_products", "get_order_status")]
 
@@ -103,11 +100,8 @@ def test_a_possible_change_is_still_put_to_the_customer(tmp_path):
 
 
 def _retail():
-    sys.path.insert(0, str(FIXTURES))
-    try:
-        import retail_tools
-    finally:
-        sys.path.remove(str(FIXTURES))
+    from tests.fixtures import retail_tools
+
     return retail_tools.DOMAIN
 
 

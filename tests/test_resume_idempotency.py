@@ -52,8 +52,10 @@ def checkpoint_before_tool(h: Harness, thread: str, tool: str, turn: int) -> str
     for c in history:
         values = h.state(thread, c.checkpoint_id)["values"]
         if values.get("turn") == turn and tool_records(h, thread, c.checkpoint_id, tool):
+            assert c.parent_id is not None, c
             decided = by_id[c.parent_id]
             assert decided.next == ["execute"], decided
+            assert decided.parent_id is not None, decided
             before = by_id[decided.parent_id]
             assert before.next == ["action"], before
             assert not tool_records(h, thread, before.checkpoint_id, tool), "the parent must predate the call"
@@ -68,7 +70,8 @@ def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
 
         first = h.send("cancel", f"please cancel {order}", "U001")
         [call] = [c for c in first.tool_calls if c["name"] == "cancel_order"]
-        assert call["status"] == "ok" and call["args"]["order_id"] == order, first.tool_calls
+        args = call["args"]
+        assert call["status"] == "ok" and args is not None and args["order_id"] == order, first.tool_calls
         after_first = stock_of(h.resources["shop"], order)
         assert h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
         assert after_first == {sku: (qty, stock + qty) for sku, (qty, stock) in before.items()}, \
@@ -94,7 +97,7 @@ def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
 
         assert h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
         assert stock_of(h.resources["shop"], order) == after_first, "the stock was put back exactly once"
-        key = f"cancel:1:{call_signature('cancel_order', call['args'])}"  # thread, message, what the call is
+        key = f"cancel:1:{call_signature('cancel_order', args)}"  # thread, message, what the call is
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency WHERE key = ?", (key,))[0] == 1
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 1
         stored = h.resources["shop"].query_one("SELECT result_json FROM idempotency WHERE key = ?", (key,))["result_json"]

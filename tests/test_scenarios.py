@@ -188,6 +188,7 @@ def test_expected_tool_calls_succeed_on_a_fresh_shop(scenarios: list[Scenario], 
                         args.setdefault("query", "headphones")
                     if call.name == "request_return":
                         args.setdefault("reason", "does not fit")
+                    assert s.user_id is not None, f"{s.id} names the user whose calls it expects"
                     ctx = ToolContext(user_id=s.user_id, role=s.role or "customer", thread_id=s.id,
                                       idempotency_key=f"{s.id}:{i}:{k}", extras={"shop": db})
                     TOOLS[call.name](ctx, **args)

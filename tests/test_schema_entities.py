@@ -9,15 +9,12 @@ argument's name and description decide between overlapping ones.
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
+from typing import Any
 
 from lg_harness.tools.entities import derived_type, entity_args
 
 from lg_harness import Domain, EntityType
-
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-import retail_domain  # noqa: E402
+from tests.fixtures import retail_domain
 
 RETAIL_IDS = {
     "cancel_pending_order": {"order_id": "order"},
@@ -35,7 +32,20 @@ RETAIL_IDS = {
 
 def labels(domain: Domain) -> dict[str, dict[str, str]]:
     registry = domain.registry()
-    return {n: found for n in registry.names() if (found := domain.tool_entities(registry.get(n)))}
+    labelled = {}
+    for name in registry.names():
+        spec = registry.get(name)
+        assert spec is not None, name
+        if found := domain.tool_entities(spec):
+            labelled[name] = found
+    return labelled
+
+
+def derived(argument: str, prop: dict[str, Any]) -> EntityType:
+    """The entity type of an argument whose schema names an identifier."""
+    found = derived_type(argument, prop)
+    assert found is not None, argument
+    return found
 
 
 def test_a_domain_of_tools_alone_ties_every_identifier_argument():
@@ -56,13 +66,13 @@ def test_overlapping_declared_types_are_told_apart_by_the_argument_not_the_order
 
 
 def test_schemas_without_patterns_still_name_identifiers():
-    assert derived_type("order_id", {"type": "string", "description": "The order"}).name == "order"
-    assert derived_type("ticket", {"type": "string", "format": "uuid"}).name == "ticket"
-    assert derived_type("new_item_ids", {"type": "array", "items": {"type": "string", "pattern": r"^\d{10}$"}}
-                        ).name == "item"
+    assert derived("order_id", {"type": "string", "description": "The order"}).name == "order"
+    assert derived("ticket", {"type": "string", "format": "uuid"}).name == "ticket"
+    assert derived("new_item_ids", {"type": "array", "items": {"type": "string", "pattern": r"^\d{10}$"}}
+                   ).name == "item"
     optional = {"anyOf": [{"type": "string", "pattern": "^ORD-\\d{5}$"}, {"type": "null"}],
                 "description": "The order, e.g. ORD-10042."}
-    found = derived_type("order_id", optional)
+    found = derived("order_id", optional)
     assert found.pattern == r"ORD-\d{5}" and found.examples == ("ORD-10042",)
     for plain in ({"type": "string"}, {"type": "string", "enum": ["a", "b"]}, {"type": "integer"}):
         assert derived_type("reason", plain) is None

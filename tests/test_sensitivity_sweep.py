@@ -3,9 +3,13 @@ flips (``evals.sensitivity``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 from lg_harness.evals.sensitivity import flips, render_sweep, sweep_variants, sweep_verdict
 from lg_harness.llm.factory import make_model
+from lg_harness.llm.sim import SimChatModel
 from lg_harness.tools.errors import HarnessError
 
 from simlm import FaultProfile
@@ -29,15 +33,22 @@ def measured(monkeypatch):
     return fitted
 
 
+def sim_profile(spec: str) -> FaultProfile:
+    """The fault profile of the simulated model ``spec`` names."""
+    model = make_model(spec)
+    assert isinstance(model, SimChatModel)
+    return model.fault_profile
+
+
 def test_each_rate_is_swept_to_both_ends_of_its_interval_and_the_sim_runs_it(measured):
     variants = sweep_variants("fitted@t", ["call_after_result", "repeat_after_error"])
     assert [v["slug"] for v in variants] == ["fitted", "call_after_result-low", "call_after_result-high",
                                              "repeat_after_error-low", "repeat_after_error-high"]
-    high = make_model(f"sim:{variants[2]['profile']}:3").fault_profile
+    high = sim_profile(f"sim:{variants[2]['profile']}:3")
     assert high.call_after_result == 0.51 and high.skip_call == 0.15  # the others stay as fitted
     # the answer step presented another way moves to its own interval's end with the flat rate
     assert high.answer_rate("call_after_result", "facts", "constrained") == 0.32
-    low = make_model(f"sim:{variants[3]['profile']}").fault_profile
+    low = sim_profile(f"sim:{variants[3]['profile']}")
     # every kind of error moves to its own interval's end with the transient rate
     assert low.repeat_after_error == 0.72 and low.repeat_rate("validation") == 0.11
 
@@ -47,7 +58,7 @@ def test_a_rate_without_a_measured_interval_cannot_be_swept(measured):
         sweep_variants("fitted@t", ["invent_missing"])
 
 
-def _ranking(**rates: float) -> list[dict]:
+def _ranking(**rates: float) -> list[Mapping[str, Any]]:
     rows = sorted(rates.items(), key=lambda kv: -kv[1])
     return [{"rank": i + 1, "design": d, "task_completion": {"mean": r, "ci": [r - 0.1, r + 0.1], "n": 30},
              "paired": None} for i, (d, r) in enumerate(rows)]

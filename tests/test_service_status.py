@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from types import SimpleNamespace
+from typing import Any
 
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.service.http import UNAVAILABLE, Runtime, failure_status
+from lg_harness.service.leases import Claim
 from lg_harness.tools.errors import HarnessError
 
 
@@ -25,13 +27,15 @@ def _serve(raised: Exception) -> dict:
     def execute(claim):
         raise raised
 
-    fake = SimpleNamespace(
+    # A stand-in for the runtime with only what serve touches (Any: it is deliberately not a Runtime).
+    fake: Any = SimpleNamespace(
         local=threading.local(), queue=SimpleNamespace(
             holding=lambda claim, cancel: contextlib.nullcontext(),
             complete=lambda claim, status, result, error: stored.update(status=status, result=result, error=error)),
         _held=lambda thread_id: contextlib.nullcontext(), _execute=execute,
         metrics=SimpleNamespace(message=lambda *a: None))
-    Runtime.serve(fake, SimpleNamespace(thread_id="t", recovered=False))
+    Runtime.serve(fake, Claim(id=1, thread_id="t", kind="send", payload={}, attempts=1, recovered=False,
+                              turn_before=None))
     return stored
 
 

@@ -358,6 +358,7 @@ def test_tool_signature_and_docstring(fn):
     params = list(inspect.signature(fn).parameters)
     assert params[0] == "ctx"
     doc = inspect.getdoc(fn)
+    assert doc is not None
     assert "do not use" in " ".join(doc.split("\n\n")[0].split()).lower()  # when to use it, and when not
     args = model_args(fn)
     if args:

@@ -10,7 +10,8 @@ import json
 import re
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.ai import UsageMetadata
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import SYSTEM_PROMPT, nlu
 from lg_harness.domains.shop.backend import get_order_status
@@ -43,6 +44,12 @@ def snapshot(ai: AIMessage) -> dict:
     issue them) and LangChain's run ids."""
     return {"content": ai.content, "tool_calls": [{k: v for k, v in c.items() if k != "id"} for c in ai.tool_calls],
             "usage": ai.usage_metadata, "finish": (ai.response_metadata or {}).get("finish_reason")}
+
+
+def usage(ai: BaseMessage) -> UsageMetadata:
+    """The token usage of a model answer (the sim reports it on every answer)."""
+    assert isinstance(ai, AIMessage) and ai.usage_metadata is not None
+    return ai.usage_metadata
 
 
 def tool_result(shop, order_id: str, call_id: str = "call_1") -> ToolMessage:
@@ -86,7 +93,7 @@ def test_native_tool_call_through_bind_tools_with_args_from_the_messages(registr
         ai = model.invoke([SystemMessage(SYSTEM_PROMPT), HumanMessage(f"Where is {order}? It's been a week.")])
         assert isinstance(ai, AIMessage)
         assert ai.content == ""
-        assert [(c["name"], c["args"], c["type"]) for c in ai.tool_calls] == [
+        assert [(c["name"], c["args"], c.get("type")) for c in ai.tool_calls] == [
             ("get_order_status", {"order_id": order}, "tool_call")]
         assert ai.tool_calls[0]["id"]
         assert ai.response_metadata["finish_reason"] == "tool_calls"
@@ -115,7 +122,7 @@ def test_asks_for_a_missing_required_argument_instead_of_inventing_one(registry)
         ai = model.invoke([SystemMessage(SYSTEM_PROMPT), HumanMessage(text)])
         assert ai.tool_calls == []
         assert ai.response_metadata["finish_reason"] == "stop"
-        assert ai.content
+        assert isinstance(ai.content, str) and ai.content
         assert nlu.language(ai.content) == lang
         # The only order-number-like text is the schema's own example, never a real-looking invented id.
         assert set(ORDER_ID_RE.findall(ai.content)) <= {"ORD-12345", SCHEMA_EXAMPLE}
@@ -131,6 +138,7 @@ def test_answers_in_chinese_for_chinese_input(shop, u001_orders):
     history = [AIMessage("", tool_calls=[call]), tool_result(shop, order)]
     zh = clean().invoke([SystemMessage(SYSTEM_PROMPT), HumanMessage(f"我的订单 {order} 到哪了？"), *history])
     en = clean().invoke([SystemMessage(SYSTEM_PROMPT), HumanMessage(f"Where is my order {order}?"), *history])
+    assert isinstance(zh.content, str) and isinstance(en.content, str)
     assert nlu.language(zh.content) == "zh"
     assert order in zh.content and "已发货" in zh.content and row["tracking_no"] in zh.content
     assert nlu.language(en.content) == "en"
@@ -142,13 +150,13 @@ def test_answers_in_chinese_for_chinese_input(shop, u001_orders):
 
 def test_usage_input_tokens_grow_with_the_input(registry):
     model = clean()
-    short = model.invoke([HumanMessage("hello")]).usage_metadata
-    longer = model.invoke([HumanMessage("hello"), AIMessage("Hi! How can I help?"),
-                           HumanMessage("I am looking for a mechanical keyboard with a white backlight")]).usage_metadata
+    short = usage(model.invoke([HumanMessage("hello")]))
+    longer = usage(model.invoke([HumanMessage("hello"), AIMessage("Hi! How can I help?"),
+                                 HumanMessage("I am looking for a mechanical keyboard with a white backlight")]))
     assert 0 < short["input_tokens"] < longer["input_tokens"]
     assert short["output_tokens"] > 0
     assert longer["total_tokens"] == longer["input_tokens"] + longer["output_tokens"]
-    with_tools = model.bind_tools(schemas(registry, "search_products")).invoke([HumanMessage("hello")]).usage_metadata
+    with_tools = usage(model.bind_tools(schemas(registry, "search_products")).invoke([HumanMessage("hello")]))
     assert with_tools["input_tokens"] > short["input_tokens"], "tool schemas are part of the input"
 
 
@@ -157,7 +165,7 @@ def test_usage_input_tokens_grow_with_the_input(registry):
 
 def processed(ai: AIMessage) -> int:
     """Input tokens the model read: the prompt as sent minus what the window cut."""
-    return ai.usage_metadata["input_tokens"] - ai.response_metadata.get("truncated_tokens", 0)
+    return usage(ai)["input_tokens"] - ai.response_metadata.get("truncated_tokens", 0)
 
 
 def long_conversation(order: str) -> list:
@@ -179,9 +187,10 @@ def test_truncates_oldest_non_system_messages_over_the_context_window(registry, 
     tight = clean(context_window=window).bind_tools(tools).invoke(messages)
     # The message that named the order fell out of the window: the model asks instead of guessing.
     assert tight.tool_calls == []
+    assert isinstance(tight.content, str)
     assert set(ORDER_ID_RE.findall(tight.content)) <= {"ORD-12345", SCHEMA_EXAMPLE}
     # Usage bills the prompt as sent; what the model actually read is what fit the window.
-    assert processed(tight) <= window < tight.usage_metadata["input_tokens"]
+    assert processed(tight) <= window < usage(tight)["input_tokens"]
     assert tight.response_metadata["truncated_tokens"] > 0
     assert roomy.response_metadata.get("truncated_tokens", 0) == 0
 
@@ -203,6 +212,7 @@ def test_system_instructions_survive_truncation():
     messages = [SystemMessage(classify_prompt(SHOP)), *noise, HumanMessage("I want to cancel my order")]
     budget = sum(message_tokens(m) for m in messages) // 3
     ai = clean(context_window=budget).invoke(messages)
+    assert isinstance(ai.content, str)
     data = json.loads(ai.content)
     assert data["intent"] == "cancel_order"
     assert processed(ai) <= budget
@@ -290,7 +300,9 @@ def test_real_model_clients_are_blocked_in_tests(_no_real_model_calls, monkeypat
 
 
 def cache_read(reply: AIMessage) -> int:
-    return reply.usage_metadata["input_token_details"]["cache_read"]
+    details = usage(reply).get("input_token_details")
+    assert details is not None and "cache_read" in details
+    return details["cache_read"]
 
 
 def test_prompt_cache_serves_a_repeated_prefix_in_whole_blocks():
@@ -299,14 +311,14 @@ def test_prompt_cache_serves_a_repeated_prefix_in_whole_blocks():
     first = model.invoke([system, HumanMessage("Where is my order ORD-10134?")])
     assert cache_read(first) == 0, "a cold cache serves nothing"
     again = model.invoke([system, HumanMessage("Where is my order ORD-10134?")])
-    total = again.usage_metadata["input_tokens"]
+    total = usage(again)["input_tokens"]
     assert cache_read(again) % 64 == 0 and total - 64 < cache_read(again) <= total
 
     # A longer conversation on the same prefix: the earlier prompt is served, the new turn is not.
     longer = [system, HumanMessage("Where is my order ORD-10134?"), AIMessage("It has shipped."),
               HumanMessage("And when does it arrive? " * 20)]
     grown = model.invoke(longer)
-    assert total - 64 < cache_read(grown) <= total + 64 < grown.usage_metadata["input_tokens"]
+    assert total - 64 < cache_read(grown) <= total + 64 < usage(grown)["input_tokens"]
 
 
 def test_prompt_cache_breaks_where_the_prompt_first_differs():

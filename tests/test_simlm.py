@@ -235,7 +235,7 @@ def test_the_answer_does_not_depend_on_tool_message_status():
 def test_every_tool_call_gets_a_fresh_id():
     ids = [c["id"] for _ in range(30) for c in ask("renew LN-000001 and LN-000002", LIBRARY, dice=Dice(1, "k")).tool_calls]
     assert len(ids) == len(set(ids)) == 60
-    assert all(re.fullmatch(r"call_[0-9a-f]+", i) for i in ids)
+    assert all(i is not None and re.fullmatch(r"call_[0-9a-f]+", i) for i in ids)
 
 
 def test_same_input_and_seed_give_the_same_output_apart_from_ids(shop_tools):

@@ -16,7 +16,7 @@ from lg_harness.evals import stats
 from lg_harness.evals.clusters import cluster_of
 from lg_harness.evals.metrics import aggregate, arg_validity
 from lg_harness.evals.runner import tool_calls_of
-from lg_harness.evals.scenario import DEV_FRACTION, Scenario, load_scenarios, select_split, split_of
+from lg_harness.evals.scenario import DEV_FRACTION, Scenario, Turn, load_scenarios, select_split, split_of
 
 try:
     from support import patient_design, u001_order
@@ -76,6 +76,7 @@ def test_intervals_are_reproducible_and_contain_the_pooled_value():
     num, den = _clusters([0.9, 0.8, 1.0, 0.7, 0.9, 0.6, 0.85])
     first, again = stats.ratio_ci(num, den), stats.ratio_ci(num, den)
     assert first == again, "a fixed seed: the same records give the same interval"
+    assert first is not None
     pooled = sum(num) / sum(den)
     assert first[0] <= pooled <= first[1] and first[0] < first[1]
 
@@ -89,8 +90,9 @@ def test_estimate_uses_wilson_on_few_clusters_and_the_bootstrap_on_many():
 
 
 def test_percentile_interval_brackets_the_pooled_percentile():
-    groups = [np.random.default_rng(i).exponential(3.0, 60) for i in range(15)]
+    groups = [np.random.default_rng(i).exponential(3.0, 60).tolist() for i in range(15)]
     ci = stats.percentile_ci(groups, 50)
+    assert ci is not None
     assert ci[0] <= float(np.percentile(np.concatenate(groups), 50)) <= ci[1]
 
 
@@ -135,13 +137,13 @@ def test_split_is_stable_about_30_percent_dev_and_handwritten_is_test(domain):
 
 def test_split_of_a_known_id_does_not_move():
     # pinned: if the hash rule changes, every report's test split changes with it
-    assert split_of(Scenario(id="gen-order_status-en-0001", turns=[{"user": "x"}])) == "test"
-    assert split_of(Scenario(id="gen-product-en-0003", turns=[{"user": "x"}])) == "dev"
-    assert split_of(Scenario(id="gen-product-en-0003", tags=["held-out"], turns=[{"user": "x"}])) == "test"
+    assert split_of(Scenario(id="gen-order_status-en-0001", turns=[Turn(user="x")])) == "test"
+    assert split_of(Scenario(id="gen-product-en-0003", turns=[Turn(user="x")])) == "dev"
+    assert split_of(Scenario(id="gen-product-en-0003", tags=["held-out"], turns=[Turn(user="x")])) == "test"
 
 
 def test_summary_names_its_split_and_counts():
-    sc = Scenario(id="gen-product-en-0003", tags=["en", "single"], turns=[{"user": "hi"}])
+    sc = Scenario(id="gen-product-en-0003", tags=["en", "single"], turns=[Turn(user="hi")])
     rec = {"cell": "harness|x|0", "design": "harness", "scenario": sc.id, "seed": 0, "tags": sc.tags,
            "turns": [{"index": 0, "reply": "hello", "tool_calls": [], "path": ["intent"]}], "fault_events": []}
     summary = aggregate([rec], [sc], split="dev")
@@ -190,7 +192,7 @@ def _record_of(design: str, order: str, scenario: Scenario) -> dict:
 
 def test_a_rewritten_call_is_invalid_as_emitted_and_valid_at_the_boundary():
     order = u001_order("shipped")
-    scenario = Scenario(id="slip", user_id="U001", turns=[{"user": f"Where is my order {order}?"}])
+    scenario = Scenario(id="slip", user_id="U001", turns=[Turn(user=f"Where is my order {order}?")])
     record = _record_of("harness", order, scenario)
     first = record["turns"][0]["tool_calls"][0]
     assert first["emitted_args"] == {"order_id": order.lower().replace("-", "")}

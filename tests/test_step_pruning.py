@@ -6,6 +6,7 @@ branch left by a fork stays whole, so going back to it works, and the ends of al
 
 from __future__ import annotations
 
+from langgraph.checkpoint.sqlite import SqliteSaver
 from lg_harness.graphs.app import Harness
 
 try:
@@ -20,6 +21,7 @@ SCRIPT = ["Where is my order ORD-10134?", "thanks", "Do you sell wireless blueto
 
 
 def rows(h: Harness, table: str, thread: str = "t") -> int:
+    assert isinstance(h.checkpointer, SqliteSaver), "a data dir keeps its steps in SQLite"
     return int(h.checkpointer.conn.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = ?", (thread,)).fetchone()[0])
 
 

@@ -226,6 +226,7 @@ def test_a_429_asking_too_long_a_wait_gives_up_at_once(tmp_path):
 def connections_of(h: Harness) -> dict[str, sqlite3.Connection]:
     """Every SQLite connection a harness on a data dir opened, by store."""
     memory = h.memory.facts._db if h.memory is not None and hasattr(h.memory.facts, "_db") else None
+    assert isinstance(h.checkpointer, SqliteSaver)
     found = {"checkpoints": h.checkpointer.conn, "transcripts": h.transcripts.conn, "audit": h.audit._conn,
              "ledger": h.stores.ledger.conn, "facts": memory,
              **{f"domain {name}": getattr(b, "conn", None) for name, b in h.resources.items()}}

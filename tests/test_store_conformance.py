@@ -242,6 +242,13 @@ def test_audit_keeps_the_desk_actions_under_the_agents_name_masked(backend: Back
 # ----------------------------------------------------------------------------- queue and leases
 
 
+def stored(queue: ThreadQueue, message_id: int) -> dict[str, Any]:
+    """The row of a message the queue was given (kept whatever its status)."""
+    row = queue.get(message_id)
+    assert row is not None, message_id
+    return row
+
+
 def test_queue_serves_a_thread_in_arrival_order_one_at_a_time(backend: Backend) -> None:
     q1, q2 = backend.queue("w1"), backend.queue("w2")
     ids = [q1.enqueue("t", "send", {"text": f"m{i}"}) for i in range(3)]
@@ -255,7 +262,7 @@ def test_queue_serves_a_thread_in_arrival_order_one_at_a_time(backend: Backend) 
     second = q2.claim(thread_id="t")
     assert second is not None and second.id == ids[1]
     assert q2.complete(second, "done", {"reply": "r1"})
-    row = q1.get(ids[0])
+    row = stored(q1, ids[0])
     assert row["status"] == "done" and row["result"] == {"reply": "r0"} and row["worker"] == "w1"
 
 
@@ -272,13 +279,14 @@ def test_dead_workers_lease_expires_and_another_finishes_the_message(backend: Ba
     assert again.turn_before == 4
     assert not dead.complete(claim, "done", {"reply": "late"})  # the lost worker cannot store an outcome
     assert alive.complete(again, "done", {"reply": "ok"})
-    assert alive.get(mid)["result"] == {"reply": "ok"} and alive.get(mid)["worker"] == "alive"
+    assert stored(alive, mid)["result"] == {"reply": "ok"} and stored(alive, mid)["worker"] == "alive"
 
 
 def test_renewal_keeps_the_lease_while_the_message_runs(backend: Backend) -> None:
     q, other = backend.queue("w1", ttl=0.6), backend.queue("w2", ttl=0.6)
     q.enqueue("t", "send", {})
     claim = q.claim()
+    assert claim is not None
     with q.holding(claim) as cancel:
         time.sleep(1.5)  # longer than the ttl: only renewal keeps it
         assert other.claim() is None
@@ -290,6 +298,7 @@ def test_busy_policies_reject_and_interrupt(backend: Backend) -> None:
     q = backend.queue("w1")
     running = q.enqueue("t", "send", {"text": "one"})
     claim = q.claim()
+    assert claim is not None
     waiting = q.enqueue("t", "send", {"text": "two"})
     with pytest.raises(ThreadBusy, match="busy"):
         q.enqueue("t", "send", {"text": "three"}, policy="reject")
@@ -297,13 +306,14 @@ def test_busy_policies_reject_and_interrupt(backend: Backend) -> None:
     newest = q.enqueue("t", "send", {"text": "four"}, policy="interrupt")
     held, asked = q.renew(claim)
     assert held and asked  # the running message is asked to stop at its next node
-    assert q.get(waiting)["status"] == "cancelled"
-    assert q.get(newest)["status"] == "queued"
+    assert stored(q, waiting)["status"] == "cancelled"
+    assert stored(q, newest)["status"] == "queued"
     with pytest.raises(HarnessError, match="policy"):
         q.enqueue("t", "send", {}, policy="later")
     q.complete(claim, "cancelled", error="interrupted")
-    assert q.get(running)["status"] == "cancelled"
-    assert q.claim(thread_id="t").id == newest
+    assert stored(q, running)["status"] == "cancelled"
+    last = q.claim(thread_id="t")
+    assert last is not None and last.id == newest
 
 
 def test_lease_order_runs_callers_in_arrival_order_across_queues(backend: Backend) -> None:

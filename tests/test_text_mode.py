@@ -6,8 +6,15 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL, from_text, to_text_mode
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 from simlm.wire import tool_call_json, tools_in_text
+
+
+def spec(registry: ToolRegistry, name: str) -> ToolSpec:
+    found = registry.get(name)
+    assert found is not None, name
+    return found
 
 
 def text_design():
@@ -18,9 +25,10 @@ def text_design():
 
 def test_instructions_round_trip_to_the_schemas_a_model_needs() -> None:
     registry = SHOP.registry()
-    schemas = [registry.get(n).json_schema() for n in registry.names()]
+    schemas = [spec(registry, n).json_schema() for n in registry.names()]
     msgs = to_text_mode([SystemMessage("You help."), HumanMessage("hi")], schemas)
-    assert isinstance(msgs[0], SystemMessage) and "TOOL:" in msgs[0].content and msgs[0].content.startswith("You help.")
+    assert isinstance(msgs[0], SystemMessage) and isinstance(msgs[0].content, str)
+    assert "TOOL:" in msgs[0].content and msgs[0].content.startswith("You help.")
     read = {t["function"]["name"]: t["function"]["parameters"] for t in tools_in_text(msgs[0].content)}
     assert set(read) == set(registry.names())
     assert read["request_return"]["required"] == ["order_id", "reason"]
@@ -58,5 +66,6 @@ def test_the_sim_reads_tools_only_from_the_tools_listing():
     card = "You are an assistant.\n## Known facts\n- coupon_codes: ['SAVE20']\n- last_product_id: P1001"
     assert tools_in_text(card) == []
     registry = SHOP.registry()
-    msgs = to_text_mode([SystemMessage(card)], [registry.get("get_order_status").json_schema()])
+    msgs = to_text_mode([SystemMessage(card)], [spec(registry, "get_order_status").json_schema()])
+    assert isinstance(msgs[0].content, str)
     assert [t["function"]["name"] for t in tools_in_text(msgs[0].content)] == ["get_order_status"]

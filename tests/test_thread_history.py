@@ -22,10 +22,14 @@ except ImportError:  # tests/ imported as a package
 
 
 def langgraph_history(h: Harness, thread: str) -> list[tuple]:
-    return [(s.config["configurable"]["checkpoint_id"], int(s.metadata.get("step", -1)), str(s.values.get("phase") or "-"),
-             s.created_at, list(s.next), (s.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
-             int(s.values.get("turn") or 0), last_human_text(s.values.get("messages") or []))
-            for s in h.graph.get_state_history(h.config(thread))]
+    history = []
+    for s in h.graph.get_state_history(h.config(thread)):
+        assert s.metadata is not None and "configurable" in s.config, s  # every stored step has both
+        history.append((s.config["configurable"]["checkpoint_id"], int(s.metadata.get("step", -1)),
+                        str(s.values.get("phase") or "-"), s.created_at, list(s.next),
+                        (s.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
+                        int(s.values.get("turn") or 0), last_human_text(s.values.get("messages") or [])))
+    return history
 
 
 def ours(h: Harness, thread: str) -> list[tuple]:

@@ -8,21 +8,24 @@ request (lexical and embedding over names and descriptions).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
 from lg_harness.obs.tracing import capture_spans
 
-from lg_harness import Harness, load_domain
-
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from chains import REQUESTS, RETAIL, ChainModel  # noqa: E402
+from lg_harness import Domain, Harness, load_domain
+from tests.fixtures.chains import REQUESTS, RETAIL, ChainModel
 
 try:
     from support import patient_design
 except ImportError:  # tests/ imported as a package
     from tests.support import patient_design
+
+
+def fresh(domain: Domain) -> dict[str, Any]:
+    """A fresh copy of the domain's seeded backends (the retail fixture has them)."""
+    assert domain.fresh_resources is not None
+    return domain.fresh_resources()
 
 
 @pytest.mark.parametrize("design", ["harness", "state-machine", "layered"])
@@ -32,7 +35,7 @@ def test_the_right_tool_is_offered_for_each_request_and_the_cut_is_traced(design
     missed = []
     for i, (text, wanted) in enumerate(REQUESTS):
         model = ChainModel()
-        with Harness(None, patient_design(design), model, domain=domain, resources=domain.fresh_resources()) as h, \
+        with Harness(None, patient_design(design), model, domain=domain, resources=fresh(domain)) as h, \
                 capture_spans() as exporter:
             h.send(f"t{i}", text, domain.default_user)
         offered = model.offers[0]
@@ -48,7 +51,7 @@ def test_the_right_tool_is_offered_for_each_request_and_the_cut_is_traced(design
 def test_a_confirmed_change_is_offered_whatever_the_yes_says():
     """The yes of a confirmation runs the confirmed call: ranking "yes" must not leave its tool out."""
     domain = load_domain(RETAIL + ":DOMAIN")
-    data = domain.fresh_resources()
+    data = fresh(domain)
     uid = domain.default_user
     order = next(o for o in data["retail"]["orders"].values() if o["user_id"] == uid and o["status"] == "pending")
     text = f"Cancel order {order['order_id']}, I ordered it by mistake"

@@ -32,8 +32,9 @@ def track_parcel(parcel_id: str) -> dict:
 def test_a_failed_call_is_told_in_the_tools_own_words():
     domain = Domain(name="parcels", tools=(track_parcel,))
     spec = domain.registry().get("track_parcel")
-    assert spec.phrase_key("not_found") == "track_parcel:not_found" and domain.phrase(spec.phrase_key("not_found"),
-                                                                                      "zh") == WORDS["zh"]
+    assert spec is not None
+    key = spec.phrase_key("not_found")
+    assert key == "track_parcel:not_found" and domain.phrase(key, "zh") == WORDS["zh"]
     model = ScriptedModel(calls=[{"name": "track_parcel", "args": {"parcel_id": "PX-1234"}, "id": "a",
                                   "type": "tool_call"}])
     with Harness(None, patient_design("harness-no:align_entities"), model, domain=domain) as h:

@@ -30,7 +30,7 @@ MODEL = "sim:clean"
 
 
 
-def traced_message(data_dir: Path, order: str, script: list[str], model=MODEL):
+def traced_message(data_dir: Path, order: str, script: list[str], model: BaseChatModel | str = MODEL):
     """One message with get_order_status failing as scripted; returns (result, spans, plan, waits)."""
     plan = FaultPlan(scripted={"get_order_status": script})
     registry = plan.apply(SHOP.registry())

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 from lg_harness.core.claims import Claim, equals
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.evals.metrics import cell_metrics
-from lg_harness.evals.scenario import Scenario
+from lg_harness.evals.scenario import Scenario, Turn
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.fact_check import contradictions, corrected
 
@@ -124,7 +124,7 @@ def test_the_harness_corrects_a_reply_that_contradicts_the_tool_result(tmp_path:
 
 
 def test_false_facts_metric_counts_contradicted_replies() -> None:
-    scenario = Scenario(id="ff", turns=[{"user": "Where is ORD-10134?"}, {"user": "And now?"}])
+    scenario = Scenario(id="ff", turns=[Turn(user="Where is ORD-10134?"), Turn(user="And now?")])
     call = {"name": "get_order_status", "args": {"order_id": "ORD-10134"}, "status": "ok", "result": ORDER}
     record = {"cell": "x|ff|0", "design": "x", "domain": "shop", "seed": 0, "turns": [
         {"index": 0, "reply": "ORD-10134 has been delivered.", "tool_calls": [call], "path": ["action"]},
@@ -145,7 +145,7 @@ def test_a_result_pasted_back_as_json_is_internal_text_not_a_false_fact() -> Non
          "short_description": "Laptop screen flickers after waking from sleep", "updated_at": "2026-10-24T19:05:00"},
         {"ticket_id": "INC0012308", "status": "closed", "status_zh": "已关闭", "priority": "high",
          "short_description": "Need Visio installed for process diagrams", "updated_at": "2026-09-28T18:28:00"}]}
-    scenario = Scenario(id="pd", turns=[{"user": "我的工单有哪些？"}])
+    scenario = Scenario(id="pd", turns=[Turn(user="我的工单有哪些？")])
     call = {"name": "list_my_tickets", "args": {}, "status": "ok", "result": listing}
     record = {"cell": "x|pd|0", "design": "x", "domain": "helpdesk", "seed": 0, "turns": [
         {"index": 0, "reply": json.dumps(listing, ensure_ascii=False, separators=(",", ":")), "tool_calls": [call], "path": ["action"]}]}

@@ -16,7 +16,7 @@ except ImportError:  # tests/ imported as a package
 MODEL = "sim:clean"
 
 
-def ok_calls(r: SendResult) -> list[str]:
+def ok_calls(r: SendResult) -> list[str | None]:
     return [c["name"] for c in r.tool_calls if c["status"] == "ok"]
 
 

@@ -38,10 +38,12 @@ def server():
 
 @pytest.fixture
 def model(server, monkeypatch):
+    from langchain_ollama import ChatOllama
     from lg_harness.llm.factory import make_model
 
     monkeypatch.setenv("OLLAMA_HOST", server.url)
     chat = make_model(f"ollama:{MODEL}")
+    assert isinstance(chat, ChatOllama)
     yield chat
     chat._client.close()  # the keep-alive connection would otherwise be closed by the GC, with a ResourceWarning
 
@@ -50,7 +52,9 @@ def model(server, monkeypatch):
 def order_tool():
     from lg_harness.domains.shop import DOMAIN as SHOP
 
-    return SHOP.registry().get("get_order_status").json_schema()
+    spec = SHOP.registry().get("get_order_status")
+    assert spec is not None
+    return spec.json_schema()
 
 
 def chat_bodies(server: OllamaStandIn) -> list[dict]:
@@ -71,6 +75,7 @@ def test_invoke_returns_native_tool_calls_streamed_and_not(model, server, order_
         assert isinstance(reply, AIMessage)
         assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("get_order_status", {"order_id": "ORD-10134"})]
         assert reply.tool_calls[0]["id"]  # the client makes ids up: Ollama's wire has none
+        assert reply.usage_metadata is not None
         assert reply.usage_metadata["input_tokens"] == reply.response_metadata["prompt_eval_count"] > 0
         assert reply.usage_metadata["output_tokens"] == reply.response_metadata["eval_count"] > 0
         assert reply.response_metadata["done_reason"] == "stop"

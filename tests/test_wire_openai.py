@@ -40,11 +40,13 @@ def server():
 
 @pytest.fixture
 def model(server, monkeypatch):
+    from langchain_openai import ChatOpenAI
     from lg_harness.llm.factory import make_model
 
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     chat = make_model(f"openai:{MODEL}")
+    assert isinstance(chat, ChatOpenAI)
     yield chat
     chat.root_client.close()  # its httpx client is cached per base URL, and this server's URL is unique
 
@@ -53,7 +55,9 @@ def model(server, monkeypatch):
 def order_tool():
     from lg_harness.domains.shop import DOMAIN as SHOP
 
-    return SHOP.registry().get("get_order_status").json_schema()
+    spec = SHOP.registry().get("get_order_status")
+    assert spec is not None
+    return spec.json_schema()
 
 
 def completion_bodies(server: OpenAIStandIn) -> list[dict]:
@@ -70,9 +74,11 @@ def test_invoke_returns_native_tool_calls(model, server, order_tool):
     reply = model.bind_tools([order_tool]).invoke("Where is my order ORD-10134?")
     assert isinstance(reply, AIMessage)
     assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("get_order_status", {"order_id": "ORD-10134"})]
-    assert reply.tool_calls[0]["id"].startswith("call_")
+    call_id = reply.tool_calls[0]["id"]
+    assert call_id is not None and call_id.startswith("call_")
     assert reply.response_metadata["finish_reason"] == "tool_calls"
     usage = reply.response_metadata["token_usage"]
+    assert reply.usage_metadata is not None
     assert reply.usage_metadata["input_tokens"] == usage["prompt_tokens"] > 0
     assert reply.usage_metadata["output_tokens"] == usage["completion_tokens"] > 0
 

@@ -14,7 +14,7 @@ from lg_harness.core.design import load_design
 from lg_harness.core.domain import Domain
 from lg_harness.evals import runner
 from lg_harness.evals.metrics import arg_validity, cell_metrics
-from lg_harness.evals.scenario import Outcome, Scenario, parse_splits, select_split, split_of
+from lg_harness.evals.scenario import Outcome, Scenario, Turn, parse_splits, select_split, split_of
 from lg_harness.evals.world import judge_outcome, value_matches
 from lg_harness.tools.backend import SeededDB, changes_once
 from lg_harness.tools.context import ToolContext
@@ -108,8 +108,8 @@ class Mover(BaseChatModel):
 def _play(monkeypatch: pytest.MonkeyPatch, city: str, outcome: dict[str, Any] = MOVE) -> tuple[dict, Scenario]:
     """One turn on the naive design, the model calling ``update_address`` with ``city``."""
     monkeypatch.setattr(runner, "make_model", lambda spec, domain=None: Mover(city=city))
-    scenario = Scenario(id="retail-move-01", user_id="C1", turns=[{"user": ASKED, "confirm": "yes",
-                        "expect": {"reply_contains_any": ["updated"]}}], outcome=outcome)
+    scenario = Scenario.model_validate({"id": "retail-move-01", "user_id": "C1", "outcome": outcome, "turns": [
+        {"user": ASKED, "confirm": "yes", "expect": {"reply_contains_any": ["updated"]}}]})
     record = runner.run_cell(load_design("naive"), scenario, 0, "scripted", RETAIL)
     return {**record, "domain": RETAIL}, scenario  # judged on this domain value, not one loaded by name
 
@@ -198,10 +198,10 @@ def test_an_outcome_change_says_what_it_lacks():
 
 
 def test_a_heldout_scenario_is_in_its_own_split_never_dev_or_test():
-    made = [Scenario(id=f"ho-retail-{i:04d}", tags=["heldout", "en"], turns=[{"user": "hi"}]) for i in range(40)]
+    made = [Scenario(id=f"ho-retail-{i:04d}", tags=["heldout", "en"], turns=[Turn(user="hi")]) for i in range(40)]
     assert {split_of(s) for s in made} == {"heldout"}
     assert select_split(made, "heldout") == made and select_split(made, "test") == select_split(made, "dev") == []
-    assert split_of(Scenario(id="hw-1", tags=["handwritten"], turns=[{"user": "hi"}])) == "test"
+    assert split_of(Scenario(id="hw-1", tags=["handwritten"], turns=[Turn(user="hi")])) == "test"
     assert parse_splits("test,heldout") == ["test", "heldout"]
     with pytest.raises(HarnessError, match="--split"):
         parse_splits("test,held")

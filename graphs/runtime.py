@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from lg_harness.llm.embeddings import Embedder, default_embedder, set_default_embedder
 from lg_harness.memory.assembly import WORKING_STRATEGIES, StrategyRegistry, WorkingStrategy
-from lg_harness.nodes.base import BUILTIN_VARIANTS, ModelCalls, VariantFactory, VariantRegistry
+from lg_harness.nodes.base import BUILTIN_VARIANTS, F, ModelCalls, VariantRegistry
 from lg_harness.tools.executor import DeadlineWorkers
 
 __all__ = ["Runtime", "default_runtime", "register_strategy", "register_variant", "set_default_runtime"]
@@ -93,7 +93,7 @@ def set_default_runtime(runtime: Runtime | None) -> None:
         set_default_embedder(runtime.embedder if runtime is not None else None)
 
 
-def register_variant(role: str, name: str) -> Callable[[VariantFactory], VariantFactory]:
+def register_variant(role: str, name: str) -> Callable[[F], F]:
     """Class decorator: make ``name`` selectable for ``role`` on the default runtime (for a runtime of your
     own: ``runtime.variants.register(role, name)``)."""
     return default_runtime().variants.register(role, name)

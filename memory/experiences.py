@@ -118,6 +118,13 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
         return "cosine"
 
 
+class CollectionSource(Protocol):
+    """What the store needs of a Chroma client (``chromadb.PersistentClient``, ``HttpClient``, or a wrapper of
+    one): a collection by name, made on first use."""
+
+    def get_or_create_collection(self, name: str, *args: Any, **kwargs: Any) -> Any: ...
+
+
 class HitCounts(Protocol):
     """Where an experience store keeps how often each record helped (``FactStore`` is one)."""
 
@@ -304,7 +311,7 @@ class ExperienceStore:
         self,
         path: str | Path | None = None,
         *,
-        client: ClientAPI | None = None,
+        client: CollectionSource | ClientAPI | None = None,
         collection: str = COLLECTION,
         weights: RetrievalWeights | None = None,
         policy: MemoryPolicy | None = None,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -59,6 +59,7 @@ class NodeDeps:
 
 
 VariantFactory = Callable[[NodeDeps], Node]
+F = TypeVar("F", bound=VariantFactory)  # a decorated class keeps its own type
 
 
 class VariantRegistry:
@@ -72,10 +73,10 @@ class VariantRegistry:
         self._by_role: dict[str, dict[str, VariantFactory]] = {role: dict(named) for role, named in
                                                                (entries or {}).items()}
 
-    def register(self, role: str, name: str) -> Callable[[VariantFactory], VariantFactory]:
+    def register(self, role: str, name: str) -> Callable[[F], F]:
         """Class decorator: make ``name`` selectable for ``role`` in a design built on this registry."""
 
-        def wrap(factory: VariantFactory) -> VariantFactory:
+        def wrap(factory: F) -> F:
             self._by_role.setdefault(role, {})[name] = factory
             return factory
 

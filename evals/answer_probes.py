@@ -129,7 +129,7 @@ def _ask(model: BaseChatModel, messages: list[BaseMessage], decoding: str) -> AI
 
 
 def run_answer_probes(model: BaseChatModel, probes: Sequence[AnswerProbe], domains: dict[str, Domain],
-                      rows: list[dict[str, Any]] | None = None, save: Callable[[list[dict[str, Any]]], None] | None = None,
+                      rows: list[dict[str, Any]] | None = None, save: Callable[[list[dict[str, Any]]], object] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Every probe in every presentation and decoding; rows already in ``rows`` are kept, not asked again."""
     rows = list(rows or [])

@@ -325,7 +325,7 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
 
 
 def run_probes(model: BaseChatModel | Callable[[str], BaseChatModel], probes: Iterable[Probe], progress: Callable[[int, int], None] | None = None,
-               done: Sequence[dict[str, Any]] = (), save: Callable[[list[dict[str, Any]]], None] | None = None
+               done: Sequence[dict[str, Any]] = (), save: Callable[[list[dict[str, Any]]], object] | None = None
                ) -> list[dict[str, Any]]:
     """Each probe once; ``done`` rows (from an interrupted run on the same probes) are kept, not re-asked,
     and ``save`` gets the rows after every probe, so a slow model's run can stop and go on. ``model`` may

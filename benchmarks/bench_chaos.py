@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, LiteralString
 
 MODEL = "reword:clean"
 SOAK_MODEL = "sim:clean"
@@ -69,7 +69,7 @@ class ChaosScript:
 
     user: str
     message: str
-    count_sql: str  # rows the change adds; {s} is the table's schema prefix ("" on SQLite, "shop." on Postgres)
+    count_sql: LiteralString  # rows the change adds; {s} is the table's schema prefix ("" on SQLite, "shop." on Postgres)
     database: str
     domain: str = ""  # the domain spec Harness loads (default: the script's name)
     count_fn: Callable[[Path], int] | None = None  # for a change outside any database
@@ -402,6 +402,7 @@ class Place:
 
     def close(self) -> None:
         if self.url is not None:
+            assert self.admin_url is not None, "the database was created (open) through the admin URL"
             _drop_database(self.admin_url, self.url)
 
     def next_run(self) -> tuple[Path, str]:
@@ -421,9 +422,14 @@ class Place:
             return script.count_fn(run_dir)
         if self.url is not None:
             import psycopg
+            from psycopg import sql
 
+            schema = sql.Composed([sql.Identifier(self.setup.domain), sql.SQL(".")])  # {s}: the "shop". prefix
             with psycopg.connect(self.url) as conn:
-                return int(conn.execute(script.count_sql.format(s=f"{self.setup.domain}.")).fetchone()[0])
+                row = conn.execute(sql.SQL(script.count_sql).format(s=schema)).fetchone()
+            if row is None:
+                raise RuntimeError("COUNT(*) returned no row")
+            return int(row[0])
         with sqlite3.connect(run_dir / script.database) as conn:
             return int(conn.execute(script.count_sql.format(s="")).fetchone()[0])
 
@@ -459,16 +465,19 @@ def _create_database(admin_url: str | None) -> str:
         raise RuntimeError("the postgres backend needs a database URL whose role may create databases "
                            "(--database-url, HARNESS_DATABASE_URL or HARNESS_TEST_DATABASE_URL)")
     name = f"harness_chaos_{uuid.uuid4().hex[:10]}"
+    from psycopg import sql
+
     with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return f"{admin_url.rpartition('/')[0]}/{name}"
 
 
-def _drop_database(admin_url: str | None, url: str) -> None:
+def _drop_database(admin_url: str, url: str) -> None:
     import psycopg
+    from psycopg import sql
 
     with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {url.rpartition('/')[2]} WITH (FORCE)")
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(url.rpartition('/')[2])))
 
 
 def one_run(place: Place, tally: Tally, crash: Crash | None = None, kill_after: float | None = None) -> None:
@@ -723,7 +732,7 @@ def print_table(figures: dict[str, Any]) -> None:
 
 def main(domain: str | None = None, argv: list[str] | None = None, database_url: str | None = None,
          **_: Any) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--domain", default=domain, choices=sorted(SCRIPTS))
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default=None,
                         help="default: both with a database URL, else sqlite")

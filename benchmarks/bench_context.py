@@ -149,6 +149,8 @@ def run_thread(harness: Harness, messages: Sequence[str], byte_turns: Sequence[i
                reply_turns: Sequence[int] = ()) -> dict[str, Any]:
     """Send the messages on one thread; tokens of every message, checkpoint sizes at ``byte_turns``,
     replies at ``reply_turns``."""
+    if harness.data_dir is None:
+        raise ValueError("run_thread measures the checkpoint file: open the harness on a data dir")
     path, user = harness.data_dir / "checkpoints.sqlite", harness.domain.default_user
     run: dict[str, Any] = {"tokens_by_turn": {}, "checkpoint_bytes": {}, "db_bytes": {}, "replies": {},
                            "waiting_turns": 0}

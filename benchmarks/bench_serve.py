@@ -68,18 +68,20 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _database(admin_url: str) -> tuple[str, str]:
     import psycopg
+    from psycopg import sql
 
     name = f"harness_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return f"{admin_url.rpartition('/')[0]}/{name}", name
 
 
 def _drop(admin_url: str, name: str) -> None:
     import psycopg
+    from psycopg import sql
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def _run_one(workers: int, database_url: str | None, chroma_url: str | None, model: str, threads: int,

@@ -20,9 +20,12 @@ import json
 import os
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+if TYPE_CHECKING:
+    from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 SIZES = {"~340": ("get_order_status",),
          "~1500": ("search_products", "get_product", "get_order_status", "list_my_orders", "cancel_order",
@@ -73,19 +76,28 @@ def _conversation_call2(first: AIMessage, base: list[BaseMessage]) -> list[BaseM
     return [*base, first, ToolMessage(json.dumps(RESULT), tool_call_id=call_id)]
 
 
+def _spec(registry: ToolRegistry, name: str) -> ToolSpec:
+    spec = registry.get(name)
+    if spec is None:
+        raise KeyError(f"the shop has no tool '{name}'")
+    return spec
+
+
 def measure(model_name: str = "qwen2.5-coder-0.5b", repeat: int = 3) -> dict[str, Any]:
     """Run the conversations ``repeat`` times per prompt size; return per-size medians and raw runs."""
     from lg_harness.domains.shop import DOMAIN
-    from lg_harness.llm.local import make_local
+    from lg_harness.llm.local import LocalChatModel, make_local
 
     registry = DOMAIN.registry()
     model = make_local(model_name)
+    if not isinstance(model, LocalChatModel):  # make_local builds one; its signature says BaseChatModel
+        raise TypeError(f"make_local gave a {type(model).__name__}, not a LocalChatModel")
     load_started = time.perf_counter()
     model.engine()
     load_s = time.perf_counter() - load_started
     sizes: dict[str, Any] = {}
     for label, names in SIZES.items():
-        bound = model.bind_tools([registry.get(n).json_schema() for n in names])
+        bound = model.bind_tools([_spec(registry, n).json_schema() for n in names])
         base: list[BaseMessage] = [SystemMessage(DOMAIN.system_prompt), HumanMessage(QUESTION)]
         runs: dict[str, list[dict[str, float]]] = {"call1_cold": [], "call2_warm": [], "call2_cold": []}
         for _ in range(repeat):
@@ -129,7 +141,7 @@ def table(fig: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 from lg_harness.core.design_sources import design_source, design_sources
@@ -50,9 +50,18 @@ def _preset(name: str, description: str, variants: dict[str, str], rules: str | 
                   knobs=Knobs(**knobs), rules=rules)
 
 
+class _Quotas(TypedDict):
+    """The quota knobs by name (so ``**NO_QUOTAS`` is known to fill only them, never ``rules``)."""
+
+    turn_quota_input_tokens: int
+    turn_quota_tool_calls: int
+    session_quota_input_tokens: int
+    session_quota_tool_calls: int
+
+
 # Designs from before quotas existed: limits high enough never to fire.
-NO_QUOTAS = {"turn_quota_input_tokens": 10**9, "turn_quota_tool_calls": 10**6,
-             "session_quota_input_tokens": 10**12, "session_quota_tool_calls": 10**9}
+NO_QUOTAS: _Quotas = {"turn_quota_input_tokens": 10**9, "turn_quota_tool_calls": 10**6,
+                      "session_quota_input_tokens": 10**12, "session_quota_tool_calls": 10**9}
 
 # Each preset rebuilds a system from the write-ups as a choice of variants and knobs (DESIGN.md, Designs).
 PRESETS: dict[str, Design] = {d.name: d for d in (

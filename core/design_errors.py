@@ -14,7 +14,7 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 
 def _one(err: dict[str, Any], model: type[BaseModel]) -> str:
-    loc = tuple(err.get("loc") or ())
+    loc: tuple[Any, ...] = tuple(err.get("loc") or ())
     where = _field(loc)
     if err.get("type") == "extra_forbidden":
         owner: Any = model

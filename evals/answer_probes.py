@@ -82,7 +82,10 @@ def answer_probes(domain: Domain, *, split: str = "dev", per_lang: int = 2, seed
         for s in (c for c in candidates if c.lang == lang):
             if sum(p.lang == lang for p in probes) >= per_lang:
                 break
-            want = s.turns[0].expect.tools[0]
+            tools = s.turns[0].expect.tools
+            if not tools:
+                raise ValueError(f"{s.id}: _expects_a_read kept a turn that expects no tool call")
+            want = tools[0]
             call = {"name": want.name, "args": dict(want.args), "id": "call_probe_1", "type": "tool_call"}
             result = _result(domain, s, call)
             if result is None:
@@ -126,7 +129,7 @@ def _ask(model: BaseChatModel, messages: list[BaseMessage], decoding: str) -> AI
 
 
 def run_answer_probes(model: BaseChatModel, probes: Sequence[AnswerProbe], domains: dict[str, Domain],
-                      rows: list[dict[str, Any]] | None = None, save: Callable[[list[dict[str, Any]]], None] | None = None,
+                      rows: list[dict[str, Any]] | None = None, save: Callable[[list[dict[str, Any]]], object] | None = None,
                       progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Every probe in every presentation and decoding; rows already in ``rows`` are kept, not asked again."""
     rows = list(rows or [])
@@ -160,8 +163,11 @@ KINDS = ("words_with_fact", "data", "wrong_language", "false_facts", "third_pers
 def _cell(rows: list[dict[str, Any]], key: str) -> str:
     n = len(rows)
     k = sum(bool(r.get(key)) for r in rows)
-    lo, hi = wilson(k, n) if n else (0.0, 0.0)
-    return f"{k}/{n} [{lo * 100:.0f}-{hi * 100:.0f}%]" if n else "n/a"
+    interval = wilson(k, n)
+    if interval is None:  # no rows
+        return "n/a"
+    lo, hi = interval
+    return f"{k}/{n} [{lo * 100:.0f}-{hi * 100:.0f}%]"
 
 
 def answer_table(rows: Sequence[dict[str, Any]]) -> str:

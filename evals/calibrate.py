@@ -24,7 +24,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -32,7 +32,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from lg_harness.core.domain import Domain
 from lg_harness.evals.probe import Probe
 from lg_harness.evals.probe_errors import ERROR_KINDS
-from lg_harness.evals.scenario import Scenario, load_scenarios, split_of
+from lg_harness.evals.scenario import Scenario, ToolExpect, Turn, load_scenarios, split_of
 from lg_harness.evals.stats import wilson
 from lg_harness.llm.embeddings import count_tokens
 from lg_harness.nodes.customer_text import only_data
@@ -82,6 +82,13 @@ def _id_value(args: dict[str, Any]) -> str | None:
     return next((v for v in args.values() if isinstance(v, str) and re.search(r"\d", v) and len(v) >= 4), None)
 
 
+def _first_expected(turn: Turn) -> ToolExpect:
+    """The first call a turn expects (the probes are built from turns that expect one)."""
+    if not turn.expect.tools:
+        raise ValueError(f"the turn {turn.user!r} expects no tool call")
+    return turn.expect.tools[0]
+
+
 def build_probes(domain: Domain, *, split: str = "dev", per_kind: int = 10, seed: int = 0) -> list[Probe]:
     """The probes for one domain, a fixed sample of ``per_kind`` scenarios per probe kind."""
     rng = random.Random(f"{seed}:{domain.name}")
@@ -94,7 +101,7 @@ def build_probes(domain: Domain, *, split: str = "dev", per_kind: int = 10, seed
     rng.shuffle(singles)
     for s, turn in singles[:per_kind]:
         tools = _schemas(domain, s.role or domain.default_role)
-        want = turn.expect.tools[0]
+        want = _first_expected(turn)
         messages = [system, HumanMessage(turn.user)]
         for n in TOOL_COUNTS:
             offered = _offer(tools, want.name, n, rng)
@@ -131,9 +138,9 @@ def _recall_probes(domain: Domain, s: Scenario, value: str, rng: random.Random) 
                                       AIMessage("Noted, thank you.")]
         used = 0
         while used < distance:
-            q = HumanMessage(rng.choice(_FILLER_Q))
-            history += [q, AIMessage(_FILLER_A)]
-            used += count_tokens(q.content) + count_tokens(_FILLER_A) + 8
+            question = rng.choice(_FILLER_Q)
+            history += [HumanMessage(question), AIMessage(_FILLER_A)]
+            used += count_tokens(question) + count_tokens(_FILLER_A) + 8
         history.append(HumanMessage("What was the reference I gave you at the very start?"))
         out.append(Probe("recall", domain.name, s.id, history, [], {"value": value, "distance": used,
                                                                     "nominal": distance}))
@@ -180,7 +187,7 @@ def build_fact_probes(domain: Domain, *, split: str = "dev", per_kind: int = 10,
     for s, turn in singles:
         if len(probes) >= FACT_PROBES * per_kind:
             break
-        want = turn.expect.tools[0]
+        want = _first_expected(turn)
         call = {"name": want.name, "args": dict(want.args), "id": "call_probe_1", "type": "tool_call"}
         result = _real_result(domain, s, call)
         if result is None:  # the call fails on the seeded data (it needs an earlier step): nothing to state
@@ -226,7 +233,7 @@ def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
     return value is None and any(b.get("type") == "null" for b in schema.get("anyOf", []))
 
 
-def malformation(call: dict[str, Any] | None, invalid: bool, schema: dict[str, Any]) -> str | None:
+def malformation(call: Mapping[str, Any] | None, invalid: bool, schema: dict[str, Any]) -> str | None:
     """The first malformation of a call against its schema, or None when it is well formed."""
     if invalid or call is None:
         return "broken_json"
@@ -318,7 +325,7 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
 
 
 def run_probes(model: BaseChatModel | Callable[[str], BaseChatModel], probes: Iterable[Probe], progress: Callable[[int, int], None] | None = None,
-               done: Sequence[dict[str, Any]] = (), save: Callable[[list[dict[str, Any]]], None] | None = None
+               done: Sequence[dict[str, Any]] = (), save: Callable[[list[dict[str, Any]]], object] | None = None
                ) -> list[dict[str, Any]]:
     """Each probe once; ``done`` rows (from an interrupted run on the same probes) are kept, not re-asked,
     and ``save`` gets the rows after every probe, so a slow model's run can stop and go on. ``model`` may
@@ -366,7 +373,7 @@ def _fit_forget(points: list[tuple[int, int, int]]) -> tuple[float, int]:
     return best
 
 
-def _count(rows: list[dict[str, Any]], kind: str, key: str, where: Callable[[dict], bool] = lambda r: True
+def _count(rows: list[dict[str, Any]], kind: str, key: str, where: Callable[[dict[str, Any]], object] = lambda r: True
            ) -> tuple[int, int]:
     chosen = [r for r in rows if r["kind"] == kind and "error" not in r and where(r)]
     return sum(bool(r.get(key)) for r in chosen), len(chosen)

@@ -231,7 +231,7 @@ def cache_row(summary: Summary, design: str) -> dict[str, str]:
     base = f"naive: {fmt_stat(naive, 'rate')}" if "naive" in ran else "naive: not run"
     st = stat_of(summary, design, key) if design in ran else None
     rate = (st or {}).get("mean")
-    if rate is None:
+    if st is None or rate is None:
         return _row(claim, base, f"{design}: {'not run' if design not in ran else NA}", "one design (threshold)",
                     NA, NA, "n/a (design not run)" if design not in ran else "n/a (no cache data)", NA, NA)
     held, ci = rate > 0.7, st.get("ci")

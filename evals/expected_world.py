@@ -82,7 +82,7 @@ def _on_the_way(domain: Domain, scenario: Scenario) -> list[tuple[int, str, dict
 
 
 def _world_after(domain: Domain, scenario: Scenario, calls: list[tuple[int, str, dict[str, Any]]]
-                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                 ) -> tuple[list[Mapping[str, Any]], list[dict[str, Any]]]:
     """The counted changes ``calls`` make on a fresh copy of the seeded data, and the calls that failed."""
     backends = domain.fresh_resources() if domain.fresh_resources else {}
     try:

@@ -32,8 +32,9 @@ def _is_call(row: Mapping[str, Any]) -> bool:
 
 
 def _rate(k: int, n: int) -> dict[str, Any]:
+    interval = wilson(k, n)  # None when n is 0
     return {"rate": round(k / n, 4) if n else 0.0, "k": k, "n": n,
-            "ci": [round(x, 4) for x in wilson(k, n)] if n else None}
+            "ci": [round(x, 4) for x in interval] if interval is not None else None}
 
 
 def fit_answer_steps(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

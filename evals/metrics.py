@@ -860,7 +860,7 @@ def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any], sp
         summary["by_tag"][design] = _tag_completion(cells)
         summary["long"][design] = _long_block(long_cells)
         summary["cells"].extend(cells)
-        if design != baseline:
+        if baseline is not None and design != baseline:  # a design ran, so there is a baseline
             summary["paired"].append({"design": design, "baseline": baseline,
                                       **paired_difference(cells, by_design[baseline])})
     summary["ablations"] = _ablations(by_design, summary)

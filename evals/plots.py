@@ -144,7 +144,8 @@ def bar_chart(summary: Mapping[str, Any], key: str, path: Path) -> Path | None:
 def _token_curves(summary: Mapping[str, Any]) -> tuple[str, dict[str, Sequence[Mapping[str, Any]]]]:
     # long scenarios show growth best: short ones crowd turn 1 and end before growth shows
     designs = main_designs(summary)
-    long = {d: (summary.get("long") or {}).get(d, {}).get("tokens_by_turn") or [] for d in designs}
+    long: dict[str, Sequence[Mapping[str, Any]]] = {
+        d: (summary.get("long") or {}).get(d, {}).get("tokens_by_turn") or [] for d in designs}
     if any(long.values()):
         return "long scenarios", long
     return "all scenarios", {d: (summary.get("tokens_by_turn") or {}).get(d) or [] for d in designs}

@@ -92,6 +92,7 @@ def _refused(domain: Domain, s: Scenario) -> tuple[str, ToolOutcome] | None:
         found = domain.entities_in(turn.user)
         for name in sorted(set(route.tools if route else ()) & domain.changing_tools()):
             spec = registry.get(name)
+            assert spec is not None, f"{name}: changing_tools names only the registry's tools"
             args = {arg: found[kind][0] for arg, kind in domain.tool_entities(spec).items() if found.get(kind)}
             schema = spec.args_model.model_json_schema()
             for req in schema.get("required") or []:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from lg_harness.core.design import Design
 from lg_harness.core.design_sources import by_prefix
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.core.routing.guards import stop_reason
+from lg_harness.core.state import HarnessState
 from lg_harness.evals.world import World
 from lg_harness.graphs.app import Harness, executor_for
 from lg_harness.graphs.model_health import ModelUnavailable
@@ -211,7 +212,8 @@ def _send(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
         "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),
         "model_latency_s": round(stats.get("model_latency_s", 0.0), 4),
         **({"speed": stats["speed"]} if stats.get("speed") else {}),
-        "stop_reason": stop_reason(values, h.design.knobs) if "action" in r.path else None,
+        # values is the whole graph state after the message (graphs/result.py), typed there as a plain dict
+        "stop_reason": stop_reason(cast(HarnessState, values), h.design.knobs) if "action" in r.path else None,
     }, values
 
 

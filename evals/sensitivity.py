@@ -70,7 +70,7 @@ def render(summaries: Mapping[str, Summary], command: str, date: str | None = No
         f"## Paired difference from {base}", "", *table(["Design", *profiles], diffs), ""])
 
 
-def _ranked(ranking: list[Mapping[str, Any]], i: int) -> str:
+def _ranked(ranking: Sequence[Mapping[str, Any]], i: int) -> str:
     if i >= len(ranking):
         return ""
     row = ranking[i]

@@ -120,7 +120,8 @@ class ThreadReader:
             return owner
         if values is None:
             tup = self.checkpointer.get_tuple(thread_config(thread_id))
-            values = (tup.checkpoint.get("channel_values") or {}) if tup is not None else {}
+            stored: dict[str, Any] = (tup.checkpoint.get("channel_values") or {}) if tup is not None else {}
+            values = stored
         return (values.get("user") or {}).get("id") or None
 
     def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from lg_harness.tools.errors import HarnessError
+
+if TYPE_CHECKING:
+    from lg_harness.llm.sim import SimChatModel
 
 SPEC_HELP = ("use 'sim' (its default fault profile), 'sim:clean', 'sim:<profile>:<seed>', 'reword:clean' (the sim, rewording on every call), 'ollama:<model>' "
              "(e.g. ollama:qwen2.5:7b), 'openai:<model>' or 'local:<model>' (e.g. local:qwen2.5-coder-0.5b)")
@@ -68,7 +71,7 @@ def close_model(model: BaseChatModel) -> None:
                 close()
 
 
-def _sim(rest: str) -> BaseChatModel:
+def _sim(rest: str) -> SimChatModel:
     """``sim``, ``sim:clean``, ``sim:flat:7``, ``sim:7``: a fault profile from ``simlm/profiles.yaml`` and a
     seed, both optional."""
     from lg_harness.llm.sim import SimChatModel

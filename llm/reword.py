@@ -12,6 +12,7 @@ arguments and asks the model again after a crash would apply it twice; ``harness
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -32,7 +33,7 @@ def free_text_fields(tool: dict[str, Any]) -> set[str]:
     return out
 
 
-def reworded(call: dict[str, Any], free: set[str]) -> dict[str, Any]:
+def reworded(call: Mapping[str, Any], free: set[str]) -> dict[str, Any]:
     """``call`` with a fresh id and every free-text argument tagged anew."""
     args = {k: (f"{v} (noted {secrets.token_hex(3)})" if k in free and isinstance(v, str) and len(v.split()) > 1
                 else v) for k, v in (call.get("args") or {}).items()}

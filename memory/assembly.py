@@ -58,11 +58,11 @@ class LayerShares(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    system: float = Field(0.10, ge=0, le=1)
-    task: float = Field(0.10, ge=0, le=1)
-    memory: float = Field(0.20, ge=0, le=1)
-    working: float = Field(0.40, ge=0, le=1)
-    immediate: float = Field(0.20, ge=0, le=1)
+    system: float = Field(default=0.10, ge=0, le=1)
+    task: float = Field(default=0.10, ge=0, le=1)
+    memory: float = Field(default=0.20, ge=0, le=1)
+    working: float = Field(default=0.40, ge=0, le=1)
+    immediate: float = Field(default=0.20, ge=0, le=1)
 
     @model_validator(mode="after")
     def _at_most_whole(self) -> LayerShares:
@@ -91,11 +91,11 @@ class ContextPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    budget_tokens: int = Field(3000, ge=1)
+    budget_tokens: int = Field(default=3000, ge=1)
     shares: LayerShares = Field(default_factory=LayerShares)
     working: str = "hybrid"
-    window_turns: int = Field(6, ge=1)
-    compress_at: float = Field(0.7, gt=0, le=1)
+    window_turns: int = Field(default=6, ge=1)
+    compress_at: float = Field(default=0.7, gt=0, le=1)
     drop_low_information: bool = True
     clear_used_results: bool = False
     # Where ``working`` is looked up: the runtime's strategies (graphs.runtime), else the built-in ones.
@@ -243,8 +243,8 @@ def tool_groups(messages: Sequence[BaseMessage]) -> list[Group]:
         if isinstance(message, AIMessage) and message.tool_calls:
             pending = {call.get("id") for call in message.tool_calls}
             j = i + 1
-            while j < len(messages) and isinstance(messages[j], ToolMessage) and messages[j].tool_call_id in pending:
-                pending.discard(messages[j].tool_call_id)
+            while j < len(messages) and isinstance(answer := messages[j], ToolMessage) and answer.tool_call_id in pending:
+                pending.discard(answer.tool_call_id)
                 j += 1
             groups.append(Group(i, tuple(messages[i:j]), valid=not pending))
             i = j

@@ -13,7 +13,7 @@ Turns are numbered by human messages: turn ``first_turn`` starts at the first Hu
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from langchain_core.messages import (
     HumanMessage,
     RemoveMessage,
     SystemMessage,
+    ToolCall,
     ToolMessage,
 )
 from lg_harness.llm.embeddings import count_tokens
@@ -107,7 +108,7 @@ def first_turn_of(history: Sequence[BaseMessage], current_turn: int) -> int:
     return current_turn - sum(isinstance(m, HumanMessage) for m in history)
 
 
-def _call_text(call: dict[str, Any]) -> str:
+def _call_text(call: Mapping[str, Any]) -> str:
     args = ", ".join(f"{k}={v}" for k, v in sorted((call.get("args") or {}).items()))
     return f"{call['name']}({args})"
 
@@ -116,11 +117,11 @@ def _result_text(message: ToolMessage, args: dict[str, Any] | None = None) -> st
     return result_digest(message_text(message), args, RESULT_CHARS)
 
 
-def _calls_with_results(group: Group) -> list[tuple[dict[str, Any], ToolMessage]]:
+def _calls_with_results(group: Group) -> list[tuple[ToolCall, ToolMessage]]:
     results = {m.tool_call_id: m for m in group.messages[1:] if isinstance(m, ToolMessage)}
     first = group.first
     calls = first.tool_calls if isinstance(first, AIMessage) else []
-    return [(call, results[call["id"]]) for call in calls if call.get("id") in results]
+    return [(call, results[call_id]) for call in calls if (call_id := call.get("id")) in results]
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -62,9 +62,8 @@ def system_text(state: HarnessState, domain: Domain) -> str:
 
 def memory_layer(state: HarnessState) -> MemoryLayer:
     retrieved = [f"From earlier sessions: {item}" for item in state.get("recalled") or []]
-    if state.get("known_facts"):
-        retrieved.insert(0, "Known about the customer: " + json.dumps(state["known_facts"], ensure_ascii=False,
-                                                                      sort_keys=True))
+    if known := state.get("known_facts"):
+        retrieved.insert(0, "Known about the customer: " + json.dumps(known, ensure_ascii=False, sort_keys=True))
     return MemoryLayer(fact_card=dict(state.get("fact_card") or {}), constraints=list(state.get("constraints") or []),
                        summary=state.get("summary") or "", retrieved=retrieved)
 
@@ -108,7 +107,7 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
     history, _ = split_turn(messages)
     cleared = used_results_cleared(history, design, strategies)
     if cleared:
-        messages = [cleared.get(m.id, m) for m in messages]
+        messages = [cleared.get(m.id, m) if m.id is not None else m for m in messages]
         history, _ = split_turn(messages)
     asm = assemble_state({**state, "messages": messages,
                           "constraints": [*(state.get("constraints") or []), *constraints]}, design, domain,
@@ -128,7 +127,8 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
         update["constraints"] = [*update.get("constraints", []), *upd["constraints"]]
         removed = set(comp.removed_ids)
     kept = [m for m in messages if m.id not in removed]
-    removed |= {m.id for m in overflow(kept, design.knobs.window_messages, keep_id=anchor_id)}
+    # every stored message has an id (the add_messages reducer gives one to each)
+    removed |= {m.id for m in overflow(kept, design.knobs.window_messages, keep_id=anchor_id) if m.id is not None}
     # Cleared results replace their originals by id (the add_messages reducer); removal wins over both.
     update_messages = [*(m for i, m in cleared.items() if i not in removed), *(RemoveMessage(id=i) for i in removed)]
     if update_messages:
@@ -137,13 +137,15 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
 
 
 def used_results_cleared(history: Sequence[BaseMessage], design: Design,
-                         strategies: StrategyRegistry = WORKING_STRATEGIES) -> dict[str, BaseMessage]:
+                         strategies: StrategyRegistry = WORKING_STRATEGIES) -> dict[str, ToolMessage]:
     """Tool results of ``history`` the design clears from the stored working set, by message id: the
     same rule the assembly applies, so a checkpoint holds what the model is shown, not kilobytes of JSON."""
     if not policy_for(design, strategies).clears_results():
         return {}
     after = clear_used_results(history, results_to_keep(history))
-    return {new.id: new for old, new in zip(history, after, strict=True) if new is not old and new.id}
+    # what clearing replaces is a ToolMessage, by a ToolMessage
+    return {new.id: new for old, new in zip(history, after, strict=True)
+            if new is not old and new.id and isinstance(new, ToolMessage)}
 
 
 def overflow(messages: Sequence[BaseMessage], keep: int, keep_id: str | None = None) -> list[BaseMessage]:

@@ -175,6 +175,8 @@ class FactStore:
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (user_id, key, encoded, confidence, source, ts, ts),
                 ).lastrowid
+                if rid is None:  # sqlite3 sets it after every INSERT
+                    raise RuntimeError("the new fact's INSERT gave no row id")
             return self._by_id(rid)
 
     def get(self, user_id: str, key: str) -> Fact | None:

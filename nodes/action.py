@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -53,7 +54,7 @@ def decision_key(state: HarnessState, config: RunnableConfig, rnd: int) -> str:
     return f"{thread_id(config)}:{state.get('turn') or 0}:{rnd}:{digest}"
 
 
-def _failed(call: dict[str, Any], error_type: str, exception: str, error: str) -> ToolOutcome:
+def _failed(call: Mapping[str, Any], error_type: str, exception: str, error: str) -> ToolOutcome:
     return ToolOutcome(call_id=call.get("id") or "", name=call["name"], args=call.get("args") or {},
                        status="error", error_type=error_type, exception=exception, error=error)
 
@@ -62,7 +63,7 @@ def _failed(call: dict[str, Any], error_type: str, exception: str, error: str) -
 RETRYABLE_LATER = frozenset({"timeout", "transient", "rate_limited", "malformed", "duplicate_call"})
 
 
-def earlier_outcome(record: dict[str, Any]) -> ToolOutcome:
+def earlier_outcome(record: Mapping[str, Any]) -> ToolOutcome:
     """A logged call as an outcome again (its result, or its error), to answer a repeat without running it."""
     result = json.loads(record["result_digest"]) if record.get("result_digest") else None
     return ToolOutcome(call_id=record.get("id", ""), name=record["name"], args=record.get("args") or {},
@@ -87,7 +88,7 @@ def canonical_args(args: dict[str, Any], entity_args: dict[str, str], domain: Do
     return out
 
 
-def with_call_ids(ai: AIMessage, log: list[dict[str, Any]], rnd: int) -> AIMessage:
+def with_call_ids(ai: AIMessage, log: Sequence[Mapping[str, Any]], rnd: int) -> AIMessage:
     """``ai`` with one distinct id per tool call: providers may send none, or one id (``call_0``) for several
     calls. Results are paired with calls by these ids, and the change each call makes is keyed by what it is,
     so an id only has to be unique within the message."""
@@ -203,7 +204,7 @@ class ToolLoopAction:
                                                        for c in ai.tool_calls]})
         return ai.model_copy(update={"content": stands["content"], "tool_calls": stands["calls"]})
 
-    def changes_now(self, call: dict[str, Any]) -> bool:
+    def changes_now(self, call: Mapping[str, Any]) -> bool:
         """A call to a changing tool that runs in this message (not one put to the user first)."""
         spec = self.deps.registry.get(call["name"])
         return spec is not None and spec.changes_state and not self.needs_confirmation(call)
@@ -246,13 +247,13 @@ class ToolLoopAction:
         return [{"name": c["name"], "args": dict(c.get("args") or {}), "id": f"confirmed~{i}", "type": "tool_call"}
                 for i, c in enumerate(pending.get("calls") or [])]
 
-    def needs_confirmation(self, call: dict[str, Any]) -> bool:
+    def needs_confirmation(self, call: Mapping[str, Any]) -> bool:
         """A state-changing call (the handoff tool aside: asking for a human is its own consent)."""
         spec = self.deps.registry.get(call["name"])
         return (self.knobs.confirm_changes and spec is not None and spec.changes_state
                 and call["name"] != self.deps.domain.handoff.tool)
 
-    def ask_to_confirm(self, state: HarnessState, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    def ask_to_confirm(self, state: HarnessState, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """End the turn with what would change; the next message's yes runs exactly ``calls``."""
         lang = (state.get("fact_card") or {}).get("language") or "en"
         text = confirmation_question(calls, self.deps.domain, lang, self.deps.registry)
@@ -264,7 +265,7 @@ class ToolLoopAction:
         # has gone out, as for a busy model.
         return {"reply": text, "pending_change": pending, "phase": "confirm", "check": {"ok": True, "retryable": True}}
 
-    def owning_intent(self, state: HarnessState, calls: list[dict[str, Any]]) -> str | None:
+    def owning_intent(self, state: HarnessState, calls: Sequence[Mapping[str, Any]]) -> str | None:
         """The intent the yes resumes: the turn's, or the unsure step's candidate whose route has these calls
         (its tools are the ones offered again when the change runs)."""
         intent, names = state.get("intent"), {c["name"] for c in calls}
@@ -288,7 +289,7 @@ class ToolLoopAction:
             return clean_result(o.result, tool=o.name)
         return clean_error(o.error_type or "error", o.error or "", tool=o.name)
 
-    def screen(self, state: HarnessState, call: dict[str, Any], done: dict[str, ToolOutcome],
+    def screen(self, state: HarnessState, call: Mapping[str, Any], done: dict[str, ToolOutcome],
                offered: frozenset[str] | None = None, confirmed: bool = False) -> ToolOutcome | None:
         """An outcome that replaces running the call (not offered, forbidden, duplicate or invented argument),
         or None to run it."""
@@ -326,7 +327,7 @@ class ToolLoopAction:
         spec = self.deps.registry.get(name)
         return self.deps.domain.tool_entities(spec) if spec is not None else {}
 
-    def well_formed(self, call: dict[str, Any]) -> bool:
+    def well_formed(self, call: Mapping[str, Any]) -> bool:
         """Schema-valid? A malformed call is left to the executor: validation errors get a repair try."""
         try:
             self.deps.executor.validate(call["name"], call.get("args") or {})
@@ -341,15 +342,16 @@ class ToolLoopAction:
                        ) -> tuple[list[ToolOutcome], list[bool]]:
         """Outcomes in call order, and per call whether it reached the tools (False: the harness answered it)."""
         # Every call this message already made, failed ones too: asking again will not change the answer.
-        done = {r["signature"]: earlier_outcome(r) for r in state.get("tool_log") or []
-                if r.get("error_type") not in RETRYABLE_LATER}
+        # (every logged call has its signature: execute logs it)
+        done = {sig: earlier_outcome(r) for r in state.get("tool_log") or []
+                if r.get("error_type") not in RETRYABLE_LATER and (sig := r.get("signature")) is not None}
         user = state.get("user") or {"id": "", "role": "customer"}
         thread = thread_id(config)
 
         turn = state.get("turn") or 0
         ledger = self.deps.resources.get(LEDGER_RESOURCE)
 
-        def ctx_for(call: dict[str, Any]) -> ToolContext:
+        def ctx_for(call: Mapping[str, Any]) -> ToolContext:
             # Keyed by what the call is (thread, the message it serves, tool, arguments), not by the provider's
             # call id: a message finished or replayed after a fork applies its change once even when the model
             # issues fresh ids (or repeats one id for different changes).

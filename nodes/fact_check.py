@@ -86,7 +86,7 @@ def _is_label(key: str, value: Any, skip: set[str], currency: str) -> bool:
     if not isinstance(value, str) or key in skip:
         return False
     text = value.strip()
-    return (3 <= len(text) <= _MAX_LABEL or (_CJK.search(text) and 2 <= len(text) <= _MAX_LABEL)) \
+    return (3 <= len(text) <= _MAX_LABEL or (_CJK.search(text) is not None and 2 <= len(text) <= _MAX_LABEL)) \
         and not text.replace(".", "").isdigit() and text.upper() != currency.upper() and text.count(" ") < 6
 
 

@@ -7,6 +7,7 @@ own handoff queue (the thread id and turn), which ``harness handoff list`` shows
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -32,8 +33,8 @@ def handoff_reason(state: HarnessState, knobs: Knobs) -> str:
         return "the same invalid tool call was made twice"
     if (quota := quota_exceeded(state, knobs)) is not None:
         return f"quota exhausted: {quota}"
-    if (state.get("check") or {}).get("problems"):
-        return "answer failed self-check: " + "; ".join(state["check"]["problems"])
+    if problems := (state.get("check") or {}).get("problems"):
+        return "answer failed self-check: " + "; ".join(problems)
     if (state.get("unknown_streak") or 0) > 0:
         return "intent not understood repeatedly"
     return "guard stop"
@@ -54,10 +55,11 @@ class TicketHandoff:
         # Whether the change happened is unknown: the customer hears that it is being checked, not "done".
         text = say("change_checking" if uncertain else "handoff", (state.get("fact_card") or {}).get("language")
                    or "en", self.deps.domain, ticket=str(ticket))
+        reply = state.get("reply")
         answered = (not uncertain and (state.get("check") or {}).get("ok") and state.get("phase") == "done"
-                    and state.get("reply"))
+                    and reply)
         if answered:  # e.g. a complaint was recorded first: keep that answer and add the handoff notice
-            text = f"{state['reply']}\n{text}"
+            text = f"{reply}\n{text}"
         # The human needs what the customer pinned ("don't call me") as much as the facts.
         payload = {"reason": reason, "ticket": ticket, "fact_card": state.get("fact_card") or {},
                    "constraints": list(state.get("constraints") or []), "summary": state.get("summary") or ""}
@@ -68,7 +70,7 @@ class TicketHandoff:
         return {"reply": text, "messages": [AIMessage(text)], "phase": "handoff", "handoff": payload}
 
 
-    def open_ticket(self, state: HarnessState, user: dict[str, Any], thread: str, reason: str,
+    def open_ticket(self, state: HarnessState, user: Mapping[str, Any], thread: str, reason: str,
                     step: str = "") -> str:
         """The ticket id from the domain's handoff tool, or the harness's own when the domain has none."""
         spec = self.deps.domain.handoff

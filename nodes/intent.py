@@ -190,7 +190,8 @@ def parse_intent_json(text: str, labels: list[str]) -> tuple[str, float]:
         data = json.loads(match.group(0)) if match else {}
     except json.JSONDecodeError:
         data = {}
-    intent = data.get("intent") if data.get("intent") in labels else UNKNOWN
+    label = data.get("intent")
+    intent = label if isinstance(label, str) and label in labels else UNKNOWN
     try:
         confidence = float(data.get("confidence", 0.5))
     except (TypeError, ValueError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,7 +258,7 @@ def _subject(facts: Sequence[Fact], voice: Voice, bare: bool = False) -> str:
     return f"{head}（{name.value}）" if name and voice.zh else f"{head} ({name.value})" if name else head
 
 
-def _chosen(facts: Sequence[Fact], question: str, skip: set[str]) -> list[Fact]:
+def _chosen(facts: Sequence[Fact], question: str, skip: AbstractSet[str]) -> list[Fact]:
     """The status, then the fields the question is about (best first); without either, the first few."""
     own = set(_subject_facts(facts))
     rest = [f for f in facts if f not in own and f.key not in skip]
@@ -270,7 +271,8 @@ def _chosen(facts: Sequence[Fact], question: str, skip: set[str]) -> list[Fact]:
     return status + asked
 
 
-def record_sentence(record: Mapping[str, Any], voice: Voice, question: str, skip: set[str] = frozenset()) -> str:
+def record_sentence(record: Mapping[str, Any], voice: Voice, question: str,
+                    skip: AbstractSet[str] = frozenset()) -> str:
     facts = facts_of(record, voice)
     subject = _subject(facts, voice)
     chosen = _chosen(facts, question, skip)
@@ -305,7 +307,8 @@ def _item(record: Any, voice: Voice, question: str) -> str:
     short = [f for f in brief if f.kind == "text" and name is None]
     asides = [name.value] if name is not None and ident is not None else []
     asides += [_aside(f, voice.zh) for f in (status + asked + short)[:1]]
-    head = (ident or name).value if (ident or name) else next((f.value for f in facts if f.kind != "text"), "")
+    subject = ident or name
+    head = subject.value if subject else next((f.value for f in facts if f.kind != "text"), "")
     if not asides or not head:
         return head
     return f"{head}（{'，'.join(asides)}）" if voice.zh else f"{head} ({', '.join(asides)})"

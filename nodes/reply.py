@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing.guards import stop_reason
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, TurnStats
 from lg_harness.memory.context import build_context, last_ai, last_human_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.fact_check import results_of
@@ -33,7 +33,7 @@ def turn_results(state: HarnessState) -> list[tuple[str, Any]]:
     for record in state.get("tool_log") or []:
         value = results_of([record])
         if value:
-            out.append((str(record["name"]), value[0]))
+            out.append((str(record.get("name")), value[0]))  # every logged call has its name
     return out
 
 
@@ -60,7 +60,7 @@ class ModelReply:
         return self.generate(state, check)
 
     def generate(self, state: HarnessState, check: dict[str, Any]) -> dict[str, Any]:
-        stats = dict(state.get("turn_stats") or {})
+        stats = TurnStats(**(state.get("turn_stats") or {}))  # a copy
         messages = state.get("messages") or []
         removals: list[Any] = []
         reason = stop_reason(state, self.deps.design.knobs)
@@ -71,12 +71,12 @@ class ModelReply:
             stats["regenerations"] = stats.get("regenerations", 0) + 1
             note = REGENERATE_NOTE.format(problems="; ".join(check["problems"]))
             rejected = last_ai(messages)
-            if rejected is not None and not rejected.tool_calls:
+            if rejected is not None and not rejected.tool_calls and rejected.id is not None:  # stored: it has one
                 removals.append(RemoveMessage(id=rejected.id))
                 state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
         context = self.answer_context(state, note)
         try:
-            ai, stats = call_model(self.deps, context, stats, step="answer")  # type: ignore[arg-type]
+            ai, stats = call_model(self.deps, context, stats, step="answer")
             text = ai.text or say("ask_generic", lang_of(state), self.deps.domain)
         except ModelCallFailed as err:
             stats = {**stats, **err.stats}

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, TurnStats
 from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, builtin_variant
 from lg_harness.nodes.customer_text import (
@@ -224,7 +224,7 @@ class ModelCheck:
         from lg_harness.nodes.base import ModelCallFailed, call_model
 
         prompt = f"ANSWER:\n{state.get('reply') or ''}\n\nEVIDENCE:\n{grounding_text(state)}"
-        stats = dict(state.get("turn_stats") or {})
+        stats = TurnStats(**(state.get("turn_stats") or {}))  # a copy
         try:
             verdict_msg, stats = call_model(self.deps, [SystemMessage(VERIFY_PROMPT), Human(prompt)], stats)
             check = parse_verdict(verdict_msg.text)

@@ -342,8 +342,8 @@ def to_jsonable(value: Any) -> Any:
         return _message_dict(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value))
-    if callable(getattr(value, "model_dump", None)):
-        return to_jsonable(value.model_dump())
+    if callable(dump := getattr(value, "model_dump", None)):
+        return to_jsonable(dump())
     return str(value)
 
 

@@ -32,14 +32,13 @@ from lg_harness.obs.logs import JsonLogFormatter, configure_logging  # noqa: F40
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
     SpanExporter,
     SpanExportResult,
-    SpanProcessor,
 )
 from opentelemetry.trace import INVALID_SPAN, NoOpTracer, Span, Status, StatusCode, Tracer
 
@@ -225,6 +224,8 @@ def _jsonable_attrs(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
 def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
     """One finished span as the JSON object the ``file`` exporter writes (ids in hex, times in ns)."""
     ctx = span.get_span_context()
+    if ctx is None:  # never for a span the SDK started and ended
+        raise ValueError(f"span {span.name!r} has no span context")
     start, end = span.start_time or 0, span.end_time or 0
     return {
         "name": span.name,

@@ -144,9 +144,9 @@ def _limit_hit(messages: list[Any]) -> bool:
 def draw_graph(with_middleware: bool, domain: Any) -> Any:
     """The compiled agent's own LangGraph topology (drawn offline; no model is called)."""
     from lg_harness.core.domain import load_domain
-    from lg_harness.evals.scenario import Scenario
+    from lg_harness.evals.scenario import Scenario, Turn
 
-    scenario = Scenario(id="draw", turns=[{"user": "hi"}])
+    scenario = Scenario(id="draw", turns=[Turn(user="hi")])
     cell = PeerCell("peer:langchain", scenario, 0, "sim:clean", load_domain(domain))
     try:
         return build_agent(cell, with_middleware).get_graph()

@@ -145,7 +145,7 @@ class PeerCell:
     @property
     def tools(self) -> list[ToolSpec]:
         """Every tool of the domain, registered once, as frameworks register them (no per-role masking)."""
-        return [self.registry.get(n) for n in self.registry.names()]
+        return [spec for n in self.registry.names() if (spec := self.registry.get(n)) is not None]
 
     @property
     def handoff_tool(self) -> str | None:

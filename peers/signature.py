@@ -36,13 +36,13 @@ def typed_function(spec: ToolSpec, body: Callable[..., Any], context: tuple[str,
         params.insert(0, inspect.Parameter(context[0], inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                            annotation=context[1]))
 
-    if is_async:
-        async def function(*args: Any, **kwargs: Any) -> Any:
-            return await body(*args, **kwargs)
-    else:
-        def function(*args: Any, **kwargs: Any) -> Any:
-            return body(*args, **kwargs)
+    async def async_function(*args: Any, **kwargs: Any) -> Any:
+        return await body(*args, **kwargs)
 
+    def sync_function(*args: Any, **kwargs: Any) -> Any:
+        return body(*args, **kwargs)
+
+    function = async_function if is_async else sync_function
     function.__name__ = function.__qualname__ = spec.name
     function.__doc__ = spec.description
     function.__signature__ = inspect.Signature(params, return_annotation=Any)  # type: ignore[attr-defined]

@@ -82,8 +82,11 @@ def _section(path: list[str], command: Any, level: int) -> list[str]:
 
 def render() -> str:
     from lg_harness.service.cli import app
+    from typer.core import TyperGroup
 
     root = typer.main.get_command(app)
+    if not isinstance(root, TyperGroup):  # an app with several commands is a group
+        raise TypeError(f"the harness app is a {type(root).__name__}, not a group of commands")
     lines = [HEADER, "## harness", "", "`harness [OPTIONS] COMMAND`", "", _cell(root.help or ""),
              "", "Global options, given before the command:", "", *_params_table(root.params)]
     for name, command in root.commands.items():

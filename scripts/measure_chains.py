@@ -46,7 +46,7 @@ def measure(name: str, design: str) -> dict[str, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--design", default="harness")
     parser.add_argument("--domains", default=",".join(TASKS))
     parser.add_argument("--json", action="store_true")

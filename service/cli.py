@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import typer
 from lg_harness.tools.errors import HarnessError
@@ -38,8 +38,15 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document o
 DebugOpt = Annotated[bool, typer.Option("--debug", help="show tracebacks")]
 ThreadOpt = Annotated[str, typer.Option("--thread", "-t", help="conversation thread id")]
 DEFAULT_DATA_DIR = Path(".harness")
-# Where state lives (graphs.storage): set once for every command by the options before the command name.
-STORAGE: dict[str, str | None] = {"database_url": None, "chroma_url": None}
+class Storage(TypedDict):
+    """Where state lives (graphs.storage): the keyword arguments a Harness takes for it."""
+
+    database_url: str | None
+    chroma_url: str | None
+
+
+# Set once for every command by the options before the command name.
+STORAGE: Storage = {"database_url": None, "chroma_url": None}
 
 
 def storage_options(
@@ -623,9 +630,10 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
             files.append(write_headline(folder, command, parts))
         # the first split is the one the terminal table, --json and the sensitivity ranking show
         done[profile] = {"summary": parts[splits[0]], "cells": len(records), "out": folder, "files": files}
-    sensitivity = write_sensitivity({p: d["summary"] for p, d in done.items()}, out_dir, command) if profiles else []
+    named = {p: d["summary"] for p, d in done.items() if p is not None}  # every run, with profiles or a sweep
+    sensitivity = write_sensitivity(named, out_dir, command) if profiles else []
     if variants:
-        sensitivity = write_sweep({p: d["summary"] for p, d in done.items()}, variants, out_dir, command)
+        sensitivity = write_sweep(named, variants, out_dir, command)
     if json_out:
         docs = {p: {"out": str(d["out"]), "files": [str(f) for f in d["files"]], "cells": d["cells"], "split": split,
                     "n_scenarios": d["summary"]["n_scenarios"], "metrics": d["summary"]["metrics"]}

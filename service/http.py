@@ -271,6 +271,13 @@ class Runtime:
         return mid
 
 
+def _queued(row: dict[str, Any] | None, message_id: int) -> dict[str, Any]:
+    """The queue row of a message this worker queued; missing only if a prune removed it meanwhile."""
+    if row is None:
+        raise LookupError(f"message {message_id} is not in the thread queue")
+    return row
+
+
 class Waiters:
     """Requests waiting for their messages' outcomes: one query per tick for all of this worker's waiters."""
 
@@ -284,7 +291,7 @@ class Waiters:
         fut = asyncio.get_running_loop().create_future()
         self.futures.setdefault(message_id, []).append(fut)
         await fut
-        return await asyncio.to_thread(self.queue.get, message_id)
+        return _queued(await asyncio.to_thread(self.queue.get, message_id), message_id)
 
     async def run(self) -> None:
         while True:
@@ -353,7 +360,7 @@ class Api:
         yield _sse("queued", {"message_id": mid, "thread_id": thread_id})
         seen, final = 0, None
         while final is None:
-            row = await asyncio.to_thread(q.get, mid)
+            row = _queued(await asyncio.to_thread(q.get, mid), mid)
             final = row if row["status"] in RESULT_STATES else None
             for seq, event in await asyncio.to_thread(q.events, mid, seen):
                 seen = seq

@@ -81,10 +81,14 @@ async def desk_only(ctx: Auth.types.AuthContext, value: Any) -> bool:
     return _is_desk(ctx)
 
 
-@auth.on.assistants.read
-@auth.on.assistants.search
 async def assistants_are_public(ctx: Auth.types.AuthContext, value: Any) -> bool:
     return True
+
+
+# One handler for several actions, registered by call rather than by stacked decorators: each decorator
+# returns the handler typed for its own action only (langgraph_sdk), which the next one refuses.
+auth.on.assistants.search(assistants_are_public)
+auth.on.assistants.read(assistants_are_public)
 
 
 @auth.on.threads.create
@@ -99,12 +103,14 @@ async def mark_owner(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] 
     return _own(ctx)
 
 
-@auth.on.threads.read
-@auth.on.threads.search
-@auth.on.threads.update
-@auth.on.threads.delete
 async def only_own_threads(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
     return _own(ctx)
+
+
+auth.on.threads.delete(only_own_threads)
+auth.on.threads.update(only_own_threads)
+auth.on.threads.search(only_own_threads)
+auth.on.threads.read(only_own_threads)
 
 
 @auth.on.threads.create_run
@@ -116,7 +122,8 @@ async def run_as_caller(ctx: Auth.types.AuthContext, value: Any) -> dict[str, st
                                                 "thread waiting for a human")
         graph_input = kwargs.get("input")
         if isinstance(graph_input, dict):
-            user = graph_input.get("user") if isinstance(graph_input.get("user"), dict) else {}
+            given = graph_input.get("user")
+            user = given if isinstance(given, dict) else {}
             claimed = str(user.get("id") or "").strip()
             if claimed and claimed != ctx.user.identity:
                 raise Auth.exceptions.HTTPException(status_code=403, detail="a run acts for its caller: the "

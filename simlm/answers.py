@@ -195,7 +195,8 @@ def _head(data: dict[str, Any], zh: bool) -> tuple[str, list[str]]:
 def _sentence(content: dict[str, Any], zh: bool, question: str) -> str:
     """A sentence about one record: what it is, its status, and the facts the question asks about."""
     data = localized(content, zh)
-    currency = data.get("currency") if isinstance(data.get("currency"), str) else ""
+    given = data.get("currency")
+    currency = given if isinstance(given, str) else ""
     head, used = _head(data, zh)
     rest = {k: v for k, v in data.items() if k not in used and _scalar(v) and v != "" and not _NOISE_KEY.search(k)}
     # the record's own status first ("status"), then a qualified one ("previous_status")

@@ -575,7 +575,8 @@ def _identifier_value(name: str, prop: dict[str, Any], call: Call, request: str)
     """An id-like token for an unpatterned id, shaped like the description's example if it gives one:
     from the request, the user's other messages, tool results (under this key first), stated facts."""
     example = example_of(prop.get("description", "")) or ""
-    prefix = re.match(r"[A-Za-z]*", example).group(0).lower()
+    letters = re.match(r"[A-Za-z]*", example)  # always a match: the pattern matches the empty string
+    prefix = letters.group(0).lower() if letters else ""
     found = [i for i in identifiers(request) if i.lower().startswith(prefix)]
     for _, text, is_user in ([] if found else call.sources(name)):
         keyed = [] if is_user else [str(v) for _, _, data in json_spans(text) for v in keyed_values(data, name)]

@@ -20,7 +20,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -442,7 +442,7 @@ def _with_faults(call: Call, intended: dict[str, Any], req: Request) -> dict[str
     wrong = call.roll(p.by_tools(p.wrong_tool, n))
     lookup = call.roll(p.by_tools(p.extra_lookup, n))
     if wrong and others and call.dice is not None:
-        return _wrong_pick(call, others)
+        return _wrong_pick(call, others, call.dice)
     if not lookup or call.dice is None:
         return intended
     clean_call = Call(call.messages, call.tools, CLEAN, None, call.tokens)
@@ -450,10 +450,10 @@ def _with_faults(call: Call, intended: dict[str, Any], req: Request) -> dict[str
     return call.dice.choice(lookups) if lookups else intended
 
 
-def _wrong_pick(call: Call, others: list[dict[str, Any]]) -> dict[str, Any]:
+def _wrong_pick(call: Call, others: list[dict[str, Any]], dice: Dice) -> dict[str, Any]:
     """A neighbouring tool: a read-only one with the measured share ``wrong_tool_to_read`` (when both kinds
-    are offered), else any."""
-    share, dice = call.profile.wrong_tool_to_read, call.dice
+    are offered), else any; drawn with ``dice`` (the call's)."""
+    share = call.profile.wrong_tool_to_read
     if share is None:
         return dice.choice(others)
     to_read = dice.roll(share)
@@ -536,7 +536,7 @@ def _turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 def _retried(turn: list[BaseMessage], name: str) -> bool:
     """Whether this turn already called ``name`` again after it failed (a repair or a repeat)."""
-    names: dict[str, str] = {}
+    names: dict[str | None, str] = {}  # call id (a provider may send none) -> tool name
     failed: set[str] = set()
     for m in turn:
         if isinstance(m, AIMessage):
@@ -554,7 +554,8 @@ def _named_args(error: str, tool: dict[str, Any], args: dict[str, Any]) -> list[
             or (isinstance(args.get(n), str) and len(args[n]) > 1 and args[n] in error)]
 
 
-def repair(call: Call, tool: dict[str, Any], failed: dict[str, Any], error: str, done: set[str]) -> AIMessage | None:
+def repair(call: Call, tool: dict[str, Any], failed: Mapping[str, Any], error: str, done: set[str]
+           ) -> AIMessage | None:
     """Fix the arguments an error names: conform a value to its pattern, else derive it again (no faults)."""
     named = _named_args(error, tool, failed["args"])
     if not named:
@@ -667,7 +668,7 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     return AIMessage(compose_answer(report, lang, question))
 
 
-def _call_again(call: Call, made: dict[str, Any]) -> AIMessage:
+def _call_again(call: Call, made: Mapping[str, Any]) -> AIMessage:
     """The call just answered, made once more: as a tool call when its tool is offered, else written out as
     JSON text, which is what a small model does when the request carries no tools."""
     tool = next((t for t in call.tools if t["function"]["name"] == made["name"]), None)
@@ -676,7 +677,8 @@ def _call_again(call: Call, made: dict[str, Any]) -> AIMessage:
     return AIMessage(json.dumps({"name": made["name"], "arguments": made["args"]}, ensure_ascii=False))
 
 
-def _still_needed(call: Call, intended: dict[str, Any], calls: dict[str, dict], done: set[str]) -> AIMessage | None:
+def _still_needed(call: Call, intended: dict[str, Any], calls: Mapping[str | None, Mapping[str, Any]], done: set[str]
+                  ) -> AIMessage | None:
     """The request's own tool, when only other tools (a lookup, a wrong pick) ran so far this turn."""
     called = {c["name"] for c in calls.values()}
     if (pre := prerequisite(call, intended)) is not None:
@@ -690,7 +692,8 @@ def _still_needed(call: Call, intended: dict[str, Any], calls: dict[str, dict], 
     return tool_calls(call, planned) if planned else None
 
 
-def _to_report(results: list[ToolMessage], calls: dict[str, dict], intended: dict[str, Any] | None) -> list[str]:
+def _to_report(results: list[ToolMessage], calls: Mapping[str | None, Mapping[str, Any]], intended: dict[str, Any] | None
+               ) -> list[str]:
     """Results worth answering from: only the request's own tool when it ran; of a tool's failures, the
     last different attempt (a retry that worked replaces them, a blind repeat adds nothing)."""
     made = [calls.get(r.tool_call_id, {}) for r in results]

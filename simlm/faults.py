@@ -90,7 +90,8 @@ class FaultProfile:
     def answer_rate(self, fault: str, presentation: str | None = None, decoding: str = "free") -> float:
         """``call_after_result`` or ``echo_result`` for an answer step presented and decoded this way."""
         measured = self.answer_steps.get(f"{presentation}/{decoding}", {}) if presentation else {}
-        return float(measured.get(fault, getattr(self, fault)))
+        flat: float = getattr(self, fault)
+        return float(measured.get(fault, flat))
 
     def repeat_rate(self, kind: str) -> float:
         """The chance of the identical call again after an error of ``kind`` (``simlm.errors.KINDS``)."""

@@ -121,6 +121,8 @@ def _wrapped(session: McpSession, tool: BaseTool) -> StructuredTool:
     def run(**kwargs: Any) -> Any:
         return session.call(tool, kwargs)
 
+    if tool.args_schema is None:  # never: the adapter gives every tool the server's input schema
+        raise TypeError(f"MCP tool {tool.name!r} has no args schema")
     return StructuredTool(name=tool.name, description=tool.description or "", args_schema=tool.args_schema,
                           func=run, metadata=dict(tool.metadata or {}))
 

@@ -161,6 +161,13 @@ class Connection:
             cur.executemany(translate(sql), [_params(p) for p in seq])
 
 
+def _count(conn: Connection, table: str) -> int:
+    row = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+    if row is None:  # never: COUNT(*) returns one row
+        raise RuntimeError(f"SELECT COUNT(*) FROM {table} returned no row")
+    return row[0]
+
+
 class PostgresEngine:
     """A small psycopg pool on one schema; see the module docstring for what it translates."""
 
@@ -190,7 +197,7 @@ class PostgresEngine:
                 if statement.strip():
                     conn.execute(translate_schema(statement))
             wrapped = Connection(conn)
-            if seed_table and wrapped.execute(f"SELECT COUNT(*) FROM {seed_table}").fetchone()[0] == 0:
+            if seed_table and _count(wrapped, seed_table) == 0:
                 seed(wrapped)
 
     @contextmanager

@@ -311,13 +311,14 @@ def _langchain_parts(tool: Any) -> dict[str, Any]:
                         "pydantic model or a JSON schema (dict)")
     description, arg_docs = _split_docstring(tool.description or "")
     is_async = getattr(tool, "func", None) is None and getattr(tool, "coroutine", None) is not None
-    if is_async:
-        async def run(**kwargs: Any) -> Any:
-            return await tool.ainvoke(kwargs)
-    else:
-        def run(**kwargs: Any) -> Any:
-            return tool.invoke(kwargs)
-    return {"name": tool.name, "fn": run, "description": description or tool.description,
+
+    async def arun(**kwargs: Any) -> Any:
+        return await tool.ainvoke(kwargs)
+
+    def run(**kwargs: Any) -> Any:
+        return tool.invoke(kwargs)
+
+    return {"name": tool.name, "fn": arun if is_async else run, "description": description or tool.description,
             "args_model": model, "is_async": is_async, "arg_docs": arg_docs, "wants_context": False}
 
 

@@ -370,7 +370,8 @@ def _argument_key(scanner: _Scanner) -> str:
 def _parse_marker(text: str, marker: re.Match[str]) -> tuple[list[ParsedCall], int]:
     """Parse what follows one ``TOOL:`` marker; return the calls and where scanning continues."""
     start = marker.start()
-    pos = _MARKUP_RE.match(text, marker.end()).end()
+    markup = _MARKUP_RE.match(text, marker.end())  # always a match: the pattern matches the empty string
+    pos = markup.end() if markup else marker.end()
     strict = marker.group(1) == "TOOL"
     if pos < len(text) and _STRUCTURAL.get(text[pos], text[pos]) in "{[":
         return _parse_json_after_marker(text, start, pos)
@@ -571,6 +572,8 @@ def _example_value(schema: dict[str, Any]) -> str:
     if schema.get("enum"):
         return json.dumps(schema["enum"][0], ensure_ascii=False)
     kind = schema.get("type")
+    if not isinstance(kind, str):  # none, or a list of types (["string", "null"]): a list is no dict key
+        return '"..."'
     return {"integer": "1", "number": "1.5", "boolean": "true", "array": "[]", "object": "{}"}.get(kind, '"..."')
 
 

@@ -8,12 +8,15 @@ reads them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.messages import AIMessage
 from lg_harness.core.knobs import Knobs
 from lg_harness.core.routing import guards
 from pydantic import BaseModel
+
+if TYPE_CHECKING:  # the state schema loads LangGraph's graph; facts only read dicts (as the guards do)
+    from lg_harness.core.state import HarnessState
 
 _COUNTERS = ("rounds", "tool_calls", "tool_errors", "model_calls", "input_tokens", "output_tokens",
              "regenerations")
@@ -49,7 +52,7 @@ def _last_ai_has_no_tool_calls(messages: list[Any]) -> bool:
 
 # Facts taken from the guards' own predicates, so the DSL and the Python routers never disagree on them.
 # They walk the tool log, so they are computed only when a rule reads them.
-_DERIVED: Mapping[str, Callable[[Mapping[str, Any], Knobs], Any]] = {
+_DERIVED: Mapping[str, Callable[[HarnessState, Knobs], Any]] = {
     "quota_exceeded": guards.quota_exceeded,
     "repeated_invalid_call": lambda state, knobs: guards.repeated_invalid_call(state),
     "invalid_calls": lambda state, knobs: guards.invalid_calls(state),
@@ -68,7 +71,9 @@ class _LazyFacts(Mapping[str, Any]):
     __slots__ = ("_base", "_cache", "_knobs", "_state")
 
     def __init__(self, base: dict[str, Any], state: Mapping[str, Any], knobs: Knobs) -> None:
-        self._base, self._state, self._knobs, self._cache = base, state, knobs, {}
+        # The graph state, read by the guards as a HarnessState: every key of it is optional and read with .get
+        self._state = cast("HarnessState", state)
+        self._base, self._knobs, self._cache = base, knobs, {}
 
     def __getitem__(self, key: str) -> Any:
         if key in self._base:

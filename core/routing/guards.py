@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from lg_harness.core.knobs import Knobs
 
 if TYPE_CHECKING:  # the state schema loads LangGraph's graph; guards only read dicts (harness designs starts light)
-    from lg_harness.core.state import HarnessState
+    from lg_harness.core.state import HarnessState, ToolCallRecord
 
 
 def _stats(state: HarnessState) -> dict[str, Any]:
     return dict(state.get("turn_stats") or {})
 
 
-def _round_records(state: HarnessState, rnd: int) -> list[dict[str, Any]]:
+def _round_records(state: HarnessState, rnd: int) -> list[ToolCallRecord]:
     return [r for r in state.get("tool_log") or [] if r.get("round") == rnd]
 
 
@@ -40,11 +40,11 @@ def quota_exceeded(state: HarnessState, knobs: Knobs) -> str | None:
 
 def repeated_invalid_call(state: HarnessState) -> bool:
     """The same invalid call (same tool, same arguments) was made twice in this message."""
-    sigs = [r["signature"] for r in state.get("tool_log") or [] if r.get("error_type") == "validation"]
+    sigs = [r.get("signature") for r in state.get("tool_log") or [] if r.get("error_type") == "validation"]
     return len(sigs) != len(set(sigs))
 
 
-def uncertain_changes(state: HarnessState) -> list[dict[str, Any]]:
+def uncertain_changes(state: HarnessState) -> list[ToolCallRecord]:
     """This message's changing calls that may have applied before a crash and are not run again
     (``tools.ledger``): a person has to check them."""
     return [r for r in state.get("tool_log") or [] if r.get("error_type") == "outcome_uncertain"]

@@ -90,7 +90,7 @@ def employee_facts(db: HelpdeskDB, user_id: str) -> dict[str, str]:
     requests = [r["id"] for r in db.query("SELECT id FROM access_requests WHERE employee_id = ? "
                                           "ORDER BY created_at DESC, id DESC", (user_id,))]
     articles = [r["id"] for r in db.query("SELECT id FROM kb_articles WHERE audience = 'all' ORDER BY id")]
-    any_asset = assets[0]["id"]
+    any_asset: str = assets[0]["id"]
 
     def nth(values: list[str], index: int) -> str:
         # Not every employee has two of everything; repeating their own keeps the script valid.

@@ -214,9 +214,16 @@ def gen_my_tickets(desk: Desk, rng: random.Random, lang: str, n: int) -> list[di
     return out
 
 
+def _owner(asset: Asset) -> str:
+    """Who the asset is assigned to: scenarios ask about assigned ones only (every laptop is assigned)."""
+    if asset.owner is None:
+        raise ValueError(f"asset {asset.id} is assigned to no one")
+    return asset.owner
+
+
 def gen_asset(desk: Desk, rng: random.Random, lang: str, n: int) -> list[dict]:
     owned = [a for a in desk.assets if a.owner]
-    return [scenario("", a.owner, lang, [], [asset_turn(a, asset_text(rng, lang, a), completes_task=True)])
+    return [scenario("", _owner(a), lang, [], [asset_turn(a, asset_text(rng, lang, a), completes_task=True)])
             for a in rng.sample(owned, n)]
 
 
@@ -277,7 +284,7 @@ def gen_slot_asset(desk: Desk, rng: random.Random, lang: str, n: int) -> list[di
     first = "Can you check the warranty on my laptop?" if lang == "en" else "帮我查一下我的笔记本保修"
     second = "The asset tag is {a}." if lang == "en" else "资产编号是{a}"
     laptops = [a for a in desk.assets if a.kind == "laptop"]
-    return [scenario("", a.owner, lang, ["slot-filling"], [
+    return [scenario("", _owner(a), lang, ["slot-filling"], [
         turn(first, intent="asset", asks_for="asset_id", no_tools=True),
         asset_turn(a, second.format(a=a.id), completes_task=True)]) for a in rng.sample(laptops, n)]
 

@@ -8,6 +8,7 @@ words, its scenarios (``scenarios/``, written by ``generate``), and the classifi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ def product_query(intent: str | None, text: str) -> str | None:
     return (nlu.product_query(text) or None) if intent == "product" else None
 
 
-def shop_user(user_id: str, resources: dict[str, Any]) -> dict[str, Any] | None:
+def shop_user(user_id: str, resources: Mapping[str, Any]) -> dict[str, Any] | None:
     row = resources["shop"].query_one("SELECT id, role FROM users WHERE id = ?", (user_id,))
     return {"id": row["id"], "role": row["role"]} if row is not None else None
 
@@ -133,7 +134,7 @@ DEMO = (
 )
 
 
-def returns_recorded(resources: dict[str, Any]) -> tuple[str, Any]:
+def returns_recorded(resources: Mapping[str, Any]) -> tuple[str, Any]:
     count = resources["shop"].query_one("SELECT COUNT(*) FROM returns WHERE order_id = 'ORD-10144'")[0]
     return "returns recorded for ORD-10144", count
 

@@ -677,7 +677,7 @@ def dumps(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lg_harness.domains.shop.generate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lg_harness.domains.shop.generate", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"generator seed (default {DEFAULT_SEED})")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSONL file to write")
     args = parser.parse_args(argv)

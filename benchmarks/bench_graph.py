@@ -44,6 +44,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.sqlite import SqliteSaver
 from lg_harness.benchmarks import progress
@@ -132,7 +133,7 @@ def domain_tools(domain: Domain, resources: dict[str, Any], user_id: str, thread
     found = domain.user(user_id, resources) or {}
     ctx = ToolContext(user_id=user_id, role=str(found.get("role") or domain.default_role), thread_id=thread_id,
                       extras=dict(resources))
-    return [as_langchain_tool(registry.get(name), ctx, errors) for name in registry.names()]
+    return [as_langchain_tool(spec, ctx, errors) for spec in registry.specs()]
 
 
 class CreateAgentRun:
@@ -148,7 +149,7 @@ class CreateAgentRun:
         self.last: dict[str, Any] = {}
 
     def send(self, text: str, thread_id: str = THREAD) -> None:
-        config = {"configurable": {"thread_id": thread_id}}
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         self.last = self.agent.invoke({"messages": [{"role": "user", "content": text}]}, config)
 
     def close(self) -> None:
@@ -194,6 +195,13 @@ def timed(call: Callable[[], Any]) -> tuple[float, float]:
     return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
 
 
+def data_dir_of(harness: Harness) -> Path:
+    """The bench's harness keeps its files in a data dir (checkpoints, traces): measured on disk."""
+    if harness.data_dir is None:
+        raise ValueError("the graph bench needs a harness with a data dir")
+    return harness.data_dir
+
+
 def settle(harness: Harness) -> float:
     """Wait for long-term memory written after the reply, as the time a user takes to read it; ms waited."""
     if harness.memory is None:
@@ -207,13 +215,13 @@ def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[st
     settle(harness)
     ours_ms, ours_cpu, theirs_ms, theirs_cpu, after_ms = [], [], [], [], []
     progress.stage("graph")
-    def ours(text: str) -> None:
+    def play_ours(text: str) -> None:
         wall, cpu = timed(lambda: harness.send(THREAD, text, harness.domain.default_user))
         ours_ms.append(wall)
         ours_cpu.append(cpu)
         after_ms.append(settle(harness))
 
-    def theirs(text: str) -> None:
+    def play_theirs(text: str) -> None:
         wall, cpu = timed(lambda: other.send(text))
         theirs_ms.append(wall)
         theirs_cpu.append(cpu)
@@ -221,10 +229,10 @@ def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[st
     for i, text in enumerate(texts, 1):
         # They share the model instance and its caches: who goes first alternates, so neither always finds
         # the other's work on a new message done.
-        for side in ((ours, theirs) if i % 2 else (theirs, ours)):
+        for side in ((play_ours, play_theirs) if i % 2 else (play_theirs, play_ours)):
             side(text)
         progress.tick(i, len(texts))
-    ours = side_figures(ours_ms, ours_cpu, harness.data_dir / "checkpoints.sqlite")
+    ours = side_figures(ours_ms, ours_cpu, data_dir_of(harness) / "checkpoints.sqlite")
     ours.update({f"memory_ms_{name}": mean_ms(after_ms, span) for name, span in three_windows(len(texts)).items()})
     theirs = side_figures(theirs_ms, theirs_cpu, other.path)
     theirs.update(tool_errors=len(other.tool_errors), messages_in_state=len(other.last.get("messages", [])))
@@ -301,7 +309,7 @@ def count_lines(path: Path) -> int:
 def tracing_overhead(harness: Harness, texts: Sequence[str]) -> dict[str, Any]:
     """Mean ms per message with file tracing against without, on two fresh threads fed the same messages."""
     off, on = [], []
-    spans_before = count_lines(trace_file(harness.data_dir))
+    spans_before = count_lines(trace_file(data_dir_of(harness)))
     for i, text in enumerate(texts):
         # The second of two identical messages finds the memoised embeddings and token counts warm, so
         # which one goes first alternates.
@@ -311,7 +319,7 @@ def tracing_overhead(harness: Harness, texts: Sequence[str]) -> dict[str, Any]:
         else:
             on.append(traced_ms(harness, "bench-trace-on", text))
             off.append(untraced_ms(harness, "bench-trace-off", text))
-    spans = count_lines(trace_file(harness.data_dir)) - spans_before
+    spans = count_lines(trace_file(data_dir_of(harness))) - spans_before
     off_ms, on_ms = statistics.fmean(off), statistics.fmean(on)
     return {"messages": len(texts), "off_ms": off_ms, "on_ms": on_ms, "ratio": on_ms / off_ms,
             "overhead_ms": on_ms - off_ms, "spans": spans, "spans_per_message": spans / len(texts)}
@@ -360,7 +368,7 @@ def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_message
         figures["db_ratio"] = figures["ours"]["db_bytes"] / figures["create_agent"]["db_bytes"]
         if startup_rounds > 0:
             progress.stage("start-up")
-            figures["startup"] = startup_cpu(h.data_dir, domain.default_user, rounds=startup_rounds)
+            figures["startup"] = startup_cpu(data_dir_of(h), domain.default_user, rounds=startup_rounds)
         figures["tracing"] = tracing_overhead(h, script_messages(facts, trace_messages, script))
     return figures
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import lg_harness.nodes  # noqa: F401 - registers the built-in variants
@@ -15,7 +16,7 @@ from lg_harness.core.routing import guards
 from lg_harness.core.routing.route import NODES, ROUTED, design_rules, rules_for
 from lg_harness.core.state import HarnessState
 from lg_harness.graphs.runtime import Runtime, default_runtime
-from lg_harness.nodes.base import NodeDeps
+from lg_harness.nodes.base import Node, NodeDeps
 from lg_harness.nodes.handoff import wait_for_human
 from lg_harness.nodes.remember import Remember
 from lg_harness.obs.tracing import traced_node
@@ -43,6 +44,15 @@ def check_design(design: Design, runtime: Runtime | None = None) -> None:
         if name not in valid:
             raise UsageError(f"design '{design.name}': unknown {role} variant '{name}'; "
                                f"valid: {', '.join(sorted(valid))}")
+
+
+def execute_step(design: Design, action: Node) -> Callable[..., Any]:
+    """The action variant's ``execute``: the step that runs the calls the action step decided (and saved)."""
+    execute = getattr(action, "execute", None)
+    if not callable(execute):
+        raise UsageError(f"design '{design.name}': the action variant '{design.variant('action')}' has no "
+                         "execute(state, config) method; the graph runs the calls it decided there")
+    return execute
 
 
 def uncertain_first(router: Any) -> Any:
@@ -89,7 +99,7 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
     for role, node in nodes.items():
         graph.add_node(role, traced_node(role, node))
     # Deciding a call and running it are two steps, so the decision is saved before anything runs.
-    graph.add_node("execute", traced_node("execute", nodes["action"].execute))
+    graph.add_node("execute", traced_node("execute", execute_step(design, nodes["action"])))
     knobs = design.knobs
     done = END
     if knobs.long_term_memory and "memory" in deps.resources:
@@ -102,7 +112,7 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         rules = rules_for(source, own)
         router, targets = rules.router(source, knobs), rules.targets(source)
         # Only the self-check's "done" leads on to remembering; other ends of a turn end the run.
-        path_map = {t: (done if t == END and source == "self_check" else t) for t in targets}
+        path_map: dict[Hashable, str] = {t: (done if t == END and source == "self_check" else t) for t in targets}
         if source == "action":  # the action rules route after the calls ran (execute); decided calls run first
             # whatever a design's own rules say, an uncertain change goes to a person
             router, path_map = uncertain_first(router), {**path_map, "handoff": "handoff"}

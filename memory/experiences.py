@@ -49,11 +49,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import chromadb
 from chromadb.api import ClientAPI
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.api.types import Documents, Embeddable, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
 from lg_harness.llm.embeddings import Embedder
@@ -319,20 +319,24 @@ class ExperienceStore:
         hits: HitCounts | None = None,
         embedder: Embedder | None = None,
     ) -> None:
-        if client is None and path is None:
-            raise HarnessError("ExperienceStore needs a Chroma path or a client.")
-        self._owns_client = client is None
+        folder = None
         if client is None:
-            Path(path).mkdir(parents=True, exist_ok=True)
+            if path is None:
+                raise HarnessError("ExperienceStore needs a Chroma path or a client.")
+            folder = Path(path)
+            folder.mkdir(parents=True, exist_ok=True)
+        self._owns_client = client is None
         self._ef = MiniLMEmbeddingFunction(embedder=embedder)
+        # Chroma types the function for text and images alike; these collections only ever hold text.
+        function = cast("EmbeddingFunction[Embeddable]", self._ef)
         # Processes starting together on one data dir would race to create Chroma's own tables ("table
         # collections already exists"): the first open of a folder is serialised by a lock file beside it.
-        with _folder_lock(Path(path) if client is None else None):
+        with _folder_lock(folder):
             if client is None:
                 # Telemetry off: the harness must run without network access.
-                client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+                client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
             self._col = RetryingCollection(client.get_or_create_collection(
-                collection, embedding_function=self._ef, configuration={"hnsw": {"space": "cosine"}}
+                collection, embedding_function=function, configuration={"hnsw": {"space": "cosine"}}
             ))
         self._client = client
         self.weights = weights or RetrievalWeights()

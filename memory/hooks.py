@@ -7,7 +7,7 @@ self-check, and the language the user writes in. Every read and write is scoped 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lg_harness.core.state import HarnessState
@@ -37,7 +37,7 @@ def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3, vector: 
     return {"recalled": [h.text for h in hits], "recalled_ids": [h.id for h in hits], "known_facts": facts}
 
 
-def outcome_sentence(record: dict[str, Any], result: dict[str, Any]) -> str:
+def outcome_sentence(record: Mapping[str, Any], result: Any) -> str:
     """One self-contained sentence for a successful tool call, e.g. for the next session's context."""
     args = ", ".join(f"{k}={v}" for k, v in sorted((record.get("args") or {}).items()) if k != "reason")
     found = ", ".join(f"{k}={v}" for k, v in (result.items() if isinstance(result, dict) else ())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
@@ -72,7 +72,7 @@ def ids_of_outcomes(outcomes: Iterable[Any], entity_types: Sequence[EntityType] 
 # ------------------------------------------------------------------------------------------------ check
 
 
-def seen_text(state: dict[str, Any]) -> str:
+def seen_text(state: Mapping[str, Any]) -> str:
     """What the working set still shows: user words, fact card, tool results (upper-cased)."""
     parts = [json.dumps(state.get("fact_card") or {}, ensure_ascii=False)]
     for m in state.get("messages") or []:
@@ -87,7 +87,7 @@ def _values(value: Any) -> list[str]:
     return [v.strip() for v in items if isinstance(v, str) and v.strip()]
 
 
-def invented_args(call: dict[str, Any], state: dict[str, Any], entity_args: dict[str, str]) -> list[str]:
+def invented_args(call: Mapping[str, Any], state: Mapping[str, Any], entity_args: Mapping[str, str]) -> list[str]:
     """Entity arguments (string or list, item by item) holding a value the thread never showed: neither in
     its record of known ids nor anywhere in the working set."""
     known = set(state.get("known_ids") or ())

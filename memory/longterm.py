@@ -76,11 +76,12 @@ class LongTermMemory:
         embedder: Embedder | None = None,
     ) -> None:
         root = Path(data_dir) / "memory" if data_dir is not None else None
-        if facts is None:
-            facts_path = facts_path if facts_path is not None else _under(root, "facts.sqlite", "facts_path")
         if chroma_client is None and chroma_path is None:
             chroma_path = _under(root, "chroma", "chroma_path or chroma_client")
-        self.facts = facts if facts is not None else FactStore(facts_path, clock=clock)
+        if facts is None:
+            where = facts_path if facts_path is not None else _under(root, "facts.sqlite", "facts_path")
+            facts = FactStore(where, clock=clock)
+        self.facts = facts
         try:
             extra = {"collection": collection} if collection else {}
             self.experiences = ExperienceStore(

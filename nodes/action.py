@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.routing import counters
-from lg_harness.core.state import HarnessState, ToolCallRecord
+from lg_harness.core.state import HarnessState, ToolCallRecord, TurnStats
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
@@ -150,26 +150,26 @@ class ToolLoopAction:
         stats = counters.timed(stats, began, self.deps.clock())
         # Usage and provider metadata already live in turn_stats and the audit log: keep checkpoints lean.
         stored = ai.model_copy(update={"response_metadata": {}, "usage_metadata": None, "additional_kwargs": {}})
-        plan = ({"round": stats["rounds"], "calls": [dict(c) for c in ai.tool_calls], "emitted": emitted,
+        plan = ({"round": stats.get("rounds", 0), "calls": [dict(c) for c in ai.tool_calls], "emitted": emitted,
                  "confirmed": bool(confirmed)} if ai.tool_calls else None)
         return {"messages": [stored], "turn_stats": stats, "phase": "action", "context_account": account,
                 "planned_calls": plan}
 
-    def decide(self, state: HarnessState, config: RunnableConfig, messages: list[Any], stats: dict[str, Any],
-               confirmed: list[dict[str, Any]]) -> tuple[AIMessage, list[dict[str, Any]], dict[str, Any]]:
+    def decide(self, state: HarnessState, config: RunnableConfig, messages: list[Any], stats: TurnStats,
+               confirmed: list[dict[str, Any]]) -> tuple[AIMessage, list[dict[str, Any]], TurnStats]:
         """This round's decision, the arguments as emitted, and the counters after it (raises
         ``ModelCallFailed`` when the model could not be reached)."""
-        rnd = stats["rounds"]
+        rnd = stats.get("rounds", 0)
         if confirmed:  # the user said yes to exactly these calls: run them, not what the model makes of "yes"
             return (*self.as_planned(state, AIMessage("", tool_calls=confirmed), rnd), stats)
         key = decision_key(state, config, rnd)
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
-        ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state))  # type: ignore[arg-type]
-        ai, emitted = self.as_planned(state, ai, stats["rounds"])
+        ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state))
+        ai, emitted = self.as_planned(state, ai, stats.get("rounds", 0))
         return self.record_decision(key, thread_id(config), ai, emitted), emitted, stats
 
-    def busy(self, state: HarnessState, stats: dict[str, Any]) -> dict[str, Any]:
+    def busy(self, state: HarnessState, stats: TurnStats) -> dict[str, Any]:
         """The model could not be reached: the 'busy' reply goes out and the turn ends (``retryable``)."""
         busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
         return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,

@@ -145,7 +145,7 @@ class ModelCallFailed(RunError):
     ``model_error``), set by ``call_model``.
     """
 
-    stats: dict[str, Any] = {}
+    stats: TurnStats = {}
 
 
 def _invoke_with_deadline(calls: ModelCalls, model: Any, messages: list[BaseMessage], timeout_s: float) -> AIMessage:
@@ -226,7 +226,7 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
         audit.record_model(name, {"messages": list(messages), "tools": [t.name for t in tools]}, reply,
                            duration_ms=(time.perf_counter() - started) * 1000)
     usage = getattr(reply, "usage_metadata", None) or {}
-    new = dict(stats)
+    new = stats.copy()
     new["model_calls"] = new.get("model_calls", 0) + 1
     new["input_tokens"] = new.get("input_tokens", 0) + int(usage.get("input_tokens", 0))
     # What the provider served from its prompt cache, when it says (OpenAI-style APIs and the sim do; Ollama
@@ -241,4 +241,4 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     new["call_input_tokens"] = [*new.get("call_input_tokens", []), int(usage.get("input_tokens", 0))]
     if speed := (reply.response_metadata or {}).get("speed"):  # a local engine's own timings (llm.local)
         new["speed"] = {k: round(float((new.get("speed") or {}).get(k, 0)) + float(v), 3) for k, v in speed.items()}
-    return reply, new  # type: ignore[return-value]
+    return reply, new

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from lg_harness.core.domain import Domain
@@ -22,7 +23,7 @@ from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import span_event
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import ToolError, classify
-from lg_harness.tools.executor import ToolExecutor, ToolOutcome, call_tool
+from lg_harness.tools.executor import Executor, ToolExecutor, ToolOutcome, call_tool
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 _YES_EN = (r"y|yes|yeah|yep|yup|sure|ok|okay|confirm(?:ed)?|correct|right|go ahead|do it|please do|"
@@ -51,7 +52,7 @@ def answer_to_confirmation(text: str) -> Answer:
     return "other"
 
 
-def describe_change(call: dict[str, Any], domain: Domain, lang: str, spec: ToolSpec | None = None) -> str:
+def describe_change(call: Mapping[str, Any], domain: Domain, lang: str, spec: ToolSpec | None = None) -> str:
     """What one changing call will do, in the user's language: ``change_<tool>`` with the call's arguments
     filled in, else the action in words from the tool itself (``action_words``), never the tool's name."""
     args = {k: str(v) for k, v in (call.get("args") or {}).items()}
@@ -75,7 +76,7 @@ def _verb_and_object(name: str, description: str) -> tuple[str, list[str]]:
     return verb, [w for w in rest if w not in ("my", "the", "a")]
 
 
-def _arguments(call: dict[str, Any], domain: Domain, spec: ToolSpec | None) -> tuple[list[str], list[tuple[str, str]]]:
+def _arguments(call: Mapping[str, Any], domain: Domain, spec: ToolSpec | None) -> tuple[list[str], list[tuple[str, str]]]:
     """The values that say which thing changes (identifiers), and the other arguments worth naming."""
     entity = set(domain.tool_entities(spec)) if spec is not None else set()
     props = spec.json_schema()["function"]["parameters"].get("properties", {}) if spec is not None else {}
@@ -92,7 +93,7 @@ def _arguments(call: dict[str, Any], domain: Domain, spec: ToolSpec | None) -> t
     return ids, others
 
 
-def action_words(call: dict[str, Any], domain: Domain, lang: str, spec: ToolSpec | None = None) -> str:
+def action_words(call: Mapping[str, Any], domain: Domain, lang: str, spec: ToolSpec | None = None) -> str:
     """The action of a changing call in words: "cancel the pending order #W1 (reason: ordered by mistake)" /
     "取消 pending order #W1（原因：ordered by mistake）", from the tool's description and name."""
     from lg_harness.nodes.answer_words import ZH_FIELD_WORDS, field_words
@@ -116,7 +117,7 @@ class _Defaults(dict):
         return ""
 
 
-def confirmation_question(calls: list[dict[str, Any]], domain: Domain, lang: str,
+def confirmation_question(calls: Sequence[Mapping[str, Any]], domain: Domain, lang: str,
                           registry: ToolRegistry | None = None) -> str:
     sep = "；" if lang == "zh" else "; "
     registry = registry or domain.registry()
@@ -124,7 +125,7 @@ def confirmation_question(calls: list[dict[str, Any]], domain: Domain, lang: str
     return say("confirm_change", lang, domain, change=changes)
 
 
-def precheck_outcome(registry: ToolRegistry, executor: ToolExecutor, call: dict[str, Any],
+def precheck_outcome(registry: ToolRegistry, executor: Executor, call: Mapping[str, Any],
                      ctx: ToolContext) -> ToolOutcome | None:
     """Check, then confirm: the outcome that answers a changing call at once when its tool's ``precheck``
     says the change is impossible (the tool's own error, with its customer phrase), else None (ask).

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from lg_harness.obs.logs import JsonLogFormatter, configure_logging  # noqa: F401 - re-exported
@@ -404,7 +404,14 @@ def node_span(name: str) -> AbstractContextManager[Span]:
     return _span(f"node {name}", {"harness.span.kind": "node", "harness.node": name})
 
 
-def traced_node(name: str, node: Callable[[Any, RunnableConfig], Any]) -> Callable[[Any, RunnableConfig], Any]:
+class TracedNode(Protocol):
+    """A node LangGraph calls as ``(state, config)``: the parameter names are part of the type, as LangGraph's
+    ``add_node`` reads them."""
+
+    def __call__(self, state: Any, config: RunnableConfig) -> Any: ...
+
+
+def traced_node(name: str, node: Callable[[Any, RunnableConfig], Any]) -> TracedNode:
     """Wrap a ``(state, config)`` node so each run is a ``node_span``; LangGraph still passes ``config``."""
 
     # Typed RunnableConfig: LangGraph reads the annotation to decide whether to pass the config (and warns

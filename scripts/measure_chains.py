@@ -17,8 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
-from chains import (  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.fixtures is there
+from lg_harness import load_domain  # noqa: E402
+from tests.fixtures.chains import (  # noqa: E402
     LATER_REQUESTS,
     REQUESTS,
     RETAIL,
@@ -28,8 +29,6 @@ from chains import (  # noqa: E402
     run_task,
     shop_tasks,
 )
-
-from lg_harness import load_domain  # noqa: E402
 
 TASKS = {"retail": (RETAIL + ":DOMAIN", retail_tasks), "retail-declared": (RETAIL + ":DECLARED", retail_tasks),
          "shop": ("shop", shop_tasks), "helpdesk": ("helpdesk", helpdesk_tasks)}

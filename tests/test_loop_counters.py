@@ -7,12 +7,13 @@ import copy
 from lg_harness.core.design import Knobs
 from lg_harness.core.routing import counters
 from lg_harness.core.routing.guards import quota_exceeded, stop_reason
+from lg_harness.core.state import TurnStats
 
 KNOBS = Knobs(max_rounds=3, turn_quota_tool_calls=4, message_deadline_s=30, no_progress_rounds=99)
 
 
 def test_each_round_counts_one_more_and_leaves_the_other_counters():
-    stats = {"rounds": 2, "model_calls": 3, "input_tokens": 500}
+    stats: TurnStats = {"rounds": 2, "model_calls": 3, "input_tokens": 500}
     assert counters.next_round(stats) == {"rounds": 3, "model_calls": 3, "input_tokens": 500}
     assert counters.next_round({}) == {"rounds": 1}  # a fresh message's first round
 
@@ -24,8 +25,8 @@ def test_every_call_counts_and_every_call_that_did_not_succeed_is_an_error():
 
 
 def test_a_failed_model_call_counts_its_attempts_but_not_another_round():
-    before = {"rounds": 2, "model_calls": 1, "input_tokens": 100}
-    failed = {"rounds": 0, "model_calls": 4, "input_tokens": 900}  # what the failed call's attempts counted
+    before: TurnStats = {"rounds": 2, "model_calls": 1, "input_tokens": 100}
+    failed: TurnStats = {"rounds": 0, "model_calls": 4, "input_tokens": 900}  # what the failed call's attempts counted
     assert counters.after_failed_call(before, failed) == {"rounds": 2, "model_calls": 4, "input_tokens": 900}
 
 
@@ -37,7 +38,7 @@ def test_time_is_charged_only_while_a_step_runs():
 
 
 def test_the_counters_never_change_the_state_they_read():
-    stats = {"rounds": 1, "tool_calls": 1, "tool_errors": 0, "elapsed_s": 1.0}
+    stats: TurnStats = {"rounds": 1, "tool_calls": 1, "tool_errors": 0, "elapsed_s": 1.0}
     frozen = copy.deepcopy(stats)
     counters.next_round(stats)
     counters.after_calls(stats, ["error"])
@@ -47,7 +48,7 @@ def test_the_counters_never_change_the_state_they_read():
 
 
 def test_the_brakes_stop_the_loop_on_what_the_counters_count():
-    stats: dict = {}
+    stats: TurnStats = {}
     for _ in range(KNOBS.max_rounds - 1):
         stats = counters.next_round(stats)
     assert stop_reason({"turn_stats": stats}, KNOBS) is None

@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 from langchain_core.runnables import RunnableConfig
-from lg_harness import Harness, Runtime, UsageError, default_runtime, register_variant, set_default_runtime
 from lg_harness.core.state import HarnessState
 from lg_harness.llm import embeddings
 from lg_harness.llm.embeddings import Embedder
 from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
+
+from lg_harness import Harness, Runtime, UsageError, default_runtime, register_variant, set_default_runtime
 
 try:
     from support import patient_design

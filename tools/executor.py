@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -377,9 +377,9 @@ class Executor(Protocol):
 
     def validate(self, name: str, args: Any) -> tuple[ToolSpec, dict[str, Any]]: ...
 
-    def run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome: ...
+    def run(self, call: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome: ...
 
-    def run_many(self, calls: Sequence[dict[str, Any]], ctx_for: Callable[[dict[str, Any]], ToolContext]
+    def run_many(self, calls: Sequence[Mapping[str, Any]], ctx_for: Callable[[Mapping[str, Any]], ToolContext]
                  ) -> list[ToolOutcome]: ...
 
 
@@ -413,7 +413,7 @@ class ToolExecutor:
         except pydantic.ValidationError as err:
             raise ValidationError(format_validation_error(name, err)) from err
 
-    def run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    def run(self, call: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         """Validate and run one call ``{"id", "name", "args"}``; never raises for a tool's failure."""
         with tool_span(call.get("name", ""), call.get("id") or "") as span:
             outcome = self._run(call, ctx)
@@ -425,7 +425,7 @@ class ToolExecutor:
             outcome.customer = {"phrase": key, "values": {}}
         return outcome
 
-    def _run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    def _run(self, call: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         outcome = ToolOutcome(call_id=call.get("id") or "", name=call.get("name", ""), args=call.get("args") or {})
         start = self.clock()
         try:
@@ -472,7 +472,7 @@ class ToolExecutor:
             else:
                 ledger.fail(key, outcome.error_type, outcome.error)
 
-    def run_many(self, calls: Sequence[dict[str, Any]], ctx_for: Callable[[dict[str, Any]], ToolContext]
+    def run_many(self, calls: Sequence[Mapping[str, Any]], ctx_for: Callable[[Mapping[str, Any]], ToolContext]
                  ) -> list[ToolOutcome]:
         """Run calls concurrently (at most ``max_concurrency`` at once); outcomes come back in call order."""
         if len(calls) <= 1:
@@ -484,12 +484,12 @@ class ToolExecutor:
             futures = [pool.submit(run, c, ctx) for c, ctx in zip(calls, contexts, strict=True)]
             return [f.result() for f in futures]
 
-    async def arun(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    async def arun(self, call: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         """``run`` for async callers, without blocking their event loop."""
         return await asyncio.to_thread(self.run, call, ctx)
 
-    async def arun_many(self, calls: Sequence[dict[str, Any]],
-                        ctx_for: Callable[[dict[str, Any]], ToolContext]) -> list[ToolOutcome]:
+    async def arun_many(self, calls: Sequence[Mapping[str, Any]],
+                        ctx_for: Callable[[Mapping[str, Any]], ToolContext]) -> list[ToolOutcome]:
         """``run_many`` for async callers, without blocking their event loop."""
         return await asyncio.to_thread(self.run_many, calls, ctx_for)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -62,7 +62,7 @@ class FrameworkExecutor:
         args = parse_args(args)
         return spec, dict(args) if isinstance(args, dict) else {}
 
-    def run(self, call: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    def run(self, call: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         """Attempt the call up to ``1 + max_retries`` times; any failure becomes ``ToolExecutionFailed``."""
         outcome = ToolOutcome(call_id=call.get("id") or "", name=call.get("name", ""), args=call.get("args") or {})
         start = self.clock()
@@ -83,7 +83,7 @@ class FrameworkExecutor:
         outcome.timings_ms = {"total_ms": (self.clock() - start) * 1000}
         return outcome
 
-    def run_many(self, calls: Sequence[dict[str, Any]], ctx_for: Callable[[dict[str, Any]], ToolContext]
+    def run_many(self, calls: Sequence[Mapping[str, Any]], ctx_for: Callable[[Mapping[str, Any]], ToolContext]
                  ) -> list[ToolOutcome]:
         """Run calls concurrently (at most ``max_concurrency`` at once); outcomes in call order."""
         if len(calls) <= 1:

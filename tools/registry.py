@@ -440,6 +440,10 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._specs)
 
+    def specs(self) -> list[ToolSpec]:
+        """Every registered tool, in registration order."""
+        return list(self._specs.values())
+
     def __contains__(self, name: object) -> bool:
         return name in self._specs
 

@@ -146,3 +146,12 @@ class HarnessState(TypedDict, total=False):
     confirmed_change: dict[str, Any] | None  # the calls this message's yes confirmed, run once by action
     planned_calls: dict[str, Any] | None  # the calls action decided this round (round, calls, emitted), run by execute
     known_ids: Annotated[list[str], remember_ids]  # every id the customer typed or a result showed (memory.known_ids)
+
+
+StateUpdate = HarnessState
+"""What a node returns: the keys it changes, nothing else; the reducers above merge them into the state (a
+``None`` in ``slots`` deletes that slot, new ``messages`` append or replace by id, ``constraints`` accumulate).
+The same TypedDict as the state (every key optional), so the type checker checks each key and value a node
+writes. One gap: ``messages`` is typed as the state holds them (``AnyMessage``), and a ``RemoveMessage`` (which
+the reducer deletes by id, and never stores) is not one; the lists that carry removals (``nodes.reply``,
+``memory.context.turn_upkeep``) are not checked for it."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -22,7 +21,7 @@ from langchain_core.messages import (
 )
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.memory.assembly import (
     WORKING_STRATEGIES,
     Anchors,
@@ -92,13 +91,13 @@ def build_context(state: HarnessState, design: Design, domain: Domain, notes: Se
 
 
 def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
-                strategies: StrategyRegistry = WORKING_STRATEGIES) -> dict[str, Any]:
+                strategies: StrategyRegistry = WORKING_STRATEGIES) -> StateUpdate:
     """At the start of a message: pin new constraints, compress old turns, and bound the working set.
 
     The ``full`` strategy keeps everything (the heavyweight baseline). Others compress at 70% of the
     working budget and then cap the stored messages, so a checkpoint stays flat however long the thread.
     """
-    update: dict[str, Any] = {}
+    update: StateUpdate = {}
     if constraints := extract_constraints(text):
         update["constraints"] = constraints
     if design.variant("context") == "full":

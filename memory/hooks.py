@@ -10,7 +10,7 @@ import json
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.tools.cleaning import DEFAULT_KEY_FIELDS
 
 if TYPE_CHECKING:  # chromadb comes with it; the graph imports this module whether memory is on or not
@@ -27,7 +27,7 @@ class UnopenedMemory:
         raise HarnessError("long-term memory is not open: this harness only reads threads")
 
 
-def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3, vector: Any = None) -> dict[str, Any]:
+def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3, vector: Any = None) -> StateUpdate:
     """State updates with what long-term memory knows that is relevant to this message.
 
     ``vector``: the message's embedding, when the caller has it (the one embedding of the message)."""

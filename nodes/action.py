@@ -16,11 +16,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.routing import counters
-from lg_harness.core.state import HarnessState, ToolCallRecord, TurnStats
+from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
@@ -134,7 +134,7 @@ class ToolLoopAction:
         return relevant_offer(state.get("messages") or [], self.deps.registry.offer(None, role),
                               self.knobs.max_tools_offered, keep=confirmed, embedder=self.deps.embedder)
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         """Decide: the calls this round makes (the user's confirmed ones, the ones already decided before a
         crash, or the model's), saved as ``planned_calls`` for ``execute``; or the model's answer."""
         began = self.deps.clock()
@@ -169,7 +169,7 @@ class ToolLoopAction:
         ai, emitted = self.as_planned(state, ai, stats.get("rounds", 0))
         return self.record_decision(key, thread_id(config), ai, emitted), emitted, stats
 
-    def busy(self, state: HarnessState, stats: TurnStats) -> dict[str, Any]:
+    def busy(self, state: HarnessState, stats: TurnStats) -> StateUpdate:
         """The model could not be reached: the 'busy' reply goes out and the turn ends (``retryable``)."""
         busy = say("busy", (state.get("fact_card") or {}).get("language", "en"), self.deps.domain)
         return {"messages": [AIMessage(busy)], "reply": busy, "phase": "action", "turn_stats": stats,
@@ -209,7 +209,7 @@ class ToolLoopAction:
         spec = self.deps.registry.get(call["name"])
         return spec is not None and spec.changes_state and not self.needs_confirmation(call)
 
-    def execute(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def execute(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         """Run the planned calls (screened first), log them and hand their results to the next round."""
         began = self.deps.clock()
         plan = state.get("planned_calls") or {}
@@ -228,15 +228,16 @@ class ToolLoopAction:
                                                                     or json.dumps(digest) in earlier),
                                       result_digest=digest, emitted_args=emitted_args, reached_tool=to_tool))
         stats = counters.timed(counters.after_calls(stats, [o.status for o in outcomes]), began, self.deps.clock())
-        tool_messages = [ToolMessage(self.model_text(o), tool_call_id=o.call_id, name=o.name,
-                                     status="success" if o.status == "ok" else "error") for o in outcomes]
-        update = {"messages": tool_messages, "tool_log": log, "turn_stats": stats, "phase": "action",
-                  "confirmed_change": None, "planned_calls": None,
-                  "known_ids": ids_of_outcomes(outcomes, self.deps.domain.entity_types)}
+        tool_messages: list[AnyMessage] = [
+            ToolMessage(self.model_text(o), tool_call_id=o.call_id, name=o.name,
+                        status="success" if o.status == "ok" else "error") for o in outcomes]
+        update: StateUpdate = {"messages": tool_messages, "tool_log": log, "turn_stats": stats, "phase": "action",
+                               "confirmed_change": None, "planned_calls": None,
+                               "known_ids": ids_of_outcomes(outcomes, self.deps.domain.entity_types)}
         waiting = [c for c, o in zip(ai.tool_calls, outcomes, strict=True) if o.error_type == "needs_confirmation"]
         if waiting:
             update.update(self.ask_to_confirm(state, waiting))
-            update["messages"] = [*update["messages"], AIMessage(update["reply"])]
+            update["messages"] = [*update["messages"], AIMessage(update.get("reply", ""))]  # ask_to_confirm sets it
         return update
 
     def confirmed_calls(self, state: HarnessState) -> list[dict[str, Any]]:
@@ -253,7 +254,7 @@ class ToolLoopAction:
         return (self.knobs.confirm_changes and spec is not None and spec.changes_state
                 and call["name"] != self.deps.domain.handoff.tool)
 
-    def ask_to_confirm(self, state: HarnessState, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def ask_to_confirm(self, state: HarnessState, calls: Sequence[Mapping[str, Any]]) -> StateUpdate:
         """End the turn with what would change; the next message's yes runs exactly ``calls``."""
         lang = (state.get("fact_card") or {}).get("language") or "en"
         text = confirmation_question(calls, self.deps.domain, lang, self.deps.registry)

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState, TurnStats
+from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
 from lg_harness.llm.decoding import Step, constrain
 from lg_harness.llm.embeddings import Embedder, current_embedder
 from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
@@ -37,7 +37,7 @@ from lg_harness.errors import RunError
 
 
 class Node(Protocol):
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]: ...
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate: ...
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.memory.context import last_human_text
 from lg_harness.nodes.base import NodeDeps, builtin_variant
 from lg_harness.nodes.phrases import has_phrase, say
@@ -70,7 +70,7 @@ class SlotCollect:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         domain = self.deps.domain
         intent = state.get("intent")
         text = last_human_text(state.get("messages") or [])
@@ -88,7 +88,7 @@ class SlotCollect:
             # Back from action: the model could not form a valid call, so ask the user instead of guessing.
             missing = rejected_args(state) or ["details"]
             slots.update({name: None for name in missing})
-        update: dict[str, Any] = {"slots": slots, "missing_slots": missing, "phase": "collect"}
+        update: StateUpdate = {"slots": slots, "missing_slots": missing, "phase": "collect"}
         if missing:
             lang = card.get("language") or language(text)
             key = f"ask_{missing[0]}"
@@ -104,5 +104,5 @@ class NoCollect:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         return {"missing_slots": [], "phase": "collect"}

@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from lg_harness.core.design import Knobs
 from lg_harness.core.routing.guards import quota_exceeded, repeated_invalid_call, uncertain_changes
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.nodes.base import NodeDeps, builtin_variant, thread_id
 from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import span_event
@@ -45,7 +45,7 @@ class TicketHandoff:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         user = state.get("user") or {"id": "", "role": "customer"}
         thread = thread_id(config)
         reason = handoff_reason(state, self.deps.design.knobs)
@@ -91,7 +91,7 @@ def step_key(config: RunnableConfig) -> str:
     return str(checkpoint).replace("-", "")[-8:]
 
 
-def wait_for_human(state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+def wait_for_human(state: HarnessState, config: RunnableConfig) -> StateUpdate:
     """Pause the thread until a human answers (``harness handoff reply``); the answer becomes the reply."""
     answer = interrupt(state.get("handoff") or {})
     text = str(answer.get("text") if isinstance(answer, dict) else answer)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState, NotTheOwner
+from lg_harness.core.state import HarnessState, NotTheOwner, StateUpdate
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
@@ -41,7 +40,7 @@ def message_language(domain: Domain, text: str) -> str | None:
     return "en" if re.search(r"[A-Za-z]{2,}", bare) else None
 
 
-def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
+def start_turn(deps: NodeDeps, state: HarnessState) -> StateUpdate:
     """Per-message bookkeeping shared by every intent variant."""
     if not str((state.get("user") or {}).get("id") or "").strip():
         # Tools act for a user: a message without one would act for nobody, or for whoever a default names.
@@ -52,7 +51,7 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> dict[str, Any]:
     if lang := message_language(deps.domain, text):
         card["language"] = lang
     memory = deps.resources.get("memory")
-    recalled = {}
+    recalled: StateUpdate = {}
     if memory is not None and deps.design.knobs.long_term_memory:
         recalled = recall(memory, (state.get("user") or {}).get("id", ""), text,
                           vector=message_vector(text, deps.embedder))
@@ -121,8 +120,8 @@ def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float) -> t
     return intent, list(dict.fromkeys([intent, *found])) if found else []
 
 
-def finish(deps: NodeDeps, state: HarnessState, update: dict[str, Any], intent: str,
-           confidence: float) -> dict[str, Any]:
+def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str,
+           confidence: float) -> StateUpdate:
     domain = deps.domain
     text = last_human_text(state.get("messages") or [])
     switched = continue_or_switch(domain, state, intent, confidence, text)
@@ -148,7 +147,7 @@ def finish(deps: NodeDeps, state: HarnessState, update: dict[str, Any], intent: 
     return settle_pending_change(domain, state, update, text)
 
 
-def settle_pending_change(domain: Domain, state: HarnessState, update: dict[str, Any], text: str) -> dict[str, Any]:
+def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:
     """A change the last reply asked to confirm is run on an explicit yes, dropped on anything else.
 
     The yes resumes the task the change belonged to (its intent and slots), and the action node runs the
@@ -177,7 +176,7 @@ class ClassifierIntent:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         update = start_turn(self.deps, state)
         intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []),
                                       embedder=self.deps.embedder)
@@ -204,18 +203,18 @@ class LLMIntent:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def classify(self, state: HarnessState, update: dict[str, Any]) -> tuple[str, float]:
+    def classify(self, state: HarnessState, update: StateUpdate) -> tuple[str, float]:
         text = last_human_text(state.get("messages") or [])
         try:
             reply, update["turn_stats"] = call_model(
                 self.deps, [SystemMessage(classify_prompt(self.deps.domain)), HumanMessage(text)],
-                update["turn_stats"])
+                update.get("turn_stats", {}))  # start_turn set them
         except ModelCallFailed as err:
             update["turn_stats"] = err.stats
             return UNKNOWN, 0.0
         return parse_intent_json(reply.text, self.deps.domain.intent_names())
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         update = start_turn(self.deps, state)
         intent, confidence = self.classify(state, update)
         return finish(self.deps, state, update, intent, confidence)
@@ -223,7 +222,7 @@ class LLMIntent:
 
 @builtin_variant("intent", "hybrid")
 class HybridIntent(LLMIntent):
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         update = start_turn(self.deps, state)
         intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []),
                                       embedder=self.deps.embedder)
@@ -239,7 +238,7 @@ class PassthroughIntent:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         update = start_turn(self.deps, state)
         update.update(intent=OPEN, intent_kind="task", intent_confidence=0.0, unknown_streak=0, missing_slots=[],
                       slots={"__reset__": True})

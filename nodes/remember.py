@@ -6,10 +6,8 @@ memory's writer thread (``memory.writer``), so the reply does not wait for them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.runnables import RunnableConfig
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.memory.hooks import remember
 from lg_harness.nodes.base import NodeDeps
 
@@ -19,7 +17,7 @@ class Remember:
         self.memory = deps.resources["memory"]
         self.slots = [t.slot for t in deps.domain.entity_types if t.remember and t.slot]
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         # One row per message: finishing a message again after a crash replaces it instead of adding a second.
         thread = (config.get("configurable") or {}).get("thread_id", "")
         remember(self.memory, f"{thread}:{state.get('turn') or 0}", state, self.slots)

@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing.guards import stop_reason
-from lg_harness.core.state import HarnessState, TurnStats
+from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
 from lg_harness.memory.context import build_context, last_ai, last_human_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.fact_check import results_of
@@ -46,7 +46,7 @@ class ModelReply:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         intent = state.get("intent") or ""
         # A conversational intent the domain (or the core) has a phrase for is answered without the model.
         if state.get("intent_kind") == "conversational" and has_phrase(intent, self.deps.domain):
@@ -59,8 +59,8 @@ class ModelReply:
             return {"reply": ai.text, "phase": "reply"}
         return self.generate(state, check)
 
-    def generate(self, state: HarnessState, check: dict[str, Any]) -> dict[str, Any]:
-        stats = TurnStats(**(state.get("turn_stats") or {}))  # a copy
+    def generate(self, state: HarnessState, check: dict[str, Any]) -> StateUpdate:
+        stats: TurnStats = TurnStats(**(state.get("turn_stats") or {}))  # a copy
         messages = state.get("messages") or []
         removals: list[Any] = []
         reason = stop_reason(state, self.deps.design.knobs)

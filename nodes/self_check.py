@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.core.state import HarnessState, TurnStats
+from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
 from lg_harness.memory.context import turn_messages
 from lg_harness.nodes.base import NodeDeps, builtin_variant
 from lg_harness.nodes.customer_text import (
@@ -151,13 +151,13 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     return text, []
 
 
-def replaced(state: HarnessState, text: str) -> dict[str, Any]:
+def replaced(state: HarnessState, text: str) -> StateUpdate:
     """The update that makes ``text`` the reply (and the last answer in the messages), if it changed."""
     if text == (state.get("reply") or ""):
         return {}
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
-    update: dict[str, Any] = {"reply": text}
+    update: StateUpdate = {"reply": text}
     if isinstance(last, AIMessage) and not last.tool_calls and last.id:
         update["messages"] = [AIMessage(text, id=last.id)]  # same id: the reducer replaces the draft
     return update
@@ -172,7 +172,7 @@ class GroundedCheck:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         text, wrong = customer_draft(state, self.deps, may_regenerate=regenerations_left(state, self.deps))
         if wrong:
             return {"check": {"ok": False, "problems": wrong, "facts": True}, "phase": "self_check"}
@@ -187,7 +187,7 @@ class NoCheck:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         return {"check": {"ok": True, "problems": []}, "phase": "done"}
 
 
@@ -218,7 +218,7 @@ class ModelCheck:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         from langchain_core.messages import HumanMessage as Human
         from langchain_core.messages import SystemMessage
         from lg_harness.nodes.base import ModelCallFailed, call_model
@@ -227,9 +227,9 @@ class ModelCheck:
         stats = TurnStats(**(state.get("turn_stats") or {}))  # a copy
         try:
             verdict_msg, stats = call_model(self.deps, [SystemMessage(VERIFY_PROMPT), Human(prompt)], stats)
-            check = parse_verdict(verdict_msg.text)
+            check: dict[str, Any] = parse_verdict(verdict_msg.text)
         except ModelCallFailed:
             check = {"ok": True, "problems": [], "note": "model unavailable"}
         text, _ = customer_draft(state, self.deps, may_regenerate=False)
         return {"check": check, "turn_stats": stats, "phase": "done" if check["ok"] else "self_check",
-                **(replaced(state, text) if check["ok"] else {})}
+                **(replaced(state, text) if check["ok"] else StateUpdate())}

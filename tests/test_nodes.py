@@ -4,11 +4,15 @@ Nodes get the sim model, the shop registry, a real executor, the default design 
 tmp_path, exactly what ``build_graph`` gives them.
 """
 
+# A node's update is a StateUpdate (every key optional): these tests read the keys they expect a node to write,
+# and a missing one fails the test with KeyError, which is the check. Unknown keys and value types still are.
+# pyright: reportTypedDictNotRequiredAccess=false
+
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast, runtime_checkable
 
 import lg_harness.nodes  # noqa: F401 - registers the built-in variants
@@ -28,7 +32,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import add_messages
 from lg_harness.core.design import load_design
 from lg_harness.core.routing.route import next_node
-from lg_harness.core.state import HarnessState, UserInfo
+from lg_harness.core.state import HarnessState, StateUpdate, UserInfo
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import nlu
 from lg_harness.domains.shop.backend import claim_coupon
@@ -67,9 +71,9 @@ def node(role: str, variant: str, deps: NodeDeps):
 class TwoStepAction(Protocol):
     """An action node that decides its calls when called and runs them in ``execute`` (``tool_loop``)."""
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]: ...
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate: ...
 
-    def execute(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]: ...
+    def execute(self, state: HarnessState, config: RunnableConfig) -> StateUpdate: ...
 
 
 def acted(deps: NodeDeps):
@@ -78,7 +82,7 @@ def acted(deps: NodeDeps):
     action = node("action", "tool_loop", deps)
     assert isinstance(action, TwoStepAction)
 
-    def run(state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def run(state: HarnessState, config: RunnableConfig) -> StateUpdate:
         decided = action(state, config)
         if not decided.get("planned_calls"):
             return decided
@@ -96,7 +100,7 @@ def tool_call(name: str, args: dict, cid: str = "call_1") -> dict:
     return {"name": name, "args": args, "id": cid, "type": "tool_call"}
 
 
-def apply(state: HarnessState, update: dict[str, Any]) -> HarnessState:
+def apply(state: HarnessState, update: Mapping[str, Any]) -> HarnessState:
     """Merge a node's update into the state the way the graph's reducers do (messages by id, rest replaced)."""
     merged: dict[str, Any] = dict(state)
     for key, value in update.items():
@@ -363,6 +367,7 @@ def test_action_executes_the_call_and_logs_it(make_deps, shop, u001_orders):
     order = u001_orders["shipped"][0]
     update = acted(make_deps())(action_state(f"Where is {order}?", "order_status"), CONFIG)
     ai, result = update["messages"]
+    assert isinstance(ai, AIMessage)
     assert [(c["name"], c["args"]) for c in ai.tool_calls] == [("get_order_status", {"order_id": order})]
     assert isinstance(result, ToolMessage) and result.tool_call_id == ai.tool_calls[0]["id"]
     data = result_data(result)
@@ -597,7 +602,7 @@ def test_handoff_opens_one_ticket_per_turn_even_if_run_twice(make_deps, shop, la
     assert len(rows) == 1 and rows[0]["status"] == "waiting" and rows[0]["reason"]
     ticket = f"HO-{rows[0]['id']}"
     for update in (first, second):
-        assert update["handoff"]["ticket"] == ticket
+        assert update["handoff"] is not None and update["handoff"]["ticket"] == ticket
         assert ticket in update["reply"]
         assert nlu.language(update["reply"]) == lang
         assert update["phase"] == "handoff"

@@ -8,12 +8,10 @@ through an explicit call.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 from langchain_core.runnables import RunnableConfig
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.llm import embeddings
 from lg_harness.llm.embeddings import Embedder
 from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
@@ -45,7 +43,7 @@ class Survey:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def __call__(self, state: HarnessState, config: RunnableConfig) -> dict[str, Any]:
+    def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         return {"reply": "How did we do today, from 1 to 5?", "phase": "done"}
 
 

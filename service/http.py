@@ -148,7 +148,7 @@ class Metrics:
         return "\n".join(lines) + "\n"
 
 
-class Runtime:
+class Worker:
     """One worker process: its harness, the queue, the executor threads and the waiters of its requests."""
 
     def __init__(self, settings: Settings) -> None:
@@ -317,7 +317,7 @@ class Api:
         self.state: dict[str, Any] = {}
 
     @property
-    def rt(self) -> Runtime:
+    def rt(self) -> Worker:
         return self.state["runtime"]
 
     def caller(self, request: Request) -> str:
@@ -382,7 +382,7 @@ def create_app(settings: Settings | None = None) -> Any:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = await asyncio.to_thread(Runtime, api.settings)
+        runtime = await asyncio.to_thread(Worker, api.settings)
         runtime.start()
         waiters = Waiters(runtime.queue)
         waiters.task = asyncio.create_task(waiters.run())

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.core.design import Design, load_design
 from lg_harness.domains.shop.backend import ShopDB
+from lg_harness.llm.embeddings import Embedder
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 from pydantic import Field
 
@@ -27,6 +28,19 @@ def harness(*args: str, cwd: Path, timeout: float = 240) -> subprocess.Completed
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     env["HF_HUB_OFFLINE"] = "1"
     return subprocess.run([str(HARNESS), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+
+
+class RecordingEmbedder(Embedder):
+    """An embedder as in a fresh process (nothing loaded, nothing memoised) that lists the texts it runs
+    through the model (memo hits are not listed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def compute(self, text: str) -> Any:
+        self.seen.append(text)
+        return super().compute(text)
 
 
 def patient_design(name: str = "harness") -> Design:

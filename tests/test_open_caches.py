@@ -12,28 +12,15 @@ import pytest
 from lg_harness.graphs import warm as warm_module
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.runtime import Runtime
-from lg_harness.llm.embeddings import Embedder
 from lg_harness.nodes import classify
 
 try:
-    from support import patient_design
+    from support import RecordingEmbedder, patient_design
 except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+    from tests.support import RecordingEmbedder, patient_design
 
 # No rule of the shop matches it: the classifier falls back to the nearest example by embeddings.
 UNRULED = "could you suggest a present for my dad"
-
-
-class RecordingEmbedder(Embedder):
-    """An embedder as in a fresh process (nothing loaded, nothing memoised) that lists what it computes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[str] = []
-
-    def compute(self, text: str) -> np.ndarray:
-        self.seen.append(text)
-        return super().compute(text)
 
 
 @pytest.fixture

@@ -89,10 +89,10 @@ def test_the_audit_file_holds_no_contact_details(tmp_path):
 def test_the_http_queue_keeps_no_typed_contact_details_once_a_message_finished(tmp_path):
     """The queue row holds the text only while the message waits or runs (the worker needs it); the transcript
     keeps it for its owner."""
-    from lg_harness.service.http import Runtime, Settings
+    from lg_harness.service.http import Settings, Worker
 
     secrets = ["07700 900123", "jane.roe@example.com", "4111111111111111"]
-    rt = Runtime(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+    rt = Worker(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                           api_keys={"k": "U001"}))
     try:
         rt.start()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lg_harness.service.http import Runtime, Settings
+from lg_harness.service.http import Settings, Worker
 
 TEXT = "where is my order ORD-10134?"
 
@@ -21,13 +21,13 @@ class Died(BaseException):
 
 @pytest.fixture
 def runtime(tmp_path: Path):
-    rt = Runtime(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean",
+    rt = Worker(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean",
                           lease_ttl=0.3, threads=1, api_keys={"k": "U001"}))
     yield rt
     rt.close()
 
 
-def die_before_the_reply_is_recorded(rt: Runtime, mid: int, monkeypatch: Any) -> None:
+def die_before_the_reply_is_recorded(rt: Worker, mid: int, monkeypatch: Any) -> None:
     """A worker claims ``mid``, runs it to its last checkpoint and dies as the transcript takes the reply."""
     h = rt.harness
     real = h.transcripts.append
@@ -47,7 +47,7 @@ def die_before_the_reply_is_recorded(rt: Runtime, mid: int, monkeypatch: Any) ->
     time.sleep(0.4)  # the dead worker's lease expires
 
 
-def test_a_worker_taking_over_a_message_that_ran_to_its_end_records_its_reply(runtime: Runtime, monkeypatch: Any):
+def test_a_worker_taking_over_a_message_that_ran_to_its_end_records_its_reply(runtime: Worker, monkeypatch: Any):
     mid = runtime.submit("t", "send", {"text": TEXT, "user_id": "U001", "role": None}, None)
     die_before_the_reply_is_recorded(runtime, mid, monkeypatch)
     claim = runtime.queue.claim()
@@ -59,7 +59,7 @@ def test_a_worker_taking_over_a_message_that_ran_to_its_end_records_its_reply(ru
     assert [(r["role"], r["content"]) for r in told] == [("user", TEXT), ("assistant", row["result"]["reply"])]
 
 
-def test_finish_after_the_same_crash_records_the_same_reply(runtime: Runtime, monkeypatch: Any):
+def test_finish_after_the_same_crash_records_the_same_reply(runtime: Worker, monkeypatch: Any):
     mid = runtime.submit("t", "send", {"text": TEXT, "user_id": "U001", "role": None}, None)
     die_before_the_reply_is_recorded(runtime, mid, monkeypatch)
     done = runtime.harness.finish("t")

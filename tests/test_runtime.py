@@ -8,33 +8,21 @@ through an explicit call.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.llm import embeddings
-from lg_harness.llm.embeddings import Embedder
 from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
 
 from lg_harness import Harness, Runtime, UsageError, default_runtime, register_variant, set_default_runtime
 
 try:
-    from support import patient_design
+    from support import RecordingEmbedder, patient_design
 except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+    from tests.support import RecordingEmbedder, patient_design
 
 # No keyword rule of the shop matches it: the shop's own classifier embeds it (llm.embeddings.embed).
 UNRULED = "could you suggest a present for my dad"
-
-
-class Counting(Embedder):
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[str] = []
-
-    def compute(self, text: str) -> np.ndarray:
-        self.seen.append(text)
-        return super().compute(text)
 
 
 class Survey:
@@ -80,7 +68,7 @@ def test_register_variant_adds_to_the_default_runtime_only(monkeypatch):
 
 
 def test_harnesses_on_two_runtimes_share_no_embeddings_or_threads(tmp_path):
-    one, two = Counting(), Counting()
+    one, two = RecordingEmbedder(), RecordingEmbedder()
     first, second = Runtime(embedder=one), Runtime(embedder=two)
     default_before = embeddings.default_embedder().computed
     with Harness(tmp_path / "a", patient_design(), "sim:clean", runtime=first) as a, \

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from lg_harness.graphs.model_health import ModelUnavailable
-from lg_harness.service.http import UNAVAILABLE, Runtime, failure_status
+from lg_harness.service.http import UNAVAILABLE, Worker, failure_status
 from lg_harness.service.leases import Claim
 from lg_harness.tools.errors import HarnessError
 
@@ -27,14 +27,14 @@ def _serve(raised: Exception) -> dict:
     def execute(claim):
         raise raised
 
-    # A stand-in for the runtime with only what serve touches (Any: it is deliberately not a Runtime).
+    # A stand-in for the runtime with only what serve touches (Any: it is deliberately not a Worker).
     fake: Any = SimpleNamespace(
         local=threading.local(), queue=SimpleNamespace(
             holding=lambda claim, cancel: contextlib.nullcontext(),
             complete=lambda claim, status, result, error: stored.update(status=status, result=result, error=error)),
         _held=lambda thread_id: contextlib.nullcontext(), _execute=execute,
         metrics=SimpleNamespace(message=lambda *a: None))
-    Runtime.serve(fake, Claim(id=1, thread_id="t", kind="send", payload={}, attempts=1, recovered=False,
+    Worker.serve(fake, Claim(id=1, thread_id="t", kind="send", payload={}, attempts=1, recovered=False,
                               turn_before=None))
     return stored
 

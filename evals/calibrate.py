@@ -204,6 +204,7 @@ def build_fact_probes(domain: Domain, *, split: str = "dev", per_kind: int = 10,
 
 def _real_result(domain: Domain, s: Scenario, call: dict[str, Any]) -> str | None:
     """What the call returns on a fresh copy of the domain's seeded data, as the model reads it."""
+    from lg_harness.graphs.runtime import default_runtime
     from lg_harness.tools.context import ToolContext
     from lg_harness.tools.executor import ToolExecutor
 
@@ -211,7 +212,7 @@ def _real_result(domain: Domain, s: Scenario, call: dict[str, Any]) -> str | Non
     try:
         ctx = ToolContext(user_id=s.user_id or domain.default_user, role=s.role or domain.default_role,
                           thread_id=f"calibrate-{s.id}", idempotency_key=f"calibrate-{s.id}", extras=resources)
-        outcome = ToolExecutor(domain.registry()).run(call, ctx)
+        outcome = ToolExecutor(domain.registry(), workers=default_runtime().tool_workers).run(call, ctx)
     finally:
         for backend in resources.values():
             if callable(getattr(backend, "close", None)):

@@ -25,6 +25,7 @@ from typing import Any
 from lg_harness.core.domain import Domain
 from lg_harness.evals.scenario import Outcome, Scenario
 from lg_harness.evals.world import World, counted
+from lg_harness.graphs.runtime import default_runtime
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import ToolExecutor
@@ -49,7 +50,7 @@ def _calls(domain: Domain, scenario: Scenario, backends: Mapping[str, Any],
     """Run ``(turn, tool, args)`` in order as the scenario's user (one idempotency key each); returns the
     calls that failed."""
     registry = domain.registry()
-    executor = ToolExecutor(registry)
+    executor = ToolExecutor(registry, workers=default_runtime().tool_workers)
     failed = []
     for j, (i, name, given) in enumerate(calls):
         spec = registry.get(name)

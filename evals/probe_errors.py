@@ -34,6 +34,7 @@ _FILLER = "request stated by the customer"  # a free-text argument the request d
 
 def _run(domain: Domain, s: Scenario, name: str, args: dict[str, Any]) -> ToolOutcome:
     """The call on a fresh copy of the domain's seeded data, as the scenario's user."""
+    from lg_harness.graphs.runtime import default_runtime
     from lg_harness.tools.context import ToolContext
     from lg_harness.tools.executor import ToolExecutor
 
@@ -41,7 +42,8 @@ def _run(domain: Domain, s: Scenario, name: str, args: dict[str, Any]) -> ToolOu
     try:
         ctx = ToolContext(user_id=s.user_id or domain.default_user, role=s.role or domain.default_role,
                           thread_id=f"calibrate-{s.id}", idempotency_key=f"calibrate-{s.id}-{name}", extras=resources)
-        return ToolExecutor(domain.registry()).run({"id": "call_probe_1", "name": name, "args": args}, ctx)
+        executor = ToolExecutor(domain.registry(), workers=default_runtime().tool_workers)
+        return executor.run({"id": "call_probe_1", "name": name, "args": args}, ctx)
     finally:
         for backend in resources.values():
             if callable(getattr(backend, "close", None)):

@@ -19,6 +19,7 @@ from lg_harness.core.state import HarnessState
 from lg_harness.evals.world import World
 from lg_harness.graphs.app import Harness, executor_for
 from lg_harness.graphs.model_health import ModelUnavailable
+from lg_harness.graphs.runtime import default_runtime
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.faults import FaultPlan
@@ -112,12 +113,14 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
     if design.knobs.long_term_memory:
         from lg_harness.memory.longterm import LongTermMemory
 
-        memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}")
+        memory = LongTermMemory(facts_path=":memory:", chroma_client=_chroma_client(), collection=f"c{digest}",
+                                embedder=default_runtime().embedder)
     backends = domain.fresh_resources() if domain.fresh_resources else {}
     world = World(backends)
     chat_model = make_model(model_spec_for(model, seed, domain.name), domain=domain)
     harness = Harness(None, design, chat_model, domain=domain, resources=backends, memory=memory,
-                      registry=registry, executor=executor_for(design, registry, sleep=clock.sleep))
+                      registry=registry, executor=executor_for(design, registry, sleep=clock.sleep,
+                                                         workers=default_runtime().tool_workers))
     turns = []
     try:
         for index, turn in enumerate(scenario.turns):

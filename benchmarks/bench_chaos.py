@@ -17,7 +17,7 @@ in a forked process, which dies at one of these points:
 Two backends. ``sqlite``: the conversation runs on a ``Harness`` over a fresh copy of a seeded data dir, and
 recovery is ``harness resume --thread T --finish`` (the CLI command, invoked in a fresh process), then what a
 user does: send the request again if nothing of it was saved, answer yes if the thread waits for it.
-``postgres``: the conversation is sent to the HTTP service's worker (``service.http.Runtime``: the queue,
+``postgres``: the conversation is sent to the HTTP service's worker (``service.http.Worker``: the queue,
 leases, fencing) on a database made for the run; the worker dies, a new worker takes the message over when
 its lease expires and finishes it through the same recovery path, and the client goes on as above.
 
@@ -309,9 +309,9 @@ def _go_on(h: Any, setup: Setup, thread: str, send: Callable[[str], str], steps:
 @contextmanager
 def worker(url: str, run_dir: Path, setup: Setup) -> Iterator[Any]:
     """One HTTP-service worker process's runtime on ``url`` (its executor thread started)."""
-    from lg_harness.service.http import Runtime, Settings
+    from lg_harness.service.http import Settings, Worker
 
-    rt = Runtime(Settings(data_dir=run_dir, database_url=url, chroma_url=None, domain=domain_spec(setup.domain),
+    rt = Worker(Settings(data_dir=run_dir, database_url=url, chroma_url=None, domain=domain_spec(setup.domain),
                           design=setup.design, model=MODEL, lease_ttl=LEASE_TTL, threads=1,
                           api_keys={"chaos": setup.script.user}))
     try:
@@ -540,7 +540,7 @@ def warm(domain: str) -> None:
     from lg_harness.llm.embeddings import count_tokens, embed
     from lg_harness.nodes.classify import classify
     from lg_harness.service import cli  # noqa: F401
-    from lg_harness.service.http import Runtime  # noqa: F401
+    from lg_harness.service.http import Worker  # noqa: F401
 
     embed(["warm up"])
     count_tokens("warm up")

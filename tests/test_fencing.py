@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
-from lg_harness.service.http import Runtime, Settings
+from lg_harness.service.http import Settings, Worker
 
 from tests.engines import database_url, postgres_server  # noqa: F401
 
@@ -26,10 +26,10 @@ TEXT = "where is my order ORD-10134?"
 
 @pytest.fixture
 def workers(tmp_path: Path, database_url: str) -> Iterator[Any]:  # noqa: F811
-    made: list[Runtime] = []
+    made: list[Worker] = []
 
-    def make(name: str) -> Runtime:
-        rt = Runtime(Settings(data_dir=tmp_path / name, database_url=database_url, chroma_url=None,
+    def make(name: str) -> Worker:
+        rt = Worker(Settings(data_dir=tmp_path / name, database_url=database_url, chroma_url=None,
                               model="sim:clean", lease_ttl=TTL, threads=1, api_keys={"k": "U001"}))
         made.append(rt)
         return rt
@@ -43,7 +43,7 @@ def payload(text: str = TEXT) -> dict[str, Any]:
     return {"text": text, "user_id": "U001", "role": None}
 
 
-def written(rt: Runtime, thread: str, mid: int) -> tuple[Any, ...]:
+def written(rt: Worker, thread: str, mid: int) -> tuple[Any, ...]:
     """Everything a worker writes for a message: transcript, checkpoints, node events, the queue row."""
     h = rt.harness
     transcript = [(r["role"], r["content"]) for r in h.transcripts.read(thread)]

@@ -171,25 +171,30 @@ def _phones_in(window: str, regions: tuple[str, ...]) -> frozenset[tuple[int, in
 
 
 _DIGITS = re.compile(r"\d+")
-_LATIN = re.compile(r"[A-Za-z]")
+_WORD_BEFORE = re.compile(r"[A-Za-z]+$")
+# The labels libphonenumber reads as "an extension follows" ("0151 23456789 ext1234"): digits right after one
+# may belong to the number before it, so they are not skipped.
+_EXTENSION_LABEL = re.compile(r"(?:x|xtn?|extn?|extensions?|anexo|int)$", re.I)
 
 
 def glued_to_a_word(text: str, start: int, end: int) -> bool:
-    """Digits only, with a Latin letter right before them or right after them (other than x, which the
-    matcher reads as an extension mark): libphonenumber at ``Leniency.VALID`` never takes such a number
-    ("abc8005001234", a tracking number "YT331190068578", an id "call_c59057400fa"), and a run of digits alone
-    offers it no shorter candidate, so the matcher need not be asked (a few ms for each new tool result)."""
+    """Digits only, right after a Latin letter that ends no extension label: libphonenumber at
+    ``Leniency.VALID`` never takes a number glued to a word before it ("abc8005001234", a tracking number
+    "YT331190068578", an id "call_c59057400fa"), and a run of digits alone offers it no shorter candidate, so
+    the matcher need not be asked (a few ms for each new tool result). Digits glued to a word after them are
+    still asked about: "13812345678ext020" is a number with its extension."""
     if not _DIGITS.fullmatch(text, start, end):
         return False
-    before = text[start - 1] if start > 0 else ""
-    after = text[end] if end < len(text) else ""
-    return bool(_LATIN.fullmatch(before)) or (bool(_LATIN.fullmatch(after)) and after not in "xX")
+    word = _WORD_BEFORE.search(text, 0, start)
+    return word is not None and not _EXTENSION_LABEL.search(word.group())
 
 
 def phone_spans(text: str, regions: Sequence[str] = PHONE_REGIONS, *, shortcut: bool = True) -> list[tuple[int, int]]:
     """Valid phone numbers of ``regions`` as Google's libphonenumber reads them (``phonenumbers``): national
     forms such as 020 7946 0958 or 0151 23456789, 00-prefixed international ones; spans merged across regions.
-    ``shortcut=False`` asks the matcher about digits glued to a word too (the same spans, more slowly)."""
+    ``shortcut=False`` asks the matcher about digits glued to a word too: slower, and it can only add spans
+    where a window cut a longer run ("...0958:13812345678" read without the "YT" after it), never a number
+    the matcher finds on the whole text (``tests/test_privacy.py``)."""
     spans = set()
     # The matcher is slow on long text: give it only the stretches that could be a number, with some context
     # (a conversation repeats the same ones, so each window is read once).

@@ -8,10 +8,8 @@ process's default runtime) and name them in a design.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -30,7 +28,7 @@ from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
 from lg_harness.memory.assembly import WORKING_STRATEGIES, StrategyRegistry
 from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response, span_event
 from lg_harness.tools.errors import classify, retry_after_of
-from lg_harness.tools.executor import Executor
+from lg_harness.tools.executor import Executor, renew_after_fork
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 from lg_harness.errors import RunError
@@ -107,7 +105,7 @@ class ModelCalls:
         self.workers = workers
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
-        _FORKED.add(self)
+        renew_after_fork(self)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         with self._lock:
@@ -123,12 +121,10 @@ class ModelCalls:
         if pool is not None:
             pool.shutdown(wait=False)
 
-    def _after_fork(self) -> None:
+    def after_fork(self) -> None:
         self._pool, self._lock = None, threading.Lock()
 
 
-_FORKED: weakref.WeakSet[ModelCalls] = weakref.WeakSet()
-os.register_at_fork(after_in_child=lambda: [calls._after_fork() for calls in list(_FORKED)])
 
 
 def thread_id(config: RunnableConfig) -> str:

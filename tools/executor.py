@@ -196,7 +196,7 @@ class DeadlineWorkers:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
-        _FORKED.add(self)
+        renew_after_fork(self)
 
     def run(self, fn: Callable[[], Any], timeout: float | None, name: str) -> Any:
         """``fn()`` on a worker thread, waiting at most ``timeout`` seconds (None: as long as it takes).
@@ -241,12 +241,22 @@ class DeadlineWorkers:
             job.done.set()
             del job  # an idle worker must not keep the last call's graph and model alive
 
-    def _after_fork(self) -> None:
+    def after_fork(self) -> None:
         # A forked child inherits the idle count but not the worker threads: start from none.
         self._jobs, self._lock, self._idle = queue.SimpleQueue(), threading.Lock(), 0
 
 
-_FORKED: weakref.WeakSet[DeadlineWorkers] = weakref.WeakSet()
+class ForkRenewed(Protocol):
+    def after_fork(self) -> None: ...
+
+
+_FORKED: weakref.WeakSet[ForkRenewed] = weakref.WeakSet()
+
+
+def renew_after_fork(pool: ForkRenewed) -> None:
+    """Call ``pool.after_fork()`` in a forked child (a pre-forking server, the chaos benchmark): the child
+    inherits a pool's state but not its threads, and calls would wait for workers that do not exist."""
+    _FORKED.add(pool)
 
 
 class OutcomeUncertainError(RunError):
@@ -283,8 +293,8 @@ _KEY_LOCKS = _KeyLocks()
 def _fresh_after_fork() -> None:
     global _KEY_LOCKS
     _KEY_LOCKS = _KeyLocks()  # a lock another thread held at the fork would never be released here
-    for workers in list(_FORKED):
-        workers._after_fork()
+    for pool in list(_FORKED):
+        pool.after_fork()
 
 
 os.register_at_fork(after_in_child=_fresh_after_fork)

@@ -27,7 +27,6 @@ from lg_harness.graphs.storage import open_stores
 from lg_harness.graphs.storage_faults import prove_writable, storage_problem
 from lg_harness.graphs.thread_history import Checkpoint, ThreadReader, thread_config
 from lg_harness.graphs.warm import warm_caches
-from lg_harness.llm.embeddings import using_embedder
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.hooks import UnopenedMemory
 from lg_harness.obs.tracing import current_trace_id, message_span
@@ -238,8 +237,7 @@ class Harness:
         user = self.user(user_id, role)
         running = self.memory.writer.during_message() if self.memory is not None else contextlib.nullcontext()
         # long-term memory's writer waits while a message runs here, so the reply goes out first
-        # code that is handed no embedder (a domain's own classifier calling llm.embeddings.embed) uses ours
-        with self.order.turn(thread_id), running, using_embedder(self.runtime.embedder):
+        with self.order.turn(thread_id), running:
             try:
                 return self._send(thread_id, message, user)
             except HarnessError:

@@ -7,6 +7,7 @@ from typing import Any
 
 import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -16,10 +17,11 @@ from lg_harness.core.routing import guards
 from lg_harness.core.routing.route import NODES, ROUTED, design_rules, rules_for
 from lg_harness.core.state import HarnessState
 from lg_harness.graphs.runtime import Runtime, default_runtime
+from lg_harness.llm.embeddings import using_embedder
 from lg_harness.nodes.base import Node, NodeDeps
 from lg_harness.nodes.handoff import wait_for_human
 from lg_harness.nodes.remember import Remember
-from lg_harness.obs.tracing import traced_node
+from lg_harness.obs.tracing import TracedNode, traced_node
 from lg_harness.tools.executor import Executor, ToolExecutor
 from lg_harness.tools.registry import ToolRegistry
 
@@ -53,6 +55,17 @@ def execute_step(design: Design, action: Node) -> Callable[..., Any]:
         raise UsageError(f"design '{design.name}': the action variant '{design.variant('action')}' has no "
                          "execute(state, config) method; the graph runs the calls it decided there")
     return execute
+
+
+def with_embedder(runtime: Runtime, node: Callable[[Any, RunnableConfig], Any]) -> TracedNode:
+    """``node`` run with the runtime's embedder as the current one: code the node reaches that is handed no
+    embedder (a domain's own classifier or tool calling ``llm.embeddings.embed``) embeds with it too."""
+
+    def run(state: Any, config: RunnableConfig) -> Any:
+        with using_embedder(runtime.embedder):
+            return node(state, config)
+
+    return run
 
 
 def uncertain_first(router: Any) -> Any:
@@ -96,14 +109,18 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
                     embedder=runtime.embedder, strategies=runtime.strategies)
     graph = StateGraph(HarnessState)
     nodes = {role: runtime.variants.of(role)[design.variant(role)](deps) for role in NODE_ROLES}
+
+    def add(name: str, node: Callable[[Any, RunnableConfig], Any]) -> None:
+        graph.add_node(name, traced_node(name, with_embedder(runtime, node)))
+
     for role, node in nodes.items():
-        graph.add_node(role, traced_node(role, node))
+        add(role, node)
     # Deciding a call and running it are two steps, so the decision is saved before anything runs.
-    graph.add_node("execute", traced_node("execute", execute_step(design, nodes["action"])))
+    add("execute", execute_step(design, nodes["action"]))
     knobs = design.knobs
     done = END
     if knobs.long_term_memory and "memory" in deps.resources:
-        graph.add_node("remember", traced_node("remember", Remember(deps)))
+        add("remember", Remember(deps))
         graph.add_edge("remember", END)
         done = "remember"
     own = design_rules(design.rules)
@@ -112,7 +129,8 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         rules = rules_for(source, own)
         router, targets = rules.router(source, knobs), rules.targets(source)
         # Only the self-check's "done" leads on to remembering; other ends of a turn end the run.
-        path_map: dict[Hashable, str] = {t: (done if t == END and source == "self_check" else t) for t in targets}
+        path_map: dict[Hashable, str] = {t: (done if t == END and source == "self_check" else t)
+                                         for t in targets}
         if source == "action":  # the action rules route after the calls ran (execute); decided calls run first
             # whatever a design's own rules say, an uncertain change goes to a person
             router, path_map = uncertain_first(router), {**path_map, "handoff": "handoff"}
@@ -121,7 +139,7 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
         graph.add_conditional_edges(source, router, path_map)
     graph.add_edge("reply", "self_check")
     if knobs.wait_for_human:
-        graph.add_node("human", traced_node("human", wait_for_human))
+        add("human", wait_for_human)
         graph.add_edge("handoff", "human")
         graph.add_edge("human", END)
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from lg_harness.core.domain import Domain
-from lg_harness.llm.embeddings import Embedder, current_embedder, using_embedder
+from lg_harness.llm.embeddings import Embedder, current_embedder
 from lg_harness.tools.text import clean_text, is_low_information, keyword_hit, language, rule_text
 
 UNKNOWN = "unknown"
@@ -104,12 +104,9 @@ def candidates(domain: Domain, text: str, embedder: Embedder | None = None) -> l
 def classify(domain: Domain, text: str, use_embeddings: bool = True,
              embedder: Embedder | None = None) -> tuple[str, float]:
     """Intent and confidence for one message in ``domain``: the domain's own classifier when it has one
-    (``llm.embeddings.embed`` in it uses ``embedder``)."""
+    (``llm.embeddings.embed`` in it uses the current embedder: the graph's, in a node)."""
     if domain.classifier is not None:
-        if embedder is None:
-            return domain.classifier(text)
-        with using_embedder(embedder):
-            return domain.classifier(text)
+        return domain.classifier(text)
     if not domain.intents:
         return OPEN, 1.0
     if is_low_information(text):

@@ -172,21 +172,27 @@ def _phones_in(window: str, regions: tuple[str, ...]) -> frozenset[tuple[int, in
 
 _DIGITS = re.compile(r"\d+")
 _WORD_BEFORE = re.compile(r"[A-Za-z]+$")
-# The labels libphonenumber reads as "an extension follows" ("0151 23456789 ext1234"): digits right after one
-# may belong to the number before it, so they are not skipped.
-_EXTENSION_LABEL = re.compile(r"(?:x|xtn?|extn?|extensions?|anexo|int)$", re.I)
+_WORD_AFTER = re.compile(r"[A-Za-z]+")
+# The labels libphonenumber reads as "an extension follows" ("0151 23456789 ext1234", "4155550132x12"): digits
+# next to one may be a number with its extension, so they are never skipped.
+_LABELS = r"(?:x|xtn?|extn?|extensions?|anexo|int)"
+_ENDS_IN_LABEL = re.compile(_LABELS + "$", re.I)
+_STARTS_WITH_LABEL = re.compile(_LABELS, re.I)
 
 
 def glued_to_a_word(text: str, start: int, end: int) -> bool:
-    """Digits only, right after a Latin letter that ends no extension label: libphonenumber at
-    ``Leniency.VALID`` never takes a number glued to a word before it ("abc8005001234", a tracking number
-    "YT331190068578", an id "call_c59057400fa"), and a run of digits alone offers it no shorter candidate, so
-    the matcher need not be asked (a few ms for each new tool result). Digits glued to a word after them are
-    still asked about: "13812345678ext020" is a number with its extension."""
+    """Digits only, glued to a Latin word right before or right after them that is no extension label:
+    libphonenumber at ``Leniency.VALID`` never takes a number touching a Latin letter ("abc8005001234",
+    "8005001234def", a tracking number "YT331190068578", a call id "call_14828990dd24e5"), and a run of digits
+    alone offers it no shorter candidate, so the matcher need not be asked (a few ms for each new tool result
+    or call id). Next to an extension label they are asked: "13812345678ext020" is a number and its extension."""
     if not _DIGITS.fullmatch(text, start, end):
         return False
-    word = _WORD_BEFORE.search(text, 0, start)
-    return word is not None and not _EXTENSION_LABEL.search(word.group())
+    before = _WORD_BEFORE.search(text, 0, start)
+    if before is not None and not _ENDS_IN_LABEL.search(before.group()):
+        return True
+    after = _WORD_AFTER.match(text, end)
+    return after is not None and not _STARTS_WITH_LABEL.match(after.group())
 
 
 def phone_spans(text: str, regions: Sequence[str] = PHONE_REGIONS, *, shortcut: bool = True) -> list[tuple[int, int]]:

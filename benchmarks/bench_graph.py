@@ -6,7 +6,9 @@ One run, every figure a ratio against a baseline measured in the same run:
    temporary data dir) and LangChain's ``create_agent`` (the same model instance, the same domain tools as
    LangChain tools over the same functions with the harness's backends bound, the same system prompt, its
    own ``SqliteSaver`` file) answer the same ``messages`` user messages on one thread each, message by
-   message in turn (who goes first alternates), so background load on the machine falls on both alike. For messages 1-20, 91-110 and
+   message in turn (who goes first rotates), so background load on the machine falls on both alike. A third
+   system is ours again with ``durability="exit"`` (``graphs.app.Harness``: a message saved once, at its
+   end) on a runtime of its own, to show what saving every step costs. For messages 1-20, 91-110 and
    181-200 (of 200: the first, middle and last tenth) the table gives wall ms and CPU ms per message of
    each, ours / create_agent for both, and ours last/first (flat or not). Long-term memory is written
    after our reply (``memory.writer``): the bench waits for it between messages, outside both timings, as
@@ -58,6 +60,7 @@ from lg_harness.benchmarks.printing import print_report
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
+from lg_harness.graphs.runtime import Runtime
 from lg_harness.obs.tracing import setup_tracing, shutdown_tracing, trace_file
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import ToolError
@@ -181,13 +184,6 @@ def side_figures(ms: list[float], cpu: list[float], db_path: Path) -> dict[str, 
     return figures
 
 
-def warm_up(harness: Harness, other: CreateAgentRun, text: str) -> None:
-    """One message each on a thread of its own: lazy imports, the embedder and caches load here, so the
-    first window measures turns, not the process starting (both databases get this one extra message)."""
-    harness.send(WARM_UP_THREAD, text, harness.domain.default_user)
-    other.send(text, WARM_UP_THREAD)
-
-
 def timed(call: Callable[[], Any]) -> tuple[float, float]:
     """Wall ms and CPU ms (this process, every thread) of one call."""
     cpu, start = time.process_time(), time.perf_counter()
@@ -209,34 +205,48 @@ def settle(harness: Harness) -> float:
     return timed_ms(harness.memory.writer.wait_idle)
 
 
-def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[str]) -> dict[str, Any]:
-    """Both systems answer the same messages in turn; each message timed on its own."""
-    warm_up(harness, other, texts[0])
-    settle(harness)
-    ours_ms, ours_cpu, theirs_ms, theirs_cpu, after_ms = [], [], [], [], []
+def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[str],
+                     exit_harness: Harness | None = None) -> dict[str, Any]:
+    """The systems answer the same messages in turn; each message timed on its own. ``exit_harness``: ours
+    again with ``durability="exit"`` (a message saved once, at its end), on a runtime of its own so it finds
+    no embedding the other computed."""
+    ours_runs = {"ours": harness, **({"ours_exit": exit_harness} if exit_harness is not None else {})}
+    for h in ours_runs.values():
+        h.send(WARM_UP_THREAD, texts[0], h.domain.default_user)
+        settle(h)
+    other.send(texts[0], WARM_UP_THREAD)
+    wall: dict[str, list[float]] = {name: [] for name in [*ours_runs, "create_agent"]}
+    cpu: dict[str, list[float]] = {name: [] for name in wall}
+    after: dict[str, list[float]] = {name: [] for name in ours_runs}
     progress.stage("graph")
-    def play_ours(text: str) -> None:
-        wall, cpu = timed(lambda: harness.send(THREAD, text, harness.domain.default_user))
-        ours_ms.append(wall)
-        ours_cpu.append(cpu)
-        after_ms.append(settle(harness))
 
-    def play_theirs(text: str) -> None:
-        wall, cpu = timed(lambda: other.send(text))
-        theirs_ms.append(wall)
-        theirs_cpu.append(cpu)
+    def play(name: str, text: str) -> None:
+        if name == "create_agent":
+            took = timed(lambda: other.send(text))
+        else:
+            h = ours_runs[name]
+            took = timed(lambda: h.send(THREAD, text, h.domain.default_user))
+            after[name].append(settle(h))
+        wall[name].append(took[0])
+        cpu[name].append(took[1])
 
+    names = list(wall)
     for i, text in enumerate(texts, 1):
-        # They share the model instance and its caches: who goes first alternates, so neither always finds
-        # the other's work on a new message done.
-        for side in ((play_ours, play_theirs) if i % 2 else (play_theirs, play_ours)):
-            side(text)
+        # They share the model instance and its caches: who goes first rotates, so none always finds the
+        # others' work on a new message done.
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            play(name, text)
         progress.tick(i, len(texts))
-    ours = side_figures(ours_ms, ours_cpu, data_dir_of(harness) / "checkpoints.sqlite")
-    ours.update({f"memory_ms_{name}": mean_ms(after_ms, span) for name, span in three_windows(len(texts)).items()})
-    theirs = side_figures(theirs_ms, theirs_cpu, other.path)
+    theirs = side_figures(wall["create_agent"], cpu["create_agent"], other.path)
     theirs.update(tool_errors=len(other.tool_errors), messages_in_state=len(other.last.get("messages", [])))
-    return {"ours": ours, "create_agent": theirs, "vs_create_agent": versus(ours, theirs)}
+    figures: dict[str, Any] = {"create_agent": theirs}
+    for name, h in ours_runs.items():
+        ours = side_figures(wall[name], cpu[name], data_dir_of(h) / "checkpoints.sqlite")
+        ours.update({f"memory_ms_{w}": mean_ms(after[name], span) for w, span in three_windows(len(texts)).items()})
+        figures[name] = ours
+        figures["vs_create_agent" if name == "ours" else f"{name}_vs_create_agent"] = versus(ours, theirs)
+    return figures
 
 
 def versus(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, float]:
@@ -348,7 +358,8 @@ def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_message
         create_agent also ``tool_errors`` and ``messages_in_state``; ``vs_create_agent``: ours/create_agent
         for each of those figures; ``db_ratio`` (ours/create_agent); ``startup`` (``startup_cpu``, when
         ``startup_rounds`` > 0); ``tracing``: ``messages``, ``off_ms``, ``on_ms``, ``ratio``, ``overhead_ms``,
-        ``spans``, ``spans_per_message``.
+        ``spans``, ``spans_per_message``; ``ours_exit`` and ``ours_exit_vs_create_agent``: the same figures
+        for our harness with ``durability="exit"``.
     """
     domain, bench = bench_domain(domain)
     script = bench.graph_messages or bench.messages
@@ -358,11 +369,13 @@ def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_message
     # Quotas would hand a 200-message thread to a human (200 tool calls per thread); lifted for the run.
     design = lift_quotas(load_design("harness"))
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp, \
-            Harness(Path(tmp) / "ours", design, model, domain=domain) as h:
+            Harness(Path(tmp) / "ours", design, model, domain=domain) as h, \
+            Harness(Path(tmp) / "ours-exit", design, h.model, domain=domain, runtime=Runtime(),
+                    durability="exit") as h_exit:
         other = CreateAgentRun(Path(tmp) / "create_agent.sqlite", h.model, domain, h.resources)
         try:
             facts = bench.facts(h.resources, domain.default_user)
-            figures.update(run_side_by_side(h, other, script_messages(facts, messages, script)))
+            figures.update(run_side_by_side(h, other, script_messages(facts, messages, script), h_exit))
         finally:
             other.close()
         figures["db_ratio"] = figures["ours"]["db_bytes"] / figures["create_agent"]["db_bytes"]
@@ -382,11 +395,13 @@ def format_table(f: dict[str, Any]) -> str:
     spans = {name: f[f"{name}_window"] for name in ("first", "middle", "last")}
     header = ["ms/msg (cpu)", *(f"{a}-{b}" for a, b in spans.values()), "last/first"]
     rows = [header]
-    for name in ("ours", "create_agent"):
-        s = f[name]
-        rows.append([name, *(f"{s[f'ms_{w}']:.1f} ({s[f'cpu_ms_{w}']:.1f})" for w in spans), f"x{s['ratio']:.2f}"])
-    v = f["vs_create_agent"]
-    rows.append(["ours/create_agent", *(f"x{v[f'ms_{w}']:.2f} (x{v[f'cpu_ms_{w}']:.2f})" for w in spans), ""])
+    shown = {"ours": "ours", "ours_exit": "ours, exit", "create_agent": "create_agent"}
+    for name, label in shown.items():
+        if (s := f.get(name)) is not None:
+            rows.append([label, *(f"{s[f'ms_{w}']:.1f} ({s[f'cpu_ms_{w}']:.1f})" for w in spans), f"x{s['ratio']:.2f}"])
+    for key, label in (("vs_create_agent", "ours/create_agent"), ("ours_exit_vs_create_agent", "ours, exit/c_a")):
+        if (v := f.get(key)) is not None:
+            rows.append([label, *(f"x{v[f'ms_{w}']:.2f} (x{v[f'cpu_ms_{w}']:.2f})" for w in spans), ""])
     lines = _columns(rows)
     ours, theirs = f["ours"], f["create_agent"]
     lines += ["", "memory written after our reply (background, ms/msg): "
@@ -395,6 +410,9 @@ def format_table(f: dict[str, Any]) -> str:
               f"({ours['db_bytes_per_message'] / 1e3:.1f} KB and {ours['checkpoints_per_message']:.1f} checkpoints "
               f"per message), create_agent {theirs['db_bytes'] / 1e6:.2f} MB ({theirs['db_bytes_per_message'] / 1e3:.1f} "
               f"KB, {theirs['checkpoints_per_message']:.1f}): ours/create_agent {f['db_ratio']:.3f}"]
+    if (ex := f.get("ours_exit")) is not None:
+        lines.append(f"  ours, exit: {ex['db_bytes'] / 1e6:.2f} MB ({ex['db_bytes_per_message'] / 1e3:.1f} KB and "
+                     f"{ex['checkpoints_per_message']:.1f} checkpoints per message)")
     if "startup" in f:
         up = f["startup"]
         lines.append(f"start-up CPU, median of {up['rounds']} interleaved rounds, x bare `python -c pass` "
@@ -427,6 +445,12 @@ def notes(f: dict[str, Any]) -> list[str]:
            f"ours {f['ours']['checkpoint_rows']:,} / {f['ours']['latest_checkpoint_bytes']:,}, "
            f"create_agent {ca['checkpoint_rows']:,} / {ca['latest_checkpoint_bytes']:,}",
            "issue's earlier measurement of create_agent: 8 -> 34 ms per turn, 99 MB at 200 turns"]
+    if (ex := f.get("ours_exit_vs_create_agent")) is not None:
+        first = f["first_window"]
+        out.append("ours, exit: the same harness with durability='exit' (a message saved once, when it ends; a crash "
+                   "runs it again), not the default; its own runtime, so no embedding is shared with ours; at "
+                   f"messages {first[0]}-{first[1]} x{ex['ms_first']:.2f} create_agent's wall time, "
+                   f"x{ex['cpu_ms_first']:.2f} its CPU")
     if ca["tool_errors"]:
         out.append(f"! create_agent tools returned {ca['tool_errors']} errors to the model")
     return out

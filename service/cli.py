@@ -47,6 +47,7 @@ class Storage(TypedDict):
 
 # Set once for every command by the options before the command name.
 STORAGE: Storage = {"database_url": None, "chroma_url": None}
+DURABILITY = {"mode": "sync"}  # when a message's steps are saved (Harness durability)
 
 
 def storage_options(
@@ -57,10 +58,16 @@ def storage_options(
         chroma_url: Annotated[str | None, typer.Option("--chroma-url", envvar="HARNESS_CHROMA_URL",
                                                        help="http://host:port of a Chroma server for experiences")]
         = None,
+        durability: Annotated[str, typer.Option("--durability", envvar="HARNESS_DURABILITY",
+                                                help="when a message's steps are saved: sync (every step; a crash "
+                                                "resumes at the last one), exit (once, when the message ends; a "
+                                                "crash runs it again), async (while the next step runs)")]
+        = "sync",
         show_version: Annotated[bool, typer.Option("--version", callback=lambda v: _print_version(v), is_eager=True,
                                                    help="print the version and exit")] = False) -> None:
     """An agent harness as a LangGraph StateGraph."""
     STORAGE.update(database_url=database_url, chroma_url=chroma_url)
+    DURABILITY["mode"] = durability
 
 
 def _print_version(value: bool) -> None:
@@ -146,7 +153,8 @@ def open_harness(data_dir: Path, design: str, model: str, domain: str | None = N
     no caches: it starts at once)."""
     from lg_harness.graphs.app import Harness
 
-    return Harness(data_dir, design, model, domain=domain_spec(domain), runs_messages=runs_messages, **STORAGE)
+    return Harness(data_dir, design, model, domain=domain_spec(domain), runs_messages=runs_messages,
+                   durability=DURABILITY["mode"], **STORAGE)  # type: ignore[arg-type]  # Harness checks it
 
 
 @app.command()
@@ -878,7 +886,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
     run_serve(host=host, port=port, workers=workers, data_dir=data_dir, design=design, model=model,
               domain=domain_spec(domain),
               threads=threads, lease_ttl=lease_ttl, policy=policy, log_level="debug" if debug else "warning",
-              **STORAGE)
+              durability=DURABILITY["mode"], **STORAGE)
 
 
 def on_terminal() -> bool:

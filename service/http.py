@@ -9,7 +9,8 @@ finished by another when the lease expires.
 Settings come from the environment (``harness serve`` sets them for its workers): ``HARNESS_DATA_DIR``,
 ``HARNESS_DATABASE_URL``, ``HARNESS_CHROMA_URL``, ``HARNESS_DOMAIN``, ``HARNESS_DESIGN``, ``HARNESS_MODEL``,
 ``HARNESS_LEASE_TTL`` (seconds, default 30), ``HARNESS_SERVE_THREADS`` (messages one worker runs at once,
-default 2), ``HARNESS_BUSY_POLICY`` (``enqueue`` | ``reject`` | ``interrupt``).
+default 2), ``HARNESS_BUSY_POLICY`` (``enqueue`` | ``reject`` | ``interrupt``), ``HARNESS_DURABILITY``
+(``sync`` | ``exit`` | ``async``: when a message's steps are saved, ``graphs.app.Harness``).
 
 Authentication (one of them is required): ``HARNESS_API_KEYS`` maps keys to users, ``key=U001,key2=U002``,
 sent as ``Authorization: Bearer <key>``. Or ``HARNESS_TRUSTED_USER_HEADER`` names a header a proxy in front sets
@@ -29,9 +30,10 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from fastapi import Request
+from langgraph.types import Durability
 from lg_harness.core.domain import default_domain
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.graphs.result import SendResult
@@ -71,6 +73,7 @@ class Settings:
     desk_keys: dict[str, str] = field(default_factory=dict)  # key -> the human agent's name
     desk_header: str | None = None
     trusted_proxies: tuple[Any, ...] = ()  # ipaddress networks the proxy headers are believed from
+    durability: str = "sync"  # when a message's steps are saved (Harness durability)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -84,6 +87,7 @@ class Settings:
                        design=env.get("HARNESS_DESIGN") or "harness", model=env.get("HARNESS_MODEL") or "sim",
                        lease_ttl=float(env.get("HARNESS_LEASE_TTL") or 30), threads=int(env.get("HARNESS_SERVE_THREADS") or 2),
                        policy=env.get("HARNESS_BUSY_POLICY") or "enqueue", api_keys=keys,
+                       durability=env.get("HARNESS_DURABILITY") or "sync",
                        user_header=env.get("HARNESS_TRUSTED_USER_HEADER") or None, **desk_settings(env))
         settings.check()
         return settings
@@ -94,6 +98,9 @@ class Settings:
                                "HARNESS_TRUSTED_USER_HEADER=<header your proxy sets to the user id>")
         if self.policy not in POLICIES:
             raise HarnessError(f"HARNESS_BUSY_POLICY must be one of {', '.join(POLICIES)}, got '{self.policy}'")
+        if self.durability not in get_args(Durability):
+            raise HarnessError(f"HARNESS_DURABILITY must be one of {', '.join(get_args(Durability))}, got "
+                               f"'{self.durability}'")
 
 
 class Metrics:
@@ -156,7 +163,8 @@ class Worker:
 
         self.settings = settings
         self.harness = Harness(settings.data_dir, settings.design, settings.model, domain=settings.domain,
-                               database_url=settings.database_url, chroma_url=settings.chroma_url)
+                               database_url=settings.database_url, chroma_url=settings.chroma_url,
+                               durability=settings.durability)  # type: ignore[arg-type]  # checked in Settings
         stores = self.harness.stores
         if stores.queue is None:  # embedded: the queue is a file in the data dir, for this one process
             stores.queue = ThreadQueue.sqlite(Path(settings.data_dir) / "queue.sqlite", ttl=settings.lease_ttl)

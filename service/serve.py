@@ -11,7 +11,7 @@ from lg_harness.tools.errors import HarnessError
 
 def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, model: str, domain: str,
           database_url: str | None, chroma_url: str | None, threads: int, lease_ttl: float, policy: str,
-          log_level: str = "warning") -> None:
+          log_level: str = "warning", durability: str = "sync") -> None:
     import uvicorn
     from lg_harness.graphs.app import prepare_data_dir
     from lg_harness.service.http import Settings
@@ -22,7 +22,8 @@ def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, mo
     env = {"HARNESS_DATA_DIR": str(prepare_data_dir(data_dir).resolve()), "HARNESS_DESIGN": design,
            "HARNESS_MODEL": model, "HARNESS_DOMAIN": domain, "HARNESS_SERVE_THREADS": str(threads),
            "HARNESS_LEASE_TTL": str(lease_ttl), "HARNESS_BUSY_POLICY": policy,
-           "HARNESS_DATABASE_URL": database_url or "", "HARNESS_CHROMA_URL": chroma_url or ""}
+           "HARNESS_DATABASE_URL": database_url or "", "HARNESS_CHROMA_URL": chroma_url or "",
+           "HARNESS_DURABILITY": durability}
     os.environ.update(env)
     Settings.from_env()  # a missing API key setting fails here, once, not in every worker
     if database_url:

@@ -172,6 +172,16 @@ def test_graph_report_prints_both_systems_and_targets(graph_figures: dict) -> No
     assert bench_graph.notes(graph_figures)
 
 
+def test_the_exit_durability_row_saves_each_message_once(graph_figures: dict) -> None:
+    """The third system is our harness with durability="exit": one checkpoint per message, where the default
+    saves every step (and prunes all but the ends of older messages)."""
+    assert "ours, exit" in bench_graph.format_table(graph_figures)
+    exit_run, ours = graph_figures["ours_exit"], graph_figures["ours"]
+    assert exit_run["checkpoint_rows"] == graph_figures["messages"]
+    assert ours["checkpoint_rows"] > exit_run["checkpoint_rows"]
+    assert len(exit_run["cpu_ms_per_message"]) == len(ours["cpu_ms_per_message"]) == graph_figures["messages"]
+
+
 # ------------------------------------------------------------------------------------------- other domains
 
 

@@ -100,11 +100,13 @@ def domain_spec(name: str) -> str:
 
 @dataclass(frozen=True)
 class Setup:
-    """One cell of the bench: a domain, a backend, and whether the design asks before changing."""
+    """One cell of the bench: a domain, a backend, whether the design asks before changing, and when a
+    message's steps are saved (``Harness`` durability: exit saves a message at its end, sync every step)."""
 
     domain: str
     backend: str  # sqlite | postgres
     confirm: bool
+    durability: str = "exit"
 
     @property
     def design(self) -> str:
@@ -116,7 +118,8 @@ class Setup:
 
     @property
     def label(self) -> str:
-        return f"{self.domain}/{self.backend}/confirm {'on' if self.confirm else 'off'}"
+        return (f"{self.domain}/{self.backend}/confirm {'on' if self.confirm else 'off'}"
+                + ("" if self.durability == "exit" else f"/{self.durability}"))
 
 
 # ------------------------------------------------------------------------------------------ processes
@@ -261,7 +264,8 @@ def crash_points(writes: dict[str, int], confirm: bool) -> list[Crash]:
 def _harness(run_dir: Path, setup: Setup, url: str | None = None) -> Any:
     from lg_harness.graphs.app import Harness
 
-    return Harness(run_dir, setup.design, MODEL, domain=domain_spec(setup.domain), database_url=url)
+    return Harness(run_dir, setup.design, MODEL, domain=domain_spec(setup.domain), database_url=url,
+                   durability=setup.durability)
 
 
 def converse(run_dir: Path, setup: Setup, thread: str = THREAD) -> list[str]:
@@ -280,7 +284,8 @@ def recover_sqlite(run_dir: Path, setup: Setup) -> dict[str, Any]:
     from typer.testing import CliRunner
 
     replies, steps = [], []
-    done = CliRunner().invoke(cli.app, ["resume", "--thread", THREAD, "--finish", "--data-dir", str(run_dir),
+    done = CliRunner().invoke(cli.app, ["--durability", setup.durability, "resume", "--thread", THREAD, "--finish",
+                                        "--data-dir", str(run_dir),
                                         "--user", setup.script.user, "--json"])
     if done.exit_code == 0:
         replies.append(json.loads(done.stdout)["reply"])
@@ -313,7 +318,7 @@ def worker(url: str, run_dir: Path, setup: Setup) -> Iterator[Any]:
 
     rt = Worker(Settings(data_dir=run_dir, database_url=url, chroma_url=None, domain=domain_spec(setup.domain),
                           design=setup.design, model=MODEL, lease_ttl=LEASE_TTL, threads=1,
-                          api_keys={"chaos": setup.script.user}))
+                          api_keys={"chaos": setup.script.user}, durability=setup.durability))
     try:
         rt.start()
         yield rt
@@ -701,21 +706,22 @@ COLUMNS = (("runs", "runs"), ("crashes", "crashes"), ("applied_twice", "applied 
            ("unanswered", "unanswered"), ("unrecoverable", "unrecoverable"), ("reply_missing", "reply missing"))
 
 
-def setups(domain: str | None, backend: str, confirm: str) -> list[Setup]:
+def setups(domain: str | None, backend: str, confirm: str, durability: str = "exit") -> list[Setup]:
     domains = [domain] if domain else ["shop", "helpdesk"]
     backends = ["sqlite", "postgres"] if backend == "both" else [backend]
     confirms = [True, False] if confirm == "both" else [confirm == "on"]
-    return [Setup(d, b, c) for d in domains for b in backends for c in confirms
+    modes = ["exit", "sync"] if durability == "both" else [durability]
+    return [Setup(d, b, c, m) for d in domains for b in backends for c in confirms for m in modes
             if not (b == "postgres" and SCRIPTS[d].count_fn is not None)]  # an outside change lives in a file
 
 
 def run_bench_chaos(domain: str | None = None, crashes: int = 100, backend: str | None = None, confirm: str = "both",
                     database_url: str | None = None, soak_minutes: float = 0.0, log: Callable[[str], None] = print,
-                    **_: Any) -> dict[str, Any]:
+                    durability: str = "both", **_: Any) -> dict[str, Any]:
     url = database_url or os.environ.get("HARNESS_DATABASE_URL") or os.environ.get("HARNESS_TEST_DATABASE_URL")
     backend = backend or ("both" if url else "sqlite")
     figures: dict[str, Any] = {"model": MODEL, "setups": [run_setup(s, crashes, url=url, log=log)
-                                                          for s in setups(domain, backend, confirm)]}
+                                                          for s in setups(domain, backend, confirm, durability)]}
     if soak_minutes > 0:
         figures["soak"] = soak(minutes=soak_minutes, domain=domain or "shop", log=log)
     return figures
@@ -737,6 +743,8 @@ def main(domain: str | None = None, argv: list[str] | None = None, database_url:
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default=None,
                         help="default: both with a database URL, else sqlite")
     parser.add_argument("--confirm", choices=("on", "off", "both"), default="both")
+    parser.add_argument("--durability", choices=("exit", "sync", "both"), default="both",
+                        help="when a message's steps are saved (exit: at its end, the default; sync: every step)")
     parser.add_argument("--crashes", type=int, default=100, help="crashed runs per setup, at least")
     parser.add_argument("--database-url", default=database_url, help="a Postgres whose role may create databases")
     parser.add_argument("--json", dest="json_out", metavar="FILE", help="also write the figures to FILE")
@@ -749,7 +757,7 @@ def main(domain: str | None = None, argv: list[str] | None = None, database_url:
         print(json.dumps(soak(args.processes, args.threads, args.soak or 1.0, args.domain or "shop"), indent=1))
         return
     figures = run_bench_chaos(args.domain, args.crashes, args.backend, args.confirm, args.database_url,
-                              log=lambda s: print(s, file=sys.stderr, flush=True))
+                              log=lambda s: print(s, file=sys.stderr, flush=True), durability=args.durability)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=1))
     print_table(figures)

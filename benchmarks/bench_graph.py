@@ -7,8 +7,8 @@ One run, every figure a ratio against a baseline measured in the same run:
    LangChain tools over the same functions with the harness's backends bound, the same system prompt, its
    own ``SqliteSaver`` file) answer the same ``messages`` user messages on one thread each, message by
    message in turn (who goes first rotates), so background load on the machine falls on both alike. A third
-   system is ours again with ``durability="exit"`` (``graphs.app.Harness``: a message saved once, at its
-   end) on a runtime of its own, to show what saving every step costs. For messages 1-20, 91-110 and
+   system is ours again with ``durability="sync"`` (``graphs.app.Harness``: every step saved, where the
+   default saves a message once, at its end) on a runtime of its own, to show what saving every step costs. For messages 1-20, 91-110 and
    181-200 (of 200: the first, middle and last tenth) the table gives wall ms and CPU ms per message of
    each, ours / create_agent for both, and ours last/first (flat or not). Long-term memory is written
    after our reply (``memory.writer``): the bench waits for it between messages, outside both timings, as
@@ -206,11 +206,11 @@ def settle(harness: Harness) -> float:
 
 
 def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[str],
-                     exit_harness: Harness | None = None) -> dict[str, Any]:
-    """The systems answer the same messages in turn; each message timed on its own. ``exit_harness``: ours
-    again with ``durability="exit"`` (a message saved once, at its end), on a runtime of its own so it finds
-    no embedding the other computed."""
-    ours_runs = {"ours": harness, **({"ours_exit": exit_harness} if exit_harness is not None else {})}
+                     sync_harness: Harness | None = None) -> dict[str, Any]:
+    """The systems answer the same messages in turn; each message timed on its own. ``sync_harness``: ours
+    again with ``durability="sync"`` (every step saved), on a runtime of its own so it finds no embedding the
+    other computed."""
+    ours_runs = {"ours": harness, **({"ours_sync": sync_harness} if sync_harness is not None else {})}
     for h in ours_runs.values():
         h.send(WARM_UP_THREAD, texts[0], h.domain.default_user)
         settle(h)
@@ -358,8 +358,8 @@ def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_message
         create_agent also ``tool_errors`` and ``messages_in_state``; ``vs_create_agent``: ours/create_agent
         for each of those figures; ``db_ratio`` (ours/create_agent); ``startup`` (``startup_cpu``, when
         ``startup_rounds`` > 0); ``tracing``: ``messages``, ``off_ms``, ``on_ms``, ``ratio``, ``overhead_ms``,
-        ``spans``, ``spans_per_message``; ``ours_exit`` and ``ours_exit_vs_create_agent``: the same figures
-        for our harness with ``durability="exit"``.
+        ``spans``, ``spans_per_message``; ``ours_sync`` and ``ours_sync_vs_create_agent``: the same figures
+        for our harness with ``durability="sync"``.
     """
     domain, bench = bench_domain(domain)
     script = bench.graph_messages or bench.messages
@@ -370,12 +370,12 @@ def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_message
     design = lift_quotas(load_design("harness"))
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp, \
             Harness(Path(tmp) / "ours", design, model, domain=domain) as h, \
-            Harness(Path(tmp) / "ours-exit", design, h.model, domain=domain, runtime=Runtime(),
-                    durability="exit") as h_exit:
+            Harness(Path(tmp) / "ours-sync", design, h.model, domain=domain, runtime=Runtime(),
+                    durability="sync") as h_sync:
         other = CreateAgentRun(Path(tmp) / "create_agent.sqlite", h.model, domain, h.resources)
         try:
             facts = bench.facts(h.resources, domain.default_user)
-            figures.update(run_side_by_side(h, other, script_messages(facts, messages, script), h_exit))
+            figures.update(run_side_by_side(h, other, script_messages(facts, messages, script), h_sync))
         finally:
             other.close()
         figures["db_ratio"] = figures["ours"]["db_bytes"] / figures["create_agent"]["db_bytes"]
@@ -395,11 +395,11 @@ def format_table(f: dict[str, Any]) -> str:
     spans = {name: f[f"{name}_window"] for name in ("first", "middle", "last")}
     header = ["ms/msg (cpu)", *(f"{a}-{b}" for a, b in spans.values()), "last/first"]
     rows = [header]
-    shown = {"ours": "ours", "ours_exit": "ours, exit", "create_agent": "create_agent"}
+    shown = {"ours": "ours", "ours_sync": "ours, sync", "create_agent": "create_agent"}
     for name, label in shown.items():
         if (s := f.get(name)) is not None:
             rows.append([label, *(f"{s[f'ms_{w}']:.1f} ({s[f'cpu_ms_{w}']:.1f})" for w in spans), f"x{s['ratio']:.2f}"])
-    for key, label in (("vs_create_agent", "ours/create_agent"), ("ours_exit_vs_create_agent", "ours, exit/c_a")):
+    for key, label in (("vs_create_agent", "ours/create_agent"), ("ours_sync_vs_create_agent", "ours, sync/c_a")):
         if (v := f.get(key)) is not None:
             rows.append([label, *(f"x{v[f'ms_{w}']:.2f} (x{v[f'cpu_ms_{w}']:.2f})" for w in spans), ""])
     lines = _columns(rows)
@@ -410,8 +410,8 @@ def format_table(f: dict[str, Any]) -> str:
               f"({ours['db_bytes_per_message'] / 1e3:.1f} KB and {ours['checkpoints_per_message']:.1f} checkpoints "
               f"per message), create_agent {theirs['db_bytes'] / 1e6:.2f} MB ({theirs['db_bytes_per_message'] / 1e3:.1f} "
               f"KB, {theirs['checkpoints_per_message']:.1f}): ours/create_agent {f['db_ratio']:.3f}"]
-    if (ex := f.get("ours_exit")) is not None:
-        lines.append(f"  ours, exit: {ex['db_bytes'] / 1e6:.2f} MB ({ex['db_bytes_per_message'] / 1e3:.1f} KB and "
+    if (ex := f.get("ours_sync")) is not None:
+        lines.append(f"  ours, sync: {ex['db_bytes'] / 1e6:.2f} MB ({ex['db_bytes_per_message'] / 1e3:.1f} KB and "
                      f"{ex['checkpoints_per_message']:.1f} checkpoints per message)")
     if "startup" in f:
         up = f["startup"]
@@ -445,12 +445,12 @@ def notes(f: dict[str, Any]) -> list[str]:
            f"ours {f['ours']['checkpoint_rows']:,} / {f['ours']['latest_checkpoint_bytes']:,}, "
            f"create_agent {ca['checkpoint_rows']:,} / {ca['latest_checkpoint_bytes']:,}",
            "issue's earlier measurement of create_agent: 8 -> 34 ms per turn, 99 MB at 200 turns"]
-    if (ex := f.get("ours_exit_vs_create_agent")) is not None:
+    if (ex := f.get("ours_sync_vs_create_agent")) is not None:
         first = f["first_window"]
-        out.append("ours, exit: the same harness with durability='exit' (a message saved once, when it ends; a crash "
-                   "runs it again), not the default; its own runtime, so no embedding is shared with ours; at "
-                   f"messages {first[0]}-{first[1]} x{ex['ms_first']:.2f} create_agent's wall time, "
-                   f"x{ex['cpu_ms_first']:.2f} its CPU")
+        out.append("ours: durability 'exit' (the default: a message saved once, when it ends; a crash runs it again); "
+                   "ours, sync: every step saved (a crash resumes at the last step), on its own runtime, so no "
+                   f"embedding is shared with ours; at messages {first[0]}-{first[1]} x{ex['ms_first']:.2f} "
+                   f"create_agent's wall time, x{ex['cpu_ms_first']:.2f} its CPU")
     if ca["tool_errors"]:
         out.append(f"! create_agent tools returned {ca['tool_errors']} errors to the model")
     return out

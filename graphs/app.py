@@ -98,7 +98,7 @@ class Harness:
                  memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
                  executor: Executor | None = None, database_url: str | None = None,
                  chroma_url: str | None = None, runs_messages: bool = True, runtime: Runtime | None = None,
-                 durability: Durability = "sync") -> None:
+                 durability: Durability = "exit") -> None:
         """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
 
         ``database_url`` (``postgresql://...``) keeps checkpoints, transcripts, facts, audit, the handoff
@@ -116,12 +116,13 @@ class Harness:
         ``runtime`` (``graphs.runtime``): the node variants and context strategies the design may name, the
         worker threads and the embedder; default the process's (``default_runtime()``).
 
-        ``durability`` (LangGraph's modes; ``docs/reliability.md``): ``sync`` saves every step before the next
-        one starts, so a crash resumes at the last step and any step can be forked; ``exit`` saves a message
-        once, when it ends or pauses (about 14 ms less CPU per message in the shop bench), so a crash runs the
-        message again from its start (changes still apply once: the change ledger holds them) and forks start
-        at message ends; ``async`` saves each step while the next one runs (the same CPU as ``sync``, less
-        waiting; a crash can lose the last step).
+        ``durability`` (LangGraph's modes; ``docs/reliability.md``): ``exit`` (the default) saves a message
+        once, when it ends or pauses, a failing step included; after a crash the message runs again from its
+        start (each change still applies once: the change ledger holds them) and forks start at message ends.
+        ``sync`` saves every step before the next one starts (about 14 ms more CPU per message in the shop
+        bench), so a crash resumes at the last step, without repeating its model calls, and any step can be
+        forked; ``async`` saves each step while the next one runs (the CPU of ``sync``, less waiting; a crash
+        can lose the last step).
         """
         if durability not in get_args(Durability):
             raise UsageError(f"unknown durability '{durability}': use one of {', '.join(get_args(Durability))} "
@@ -308,8 +309,8 @@ class Harness:
         """The nodes a run went through; each node's update goes to ``on_update`` as it comes."""
         path: list[str] = []
         try:
-            # "sync" (the default): each step is saved before the next one starts (graphs.step_pruning says
-            # which are kept); "exit": the message is saved when it ends or pauses, a failure included.
+            # "exit" (the default): the message is saved when it ends or pauses, a failure included; "sync":
+            # each step is saved before the next one starts (graphs.step_pruning says which are kept).
             for update in self.graph.stream(graph_input, self.config(thread_id), stream_mode="updates",
                                             durability=self.durability):
                 path.extend(k for k in update if k != "__interrupt__")

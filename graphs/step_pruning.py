@@ -1,8 +1,9 @@
 """Fewer checkpoints kept: the steps of older messages go once no fork can want them.
 
-Every step of a message is checkpointed while it runs (LangGraph's ``sync`` durability: a saved step is
-on disk before the next one starts, so a crash resumes from the last step and a decided call is saved before
-it runs). Once a message is two messages old, its intermediate steps serve nothing a user does: a fork
+A harness opened with ``durability="sync"`` checkpoints every step of a message while it runs (a saved step
+is on disk before the next one starts, so a crash resumes from the last step and a decided call is saved
+before it runs); the default, ``exit``, saves a message once, at its end, and leaves nothing to prune. Once a
+message is two messages old, its intermediate steps serve nothing a user does: a fork
 continues from the end of a message, and recovery needs only the newest one. So after each message
 ``prune_steps`` walks the thread's current line back from its newest checkpoint (parent by parent) and
 deletes, among the checkpoints older than the previous message's input, each one whose successor on the line

@@ -179,8 +179,9 @@ NB03 = r'''
 # 03 · Resume and fork
 
 Every user message is one run of the graph on a thread; the checkpointer (SQLite in the data dir) keeps the
-state after every step. So a conversation survives the process that held it, and any earlier checkpoint
-can become the head of the thread again: the next message then continues from there (a fork).
+state at the end of every message (`Harness(..., durability="sync")` keeps every step of it too). So a
+conversation survives the process that held it, and any earlier checkpoint can become the head of the
+thread again: the next message then continues from there (a fork).
 
 Model `sim:clean` (no faults) keeps the outputs deterministic; `sim` would add its fitted fault profile.
 

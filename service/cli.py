@@ -47,7 +47,7 @@ class Storage(TypedDict):
 
 # Set once for every command by the options before the command name.
 STORAGE: Storage = {"database_url": None, "chroma_url": None}
-DURABILITY = {"mode": "sync"}  # when a message's steps are saved (Harness durability)
+DURABILITY = {"mode": "exit"}  # when a message's steps are saved (Harness durability)
 
 
 def storage_options(
@@ -62,7 +62,7 @@ def storage_options(
                                                 help="when a message's steps are saved: sync (every step; a crash "
                                                 "resumes at the last one), exit (once, when the message ends; a "
                                                 "crash runs it again), async (while the next step runs)")]
-        = "sync",
+        = "exit",
         show_version: Annotated[bool, typer.Option("--version", callback=lambda v: _print_version(v), is_eager=True,
                                                    help="print the version and exit")] = False) -> None:
     """An agent harness as a LangGraph StateGraph."""

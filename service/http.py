@@ -73,7 +73,7 @@ class Settings:
     desk_keys: dict[str, str] = field(default_factory=dict)  # key -> the human agent's name
     desk_header: str | None = None
     trusted_proxies: tuple[Any, ...] = ()  # ipaddress networks the proxy headers are believed from
-    durability: str = "sync"  # when a message's steps are saved (Harness durability)
+    durability: str = "exit"  # when a message's steps are saved (Harness durability)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -87,7 +87,7 @@ class Settings:
                        design=env.get("HARNESS_DESIGN") or "harness", model=env.get("HARNESS_MODEL") or "sim",
                        lease_ttl=float(env.get("HARNESS_LEASE_TTL") or 30), threads=int(env.get("HARNESS_SERVE_THREADS") or 2),
                        policy=env.get("HARNESS_BUSY_POLICY") or "enqueue", api_keys=keys,
-                       durability=env.get("HARNESS_DURABILITY") or "sync",
+                       durability=env.get("HARNESS_DURABILITY") or "exit",
                        user_header=env.get("HARNESS_TRUSTED_USER_HEADER") or None, **desk_settings(env))
         settings.check()
         return settings

@@ -11,7 +11,7 @@ from lg_harness.tools.errors import HarnessError
 
 def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, model: str, domain: str,
           database_url: str | None, chroma_url: str | None, threads: int, lease_ttl: float, policy: str,
-          log_level: str = "warning", durability: str = "sync") -> None:
+          log_level: str = "warning", durability: str = "exit") -> None:
     import uvicorn
     from lg_harness.graphs.app import prepare_data_dir
     from lg_harness.service.http import Settings

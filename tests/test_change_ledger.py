@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lg_harness.benchmarks.outside_pack import DOMAIN, DOMAIN_KEYED, renewals
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.phrases import say
@@ -141,7 +142,8 @@ def test_two_identical_calls_at_once_apply_once(tmp_path):
 
 
 def test_an_outside_change_replayed_after_a_fork_is_applied_once(tmp_path):
-    with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN) as h:
+    # every step saved: the fork goes back to the step before the call was decided
+    with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN, durability="sync") as h:
         done = h.send("t", ASK, "reader-1")
         assert [(c["name"], c["status"]) for c in done.tool_calls] == [("renew_loan", "ok")]
         before = next(c for c in reversed(h.history("t")) if c.next == ["action"])
@@ -151,7 +153,8 @@ def test_an_outside_change_replayed_after_a_fork_is_applied_once(tmp_path):
     assert len(renewals(tmp_path)) == 1
 
 
-def crash_between_tool_and_settle(data_dir: Path, domain: str, design: str = NO_CONFIRM) -> subprocess.CompletedProcess:
+def crash_between_tool_and_settle(data_dir: Path, domain: str, design: str = NO_CONFIRM,
+                                  durability: str = "exit") -> subprocess.CompletedProcess:
     """A process that dies (``os._exit``, no cleanup) right after the tool returned, before the ledger settles."""
     script = textwrap.dedent(f"""
         import os
@@ -159,19 +162,24 @@ def crash_between_tool_and_settle(data_dir: Path, domain: str, design: str = NO_
         from lg_harness.benchmarks import outside_pack
         from lg_harness.tools.ledger import SqliteLedger
         SqliteLedger.settle = lambda self, key, result: os._exit(137)
-        with Harness({str(data_dir)!r}, {design!r}, "sim:clean", domain=outside_pack.{domain}) as h:
+        with Harness({str(data_dir)!r}, {design!r}, "sim:clean", domain=outside_pack.{domain},
+                     durability={durability!r}) as h:
             h.send("t", {ASK!r}, "reader-1")
         """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
 
 
-def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice_nor_skips_it(tmp_path):
-    died = crash_between_tool_and_settle(tmp_path, "DOMAIN")
+@pytest.mark.parametrize("durability", ["exit", "sync"])
+def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice_nor_skips_it(tmp_path, durability):
+    """With ``exit`` (the default) the crash left nothing of the message but its user row, and finishing runs
+    it from its start; with ``sync`` finishing resumes at the step the crash stopped."""
+    died = crash_between_tool_and_settle(tmp_path, "DOMAIN", durability=durability)
     assert died.returncode == 137, died.stderr
     assert len(renewals(tmp_path)) == 1, "the tool ran before the crash"
 
-    with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN) as h, capture_spans() as exporter:
+    with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN, durability=durability) as h, \
+            capture_spans() as exporter:
         finished = h.finish("t")
         assert len(renewals(tmp_path)) == 1, "finishing the message did not renew a second time"
         assert finished.handoff is not None
@@ -196,8 +204,9 @@ def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice
         h.human_reply("t", "I checked: your loan of BOOK-0042 was renewed once.")
         assert h.stores.ledger.pending() == []
         assert h.stores.ledger.get(pending["ledger_key"]).result == {"checked_by_person": True}
-        before = next(c for c in reversed(h.history("t")) if c.next == ["action"])
-        h.finish("t", before.checkpoint_id)  # even a replay of that message answers from the record
+        if durability == "sync":  # a step of the message to replay from
+            before = next(c for c in reversed(h.history("t")) if c.next == ["action"])
+            h.finish("t", before.checkpoint_id)  # even a replay of that message answers from the record
     assert len(renewals(tmp_path)) == 1
 
 

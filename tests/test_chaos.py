@@ -14,37 +14,50 @@ from lg_harness.benchmarks.bench_chaos import Crash, Setup, order_inversions, ru
 from tests.engines import postgres_server  # noqa: F401
 
 FIVE = ("applied_twice", "lost", "unanswered", "unrecoverable", "reply_missing")
-# early (the request's first steps), the changing step, a transcript write, the ledger's points
-POINTS = [Crash("checkpoint", 2, False, "checkpoint 2 before"), Crash("checkpoint", 9, True, "checkpoint 9 after"),
-          Crash("transcript", 2, False, "transcript 2 before"), Crash("transcript", 1, True, "transcript 1 after"),
+# A transcript write and the ledger's points, with every step saved (sync) or a message saved at its end (exit,
+# the default): with sync a checkpoint early in the request and one after the changing step; with exit the
+# first message's save, before and after it.
+LEDGER = [Crash("transcript", 2, False, "transcript 2 before"), Crash("transcript", 1, True, "transcript 1 after"),
           Crash("decided", label="decided"), Crash("recorded", label="recorded"), Crash("ran", label="ran")]
+POINTS = {"sync": [Crash("checkpoint", 2, False, "checkpoint 2 before"),
+                   Crash("checkpoint", 9, True, "checkpoint 9 after"), *LEDGER],
+          "exit": [Crash("checkpoint", 1, False, "checkpoint 1 before"),
+                   Crash("checkpoint", 1, True, "checkpoint 1 after"), *LEDGER]}
 
 
 def zeros(figures: dict) -> None:
     assert tuple(figures[k] for k in FIVE) == (0,) * 5, figures["problems"]
 
 
+@pytest.mark.parametrize("durability", ["exit", "sync"])
 @pytest.mark.parametrize("confirm", [True, False], ids=["confirm on", "confirm off"])
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
-def test_crashes_with_a_rewording_model_recover_exactly_once(domain, confirm):
-    figures = run_setup(Setup(domain, "sqlite", confirm), points=POINTS, log=lambda s: None)
-    assert figures["runs"] == len(POINTS) and figures["crashes"] >= len(POINTS) - 1, figures
+def test_crashes_with_a_rewording_model_recover_exactly_once(domain, confirm, durability):
+    points = POINTS[durability]
+    figures = run_setup(Setup(domain, "sqlite", confirm, durability), points=points, log=lambda s: None)
+    assert figures["runs"] == len(points) and figures["crashes"] >= len(points) - 1, figures
     zeros(figures)
     # an idempotent change crashed before its settle runs again with its key: nobody needs to check it
     assert figures["to_person_applied"] == figures["to_person_not_applied"] == 0
 
 
-@pytest.mark.parametrize("confirm", [True, False], ids=["confirm on", "confirm off"])
-def test_the_http_worker_on_postgres_killed_and_taken_over_recovers_exactly_once(postgres_server, confirm):  # noqa: F811
-    figures = run_setup(Setup("shop", "postgres", confirm), url=postgres_server, log=lambda s: None,
-                        points=[Crash("checkpoint", 12, True, "checkpoint 12 after"), Crash("ran", label="ran"),
-                                Crash("transcript", 2, False, "transcript 2 before"), Crash("recorded", label="rec")])
+@pytest.mark.parametrize(("confirm", "durability"), [(True, "exit"), (False, "exit"), (True, "sync")],
+                         ids=["confirm on", "confirm off", "confirm on, sync"])
+def test_the_http_worker_on_postgres_killed_and_taken_over_recovers_exactly_once(postgres_server, confirm,  # noqa: F811
+                                                                                  durability):
+    saved = Crash("checkpoint", 12, True, "checkpoint 12 after") if durability == "sync" else \
+        Crash("checkpoint", 1, True, "checkpoint 1 after")
+    figures = run_setup(Setup("shop", "postgres", confirm, durability), url=postgres_server, log=lambda s: None,
+                        points=[saved, Crash("ran", label="ran"), Crash("transcript", 2, False, "transcript 2 before"),
+                                Crash("recorded", label="rec")])
     assert figures["crashes"] >= 3, figures
     zeros(figures)
 
 
-def test_an_outside_change_that_is_not_idempotent_is_applied_once_or_checked_by_a_person():
-    figures = run_setup(Setup("library", "sqlite", True), points=POINTS[1:2] + POINTS[-1:], log=lambda s: None)
+@pytest.mark.parametrize("durability", ["exit", "sync"])
+def test_an_outside_change_that_is_not_idempotent_is_applied_once_or_checked_by_a_person(durability):
+    figures = run_setup(Setup("library", "sqlite", True, durability), points=POINTS[durability][1:2] + LEDGER[-1:],
+                        log=lambda s: None)
     assert figures["runs"] == 2 and figures["crashes"] == 2, figures
     zeros(figures)
     assert figures["to_person_applied"] >= 1, "the crash between the tool and its settle goes to a person"

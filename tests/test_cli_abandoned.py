@@ -58,7 +58,8 @@ def rows(database_url: str) -> Any:  # noqa: F811
 def kill_mid_message(cli: Any, rows: Any, thread: str) -> None:
     proc = cli.start("run", "where is my order ORD-10134?", "--thread", thread, "--model", "paced:1.5:clean")
     deadline = time.monotonic() + 120
-    while not rows("SELECT 1 FROM checkpoints WHERE thread_id = %s", thread):  # a node is done, the model is slow
+    # the message is under way (its user row is written before the graph runs) and the model is slow
+    while not rows("SELECT 1 FROM transcript WHERE thread_id = %s AND role = 'user'", thread):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
     proc.kill()

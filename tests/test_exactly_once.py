@@ -112,7 +112,7 @@ def drop_checkpoints_after(path, thread: str, keep: str) -> None:
 
 def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(tmp_path, design(), model, durability="sync") as h:  # every step saved
         a, _ = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "call_0")]
         h.send("w", f"Please cancel {a}", "U001")
@@ -122,7 +122,7 @@ def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(
         conn.execute("DELETE FROM transcript WHERE thread_id = 'w' AND role = 'assistant'")
 
     model = ScriptedModel(calls=[cancel(a, "call_1")])
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(tmp_path, design(), model, durability="sync") as h:
         stopped = h.state("w")
         assert stopped["next"] == [] and stopped["pending"] == ["action"], "next hides a task with saved writes"
         done = h.finish("w")
@@ -155,7 +155,7 @@ def test_finish_runs_a_message_the_crash_left_only_in_the_transcript(tmp_path):
 
 def test_finishing_much_later_is_not_charged_for_the_time_in_between(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(tmp_path, design(), model, durability="sync") as h:  # a step of the message to finish from
         a, _ = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "call_0")]
         h.send("late", f"Please cancel {a}", "U001")

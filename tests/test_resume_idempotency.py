@@ -25,6 +25,9 @@ except ImportError:  # tests/ imported as a package
 MODEL = "sim:clean"
 # Replays of a change, not its confirmation (tests/test_confirm.py): each change runs in the message asking.
 DESIGN = "harness-no:confirm_changes"
+# Every step saved: these tests fork back into a message's steps (tests/test_durability.py covers the default,
+# which saves a message at its end and runs it again after a crash).
+SYNC = ("--durability", "sync")
 
 
 def stock_of(shop, order_id: str) -> dict[str, tuple[int, int]]:
@@ -64,7 +67,7 @@ def checkpoint_before_tool(h: Harness, thread: str, tool: str, turn: int) -> str
 
 
 def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
-    with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
+    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         order = u001_order("pending", shop=h.resources["shop"])
         before = stock_of(h.resources["shop"], order)
 
@@ -115,7 +118,7 @@ def test_a_node_that_crashes_leaves_the_message_saved_and_finish_completes_it(tm
         return reply(self, state, *args)
 
     monkeypatch.setattr(ModelReply, "__call__", crash_once)
-    with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
+    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         order = u001_order("shipped", shop=h.resources["shop"])
         with pytest.raises(HarnessError) as caught:
             h.send("crash", f"Where is my order {order}?", "U001")
@@ -138,14 +141,14 @@ def test_a_node_that_crashes_leaves_the_message_saved_and_finish_completes_it(tm
 
 
 def run_json(data_dir: Path, thread: str, message: str) -> dict:
-    proc = harness("run", message, "--thread", thread, "--model", MODEL, "--design", DESIGN, "--data-dir", str(data_dir), "--json",
+    proc = harness(*SYNC, "run", message, "--thread", thread, "--model", MODEL, "--design", DESIGN, "--data-dir", str(data_dir), "--json",
                    cwd=data_dir)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
 def resume_json(data_dir: Path, thread: str, checkpoint: str) -> dict:
-    proc = harness("resume", "--thread", thread, "--checkpoint", checkpoint, "--data-dir", str(data_dir), "--json",
+    proc = harness(*SYNC, "resume", "--thread", thread, "--checkpoint", checkpoint, "--data-dir", str(data_dir), "--json",
                    cwd=data_dir)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
@@ -154,12 +157,12 @@ def resume_json(data_dir: Path, thread: str, checkpoint: str) -> dict:
 
 
 def returns_of(data_dir: Path, order: str) -> list[dict]:
-    with Harness(data_dir, patient_design(DESIGN), MODEL) as h:
+    with Harness(data_dir, patient_design(DESIGN), MODEL, durability="sync") as h:
         return [dict(r) for r in h.resources["shop"].query("SELECT id, status FROM returns WHERE order_id = ?", (order,))]
 
 
 def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
-    with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
+    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         order = u001_order("delivered", shop=h.resources["shop"])
     ask = "I want to return it, it is the wrong size"
 
@@ -169,7 +172,7 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     assert call["status"] == "ok" and call["args"]["order_id"] == order, first["tool_calls"]
     [rma] = returns_of(tmp_path, order)
     assert f"RMA-{rma['id']}" in first["reply"]
-    with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
+    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         pre_action = checkpoint_before_tool(h, "ret", "request_return", turn=2)
 
     # 1) `harness run` needs a message, so the CLI's way to replay the step is: fork at the checkpoint just
@@ -187,7 +190,7 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
 
     # 3) Fork in the middle again and finish that message instead of sending a new one: the pending action
     # step runs on the stopped state, makes the same call, and gets the stored result.
-    finish = harness("resume", "--thread", "ret", "--checkpoint", pre_action, "--finish", "--model", MODEL, "--design", DESIGN,
+    finish = harness(*SYNC, "resume", "--thread", "ret", "--checkpoint", pre_action, "--finish", "--model", MODEL, "--design", DESIGN,
                      "--data-dir", str(tmp_path), "--json", cwd=tmp_path)
     assert finish.returncode == 0, finish.stderr
     done = json.loads(finish.stdout)
@@ -196,36 +199,36 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     assert f"RMA-{rma['id']}" in done["reply"]
     assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
 
-    with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
+    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         rows = h.resources["shop"].query("SELECT key FROM idempotency WHERE tool = 'request_return'")
     assert [r["key"] for r in rows] == [f"ret:2:{call_signature('request_return', call['args'])}"], \
         "one stored change for the one return"
 
-    again = harness("resume", "--thread", "ret", "--finish", "--model", MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
+    again = harness(*SYNC, "resume", "--thread", "ret", "--finish", "--model", MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
     assert again.returncode != 0 and "has no unfinished message" in again.stderr and "Traceback" not in again.stderr
     # Finishing from a checkpoint with nothing pending is refused before the thread is moved there.
-    with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
+    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         head = h.state("ret")["checkpoint_id"]
-    refused = harness("resume", "--thread", "ret", "--checkpoint", status["checkpoint_id"], "--finish", "--model",
+    refused = harness(*SYNC, "resume", "--thread", "ret", "--checkpoint", status["checkpoint_id"], "--finish", "--model",
                       MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
     assert refused.returncode != 0 and "has no unfinished message" in refused.stderr
-    with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
+    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         assert h.state("ret")["checkpoint_id"] == head, "a refused finish leaves the thread where it was"
 
 
 def test_finish_uses_the_design_and_model_the_thread_ran_with(tmp_path):
-    with Harness(tmp_path, patient_design(DESIGN), MODEL) as h:
+    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         order = u001_order("shipped", shop=h.resources["shop"])
-    proc = harness("run", f"Where is my order {order}?", "--thread", "n", "--design", "naive", "--model", MODEL,
+    proc = harness(*SYNC, "run", f"Where is my order {order}?", "--thread", "n", "--design", "naive", "--model", MODEL,
                    "--data-dir", str(tmp_path), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["design"] == "naive"
-    with Harness(tmp_path, "naive", MODEL) as h:
+    with Harness(tmp_path, "naive", MODEL, durability="sync") as h:
         assert h.transcripts.setup("n") == ("naive", MODEL)
         middle = next(c.checkpoint_id for c in h.history("n") if c.next == ["action"])
 
     # No --design or --model: the thread's own, not the defaults (harness on the faulty sim).
-    finish = harness("resume", "--thread", "n", "--checkpoint", middle, "--finish", "--data-dir", str(tmp_path),
+    finish = harness(*SYNC, "resume", "--thread", "n", "--checkpoint", middle, "--finish", "--data-dir", str(tmp_path),
                      "--json", cwd=tmp_path)
     assert finish.returncode == 0, finish.stderr
     done = json.loads(finish.stdout)
@@ -245,7 +248,7 @@ def test_a_replay_with_fresh_call_ids_still_applies_the_change_once(tmp_path, re
             msg.tool_calls = [{**c, "id": f"fresh_{next(counter)}"} for c in msg.tool_calls]
             return result
 
-    with Harness(tmp_path, patient_design(DESIGN), FreshIds(faults="clean")) as h:
+    with Harness(tmp_path, patient_design(DESIGN), FreshIds(faults="clean"), durability="sync") as h:
         shop = h.resources["shop"]
         order = u001_order("pending", shop=shop)
         first = h.send("cancel", f"please cancel {order}", "U001")

@@ -1,6 +1,7 @@
 """Fewer checkpoints kept, and every fork a user can ask for still works (``graphs.step_pruning``).
 
-Each message is checkpointed step by step while it runs; once it is two messages old only its end stays. A
+With ``durability="sync"`` each message is checkpointed step by step while it runs (the default, ``exit``,
+saves only its end); once it is two messages old only its end stays. A
 branch left by a fork stays whole, so going back to it works, and the ends of all messages stay forkable.
 """
 
@@ -26,7 +27,7 @@ def rows(h: Harness, table: str, thread: str = "t") -> int:
 
 
 def test_old_messages_keep_only_their_end_and_the_last_two_keep_every_step(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness(tmp_path, patient_design(), "sim:clean", durability="sync") as h:
         h.send("t", SCRIPT[0], "U001")
         written = rows(h, "checkpoints")  # what one message writes: nothing is pruned after the first
         for text in SCRIPT[1:] * 3 + SCRIPT[:1]:
@@ -44,7 +45,7 @@ def test_old_messages_keep_only_their_end_and_the_last_two_keep_every_step(tmp_p
 
 
 def test_every_message_end_can_still_be_forked_and_continued(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness(tmp_path, patient_design(), "sim:clean", durability="sync") as h:
         for text in SCRIPT * 2:
             h.send("t", text, "U001")
         first_end = next(c for c in h.history("t") if c.turn == 1 and not c.next)
@@ -55,7 +56,7 @@ def test_every_message_end_can_still_be_forked_and_continued(tmp_path):
 
 
 def test_a_branch_left_by_a_fork_keeps_every_step(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness(tmp_path, patient_design(), "sim:clean", durability="sync") as h:
         for text in SCRIPT[:3]:
             h.send("t", text, "U001")
         mid = [c.checkpoint_id for c in h.history("t") if c.turn == 3 and c.next == ["action"]]
@@ -89,7 +90,8 @@ def pg_thread(h: Harness, thread: str = "t") -> dict:
 
 
 def test_postgres_keeps_about_one_checkpoint_per_old_message_and_its_bytes_stay_bounded(tmp_path, database_url):  # noqa: F811, E501
-    with Harness(tmp_path / "data", patient_design(), "sim:clean", database_url=database_url) as h:
+    with Harness(tmp_path / "data", patient_design(), "sim:clean", database_url=database_url,
+                 durability="sync") as h:
         h.send("t", SCRIPT[0], "U001")
         first = pg_thread(h)  # what one message writes: nothing is pruned after the first
         sizes = []

@@ -85,7 +85,7 @@ def failing_put(monkeypatch, message: str, after: int):
 
 
 def test_a_full_disk_mid_message_names_what_is_saved_and_the_message_finishes_later(tmp_path, monkeypatch):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(tmp_path, patient_design(), MODEL, durability="sync") as h:  # saves inside the message
         order = u001_order("shipped", shop=h.resources["shop"])
         h.send("full", "hello", "U001")
         failing_put(monkeypatch, "database or disk is full", after=3)
@@ -95,6 +95,25 @@ def test_a_full_disk_mid_message_names_what_is_saved_and_the_message_finishes_la
         assert text.startswith("the disk holding the data dir is full")
         assert "in the middle of message 2" in text and "harness resume --thread full --finish" in text
         monkeypatch.undo()  # the disk has room again
+        done = h.finish("full")
+        assert done.phase == "done" and order in done.reply
+        assert [(r["turn"], r["role"]) for r in h.transcripts.read("full")][-2:] == [(2, "user"), (2, "assistant")]
+
+
+def test_with_exit_durability_a_full_disk_at_the_messages_save_runs_it_again_later(tmp_path, monkeypatch):
+    """The default saves a message once, when it ends: a full disk then keeps nothing of it but the user row,
+    and finishing runs it again."""
+    with Harness(tmp_path, patient_design(), MODEL) as h:
+        order = u001_order("shipped", shop=h.resources["shop"])
+        h.send("full", "hello", "U001")
+        failing_put(monkeypatch, "database or disk is full", after=0)
+        with pytest.raises(HarnessError) as caught:
+            h.send("full", f"Where is my order {order}?", "U001")
+        text = str(caught.value)
+        assert text.startswith("the disk holding the data dir is full")
+        assert "harness resume --thread full --finish" in text, text
+        monkeypatch.undo()  # the disk has room again
+        assert h.state("full")["values"]["turn"] == 1, "nothing of message 2 was saved"
         done = h.finish("full")
         assert done.phase == "done" and order in done.reply
         assert [(r["turn"], r["role"]) for r in h.transcripts.read("full")][-2:] == [(2, "user"), (2, "assistant")]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.types import Durability
 from lg_harness.service.leases import LeaseOrder, ThreadBusy, ThreadQueue
 from lg_harness.tools.errors import HarnessError
 
@@ -431,7 +432,9 @@ def test_harness_applies_an_outside_change_once_when_a_fork_replays_it(backend: 
     from lg_harness.graphs.app import Harness
 
     data, thread = backend.tmp / "data", f"lib-{uuid.uuid4().hex[:8]}"
-    with Harness(data, "harness-no:confirm_changes", "sim:clean", domain=DOMAIN, database_url=backend.url) as h:
+    # every step saved: the fork goes back into the message, to the step before the call was decided
+    with Harness(data, "harness-no:confirm_changes", "sim:clean", domain=DOMAIN, database_url=backend.url,
+                 durability="sync") as h:
         h.send(thread, "Please renew BOOK-0042", "reader-1")
         before = next(c for c in reversed(h.history(thread)) if c.next == ["action"])
         replayed = h.finish(thread, before.checkpoint_id)
@@ -444,16 +447,19 @@ def test_harness_applies_an_outside_change_once_when_a_fork_replays_it(backend: 
 # ------------------------------------------------------------------------------------ the harness
 
 
-def test_harness_checkpoints_history_fork_and_state(backend: Backend) -> None:
+@pytest.mark.parametrize("durability", ["exit", "sync"])
+def test_harness_checkpoints_history_fork_and_state(backend: Backend, durability: Durability) -> None:
     from lg_harness.graphs.app import Harness
 
-    with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url) as h:
+    with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url,
+                 durability=durability) as h:
         first = h.send("t1", "where is my order ORD-10134?", "U001")
         assert "ORD-10134" in first.reply
         second = h.send("t1", "thanks", "U001")
         assert second.phase == "done"
         history = h.history("t1")
-        assert len(history) >= 4
+        # exit saves each message's end; sync every step, and keeps them for the last two messages
+        assert len(history) == 2 if durability == "exit" else len(history) >= 4
         turns = [r["turn"] for r in h.transcripts.read("t1") if r["role"] == "user"]
         assert turns == [1, 2]
         earlier = next(c for c in history if c.checkpoint_id == first.checkpoint_id)
@@ -504,7 +510,8 @@ def test_prune_keep_latest_then_delete_only_idle_threads(backend: Backend) -> No
     from lg_harness.graphs.app import Harness
     from lg_harness.service.prune import prune
 
-    with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url) as h:
+    # every step saved, so keep_latest has steps to drop
+    with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url, durability="sync") as h:
         h.send("old", "where is my order ORD-10134?", "U001")
         h.send("old", "thanks", "U001")
         time.sleep(0.05)

@@ -63,7 +63,8 @@ def play(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("where", ["sqlite", "memory"])
 def test_history_without_the_graph_is_langgraphs_history(tmp_path, monkeypatch, where):
-    with Harness(tmp_path if where == "sqlite" else None, patient_design(), "sim:clean") as h:
+    # every step saved, so the history has steps, forks and a human wait to read
+    with Harness(tmp_path if where == "sqlite" else None, patient_design(), "sim:clean", durability="sync") as h:
         play(h, monkeypatch)
         expected = langgraph_history(h, "t")
         assert len(expected) > 20 and any(row[4] == ["human"] for row in expected), "the thread went everywhere"

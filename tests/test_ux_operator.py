@@ -23,7 +23,8 @@ MODEL = "sim:clean"
 
 
 def test_fork_from_the_first_checkpoint(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    # every step saved: the thread's first checkpoint is its input, before any message ran
+    with Harness(tmp_path, patient_design(), MODEL, durability="sync") as h:
         h.send("t", "hi", "U001")
         h.send("t", "Where is my order ORD-10134?", "U001")
         first = h.history("t")[-1]

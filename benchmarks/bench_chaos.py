@@ -54,7 +54,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, LiteralString
+from typing import TYPE_CHECKING, Any, LiteralString
+
+if TYPE_CHECKING:  # the harness's modules load inside the forked runs
+    from langgraph.types import Durability
 
 MODEL = "reword:clean"
 SOAK_MODEL = "sim:clean"
@@ -106,7 +109,7 @@ class Setup:
     domain: str
     backend: str  # sqlite | postgres
     confirm: bool
-    durability: str = "exit"
+    durability: Durability = "exit"
 
     @property
     def design(self) -> str:
@@ -707,10 +710,11 @@ COLUMNS = (("runs", "runs"), ("crashes", "crashes"), ("applied_twice", "applied 
 
 
 def setups(domain: str | None, backend: str, confirm: str, durability: str = "exit") -> list[Setup]:
+    """The cells to run; ``durability`` is exit, sync or both."""
     domains = [domain] if domain else ["shop", "helpdesk"]
     backends = ["sqlite", "postgres"] if backend == "both" else [backend]
     confirms = [True, False] if confirm == "both" else [confirm == "on"]
-    modes = ["exit", "sync"] if durability == "both" else [durability]
+    modes: list[Durability] = ["exit", "sync"] if durability == "both" else [durability]  # type: ignore[list-item]
     return [Setup(d, b, c, m) for d in domains for b in backends for c in confirms for m in modes
             if not (b == "postgres" and SCRIPTS[d].count_fn is not None)]  # an outside change lives in a file
 

@@ -1,8 +1,8 @@
 """When a message's steps are saved (``Harness(durability=...)``, ``harness --durability``).
 
-``sync`` (the default, tested throughout the suite) saves every step. ``exit`` saves a message once, when it
-ends or pauses: what it keeps is every message's end, and what a crash mid-message costs is the message run
-again from its start, with each change still applied once (``docs/reliability.md``).
+``exit`` (the default) saves a message once, when it ends or pauses: what it keeps is every message's end, and
+what a crash mid-message costs is the message run again from its start, with each change still applied once
+(``docs/reliability.md``). ``sync`` saves every step (the tests that fork into a message's steps use it).
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def test_exit_keeps_one_checkpoint_per_message_and_a_fork_from_a_message_end_goe
 
 
 def test_sync_saves_the_steps_of_a_message(tmp_path: Path) -> None:
-    """The contrast that makes the test above mean something: the default keeps a message's steps."""
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    """The contrast that makes the test above mean something: sync keeps a message's steps."""
+    with Harness(tmp_path, patient_design(), MODEL, durability="sync") as h:
         h.send("t", "Where is my order ORD-10134?", "U001")
         assert len(h.history("t")) > 3
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
@@ -33,6 +34,19 @@ def _id_like(token: str) -> bool:
 
 def ids_in_text(text: str, entity_types: Sequence[EntityType] = ()) -> list[str]:
     """The id-like tokens of ``text`` and the canonical form of every entity mention, upper-cased."""
+    try:
+        return list(_ids_in_text(text, tuple(entity_types)))
+    except TypeError:  # an entity type that cannot be hashed: worked out every time
+        return _ids_of(text, entity_types)
+
+
+@lru_cache(maxsize=8192)
+def _ids_in_text(text: str, entity_types: tuple[EntityType, ...]) -> tuple[str, ...]:
+    # Tool results repeat their strings (names, dates, statuses) from call to call and message to message.
+    return tuple(_ids_of(text, entity_types))
+
+
+def _ids_of(text: str, entity_types: Sequence[EntityType]) -> list[str]:
     plain = normalise_text(text)
     found = [t for m in _TOKEN.finditer(plain) if (t := m.group(0).strip(_EDGES)) and _id_like(t)]
     found += [v for values in find_mentions(entity_types, plain).values() for v in values]

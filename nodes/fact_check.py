@@ -117,6 +117,10 @@ def records(results: Sequence[Any], claim_fields: set[str], currency: str = "") 
 def _mentions(clause: str, label: str) -> bool:
     if _CJK.search(label):
         return label in clause
+    if clause.isascii() and label.isascii() and label.lower() not in clause.lower():
+        # Between ASCII texts, ignoring case is lower-casing, so a label that is not even a substring cannot
+        # match: most labels of a result are not in a given clause, and compiling a pattern costs more.
+        return False
     return _label_pattern(label).search(clause) is not None
 
 

@@ -119,7 +119,7 @@ class Harness:
         ``durability`` (LangGraph's modes; ``docs/reliability.md``): ``exit`` (the default) saves a message
         once, when it ends or pauses, a failing step included; after a crash the message runs again from its
         start (each change still applies once: the change ledger holds them) and forks start at message ends.
-        ``sync`` saves every step before the next one starts (about 14 ms more CPU per message in the shop
+        ``sync`` saves every step before the next one starts (13-24% more CPU per message in the shop
         bench), so a crash resumes at the last step, without repeating its model calls, and any step can be
         forked; ``async`` saves each step while the next one runs (the CPU of ``sync``, less waiting; a crash
         can lose the last step).

@@ -48,6 +48,7 @@ class Storage(TypedDict):
 # Set once for every command by the options before the command name.
 STORAGE: Storage = {"database_url": None, "chroma_url": None}
 DURABILITY = {"mode": "exit"}  # when a message's steps are saved (Harness durability)
+DURABILITIES = ("exit", "sync", "async")  # LangGraph's modes (langgraph.types.Durability), named without importing it
 
 
 def storage_options(
@@ -67,6 +68,8 @@ def storage_options(
                                                    help="print the version and exit")] = False) -> None:
     """An agent harness as a LangGraph StateGraph."""
     STORAGE.update(database_url=database_url, chroma_url=chroma_url)
+    if durability not in DURABILITIES:
+        raise typer.BadParameter(f"'{durability}' is none of {', '.join(DURABILITIES)}", param_hint="--durability")
     DURABILITY["mode"] = durability
 
 

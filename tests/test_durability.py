@@ -34,6 +34,17 @@ def test_an_unknown_durability_is_refused_with_the_modes_there_are(tmp_path: Pat
         Harness(tmp_path, "harness", MODEL, durability="always")  # type: ignore[arg-type]
 
 
+def test_the_cli_and_the_service_refuse_an_unknown_durability(tmp_path: Path, monkeypatch) -> None:
+    from lg_harness.service.http import Settings
+
+    proc = harness("--durability", "always", "run", "hi", "--data-dir", str(tmp_path / "d"), cwd=tmp_path)
+    assert proc.returncode != 0 and "always" in proc.stderr and "exit" in proc.stderr, proc.stderr[-600:]
+    monkeypatch.setenv("HARNESS_API_KEYS", "k=U001")
+    monkeypatch.setenv("HARNESS_DURABILITY", "always")
+    with pytest.raises(Exception, match="HARNESS_DURABILITY must be one of sync, async, exit"):
+        Settings.from_env()
+
+
 def test_exit_keeps_one_checkpoint_per_message_and_a_fork_from_a_message_end_goes_on(tmp_path: Path) -> None:
     with Harness(tmp_path, patient_design(), MODEL, durability="exit") as h:
         texts = ["hi", "Where is my order ORD-10134?", "thanks"]

@@ -721,7 +721,7 @@ def setups(domain: str | None, backend: str, confirm: str, durability: str = "ex
 
 def run_bench_chaos(domain: str | None = None, crashes: int = 100, backend: str | None = None, confirm: str = "both",
                     database_url: str | None = None, soak_minutes: float = 0.0, log: Callable[[str], None] = print,
-                    durability: str = "both", **_: Any) -> dict[str, Any]:
+                    durability: str = "exit", **_: Any) -> dict[str, Any]:
     url = database_url or os.environ.get("HARNESS_DATABASE_URL") or os.environ.get("HARNESS_TEST_DATABASE_URL")
     backend = backend or ("both" if url else "sqlite")
     figures: dict[str, Any] = {"model": MODEL, "setups": [run_setup(s, crashes, url=url, log=log)
@@ -741,13 +741,13 @@ def print_table(figures: dict[str, Any]) -> None:
 
 
 def main(domain: str | None = None, argv: list[str] | None = None, database_url: str | None = None,
-         **_: Any) -> None:
+         durability: str = "exit", **_: Any) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--domain", default=domain, choices=sorted(SCRIPTS))
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default=None,
                         help="default: both with a database URL, else sqlite")
     parser.add_argument("--confirm", choices=("on", "off", "both"), default="both")
-    parser.add_argument("--durability", choices=("exit", "sync", "both"), default="both",
+    parser.add_argument("--durability", choices=("exit", "sync", "both"), default=durability,
                         help="when a message's steps are saved (exit: at its end, the default; sync: every step)")
     parser.add_argument("--crashes", type=int, default=100, help="crashed runs per setup, at least")
     parser.add_argument("--database-url", default=database_url, help="a Postgres whose role may create databases")

@@ -728,7 +728,9 @@ def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | se
         raise HarnessError(f"unknown benchmark '{kind}': use one of {', '.join(BENCHES)}")
     domain = domain_spec(domain)
     module = importlib.import_module(f"lg_harness.benchmarks.bench_{kind}")
-    storage = STORAGE if kind in ("serve", "chaos") else {}  # measured on the database the options name
+    storage: dict[str, Any] = dict(STORAGE) if kind in ("serve", "chaos") else {}  # the database the options name
+    if kind == "chaos":  # crashes the harness as the options save it
+        storage["durability"] = DURABILITY["mode"]
     if json_out:
         with redirect_stdout(io.StringIO()):  # the JSON document is the only thing on stdout
             figures = getattr(module, f"run_bench_{kind}")(domain=domain, **storage)

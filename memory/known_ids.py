@@ -36,21 +36,18 @@ def ids_in_text(text: str, entity_types: Sequence[EntityType] = ()) -> list[str]
     """The id-like tokens of ``text`` and the canonical form of every entity mention, upper-cased."""
     try:
         return list(_ids_in_text(text, tuple(entity_types)))
-    except TypeError:  # an entity type that cannot be hashed: worked out every time
-        return _ids_of(text, entity_types)
+    except TypeError:  # a type given a list where a tuple belongs is no cache key (as in find_mentions)
+        return list(_ids_in_text.__wrapped__(text, tuple(entity_types)))
 
 
 @lru_cache(maxsize=8192)
 def _ids_in_text(text: str, entity_types: tuple[EntityType, ...]) -> tuple[str, ...]:
-    # Tool results repeat their strings (names, dates, statuses) from call to call and message to message.
-    return tuple(_ids_of(text, entity_types))
-
-
-def _ids_of(text: str, entity_types: Sequence[EntityType]) -> list[str]:
+    # Memoised: tool results repeat their strings (names, dates, statuses) from call to call and message to
+    # message, and the answer depends on the types and the text only.
     plain = normalise_text(text)
     found = [t for m in _TOKEN.finditer(plain) if (t := m.group(0).strip(_EDGES)) and _id_like(t)]
     found += [v for values in find_mentions(entity_types, plain).values() for v in values]
-    return [t.upper() for t in found if len(t) <= _LONGEST_ID]
+    return tuple(t.upper() for t in found if len(t) <= _LONGEST_ID)
 
 
 def ids_in_result(value: Any, entity_types: Sequence[EntityType] = ()) -> list[str]:

@@ -206,11 +206,11 @@ def settle(harness: Harness) -> float:
 
 
 def run_side_by_side(harness: Harness, other: CreateAgentRun, texts: Sequence[str],
-                     sync_harness: Harness | None = None) -> dict[str, Any]:
+                     sync_harness: Harness) -> dict[str, Any]:
     """The systems answer the same messages in turn; each message timed on its own. ``sync_harness``: ours
     again with ``durability="sync"`` (every step saved), on a runtime of its own so it finds no embedding the
     other computed."""
-    ours_runs = {"ours": harness, **({"ours_sync": sync_harness} if sync_harness is not None else {})}
+    ours_runs = {"ours": harness, "ours_sync": sync_harness}
     for h in ours_runs.values():
         h.send(WARM_UP_THREAD, texts[0], h.domain.default_user)
         settle(h)

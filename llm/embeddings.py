@@ -90,6 +90,13 @@ class Embedder:
                 self._memo.popitem(last=False)
         return vector
 
+    def forget(self) -> None:
+        """Empty the memo of message vectors, as a new process starts (the intent examples' matrices and the
+        model stay): every text is embedded again. ``harness bench graph`` times messages the embedder has
+        not seen this way."""
+        with self._lock:
+            self._memo.clear()
+
     def compute(self, text: str) -> np.ndarray:
         """One text through the model, memoising nothing."""
         self.computed += 1

@@ -183,13 +183,13 @@ def test_the_default_saves_each_message_once_and_the_sync_row_every_step(graph_f
 
 
 def test_unseen_window_embeds_every_message_and_is_reported(graph_figures: dict) -> None:
-    """The first window again on new threads, every text embedded afresh: ours embeds one vector per
-    message (recall and the intent classifier share it), where the repeating script lets later messages
-    reuse a vector."""
+    """The first window again on new threads, every text embedded afresh: ours embeds at least one vector
+    per message (recall and the intent classifier share it; the tool offer may compare a second text when no
+    keyword rule decided), where the repeating script lets the first window's messages reuse their vectors."""
     u = graph_figures["unseen"]
     first = graph_figures["first_window"]
     assert u["messages"] == first[1] - first[0] + 1
-    assert u["embedded"] == u["messages"]
+    assert u["embedded"] >= u["messages"]
     for side in ("ours", "create_agent"):
         assert u[side]["ms"] > 0 and u[side]["cpu_ms"] > 0
     assert u["vs_create_agent"]["ms"] == pytest.approx(u["ours"]["ms"] / u["create_agent"]["ms"])

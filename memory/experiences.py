@@ -7,8 +7,11 @@ router fixed the pairing problem") with metadata: ``user_id``, ``kind``, ``confi
 
 Writes:
     * Dedupe: when the user's nearest current record of the same kind has cosine >= ``dedupe_threshold``
-      (0.92) and the same negation polarity, it is refreshed (``updated_at`` = now, confidence = max of
-      both, ``mentions`` + 1) instead of inserting; its id is returned.
+      (0.92), the same negation polarity and names the same identifiers, it is refreshed (``updated_at`` =
+      now, confidence = max of both, ``mentions`` + 1) instead of inserting; its id is returned. The
+      identifiers matter because MiniLM scores two outcomes that differ only in them ("order ORD-10001 is
+      shipped" vs "order ORD-10004 is shipped") above 0.97: by cosine alone, a customer's outcomes about
+      two hundred orders collapsed into one record.
     * Explicit conflict: ``add(..., supersedes=[ids])`` inserts the new record and marks those records
       stale (kept, linked both ways). Use it whenever the caller knows a statement replaces another:
       MiniLM scores reordered sentences ("prefers email over phone" vs "prefers phone over email") at
@@ -17,6 +20,10 @@ Writes:
       negation polarity ("wants ..." vs "does not want ...") is treated as a contradiction: both are kept
       (the new one lists the old in ``conflicts_with``), neither is marked stale, and the newer one wins
       through the recency term.
+
+Reads by what a message names (``naming``): the current records that contain one of the identifiers, by the
+same score at similarity 1, without an embedding. Similarity cannot single out an identifier: for "where is
+ORD-10005?" it ranks outcomes of other orders first.
 
 Reads (``search``) rank a candidate pool fetched from Chroma with ``where={"user_id": ...}`` by::
 
@@ -59,6 +66,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from lg_harness.llm.embeddings import Embedder
 from lg_harness.memory.chroma_retry import RetryingCollection
 from lg_harness.memory.facts import Clock, to_epoch
+from lg_harness.memory.known_ids import ids_in_text
 
 from lg_harness.errors import HarnessError, UsageError
 
@@ -224,6 +232,15 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
+
+
+_WORD = re.compile(r"[^\s,;!?()\[\]{}<>\"'`=]+")
+
+
+def _words(text: str) -> set[str]:
+    """The upper-cased words of ``text``, split at spaces, brackets, quotes, list punctuation and ``=``
+    (a remembered outcome reads ``order_id=ORD-10005``), edges' ``.:`` stripped."""
+    return {w.strip(".:").upper() for w in _WORD.findall(text)}
 
 
 def negated(text: str) -> bool:
@@ -528,6 +545,30 @@ class ExperienceStore:
         hits.sort(key=lambda h: (-h.score, -h.record.updated_at, h.record.id))
         return hits[:k]
 
+    def naming(self, user_id: str, names: Collection[str], k: int = 5, *, include_stale: bool = True,
+               weights: RetrievalWeights | None = None, now: float | datetime | None = None) -> list[SearchHit]:
+        """The user's ``k`` best records that name one of ``names`` (identifiers as ``ids_in_text`` reads
+        them, any case), by the combined score at similarity 1; no embedding.
+
+        Chroma finds the candidates by substring (case-sensitive, so the name as given and upper-cased);
+        a record counts only when the name is one of its own identifiers (``ORD-1000`` does not name
+        ``ORD-10001``).
+        """
+        wanted = {n.upper() for n in names if n.strip()}
+        if k <= 0 or not wanted:
+            return []
+        forms = sorted({f for n in names if n.strip() for f in (n.strip(), n.strip().upper())})
+        clauses = [{"$contains": f} for f in forms]
+        got = self._col.get(where=_where(user_id, current_only=not include_stale),
+                            where_document=clauses[0] if len(clauses) == 1 else {"$or": clauses},
+                            include=["documents", "metadatas"])
+        records = [_to_record(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+                   if wanted & _words(d)]
+        ts = to_epoch(now, self._clock)
+        hits = [self._score(r, 1.0, ts, weights or self.weights) for r in self._counted(user_id, records)]
+        hits.sort(key=lambda h: (-h.score, -h.record.updated_at, h.record.id))
+        return hits[:k]
+
     def close(self) -> None:
         """Release the Chroma client if this store created it (a passed-in client stays open)."""
         if self._owns_client:
@@ -578,9 +619,10 @@ class ExperienceStore:
         ]
 
     def _find_duplicate(self, text: str, neighbours: list[tuple[Experience, float]]) -> Experience | None:
-        polarity = negated(text)
+        polarity, names = negated(text), set(ids_in_text(text))
         for record, sim in neighbours:
-            if sim >= self.policy.dedupe_threshold and negated(record.text) == polarity:
+            if (sim >= self.policy.dedupe_threshold and negated(record.text) == polarity
+                    and set(ids_in_text(record.text)) == names):
                 return record
         return None
 

@@ -7,7 +7,7 @@ self-check, and the language the user writes in. Every read and write is scoped 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lg_harness.core.state import HarnessState, StateUpdate
@@ -27,12 +27,19 @@ class UnopenedMemory:
         raise HarnessError("long-term memory is not open: this harness only reads threads")
 
 
-def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3, vector: Any = None) -> StateUpdate:
+def recall(memory: LongTermMemory, user_id: str, text: str, k: int = 3, vector: Any = None,
+           names: Sequence[str] = ()) -> StateUpdate:
     """State updates with what long-term memory knows that is relevant to this message.
 
+    ``names``: the identifiers the message names (``known_ids.names_in_text``). A message that names one
+    recalls the records about it and nothing else (similarity ranks records about other orders above the
+    one asked about); one that names none recalls by similarity.
     ``vector``: the message's embedding, when the caller has it (the one embedding of the message)."""
     memory.writer.wait_idle()  # what the previous message asked to keep is written before it is looked for
-    hits = memory.experiences.search(user_id, text, k=k, include_stale=False, query_vector=vector)
+    if names:
+        hits = memory.experiences.naming(user_id, names, k=k, include_stale=False)
+    else:
+        hits = memory.experiences.search(user_id, text, k=k, include_stale=False, query_vector=vector)
     facts = {f.key: f.value for f in memory.facts.all(user_id)}
     return {"recalled": [h.text for h in hits], "recalled_ids": [h.id for h in hits], "known_facts": facts}
 

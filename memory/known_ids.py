@@ -50,6 +50,14 @@ def _ids_in_text(text: str, entity_types: tuple[EntityType, ...]) -> tuple[str, 
     return tuple(t.upper() for t in found if len(t) <= _LONGEST_ID)
 
 
+def names_in_text(text: str, entity_types: Sequence[EntityType] = ()) -> list[str]:
+    """What ``text`` names: ``ids_in_text`` less the bare figures (``2``, ``20.00``, ``2026-12-01``), which
+    count or date things rather than name one. "Where is ORD-10005?" names ``ORD-10005``; "my 2 orders"
+    names nothing."""
+    return [t for t in dict.fromkeys(ids_in_text(text, entity_types))
+            if any(c.isalpha() or c in "_#@" for c in t)]
+
+
 def ids_in_result(value: Any, entity_types: Sequence[EntityType] = ()) -> list[str]:
     """Every value a result shows that an argument could take: short strings whole (``"#W2378156"``,
     ``"SUMMER"``), integers, dict keys that look like ids (``{"credit_card_4466831": {...}}``), and the

@@ -16,7 +16,7 @@ from lg_harness.core.state import HarnessState, NotTheOwner, StateUpdate
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
-from lg_harness.memory.known_ids import ids_in_text
+from lg_harness.memory.known_ids import ids_in_text, names_in_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.classify import OPEN, UNKNOWN, candidates, classify, message_vector
 from lg_harness.nodes.confirm import answer_to_confirmation
@@ -53,8 +53,10 @@ def start_turn(deps: NodeDeps, state: HarnessState) -> StateUpdate:
     memory = deps.resources.get("memory")
     recalled: StateUpdate = {}
     if memory is not None and deps.design.knobs.long_term_memory:
-        recalled = recall(memory, (state.get("user") or {}).get("id", ""), text,
-                          vector=message_vector(text, deps.embedder))
+        # A message that names an entity recalls by the name: no embedding of the message for the lookup.
+        names = names_in_text(text, deps.domain.entity_types)
+        recalled = recall(memory, (state.get("user") or {}).get("id", ""), text, names=names,
+                          vector=None if names else message_vector(text, deps.embedder))
     previous = state.get("turn_stats") or {}
     totals = state.get("totals") or {}
     counted = ("model_calls", "input_tokens", "output_tokens", "tool_calls", "tool_errors")

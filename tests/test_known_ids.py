@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 from lg_harness.core.state import MAX_KNOWN_IDS, remember_ids
-from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_args, seen_text
+from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_args, names_in_text, seen_text
 
 from lg_harness import Harness, load_domain
 
@@ -109,3 +109,9 @@ def test_lists_are_checked_item_by_item():
     call = {"name": "x", "args": {"item_ids": ["1008292230", "9999999999"], "note": "free text"}}
     assert invented_args(call, state, {"item_ids": "item"}) == ["item_ids"]
     assert invented_args({"args": {"item_ids": ["1008292230"]}}, state, {"item_ids": "item"}) == []
+
+
+def test_what_a_message_names_leaves_out_counts_dates_and_amounts():
+    assert names_in_text("Where is my order ORD-10005? And ord-10005 again") == ["ORD-10005"]
+    assert names_in_text("Cancel #W2378156 and pay with credit_card_4466831") == ["#W2378156", "CREDIT_CARD_4466831"]
+    assert names_in_text("my 2 orders of 2026-12-01 came to 20.00 in total") == []

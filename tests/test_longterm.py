@@ -102,6 +102,48 @@ def test_dedupe_only_within_the_same_kind(mem):
     assert exp.count("u1") == 2
 
 
+def outcome(order: str, status: str) -> str:
+    return f"get_order_status(order_id={order}) succeeded: order_id={order}, status={status}"
+
+
+def test_outcomes_that_differ_only_in_their_identifiers_are_kept_apart(mem):
+    exp = mem.experiences
+    # MiniLM scores them as duplicates: only the identifiers tell them apart.
+    assert cos(outcome("ORD-10001", "shipped"), outcome("ORD-10004", "shipped")) >= 0.92
+    orders = [f"ORD-1000{i}" for i in range(8)]
+    ids = exp.add_many("u1", [outcome(o, "shipped") for o in orders], kind="outcome", now=T0)
+    assert len(set(ids)) == 8 and exp.count("u1") == 8
+    # One by one as well, and the same outcome again is still a duplicate.
+    single = exp.add("u1", outcome("ORD-20001", "shipped"), kind="outcome", now=T0)
+    assert exp.add("u1", outcome("ORD-20001", "shipped"), kind="outcome", now=T0 + DAY) == single
+    assert exp.count("u1") == 9 and exp.get("u1", single).mentions == 2
+
+
+# ---- experiences: by what a message names -----------------------------------------------------
+
+
+def test_a_named_identifier_recalls_its_own_records_where_similarity_recalls_others(mem):
+    exp = mem.experiences
+    statuses = ["shipped", "pending", "delivered", "cancelled", "shipped", "pending", "delivered", "shipped"]
+    exp.add_many("u1", [outcome(f"ORD-1000{i}", s) for i, s in enumerate(statuses)], kind="outcome", now=T0)
+    cancel = exp.add("u1", "cancel_order(order_id=ORD-10005) succeeded: status=cancelled", kind="outcome",
+                     now=T0 + DAY)
+    exp.add("u2", outcome("ORD-10005", "shipped"), kind="outcome", now=T0)  # another user's
+    question = "Where is my order ORD-10005?"
+    by_similarity = [h.record.text for h in exp.search("u1", question, k=3, now=T0 + DAY)]
+    assert not any("ORD-10005" in t for t in by_similarity), by_similarity  # why recall goes by the name
+    hits = exp.naming("u1", ["ORD-10005"], k=3, now=T0 + DAY)
+    assert [h.id for h in hits][0] == cancel  # the newer of its two records first
+    assert [h.record.text for h in hits][1] == outcome("ORD-10005", "pending")
+    assert len(hits) == 2 and all(h.record.user_id == "u1" for h in hits)
+    assert exp.naming("u1", ["ord-10005"], k=3, now=T0 + DAY)[0].id == cancel  # any case
+    assert exp.naming("u1", ["ORD-1000"], k=3) == []  # a prefix names nothing
+    assert exp.naming("u1", ["ORD-99999"], k=3) == []  # nothing remembered: nothing recalled
+    exp.add("u1", "The order ORD-10005 was cancelled at the customer's request.", kind="note",
+            supersedes=[cancel], now=T0 + 2 * DAY)
+    assert cancel not in [h.id for h in exp.naming("u1", ["ORD-10005"], k=3, include_stale=False)]
+
+
 # ---- experiences: conflicts -----------------------------------------------------------------
 
 

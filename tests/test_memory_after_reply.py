@@ -135,3 +135,22 @@ def test_hit_counts_are_sql_rows_not_chroma_metadata_updates(tmp_path, monkeypat
         assert not any("hits" in m for u in updates for m in u.get("metadatas") or []), updates
         assert memory(h).facts.hits("U001", [rid]) == {rid: 1}
         assert memory(h).experiences.get("U001", rid).hits == 1
+
+
+def test_a_message_naming_an_order_recalls_that_order_without_embedding_the_message(tmp_path, monkeypatch):
+    import lg_harness.nodes.intent as intent
+
+    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+        for order in ("ORD-10134", "ORD-10144", "ORD-10147"):  # U001's own orders: three outcomes remembered
+            h.send("earlier", f"Where is my order {order}?", "U001")
+        assert memory(h).writer.wait_idle(30)
+        assert len(outcomes(h)) == 3, outcomes(h)
+
+        def no_embedding(*args, **kwargs):
+            raise AssertionError("a message that names an order is recalled by the name")
+
+        monkeypatch.setattr(intent, "message_vector", no_embedding)
+        result = h.send("later", "Where is my order ORD-10144?", "U001")
+        assert "ORD-10144" in result.reply
+        recalled = h.state("later")["values"]["recalled"]
+        assert len(recalled) == 1 and "ORD-10144" in recalled[0] and "delivered" in recalled[0], recalled

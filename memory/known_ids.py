@@ -50,12 +50,20 @@ def _ids_in_text(text: str, entity_types: tuple[EntityType, ...]) -> tuple[str, 
     return tuple(t.upper() for t in found if len(t) <= _LONGEST_ID)
 
 
+# A run of ASCII letters, digits and the joiners ids use, inside any text ("订单ORD-10001的状态").
+_ASCII_RUN = re.compile(r"[#@]?[A-Za-z0-9](?:[A-Za-z0-9_#@.-]*[A-Za-z0-9])?")
+
+
 def names_in_text(text: str, entity_types: Sequence[EntityType] = ()) -> list[str]:
-    """What ``text`` names: ``ids_in_text`` less the bare figures (``2``, ``20.00``, ``2026-12-01``), which
-    count or date things rather than name one. "Where is ORD-10005?" names ``ORD-10005``; "my 2 orders"
-    names nothing."""
-    return [t for t in dict.fromkeys(ids_in_text(text, entity_types))
-            if any(c.isalpha() or c in "_#@" for c in t)]
+    """What ``text`` names, upper-cased: the mentions of the domain's entity types, and the ASCII runs that
+    hold both a letter and a digit. Counts, dates and amounts (``2``, ``2026-12-01``, ``20.00``) name
+    nothing, nor do field names (``order_id``). "Where is ORD-10005?" names ``ORD-10005``; "my 2 orders"
+    nothing."""
+    plain = normalise_text(text)
+    mentions = [v.upper() for values in find_mentions(entity_types, plain).values() for v in values]
+    runs = [r.upper() for r in _ASCII_RUN.findall(plain)
+            if any(c.isalpha() for c in r) and any(c.isdigit() for c in r) and len(r) <= _LONGEST_ID]
+    return list(dict.fromkeys([*mentions, *runs]))
 
 
 def ids_in_result(value: Any, entity_types: Sequence[EntityType] = ()) -> list[str]:

@@ -114,4 +114,6 @@ def test_lists_are_checked_item_by_item():
 def test_what_a_message_names_leaves_out_counts_dates_and_amounts():
     assert names_in_text("Where is my order ORD-10005? And ord-10005 again") == ["ORD-10005"]
     assert names_in_text("Cancel #W2378156 and pay with credit_card_4466831") == ["#W2378156", "CREDIT_CARD_4466831"]
-    assert names_in_text("my 2 orders of 2026-12-01 came to 20.00 in total") == []
+    assert names_in_text("订单ORD-10001的状态") == ["ORD-10001"]  # no spaces around it
+    assert names_in_text("my 2 orders of 2026-12-01 came to 20.00 in total, by order_id") == []
+    assert names_in_text("我的订单10001到哪了") == []

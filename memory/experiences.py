@@ -547,8 +547,8 @@ class ExperienceStore:
 
     def naming(self, user_id: str, names: Collection[str], k: int = 5, *, include_stale: bool = True,
                weights: RetrievalWeights | None = None, now: float | datetime | None = None) -> list[SearchHit]:
-        """The user's ``k`` best records that name one of ``names`` (identifiers as ``ids_in_text`` reads
-        them, any case), by the combined score at similarity 1; no embedding.
+        """The user's ``k`` best records that name one of ``names`` (identifiers as
+        ``known_ids.names_in_text`` reads them, any case), by the combined score at similarity 1; no embedding.
 
         Chroma finds the candidates by substring (case-sensitive, so the name as given and upper-cased);
         a record counts only when the name is one of its own identifiers (``ORD-1000`` does not name
@@ -557,7 +557,7 @@ class ExperienceStore:
         wanted = {n.upper() for n in names if n.strip()}
         if k <= 0 or not wanted:
             return []
-        forms = sorted({f for n in names if n.strip() for f in (n.strip(), n.strip().upper())})
+        forms = sorted({f for n in map(str.strip, names) if n for f in (n, n.upper())})
         clauses = [{"$contains": f} for f in forms]
         got = self._col.get(where=_where(user_id, current_only=not include_stale),
                             where_document=clauses[0] if len(clauses) == 1 else {"$or": clauses},

@@ -16,6 +16,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.memory import writer as writer_module
 from lg_harness.memory.facts import FactStore
 from lg_harness.memory.longterm import LongTermMemory
+from lg_harness.nodes import intent
 
 try:
     from support import patient_design
@@ -138,8 +139,6 @@ def test_hit_counts_are_sql_rows_not_chroma_metadata_updates(tmp_path, monkeypat
 
 
 def test_a_message_naming_an_order_recalls_that_order_without_embedding_the_message(tmp_path, monkeypatch):
-    import lg_harness.nodes.intent as intent
-
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
         for order in ("ORD-10134", "ORD-10144", "ORD-10147"):  # U001's own orders: three outcomes remembered
             h.send("earlier", f"Where is my order {order}?", "U001")

@@ -75,6 +75,30 @@ def keep_owner(left: UserInfo | None, right: UserInfo | None) -> UserInfo:
     return right
 
 
+# The LangGraph server writes the authenticated caller here (from the auth hook); a client cannot set it
+# (langgraph_api refuses reserved configurable keys).
+AUTHENTICATED_USER = "langgraph_auth_user_id"
+STAFF_PREFIX = "@"  # "@agent": the human-agent desk, acting on a customer's thread, never a customer itself
+
+
+def acting_user(state: Any, config: Any) -> UserInfo:
+    """The user tools act for: the thread's user, checked against the run's authenticated caller.
+
+    The state's ``user`` is a record of who owns the thread, not a credential: on the LangGraph server a run
+    carries its caller in ``configurable.langgraph_auth_user_id``, and a state whose user is someone else (a
+    state write, an old checkpoint whose user was still empty) is refused before anything runs. The desk
+    (an identity starting with ``@``) acts on a customer's thread for that customer. Without an authenticated
+    caller (the ``Harness``, which checks the owner itself, or a program invoking the graph) the state's user
+    stands.
+    """
+    user: UserInfo = dict(state.get("user") or {})  # type: ignore[assignment]
+    caller = str(((config or {}).get("configurable") or {}).get(AUTHENTICATED_USER) or "").strip()
+    if caller and not caller.startswith(STAFF_PREFIX) and str(user.get("id") or "") != caller:
+        raise NotTheOwner("this thread's user is not the authenticated caller; a run acts for its caller only "
+                          "(send a message as yourself on your own thread)")
+    return user
+
+
 class ToolCallRecord(TypedDict, total=False):
     id: str
     name: str

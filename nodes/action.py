@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.routing import counters
-from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats
+from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
@@ -118,8 +118,8 @@ class ToolLoopAction:
         self.deps = deps
         self.knobs = deps.design.knobs
 
-    def offered(self, state: HarnessState):
-        role = (state.get("user") or {}).get("role", "customer")
+    def offered(self, state: HarnessState, config: RunnableConfig | None = None):
+        role = acting_user(state, config).get("role", "customer")
         if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
             return self.deps.registry.offer(None, role)
         unsure = state.get("offer_intents") or []
@@ -165,7 +165,7 @@ class ToolLoopAction:
         key = decision_key(state, config, rnd)
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
-        ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state))
+        ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state, config))
         ai, emitted = self.as_planned(state, ai, stats.get("rounds", 0))
         return self.record_decision(key, thread_id(config), ai, emitted), emitted, stats
 
@@ -346,7 +346,7 @@ class ToolLoopAction:
         # (every logged call has its signature: execute logs it)
         done = {sig: earlier_outcome(r) for r in state.get("tool_log") or []
                 if r.get("error_type") not in RETRYABLE_LATER and (sig := r.get("signature")) is not None}
-        user = state.get("user") or {"id": "", "role": "customer"}
+        user = acting_user(state, config) or {"id": "", "role": "customer"}
         thread = thread_id(config)
 
         turn = state.get("turn") or 0
@@ -361,7 +361,7 @@ class ToolLoopAction:
                                idempotency_key=key, extras=self.deps.resources, ledger=ledger)
 
         # Paired with calls by position, not by id: ids may be missing or repeated (see ``with_call_ids``).
-        offered = frozenset(t.name for t in self.offered(state))
+        offered = frozenset(t.name for t in self.offered(state, config))
         results: list[ToolOutcome | None] = [self.screen(state, call, done, offered, confirmed)
                                              for call in ai.tool_calls]
         for i, r in enumerate(results):  # check, then confirm: an impossible change is refused before asking

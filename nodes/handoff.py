@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from lg_harness.core.design import Knobs
 from lg_harness.core.routing.guards import quota_exceeded, repeated_invalid_call, uncertain_changes
-from lg_harness.core.state import HarnessState, StateUpdate
+from lg_harness.core.state import HarnessState, StateUpdate, acting_user
 from lg_harness.nodes.base import NodeDeps, builtin_variant, thread_id
 from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import span_event
@@ -46,7 +46,7 @@ class TicketHandoff:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
-        user = state.get("user") or {"id": "", "role": "customer"}
+        user = acting_user(state, config) or {"id": "", "role": "customer"}
         thread = thread_id(config)
         reason = handoff_reason(state, self.deps.design.knobs)
         span_event("handoff", reason=reason)

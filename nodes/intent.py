@@ -12,7 +12,7 @@ import re
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState, NotTheOwner, StateUpdate
+from lg_harness.core.state import HarnessState, NotTheOwner, StateUpdate, acting_user
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
@@ -40,9 +40,9 @@ def message_language(domain: Domain, text: str) -> str | None:
     return "en" if re.search(r"[A-Za-z]{2,}", bare) else None
 
 
-def start_turn(deps: NodeDeps, state: HarnessState) -> StateUpdate:
+def start_turn(deps: NodeDeps, state: HarnessState, config: RunnableConfig | None = None) -> StateUpdate:
     """Per-message bookkeeping shared by every intent variant."""
-    if not str((state.get("user") or {}).get("id") or "").strip():
+    if not str(acting_user(state, config).get("id") or "").strip():
         # Tools act for a user: a message without one would act for nobody, or for whoever a default names.
         raise NotTheOwner("a message needs the id of the user who sends it (input key 'user': {'id': ...})")
     messages = state.get("messages") or []
@@ -179,7 +179,7 @@ class ClassifierIntent:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
-        update = start_turn(self.deps, state)
+        update = start_turn(self.deps, state, config)
         intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []),
                                       embedder=self.deps.embedder)
         return finish(self.deps, state, update, intent, confidence)
@@ -217,7 +217,7 @@ class LLMIntent:
         return parse_intent_json(reply.text, self.deps.domain.intent_names())
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
-        update = start_turn(self.deps, state)
+        update = start_turn(self.deps, state, config)
         intent, confidence = self.classify(state, update)
         return finish(self.deps, state, update, intent, confidence)
 
@@ -225,7 +225,7 @@ class LLMIntent:
 @builtin_variant("intent", "hybrid")
 class HybridIntent(LLMIntent):
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
-        update = start_turn(self.deps, state)
+        update = start_turn(self.deps, state, config)
         intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []),
                                       embedder=self.deps.embedder)
         if intent == UNKNOWN:
@@ -241,7 +241,7 @@ class PassthroughIntent:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
-        update = start_turn(self.deps, state)
+        update = start_turn(self.deps, state, config)
         update.update(intent=OPEN, intent_kind="task", intent_confidence=0.0, unknown_streak=0, missing_slots=[],
                       slots={"__reset__": True})
         return settle_pending_change(self.deps.domain, state, update, last_human_text(state.get("messages") or []))

@@ -9,6 +9,10 @@ with an unknown one, every request is refused (401): the server has no anonymous
   copying, reading it (state, history, runs), searching, updating, deleting and running on it are filtered to
   the owner, so another user's thread is simply not found (404; a create naming another user's thread id is
   refused, 409, and returns nothing of it). The desk sees every thread.
+- Nobody but the desk writes a thread's state (403): the state holds the thread's user and the calls about to
+  run. A metadata update keeps ``owner`` the caller's. And the graph itself checks every run's authenticated
+  caller (``configurable.langgraph_auth_user_id``) against the thread's user before any tool runs
+  (``core.state.acting_user``), so a state that names someone else acts for nobody.
 - A run acts for its caller: the input's ``user`` is set to the caller with the role the domain records for
   them (a different id or role is refused, 403), so nobody sends a message as someone else or with more
   rights. Only the desk may resume a thread waiting for a human.
@@ -108,7 +112,24 @@ async def only_own_threads(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
 
 
 auth.on.threads.delete(only_own_threads)
-auth.on.threads.update(only_own_threads)
+
+
+@auth.on.threads.update
+async def update_own_metadata(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
+    """A customer may cancel their own runs and change their own thread's metadata, never its owner; a state
+    write (``POST /threads/{id}/state``, which reaches this hook with neither metadata nor an action) is the
+    desk's alone: state holds the thread's user and the calls about to run, which decide what a run does."""
+    if _is_desk(ctx):
+        return None
+    if not isinstance(value, dict) or ("metadata" not in value and not value.get("action")):
+        raise Auth.exceptions.HTTPException(status_code=403, detail="a customer cannot write a thread's state: "
+                                            "send a message with a run (POST /threads/{id}/runs)")
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict) and OWNER in metadata:
+        metadata[OWNER] = ctx.user.identity  # the owner is whoever is authenticated, whatever the body says
+    return _own(ctx)
+
+
 auth.on.threads.search(only_own_threads)
 auth.on.threads.read(only_own_threads)
 
@@ -117,9 +138,13 @@ auth.on.threads.read(only_own_threads)
 async def run_as_caller(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
     kwargs = value.get("kwargs") or {}
     if not _is_desk(ctx):
-        if kwargs.get("command") and (kwargs["command"] or {}).get("resume") is not None:
+        command = kwargs.get("command") or {}
+        if command.get("resume") is not None:
             raise Auth.exceptions.HTTPException(status_code=403, detail="only the human-agent desk answers a "
                                                 "thread waiting for a human")
+        if command:  # update / goto write the state a run starts from, as a state write does
+            raise Auth.exceptions.HTTPException(status_code=403, detail="a customer's run takes a message as "
+                                                "input, not a command")
         graph_input = kwargs.get("input")
         if isinstance(graph_input, dict):
             given = graph_input.get("user")

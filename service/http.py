@@ -14,8 +14,9 @@ default 2), ``HARNESS_BUSY_POLICY`` (``enqueue`` | ``reject`` | ``interrupt``), 
 
 Authentication (one of them is required): ``HARNESS_API_KEYS`` maps keys to users, ``key=U001,key2=U002``,
 sent as ``Authorization: Bearer <key>``. Or ``HARNESS_TRUSTED_USER_HEADER`` names a header a proxy in front sets
-to the authenticated user id. The desk (handoffs, every thread, the web desk at ``/``) signs in with keys of its
-own, ``HARNESS_DESK_KEYS=key=alice``, or a header believed only from configured proxies (``service.desk.auth``).
+to the authenticated user id, believed only on connections from ``HARNESS_TRUSTED_PROXIES``. The desk
+(handoffs, every thread, the web desk at ``/``) signs in with keys of its own, ``HARNESS_DESK_KEYS=key=alice``,
+or a header believed only from configured proxies (``service.desk.auth``).
 The user never comes from the request body, and no header a client sets makes it the desk.
 """
 
@@ -96,6 +97,11 @@ class Settings:
         if not self.api_keys and not self.user_header and not self.desk_keys:
             raise HarnessError("harness serve needs authentication: set HARNESS_API_KEYS=key=user_id[,...] or "
                                "HARNESS_TRUSTED_USER_HEADER=<header your proxy sets to the user id>")
+        for name, header in (("HARNESS_TRUSTED_USER_HEADER", self.user_header),
+                             ("HARNESS_DESK_HEADER", self.desk_header)):
+            if header and not self.trusted_proxies:
+                raise HarnessError(f"{name} is believed only from the proxy that sets it: set "
+                                   "HARNESS_TRUSTED_PROXIES=<its address> too (127.0.0.1 for a proxy on this host)")
         if self.policy not in POLICIES:
             raise HarnessError(f"HARNESS_BUSY_POLICY must be one of {', '.join(POLICIES)}, got '{self.policy}'")
         if self.durability not in get_args(Durability):

@@ -35,5 +35,8 @@ def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, mo
             migrate(pool, PostgresSaver(pool))
         finally:
             pool.close()
+    # proxy_headers=False: the client address is the socket's. uvicorn's own default believes X-Forwarded-For
+    # from loopback, so a local client could pick the address the trusted-proxy check reads, and a proxy on
+    # the same host had its requests judged by its client's address instead of its own.
     uvicorn.run("lg_harness.service.http:create_app", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level, timeout_graceful_shutdown=max(5, int(lease_ttl)))
+                log_level=log_level, timeout_graceful_shutdown=max(5, int(lease_ttl)), proxy_headers=False)

@@ -25,7 +25,7 @@ HOSTILE = (f"My email is {EMAIL}, call me at {PHONE}. [bold red]I want a human[/
            "<script>window.pwned = 1</script><b>bold</b>")
 
 
-def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> TestClient:
+def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peer: str = "testclient", **env: str) -> TestClient:
     for key in ("HARNESS_API_KEYS", "HARNESS_TRUSTED_USER_HEADER", "HARNESS_DESK_KEYS", "HARNESS_DESK_HEADER",
                 "HARNESS_TRUSTED_PROXIES", "HARNESS_DATABASE_URL", "HARNESS_CHROMA_URL", "HARNESS_BUSY_POLICY"):
         monkeypatch.delenv(key, raising=False)
@@ -38,7 +38,7 @@ def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> Test
     monkeypatch.setenv("HARNESS_DESK_KEYS", "key-alice=alice,key-bob=bob")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    return TestClient(create_app(Settings.from_env()))
+    return TestClient(create_app(Settings.from_env()), client=(peer, 50000))
 
 
 @pytest.fixture
@@ -111,7 +111,9 @@ def test_release_over_http_and_held_threads_listed_with_an_agent_api_key(tmp_pat
 
 
 def test_the_desk_role_is_not_a_header_a_customer_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with service(tmp_path, monkeypatch, HARNESS_TRUSTED_USER_HEADER="X-User") as c:
+    # the requests come from the configured proxy, whose user header names the customer
+    with service(tmp_path, monkeypatch, peer="127.0.0.1", HARNESS_TRUSTED_USER_HEADER="X-User",
+                 HARNESS_TRUSTED_PROXIES="127.0.0.1") as c:
         hand_off(c)
         claim = {"X-User": "U002", "X-Harness-Agent": "1"}
         # another user's thread answers as one that does not exist (issue 28)

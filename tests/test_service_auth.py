@@ -42,19 +42,20 @@ def test_api_keys_name_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
         assert err.value.status_code == 401
 
 
-def test_a_trusted_proxy_header_names_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
-    api = Api(settings(monkeypatch, HARNESS_TRUSTED_USER_HEADER="X-Auth-User"))
-    assert api.caller(request(x_auth_user="U002")) == "U002"
-    # A flag anyone can send does not make the caller the desk (it used to: X-Harness-Agent: 1).
-    assert api.caller(request(x_auth_user="staff-7", x_harness_agent="1")) == "staff-7"
-    with pytest.raises(HTTPException) as err:
-        api.caller(request(authorization="Bearer anything"))
-    assert err.value.status_code == 401
-
-
 def proxied(host: str, **headers: str) -> Request:
     raw = [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]
     return Request({"type": "http", "method": "GET", "path": "/", "headers": raw, "client": (host, 40000)})
+
+
+def test_a_trusted_proxy_header_names_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = Api(settings(monkeypatch, HARNESS_TRUSTED_USER_HEADER="X-Auth-User", HARNESS_TRUSTED_PROXIES="127.0.0.1"))
+    assert api.caller(proxied("127.0.0.1", x_auth_user="U002")) == "U002"
+    # A flag anyone can send does not make the caller the desk (it used to: X-Harness-Agent: 1).
+    assert api.caller(proxied("127.0.0.1", x_auth_user="staff-7", x_harness_agent="1")) == "staff-7"
+    for outsider in (proxied("127.0.0.1", authorization="Bearer anything"), request(x_auth_user="U002")):
+        with pytest.raises(HTTPException) as err:  # an unknown key; a header on a connection from no proxy
+            api.caller(outsider)
+        assert err.value.status_code == 401
 
 
 def test_the_desk_is_named_by_its_own_keys_or_by_a_trusted_proxy(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,8 +5,9 @@
   desk too (the LangGraph server shares that setting), under the identity ``@agent``.
 - ``HARNESS_DESK_HEADER=X-Desk-Agent`` with ``HARNESS_TRUSTED_PROXIES=127.0.0.1,10.0.0.0/8``: the header names
   the agent, and is believed only on a connection from one of those addresses (the authenticating proxy in
-  front). Once proxies are configured, the customer header (``HARNESS_TRUSTED_USER_HEADER``) is believed only
-  from them too.
+  front). The customer header (``HARNESS_TRUSTED_USER_HEADER``) is believed only from them too, and neither
+  header setting starts without proxies configured. The address is the socket's peer: ``harness serve`` runs
+  uvicorn without proxy headers, so no ``X-Forwarded-For`` a client sends moves it.
 
 The browser keeps its key in an ``HttpOnly``, ``SameSite=Strict`` cookie; a request that changes anything with
 that cookie must also carry ``X-CSRF-Token``, a digest of the key that only the desk's own pages know.
@@ -50,16 +51,13 @@ def desk_settings(env: Mapping[str, str]) -> dict[str, Any]:
         except ValueError:
             raise HarnessError(f"HARNESS_TRUSTED_PROXIES entries are addresses or networks (10.0.0.0/8); "
                                f"got '{item}'") from None
-    if header and not proxies:
-        raise HarnessError("HARNESS_DESK_HEADER is believed only from the proxy that sets it: set "
-                           "HARNESS_TRUSTED_PROXIES=<its address> too")
     return {"desk_keys": keys, "desk_header": header, "trusted_proxies": tuple(proxies)}
 
 
 def from_proxy(settings: Any, request: Any) -> bool:
-    """The connection comes from a configured proxy (no proxies configured: any address, as before)."""
+    """The connection (the socket's peer, never a forwarded-for header) comes from a configured proxy."""
     if not settings.trusted_proxies:
-        return True
+        return False
     host = request.client.host if request.client else ""
     try:
         address = ipaddress.ip_address(host)

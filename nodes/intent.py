@@ -159,10 +159,11 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpda
     pending = state.get("pending_change")
     update.update(pending_change=None, confirmed_change=None)
     if not pending:
-        return update
+        return answered_again(state, update, text)
     answer = answer_to_confirmation(text)
     if answer in ("yes", "no"):
         update["offer_intents"] = []  # the answer settles the change: nothing to guess
+        update["settled_change"] = {"answer": answer, "turn": (state.get("turn") or 0) + 1}
     if answer == "yes":
         update.update(intent=pending["intent"], intent_kind=domain.kind(pending["intent"]), intent_confidence=1.0,
                       slots={"__reset__": True, **(pending.get("slots") or {})}, missing_slots=[], unknown_streak=0,
@@ -170,6 +171,19 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpda
     elif answer == "no":
         update.update(intent="change_dropped", intent_kind="conversational", intent_confidence=1.0, missing_slots=[],
                       unknown_streak=0)
+    return update
+
+
+def answered_again(state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:
+    """A yes or no right after the message that settled a change (a double tap, two answers racing) answers
+    nothing new: the customer hears that the earlier answer stands, never "you're welcome" or a second change."""
+    settled = state.get("settled_change") or {}
+    answer = answer_to_confirmation(text)
+    if answer not in ("yes", "no") or settled.get("turn") != (state.get("turn") or 0):
+        return update
+    intent = "change_already_made" if settled.get("answer") == "yes" else "change_already_dropped"
+    update.update(intent=intent, intent_kind="conversational", intent_confidence=1.0, missing_slots=[],
+                  unknown_streak=0, offer_intents=[])
     return update
 
 

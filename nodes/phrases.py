@@ -63,6 +63,20 @@ _PHRASES: dict[str, dict[str, str]] = {
         "en": "OK, I won't change anything. Is there anything else I can do?",
         "zh": "好的，我不做任何更改。还有什么可以帮您的吗？",
     },
+    "change_already_made": {
+        "en": "Your earlier yes already went through, so that change is made (see my reply above). Is there "
+              "anything else I can do?",
+        "zh": "您之前的确认已经生效，这项更改已经完成（见上面的回复）。还有什么可以帮您的吗？",
+    },
+    "change_already_dropped": {
+        "en": "Your earlier no already stands: nothing was changed. If you do want the change, just ask for it "
+              "again.",
+        "zh": "您之前已经选择不更改，所以没有做任何更改。如果需要这项更改，请重新告诉我。",
+    },
+    "interrupted": {
+        "en": "(I stopped working on this message when your next one arrived; my answer to that one follows.)",
+        "zh": "（收到您的新消息后，我停止处理这一条；下面是对新消息的回复。）",
+    },
     "partial": {
         "en": "I couldn't finish everything for this request. Here is what I found so far: {done}",
         "zh": "这个请求没能全部完成，目前查到的信息是：{done}",

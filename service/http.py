@@ -229,11 +229,29 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - the outcome is stored for the waiting client, not lost
             status, error = "failed", f"{type(exc).__name__}: {exc}"
         finally:
-            self.local.claim = None
+            self.local.claim, self.local.firm = None, False
         if cancel.is_set() and status == "failed":
             status = "cancelled"
+            self._note_interrupted(claim)
         self.queue.complete(claim, status, result, error)
         self.metrics.message(status, time.monotonic() - started, claim.recovered)
+
+    def _note_interrupted(self, claim: Claim) -> None:
+        """An interrupted message gets a line in the transcript where its reply would be, so the conversation
+        still reads as message and answer (the newer message's reply comes next)."""
+        if claim.kind != "send":
+            return
+        from lg_harness.nodes.phrases import say
+        from lg_harness.tools.text import language
+
+        try:
+            rows = self.harness.transcripts.read(claim.thread_id)
+            if rows and rows[-1]["role"] == "user":
+                lang = "zh" if language(rows[-1]["content"]) == "zh" else "en"
+                self.harness.transcripts.append(claim.thread_id, rows[-1]["turn"], "assistant",
+                                                say("interrupted", lang, self.harness.domain))
+        except Exception:  # noqa: BLE001 - a note for readers: the outcome itself is already decided
+            pass
 
     def _held(self, thread_id: str) -> Any:
         held = getattr(self.harness.order, "held", None)
@@ -249,6 +267,9 @@ class Worker:
             return ops.answer(h, p.get("agent") or AGENT, thread, p["text"])
         snapshot = h.graph.get_state(h.config(thread))
         turn = int(snapshot.values.get("turn") or 0)
+        # A message that answers a confirmation settles a change: a newer message never interrupts it (two
+        # racing "yes" would otherwise leave the change unmade, or made with no reply); the newer one waits.
+        self.local.firm = bool(snapshot.values.get("pending_change"))
         if claim.recovered and claim.turn_before is not None and (done := self._recover(claim, snapshot)) is not None:
             return done.to_dict()
         self.queue.note_turn(claim, turn)
@@ -273,7 +294,12 @@ class Worker:
         for node, values in update.items():
             keys = sorted(values) if isinstance(values, dict) else []
             self.queue.add_event(claim, {"node": node, "keys": keys})
-        if self.local.cancel.is_set() or self.queue.cancelled(claim):  # checked at every node, not only on renewal
+            # once tools have run, the message finishes: its reply says what they did
+            self.local.firm = getattr(self.local, "firm", False) or node == "execute"
+        asked = self.queue.cancelled(claim)  # checked at every node, not only on renewal
+        if self.local.cancel.is_set() and not asked:  # the lease was lost: another worker may hold the thread
+            raise HarnessError("interrupted: this worker lost the thread's lease")
+        if asked and not self.local.firm:
             self.local.cancel.set()
             raise HarnessError("interrupted by a newer message on the thread")
 

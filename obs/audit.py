@@ -232,6 +232,35 @@ def _guarded(pattern: re.Pattern[str], may_match: Callable[[str], Any]) -> Calla
         return [m.span() for m in pattern.finditer(text)] if may_match(text) else []
 
     return spans
+
+
+# Digits joined by "-" or "_" to a word are an identifier's tail or head ("order-4155550123", "t_13812345678",
+# "4155550123-b"): a thread or message id a client chose, which a masked copy must name unchanged. A phone
+# label joined the same way ("tel-4155550123") is still a number.
+_JOINED_BEFORE = re.compile(r"(?<![0-9A-Za-z])([A-Za-z][A-Za-z0-9]*)[-_]$")
+_JOINED_AFTER = re.compile(r"[-_][A-Za-z]")
+_PHONE_LABELS = frozenset({"tel", "phone", "mobile", "mob", "cell", "fax", "ph", "sms", "whatsapp", "handy"})
+
+
+def joined_to_an_id(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is the digit part of an identifier such as ``order-4155550123`` (an id is
+    one token: a number with blanks in it is a number, whatever it follows)."""
+    if any(c.isspace() for c in text[start:end]):
+        return False
+    before = _JOINED_BEFORE.search(text, max(start - 40, 0), start)
+    if before is not None and before.group(1).lower() not in _PHONE_LABELS:
+        return True
+    return _JOINED_AFTER.match(text, end) is not None
+
+
+def _phone_outside_ids(rule: Rule) -> Callable[[str], list[tuple[int, int]]]:
+    def spans(text: str) -> list[tuple[int, int]]:
+        found = rule(text) if callable(rule) else [m.span() for m in rule.finditer(text)]
+        return [(a, b) for a, b in found if not joined_to_an_id(text, a, b)]
+
+    return spans
+
+
 DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
     ("email", re.compile(_EMAIL)),  # first: an email's digits must not be read as a phone number
     ("email", _guarded(re.compile(_SPELLED_EMAIL, re.I), re.compile(_AT, re.I).search)),
@@ -241,8 +270,8 @@ DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
     ("id_number", re.compile(_NINO)),
     ("card", re.compile(_CARD)),
     ("card", card_spans),
-    ("phone", re.compile(_PHONE)),
-    ("phone", phone_spans),
+    ("phone", _phone_outside_ids(re.compile(_PHONE))),
+    ("phone", _phone_outside_ids(phone_spans)),
     ("address", re.compile(_EN_ADDRESS)),
     ("address", _guarded(re.compile(_ZH_ADDRESS), lambda text: "号" in text or "號" in text)),
 )
@@ -317,14 +346,70 @@ class RegexRedactor:
 default_redactor: Redactor = RegexRedactor()
 
 
-def redact_value(value: Any, redactor: Redactor) -> Any:
-    """Apply ``redactor`` to every string inside a JSON-like value (dict keys stay as they are)."""
-    if isinstance(value, str):
-        return redactor(value)
+# Identifiers someone follows back (GET /threads/{thread_id}, a ticket, an order, a ledger key): a masked copy
+# must name the same thing, so the values under these keys are never rewritten, whatever digits they hold.
+ID_KEYS = frozenset({"id", "ids", "key", "user", "owner", "ticket", "checkpoint", "sku"})
+_ID_SUFFIXES = ("_id", "_ids", "_key", "Id")
+_SHIELD = 0xE000  # private-use characters stand in for ids while the redactor reads the text around them
+
+
+def is_id_key(key: Any) -> bool:
+    return isinstance(key, str) and (key.lower() in ID_KEYS or key.endswith(_ID_SUFFIXES))
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+def id_values(value: Any) -> set[str]:
+    """Every string under an id key inside a JSON-like value."""
+    found: set[str] = set()
     if isinstance(value, dict):
-        return {k: redact_value(v, redactor) for k, v in value.items()}
+        for k, v in value.items():
+            if is_id_key(k) and _is_id(v):
+                found.update([v] if isinstance(v, str) else v)
+            else:
+                found |= id_values(v)
+    elif isinstance(value, list):
+        for v in value:
+            found |= id_values(v)
+    return found
+
+
+def _around_ids(redactor: Redactor, ids: Iterable[str]) -> Redactor:
+    """``redactor`` that leaves each of ``ids`` as it is where a text quotes it (as a whole token)."""
+    names = sorted(ids, key=len, reverse=True)[:6400]
+    pattern = re.compile("|".join(rf"(?<![0-9A-Za-z]){re.escape(i)}(?![0-9A-Za-z])" for i in names))
+
+    def mask(text: str) -> str:
+        if any(_SHIELD <= ord(c) < _SHIELD + len(names) for c in text):
+            return redactor(text)  # the text uses the stand-ins itself: no shield
+        hidden: list[str] = []
+        text = pattern.sub(lambda m: hidden.append(m.group()) or chr(_SHIELD + len(hidden) - 1), text)
+        masked = redactor(text)
+        return "".join(hidden[ord(c) - _SHIELD] if _SHIELD <= ord(c) < _SHIELD + len(hidden) else c
+                       for c in masked) if hidden else masked
+
+    return mask
+
+
+def redact_value(value: Any, redactor: Redactor, *, keep: Iterable[str] = ()) -> Any:
+    """Apply ``redactor`` to every string inside a JSON-like value (dict keys stay as they are).
+
+    Identifiers pass untouched: the values under id keys (``ID_KEYS``, ``*_id``, ``*_key``) and, where another
+    string quotes one of them or one of ``keep`` ("thread 4155550123 is busy"), that id in the text; the
+    personal data around them is masked."""
+    ids = {i for i in (*keep, *id_values(value)) if len(i) >= 4 and redactor(i) != i}
+    return _redacted(value, _around_ids(redactor, ids) if ids else redactor)
+
+
+def _redacted(value: Any, mask: Redactor) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {k: v if is_id_key(k) and _is_id(v) else _redacted(v, mask) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_value(v, redactor) for v in value]
+        return [_redacted(v, mask) for v in value]
     return value
 
 

@@ -191,7 +191,8 @@ class ThreadQueue:
                                       (thread_id,)):
                     db.run("UPDATE thread_queue SET status = 'cancelled', error = 'interrupted by a newer message', "
                            f"payload = %s, finished_at = {db.now} WHERE id = %s",
-                           (json.dumps(at_rest(json.loads(dropped["payload"])), ensure_ascii=False), dropped["id"]))
+                           (json.dumps(at_rest(payload := json.loads(dropped["payload"]), ids_of(thread_id, payload)),
+                                       ensure_ascii=False), dropped["id"]))
             waiter = f"{db.now} + {self.ttl}" if kind == "turn" else "NULL"
             row = db.run("INSERT INTO thread_queue (thread_id, kind, payload, status, created_at, waiter_expires_at) "
                          f"VALUES (%s, %s, %s, 'queued', {db.now}, {waiter}) RETURNING id",
@@ -305,7 +306,8 @@ class ThreadQueue:
         with db.step(claim.thread_id):
             # Only this claim's generation: a worker that stalled past its lease and was taken over stores nothing.
             # The finished row keeps no typed personal data: the worker needed the text, nobody needs it now.
-            payload, result, error = at_rest(claim.payload), at_rest(result), at_rest(error)
+            ids = ids_of(claim.thread_id, claim.payload)
+            payload, result, error = at_rest(claim.payload, ids), at_rest(result, ids), at_rest(error, ids)
             done = db.run(f"UPDATE thread_queue SET status = %s, payload = %s, result = %s, error = %s, finished_at = "
                           f"{db.now} WHERE id = %s AND worker = %s AND attempts = %s AND status = 'running' RETURNING id",
                           (status, json.dumps(payload, ensure_ascii=False, default=str),
@@ -388,14 +390,24 @@ class ThreadQueue:
         return [(int(r["seq"]), json.loads(r["event"])) for r in rows]
 
 
-def at_rest(value: Any) -> Any:
+def at_rest(value: Any, ids: tuple[str, ...] = ()) -> Any:
     """What a finished queue row keeps of a payload, result or error: personal data masked (``obs.audit``'s
-    redactor), except the reply the customer is owed, which ``GET /messages/{id}`` returns to them alone."""
+    redactor), except the reply the customer is owed, which ``GET /messages/{id}`` returns to them alone.
+    Identifiers stay as they are (a client follows them back): the thread's and the caller's ids in ``ids``,
+    and every value under an id key, also where a text quotes them."""
     from lg_harness.obs.audit import default_redactor, redact_value
 
     if isinstance(value, dict):
-        return {k: v if k == "reply" else redact_value(v, default_redactor) for k, v in value.items()}
-    return redact_value(value, default_redactor)
+        masked = redact_value({k: v for k, v in value.items() if k != "reply"}, default_redactor, keep=ids)
+        return {k: v if k == "reply" else masked[k] for k, v in value.items()}
+    return redact_value(value, default_redactor, keep=ids)
+
+
+def ids_of(thread_id: str, payload: dict[str, Any]) -> tuple[str, ...]:
+    """The ids a message's row names, kept unmasked in all of it: its thread and the ids in its payload."""
+    from lg_harness.obs.audit import id_values
+
+    return (thread_id, *sorted(id_values(payload)))
 
 
 def abandoned_note(thread_id: str) -> str:

@@ -39,6 +39,7 @@ def test_each_documented_format_is_masked(label, what, example):
                                   "tracking YT331190068578", "PIN 123456", "employee E1001", "CMP-12",
                                   "1f1ee076-72bb-6002-8007-b84af4ba418f", "call_67bfe3d0b1ec1e5e57502183",
                                   "elapsed 1796185502.6858938", "qty 100000", "2026-11-01", "price 1234.56 EUR",
+                                  "thread order-4155550123", "t_13812345678 is busy", "msg-4155550123-2",
                                   "card 4111 1111 1111 1112 is not a card".replace("4111 1111 1111 1112", "41111111111111112")])
 def test_identifiers_and_everyday_words_are_left_alone(text):
     assert default_redactor(text) == text

@@ -1,0 +1,74 @@
+"""Private at rest, and ids a client can follow: what the service keeps of a message once it is done.
+
+Masking personal data must never rewrite an identifier the service hands back (a thread id, a message id, an
+order or ticket id), or a client following it lands on another thread; the text around the ids stays masked.
+The service runs embedded (SQLite queue, one executor thread) on the clean sim.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from lg_harness.service.http import Settings, create_app
+from lg_harness.service.leases import at_rest
+
+A, PHONE_USER = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-p"))
+MOBILE = "07700 900123"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, Path]]:
+    data = Path(tmp_path_factory.mktemp("rest"))
+    app = create_app(Settings(data_dir=data, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+                              lease_ttl=5.0, api_keys={"key-a": "U001", "key-p": "4155550123"}))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c, data
+
+
+@pytest.mark.parametrize("thread", ["order-4155550123", "4155550123", "t_13812345678"])
+def test_a_reply_names_the_thread_it_was_sent_on_however_phone_like_its_id(served, thread):
+    client, _ = served
+    sent = client.post(f"/threads/{thread}/messages", json={"text": f"where is ORD-10134? my mobile is {MOBILE}"},
+                       headers=A)
+    assert sent.status_code == 200, sent.text
+    body = sent.json()
+    assert body["thread_id"] == thread, "a client follows the id it is given back"
+    assert client.get(f"/threads/{body['thread_id']}/history", headers=A).status_code == 200
+    row = client.get(f"/messages/{body['message_id']}", headers=A).json()
+    assert row["thread_id"] == thread and row["result"]["thread_id"] == thread
+    assert MOBILE not in json.dumps({k: v for k, v in row["result"].items() if k != "reply"}), \
+        "the text around the ids stays masked"
+
+
+def test_the_owner_of_a_message_reads_it_back_whatever_their_user_id_looks_like(tmp_path):
+    """A domain that takes any user id (the library): the queue checks the caller against the id it kept."""
+    library = f"{Path(__file__).parent / 'fixtures' / 'library_domain.py'}:DOMAIN"
+    app = create_app(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+                              lease_ttl=5.0, domain=library, api_keys={"key-p": "4155550123"}))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        sent = client.post("/threads/p1/messages", json={"text": "hello"}, headers=PHONE_USER)
+        assert sent.status_code == 200, sent.text
+        got = client.get(f"/messages/{sent.json()['message_id']}", headers=PHONE_USER)
+    assert got.status_code == 200, got.text
+    assert got.json()["thread_id"] == "p1"
+
+
+def test_a_finished_row_keeps_every_id_and_masks_what_surrounds_them():
+    result = {"thread_id": "4155550123", "reply": f"we call {MOBILE}", "checkpoint_id": "1f0-4155550123",
+              "slots": {"order_id": "ORD-4155550123", "note": f"mobile {MOBILE}"},
+              "tool_calls": [{"id": "call_4155550123", "name": "get_order_status",
+                              "args": {"order_id": "ORD-4155550123"},
+                              "error": f"thread 4155550123: order ORD-4155550123 not found, ring {MOBILE}"}],
+              "handoff": {"ticket": "HO-4155550123", "ledger_key": "4155550123:1:cancel_order:ab12"}}
+    kept = at_rest(result, ("4155550123",))
+    assert kept["thread_id"] == "4155550123" and kept["checkpoint_id"] == "1f0-4155550123"
+    assert kept["slots"]["order_id"] == "ORD-4155550123" and kept["tool_calls"][0]["id"] == "call_4155550123"
+    assert kept["tool_calls"][0]["args"] == {"order_id": "ORD-4155550123"}
+    assert kept["handoff"] == result["handoff"]
+    assert kept["tool_calls"][0]["error"] == "thread 4155550123: order ORD-4155550123 not found, ring [phone]"
+    assert kept["slots"]["note"] == "mobile [phone]"
+    assert kept["reply"] == result["reply"], "the reply the customer is owed"

@@ -102,7 +102,7 @@ def _run_one(workers: int, database_url: str | None, chroma_url: str | None, mod
                                     start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         try:
-            _wait(f"{base}/readyz", proc)
+            _wait(f"{base}/healthz", proc)
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {KEY}"}, timeout=600) as warm:
                 for i in range(workers * 2):  # every worker has loaded its model before the clock starts
                     warm.post(f"/threads/warm-{i}/messages", json={"text": "hello"})

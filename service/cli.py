@@ -1035,7 +1035,7 @@ def handoff_release(thread: ThreadOpt, agent: AgentOpt = None, data_dir: DataDir
     from lg_harness.service.desk import ops
 
     with open_harness(data_dir, "harness", "sim", domain) as h:
-        result = ops.release(h, desk_agent(agent), thread)
+        result = ops.release(h, desk_agent(agent), thread, supervisor=True)
     if json_out:
         emit_json(result)
     else:

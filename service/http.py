@@ -74,6 +74,8 @@ class Settings:
     desk_keys: dict[str, str] = field(default_factory=dict)  # key -> the human agent's name
     desk_header: str | None = None
     trusted_proxies: tuple[Any, ...] = ()  # ipaddress networks the proxy headers are believed from
+    desk_supervisors: frozenset[str] = frozenset()  # agents who may release a thread another agent holds
+    ops_keys: dict[str, str] = field(default_factory=dict)  # keys that open only /metrics and /readyz
     durability: str = "exit"  # when a message's steps are saved (Harness durability)
 
     @classmethod
@@ -576,8 +578,19 @@ def _ops_routes(app: Any, api: Api) -> None:
     async def healthz() -> Any:
         return {"status": "ok", "pid": os.getpid(), "worker": api.rt.queue.worker}
 
-    @app.get("/readyz", summary="The worker can reach its stores")
-    async def readyz() -> Any:
+    def operator(request: Request) -> str:
+        """``/readyz`` and ``/metrics`` show queue depths and the stores: an ops key or the desk, never anyone."""
+        from lg_harness.service.desk.auth import credential
+
+        key = credential(api.settings, request)
+        if key is not None and key in api.settings.ops_keys:
+            return api.settings.ops_keys[key]
+        if api.caller(request) != AGENT:
+            raise HTTPException(403, "only an ops key (HARNESS_OPS_KEYS) or the desk reads this")
+        return AGENT
+
+    @app.get("/readyz", summary="The worker can reach its stores (an ops key or the desk)")
+    async def readyz(who: str = Depends(operator)) -> Any:
         try:
             depth = await asyncio.to_thread(api.rt.queue.depth)
             if api.settings.chroma_url:
@@ -586,8 +599,9 @@ def _ops_routes(app: Any, api: Api) -> None:
             return JSONResponse({"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}, status_code=503)
         return {"status": "ready", "backend": api.rt.harness.stores.backend, "queue": depth}
 
-    @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics of this worker")
-    async def metrics() -> str:
+    @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics of this worker (an ops "
+             "key or the desk)")
+    async def metrics(who: str = Depends(operator)) -> str:
         depth = await asyncio.to_thread(api.rt.queue.depth)
         return api.rt.metrics.text(depth, api.rt.queue.worker)
 

@@ -157,7 +157,8 @@ def signed_in(c: TestClient, key: str = "key-alice") -> dict[str, str]:
 
     r = c.post("/desk/login", data={"key": key}, follow_redirects=False)
     assert r.status_code == 303 and COOKIE in r.headers["set-cookie"] and "HttpOnly" in r.headers["set-cookie"]
-    return {"X-CSRF-Token": csrf_token(key)}
+    assert key not in r.headers["set-cookie"], "the cookie holds a signed session, never the key"
+    return {"X-CSRF-Token": csrf_token(c.cookies[COOKIE])}
 
 
 def test_the_pages_show_customer_text_as_text(client: TestClient) -> None:
@@ -181,8 +182,11 @@ def test_the_pages_show_customer_text_as_text(client: TestClient) -> None:
 def test_a_customer_key_does_not_open_the_desk(client: TestClient) -> None:
     assert client.post("/desk/login", data={"key": "key-u1"}, follow_redirects=False).status_code == 401
     assert client.post("/desk/login", data={"key": "nope"}, follow_redirects=False).status_code == 401
-    client.cookies.set(COOKIE, "key-u1")
-    assert client.get("/").status_code == 403
+    for forged in ("key-u1", "key-alice"):  # a raw key is no session, a customer's or a desk agent's
+        client.cookies.clear()
+        client.cookies.set(COOKIE, forged)
+        assert client.get("/", follow_redirects=False).headers["location"] == "/desk/login"
+        assert client.get("/handoffs").status_code == 401
 
 
 def test_a_change_with_the_desk_cookie_needs_the_pages_csrf_token(client: TestClient) -> None:
@@ -210,3 +214,49 @@ def test_swagger_ui_is_served_from_the_package(client: TestClient) -> None:
         assert client.get(asset).status_code == 200, asset
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/handoffs/{thread_id}/release", "/handoffs/{thread_id}/take", "/threads"} <= set(paths)
+
+
+def test_a_desk_session_is_signed_expires_and_ends_with_its_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    from lg_harness.service.desk import auth
+
+    with service(tmp_path, monkeypatch) as c:
+        signed_in(c)
+        session = c.cookies[COOKIE]
+        assert c.get("/handoffs").status_code == 200
+        version, kid, expiry, sig = session.split(".")
+        c.cookies.clear()
+        c.cookies.set(COOKIE, f"{version}.{kid}.{int(expiry) + 3600}.{sig}")  # a longer life, same signature
+        assert c.get("/handoffs").status_code == 401
+        settings = Settings.from_env()
+        assert auth.session_key(settings, session) == "key-alice"
+        assert auth.session_key(settings, session, now=float(expiry) + 1) is None  # expired
+    monkeypatch.setenv("HARNESS_DESK_KEYS", "key-bob=bob")  # alice's key revoked (a restart without it)
+    assert auth.session_key(Settings.from_env(), session) is None
+
+
+def test_only_the_holder_or_a_supervisor_releases_a_held_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    carol = {"Authorization": "Bearer key-carol"}
+    with service(tmp_path, monkeypatch, HARNESS_DESK_KEYS="key-alice=alice,key-bob=bob,key-carol=carol",
+                 HARNESS_DESK_SUPERVISORS="carol") as c:
+        hand_off(c)
+        assert c.post("/handoffs/s2/reply", json={"text": "Hi, Alice here"}, headers=ALICE).status_code == 200
+        refused = c.post("/handoffs/s2/release", headers=BOB)
+        assert refused.status_code == 409 and "held by alice" in refused.json()["error"], refused.text
+        assert c.get("/handoffs", headers=ALICE).json()["held"][0]["thread_id"] == "s2"
+        assert c.post("/handoffs/s2/release", headers=carol).status_code == 200  # a supervisor may
+        hand_off(c, "s3")
+        c.post("/handoffs/s3/reply", json={"text": "Hi"}, headers=BOB)
+        assert c.post("/handoffs/s3/release", headers=BOB).status_code == 200  # the holder may
+
+
+def test_metrics_and_readiness_need_an_ops_key_or_the_desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with service(tmp_path, monkeypatch, HARNESS_OPS_KEYS="key-prom=prometheus") as c:
+        for path in ("/metrics", "/readyz"):
+            assert c.get(path).status_code == 401
+            assert c.get(path, headers=U1).status_code == 403
+            assert c.get(path, headers={"Authorization": "Bearer key-prom"}).status_code == 200
+            assert c.get(path, headers=ALICE).status_code == 200
+        assert c.get("/threads", headers={"Authorization": "Bearer key-prom"}).status_code == 401  # nothing else
+        assert c.get("/healthz").status_code == 200  # liveness stays open: it says only that the process is up

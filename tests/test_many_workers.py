@@ -257,7 +257,9 @@ def _service_guards(client: httpx.Client) -> None:
     assert history["thread_id"] == "k" and {"checkpoint_id", "step", "phase"} <= set(history["checkpoints"][0])
     state = client.get("/threads/k/state").json()
     assert state["turn"] == 3 and state["next"] == []
-    metrics = client.get("/metrics").text
+    ops = {"Authorization": "Bearer desk-key"}  # /metrics and /readyz: an ops key or the desk, not a customer
+    assert client.get("/metrics").status_code == 403 and client.get("/readyz").status_code == 403
+    metrics = client.get("/metrics", headers=ops).text
     assert "harness_queue_messages{status=\"done\"}" in metrics
-    assert client.get("/readyz").json()["backend"] == "postgres"
+    assert client.get("/readyz", headers=ops).json()["backend"] == "postgres"
     assert "/threads/{thread_id}/messages" in client.get("/openapi.json").json()["paths"]

@@ -96,7 +96,8 @@ def _handoff_routes(app: Any, api: Any) -> None:
     @app.post("/handoffs/{thread_id}/release", summary="Hand a held thread back to the bot (as `harness handoff "
               "release`)")
     async def release(thread_id: str, agent: str = Depends(desk)) -> Any:
-        return await asyncio.to_thread(ops.release, api.rt.harness, agent, thread_id)
+        return await asyncio.to_thread(ops.release, api.rt.harness, agent, thread_id,
+                                       supervisor=agent in api.settings.desk_supervisors)
 
 
 def _docs(app: Any) -> None:

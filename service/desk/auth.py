@@ -9,8 +9,13 @@
   header setting starts without proxies configured. The address is the socket's peer: ``harness serve`` runs
   uvicorn without proxy headers, so no ``X-Forwarded-For`` a client sends moves it.
 
-The browser keeps its key in an ``HttpOnly``, ``SameSite=Strict`` cookie; a request that changes anything with
-that cookie must also carry ``X-CSRF-Token``, a digest of the key that only the desk's own pages know.
+The browser keeps a signed session in an ``HttpOnly``, ``SameSite=Strict`` cookie, never the key itself: the
+session names the key only by a digest, expires after a working day and is signed with the key (HMAC), so any
+worker that knows the key accepts it and removing the key ends its sessions. A request that changes anything
+with that cookie must also carry ``X-CSRF-Token``, a digest of the session that only the desk's own pages know.
+
+``HARNESS_DESK_SUPERVISORS=alice,bob`` names the agents who may release a thread another agent holds, and
+``HARNESS_OPS_KEYS=key=prometheus`` keys that open only ``/metrics`` and ``/readyz`` (a desk key opens them too).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,7 +57,9 @@ def desk_settings(env: Mapping[str, str]) -> dict[str, Any]:
         except ValueError:
             raise HarnessError(f"HARNESS_TRUSTED_PROXIES entries are addresses or networks (10.0.0.0/8); "
                                f"got '{item}'") from None
-    return {"desk_keys": keys, "desk_header": header, "trusted_proxies": tuple(proxies)}
+    supervisors = frozenset(filter(None, (p.strip() for p in env.get("HARNESS_DESK_SUPERVISORS", "").split(","))))
+    return {"desk_keys": keys, "desk_header": header, "trusted_proxies": tuple(proxies),
+            "desk_supervisors": supervisors, "ops_keys": parse_keys("HARNESS_OPS_KEYS", env.get("HARNESS_OPS_KEYS", ""))}
 
 
 def from_proxy(settings: Any, request: Any) -> bool:
@@ -66,24 +74,67 @@ def from_proxy(settings: Any, request: Any) -> bool:
     return any(address in net for net in settings.trusted_proxies)
 
 
-def csrf_token(key: str) -> str:
+SESSION_S = 12 * 3600  # a working day; then the agent signs in again
+
+
+def csrf_token(session: str) -> str:
     """What the desk's pages send back with a change: it proves the request came from a page of ours."""
-    return hashlib.sha256(f"lg-harness desk csrf:{key}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"lg-harness desk csrf:{session}".encode()).hexdigest()[:32]
 
 
-def credential(request: Any) -> str | None:
-    """The key the request presents: a bearer key, or the desk's login cookie (with its CSRF check)."""
+def _key_id(key: str) -> str:
+    return hashlib.sha256(f"lg-harness desk key:{key}".encode()).hexdigest()[:16]
+
+
+def _signature(key: str, body: str) -> str:
+    return hmac.new(key.encode(), body.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def new_session(key: str, now: float | None = None) -> str:
+    """The cookie value for a desk key: ``v1.<key digest>.<expiry>.<HMAC>``, the key itself nowhere in it."""
+    body = f"v1.{_key_id(key)}.{int((now if now is not None else time.time()) + SESSION_S)}"
+    return f"{body}.{_signature(key, body)}"
+
+
+def desk_login_keys(settings: Any) -> list[str]:
+    """The keys that open the desk: its own, and any API key whose user is ``@agent``."""
+    return [*settings.desk_keys, *(k for k, user in settings.api_keys.items() if user == AGENT)]
+
+
+def session_key(settings: Any, session: str, now: float | None = None) -> str | None:
+    """The desk key a valid, unexpired session cookie was signed with (None: forged, expired or revoked)."""
+    parts = session.split(".")
+    if len(parts) != 4 or parts[0] != "v1" or not parts[2].isdigit():
+        return None
+    _, kid, expiry, sig = parts
+    if int(expiry) < (now if now is not None else time.time()):
+        return None
+    body = session.rpartition(".")[0]
+    for key in desk_login_keys(settings):
+        if hmac.compare_digest(_key_id(key), kid) and hmac.compare_digest(_signature(key, body), sig):
+            return key
+    return None
+
+
+def credential(settings: Any, request: Any) -> str | None:
+    """The key the request presents: a bearer key, or the key behind the desk's session cookie (with its CSRF
+    check); None when it presents neither."""
     from fastapi import HTTPException
 
     auth = request.headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip()
-    key = request.cookies.get(COOKIE)
-    if key and request.method not in SAFE_METHODS:
+    session = request.cookies.get(COOKIE)
+    if not session:
+        return None
+    if request.method not in SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
-        if not hmac.compare_digest(sent, csrf_token(key)):
+        if not hmac.compare_digest(sent, csrf_token(session)):
             raise HTTPException(403, "a change from the desk's cookie needs the X-CSRF-Token of its pages")
-    return key or None
+    key = session_key(settings, session)
+    if key is None:
+        raise HTTPException(401, "the desk session has expired or its key was revoked: sign in again at /desk/login")
+    return key
 
 
 def at_desk(request: Any, agent: str) -> str:
@@ -101,7 +152,7 @@ def identify(settings: Any, request: Any) -> str | None:
     """The caller, or None when the request carries nothing this service knows (then: 401)."""
     from fastapi import HTTPException
 
-    key = credential(request)
+    key = credential(settings, request)
     if key is not None:
         if (agent := settings.desk_keys.get(key)) is not None:
             return at_desk(request, agent)

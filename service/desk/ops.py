@@ -174,12 +174,17 @@ def answer(h: Any, agent: str, thread_id: str, text: str) -> dict[str, Any]:
     return result
 
 
-def release(h: Any, agent: str, thread_id: str) -> dict[str, Any]:
-    """Hand a held thread back to the bot; the customer's next message goes to it."""
+def release(h: Any, agent: str, thread_id: str, *, supervisor: bool = False) -> dict[str, Any]:
+    """Hand a held thread back to the bot; the customer's next message goes to it. Only the agent who holds
+    it releases it, or a supervisor (``HARNESS_DESK_SUPERVISORS``; the CLI, which opens the data dir itself)."""
     require_thread(h, thread_id)
     if handoff_status(h, thread_id) != "held":
         raise DeskError(f"thread '{thread_id}' is not held by a human (answer it first); the queue: "
                         "harness handoff list")
+    holder = taken_by(h, thread_id)
+    if holder is not None and holder != agent and not supervisor:
+        raise DeskError(f"thread '{thread_id}' is held by {holder}: they release it, or a supervisor does "
+                        "(HARNESS_DESK_SUPERVISORS)")
     result = h.release(thread_id)
     _record(h, agent, "release", thread_id)
     return result

@@ -15,10 +15,9 @@ from urllib.parse import parse_qs
 
 from fastapi import Request
 from lg_harness.service.desk import ops, pages
-from lg_harness.service.desk.auth import AGENT, COOKIE, agent_of, csrf_token
+from lg_harness.service.desk.auth import AGENT, COOKIE, SESSION_S, agent_of, csrf_token, desk_login_keys, new_session
 
 ASSETS = Path(__file__).with_name("assets")
-COOKIE_MAX_AGE = 12 * 3600  # a working day; then the agent signs in again
 
 
 def add_pages(app: Any, api: Any) -> None:
@@ -45,8 +44,8 @@ def signed_in(api: Any, request: Any) -> dict[str, str] | Any:
     if user != AGENT:
         return HTMLResponse(pages.refused_page("This key is a customer's: the desk is for the people who run the "
                                                "agent and takes a key of HARNESS_DESK_KEYS."), status_code=403)
-    key = request.cookies.get(COOKIE)
-    return {"agent": agent_of(request), "csrf": csrf_token(key) if key else ""}
+    session = request.cookies.get(COOKIE)
+    return {"agent": agent_of(request), "csrf": csrf_token(session) if session else ""}
 
 
 def _sign_in_routes(app: Any, api: Any) -> None:
@@ -60,12 +59,12 @@ def _sign_in_routes(app: Any, api: Any) -> None:
     async def login(request: Request) -> Any:
         key = (parse_qs((await request.body()).decode("utf-8", "replace")).get("key") or [""])[0].strip()
         s = api.settings
-        if key not in s.desk_keys and s.api_keys.get(key) != AGENT:
+        if key not in desk_login_keys(s):
             problem = ("This key is a customer's; the desk takes a key of HARNESS_DESK_KEYS."
                        if key in s.api_keys else "Unknown key.")
             return HTMLResponse(pages.login_page(problem), status_code=401)
         done = RedirectResponse("/", status_code=303)
-        done.set_cookie(COOKIE, key, max_age=COOKIE_MAX_AGE, httponly=True, samesite="strict",
+        done.set_cookie(COOKIE, new_session(key), max_age=SESSION_S, httponly=True, samesite="strict",
                         secure=request.url.scheme == "https", path="/")
         return done
 

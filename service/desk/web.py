@@ -15,7 +15,15 @@ from urllib.parse import parse_qs
 
 from fastapi import Request
 from lg_harness.service.desk import ops, pages
-from lg_harness.service.desk.auth import AGENT, COOKIE, SESSION_S, agent_of, csrf_token, desk_login_keys, new_session
+from lg_harness.service.desk.auth import (
+    AGENT,
+    COOKIE,
+    SESSION_S,
+    agent_of,
+    csrf_token,
+    desk_login_keys,
+    new_session,
+)
 
 ASSETS = Path(__file__).with_name("assets")
 

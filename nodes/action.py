@@ -356,7 +356,9 @@ class ToolLoopAction:
             # Keyed by what the call is (thread, the message it serves, tool, arguments), not by the provider's
             # call id: a message finished or replayed after a fork applies its change once even when the model
             # issues fresh ids (or repeats one id for different changes).
-            key = f"{thread}:{turn}:{call_signature(call['name'], call.get('args') or {})}"
+            # A hash of the call, never its text: the key rests in the ledger and the domain's tables.
+            key = f"{thread}:{turn}:{call['name']}:" + hashlib.sha256(
+                call_signature(call["name"], call.get("args") or {}).encode()).hexdigest()[:32]
             return ToolContext(user_id=user["id"], role=user.get("role", "customer"), thread_id=thread,
                                idempotency_key=key, extras=self.deps.resources, ledger=ledger)
 

@@ -43,6 +43,16 @@ class RecordingEmbedder(Embedder):
         return super().compute(text)
 
 
+def change_key(thread: str, turn: int, name: str, args: dict[str, Any]) -> str:
+    """The idempotency key ``nodes.action`` gives a changing call: thread, message, tool and a hash of the
+    call (never its text), so the same call of the same message always gets the same key."""
+    import hashlib
+
+    from lg_harness.nodes.action import call_signature
+
+    return f"{thread}:{turn}:{name}:" + hashlib.sha256(call_signature(name, args).encode()).hexdigest()[:32]
+
+
 def patient_design(name: str = "harness") -> Design:
     """A preset with a long wall-clock model deadline: sim latency is virtual, and a loaded CI machine must
     not turn a sim call into a 'busy' reply. Everything else is the preset as shipped."""

@@ -27,6 +27,11 @@ from lg_harness.tools.executor import RetryPolicy, ToolExecutor
 from lg_harness.tools.ledger import LedgerEntry, SqliteLedger
 from lg_harness.tools.registry import ToolRegistry
 
+try:
+    from support import change_key
+except ImportError:  # tests/ imported as a package
+    from tests.support import change_key
+
 NO_CONFIRM = "harness-no:confirm_changes"  # one message per change here; confirmation has its own tests
 ASK = "Please renew BOOK-0042"
 REPO = Path(__file__).resolve().parents[1]
@@ -189,7 +194,7 @@ def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice
         assert finished.waiting_for_human and "renew_loan" not in finished.reply
         [pending] = finished.handoff["uncertain_changes"]
         assert pending["tool"] == "renew_loan" and pending["args"] == {"book_id": "BOOK-0042"}
-        assert pending["ledger_key"] == 't:1:renew_loan:{"book_id":"BOOK-0042"}'
+        assert pending["ledger_key"] == change_key("t", 1, "renew_loan", {"book_id": "BOOK-0042"})
         assert "crash" in finished.handoff["reason"]
         assert [w["thread_id"] for w in h.waiting_threads()] == ["t"]
         assert [e.status for e in h.stores.ledger.pending("t")] == ["pending"]
@@ -219,12 +224,13 @@ def test_a_crash_before_the_settle_of_an_idempotent_outside_change_runs_it_again
         [entry] = [h.stores.ledger.get(r["ledger_key"]) for r in finished.values["tool_log"] if r.get("ledger_key")]
         assert entry.status == "settled" and entry.attempts == 2
     [line] = renewals(tmp_path)  # the outside system saw the same key twice and applied it once
-    assert line["key"] == 't:1:renew_loan:{"book_id":"BOOK-0042"}'
+    assert line["key"] == change_key("t", 1, "renew_loan", {"book_id": "BOOK-0042"})
 
 
 def test_a_chinese_customer_hears_about_the_check_in_chinese(tmp_path):
     with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN) as h:
-        h.stores.ledger.begin('t:1:renew_loan:{"book_id":"BOOK-0042"}', "t", "renew_loan", {"book_id": "BOOK-0042"})
+        h.stores.ledger.begin(change_key("t", 1, "renew_loan", {"book_id": "BOOK-0042"}), "t", "renew_loan",
+                              {"book_id": "BOOK-0042"})
         # a Chinese request for the same renewal, with the ledger already holding its start
         result = h.send("t", "请帮我 renew BOOK-0042", "reader-1")
     assert result.handoff is not None

@@ -8,13 +8,23 @@ The service runs embedded (SQLite queue, one executor thread) on the clean sim.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from lg_harness.domains.helpdesk.db import HelpdeskDB
+from lg_harness.domains.helpdesk.tools import add_ticket_comment, create_ticket
+from lg_harness.graphs.app import Harness
 from lg_harness.service.http import Settings, create_app
 from lg_harness.service.leases import at_rest
+from lg_harness.tools.context import ToolContext
+
+try:
+    from support import patient_design
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design
 
 A, PHONE_USER = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-p"))
 MOBILE = "07700 900123"
@@ -72,3 +82,37 @@ def test_a_finished_row_keeps_every_id_and_masks_what_surrounds_them():
     assert kept["tool_calls"][0]["error"] == "thread 4155550123: order ORD-4155550123 not found, ring [phone]"
     assert kept["slots"]["note"] == "mobile [phone]"
     assert kept["reply"] == result["reply"], "the reply the customer is owed"
+
+
+EMAIL, CARD = "jane.roe@example.com", "4111 1111 1111 1111"
+COMPLAINT = f"I want to file a complaint: the courier was rude. Reply to {EMAIL}, I paid with card {CARD}"
+
+
+def test_a_complaint_rests_readable_with_its_contact_details_masked_and_no_key_holds_its_words(tmp_path):
+    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+        h.send("c1", COMPLAINT, "U001")
+        done = h.send("c1", "yes", "U001")
+    assert [c["status"] for c in done.to_dict()["tool_calls"] if c["name"] == "file_complaint"] == ["ok"]
+    with sqlite3.connect(tmp_path / "shop.sqlite") as shop:
+        [(text,)] = shop.execute("SELECT text FROM complaints WHERE user_id = 'U001'").fetchall()
+        keys = [k for (k,) in shop.execute("SELECT key FROM idempotency")]
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as ledger:
+        rows = ledger.execute("SELECT key, args FROM change_ledger WHERE tool = 'file_complaint'").fetchall()
+    assert "the courier was rude" in text, "the staff still read the complaint"
+    assert "[email]" in text and "[card]" in text and EMAIL not in text and CARD not in text
+    assert len(rows) == 1 and rows[0][0] in keys, "one change, under one key in the ledger and the shop"
+    for secret in (EMAIL, CARD, "courier"):
+        assert not any(secret in k for k in keys), (secret, keys)
+    assert EMAIL not in rows[0][1] and CARD not in rows[0][1], "the ledger keeps the call masked"
+
+
+def test_a_ticket_and_its_comments_rest_with_contact_details_masked():
+    db = HelpdeskDB.fresh_copy()
+    ctx = ToolContext(user_id="E1001", role="employee", thread_id="t1", extras={"helpdesk": db})
+    made = create_ticket(ctx, short_description=f"VPN drops, call me on 07700 900123 or {EMAIL}")
+    add_ticket_comment(ctx, ticket_id=made["ticket_id"], comment=f"still broken, my card {CARD} was charged")
+    [ticket] = db.query("SELECT short_description FROM tickets WHERE id = ?", (made["ticket_id"],))
+    [comment] = db.query("SELECT body FROM ticket_comments WHERE ticket_id = ?", (made["ticket_id"],))
+    assert ticket["short_description"] == "VPN drops, call me on [phone] or [email]"
+    assert made["short_description"] == ticket["short_description"], "the result says what was stored"
+    assert comment["body"] == "still broken, my card [card] was charged"

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 from lg_harness.graphs.app import Harness
-from lg_harness.nodes.action import call_signature
 from lg_harness.nodes.reply import ModelReply
 from lg_harness.tools.errors import HarnessError
 
 try:
-    from support import harness, patient_design, u001_order
+    from support import change_key, harness, patient_design, u001_order
 except ImportError:  # tests/ imported as a package
-    from tests.support import harness, patient_design, u001_order
+    from tests.support import change_key, harness, patient_design, u001_order
 
 MODEL = "sim:clean"
 # Replays of a change, not its confirmation (tests/test_confirm.py): each change runs in the message asking.
@@ -100,7 +99,7 @@ def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
 
         assert h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"] == "cancelled"
         assert stock_of(h.resources["shop"], order) == after_first, "the stock was put back exactly once"
-        key = f"cancel:1:{call_signature('cancel_order', args)}"  # thread, message, what the call is
+        key = change_key("cancel", 1, "cancel_order", args)  # thread, message, what the call is
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency WHERE key = ?", (key,))[0] == 1
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency WHERE tool = 'cancel_order'")[0] == 1
         stored = h.resources["shop"].query_one("SELECT result_json FROM idempotency WHERE key = ?", (key,))["result_json"]
@@ -201,7 +200,7 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
 
     with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         rows = h.resources["shop"].query("SELECT key FROM idempotency WHERE tool = 'request_return'")
-    assert [r["key"] for r in rows] == [f"ret:2:{call_signature('request_return', call['args'])}"], \
+    assert [r["key"] for r in rows] == [change_key("ret", 2, "request_return", call["args"])], \
         "one stored change for the one return"
 
     again = harness(*SYNC, "resume", "--thread", "ret", "--finish", "--model", MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)

@@ -3,7 +3,8 @@
 A domain's own backend can make its changes exactly once (``tools.backend.changes_once`` keeps the key in
 the same transaction as the change). A tool that calls an outside system cannot: the harness only knows
 whether it *started* the call. So the executor writes the call's key (thread, the user message it serves,
-tool, canonical arguments: ``nodes.action``) to this ledger before the tool runs, and its result after.
+tool, a hash of the canonical arguments: ``nodes.action``; the same call hashes to the same key, and no key
+holds what the customer wrote) to this ledger before the tool runs, and its result after.
 When the same call comes again (a message finished after a crash, re-sent, retried):
 
 - ``settled``: the stored result is the answer; the tool does not run again.
@@ -33,6 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from lg_harness.obs.audit import default_redactor, redact_value
 
 PENDING, SETTLED, FAILED = "pending", "settled", "failed"
 CHECKED = {"checked_by_person": True}  # the stored result of a pending change a person resolved
@@ -121,6 +124,13 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def args_at_rest(args: dict[str, Any]) -> str:
+    """A change's arguments as the ledger keeps them: ids as they are (the person who checks a pending change
+    finds the order or the ticket), contact details and card numbers masked. Nothing runs a call again from
+    these (a decided call keeps its own arguments); the key says which call it was (a hash, never the text)."""
+    return _json(redact_value(args, default_redactor))
+
+
 class SqliteLedger:
     """The ledger in one SQLite file (WAL, a busy timeout: several processes on one data dir share it)."""
 
@@ -142,7 +152,7 @@ class SqliteLedger:
                 earlier = LedgerEntry.from_row(row) if row is not None else None
                 if earlier is None:
                     self.conn.execute("INSERT INTO change_ledger (key, thread_id, tool, args, status, created_at) "
-                                      "VALUES (?, ?, ?, ?, ?, ?)", (key, thread_id, tool, _json(args), PENDING,
+                                      "VALUES (?, ?, ?, ?, ?, ?)", (key, thread_id, tool, args_at_rest(args), PENDING,
                                                                     self.clock()))
                 elif earlier.status != SETTLED:
                     self.conn.execute("UPDATE change_ledger SET status = ?, attempts = attempts + 1, error_type = NULL,"
@@ -219,7 +229,7 @@ class PgLedger:
         with self.pool.connection() as conn, conn.transaction():
             fresh = conn.execute("INSERT INTO change_ledger (key, thread_id, tool, args, status, created_at) VALUES "
                                  "(%s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING RETURNING key",
-                                 (key, thread_id, tool, _json(args), PENDING, self.clock())).fetchone()
+                                 (key, thread_id, tool, args_at_rest(args), PENDING, self.clock())).fetchone()
             if fresh is not None:
                 return None
             # the row lock makes a concurrent begin of the same key wait for this one's verdict

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from lg_harness.domains.helpdesk import kb
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import NOW
+from lg_harness.obs.audit import default_redactor
 from lg_harness.tools.backend import changes_once
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity
@@ -76,6 +77,11 @@ def helpdesk_db(ctx: ToolContext) -> HelpdeskDB:
 
 # A changing tool runs in one transaction, at most once per ``ctx.idempotency_key``.
 changing = changes_once(helpdesk_db, helpdesk_now)
+
+# Free text a tool keeps (a ticket's description, a comment, a reason) is for the desk to read: the user's words
+# stay, their contact details and card numbers are masked before they rest (the audit log's redactor); the
+# thread's transcript keeps what was said.
+at_rest = default_redactor
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -321,9 +327,10 @@ def create_ticket(
     """
     db = helpdesk_db(ctx)
     _caller_employee(db, ctx, "open tickets")
-    tid, now = _open_ticket(db, ctx.user_id, short_description.strip(), priority, "other")
+    text = at_rest(short_description.strip())
+    tid, now = _open_ticket(db, ctx.user_id, text, priority, "other")
     return {"ticket_id": tid, "status": "new", "status_zh": STATUS_ZH["new"], "priority": priority,
-            "short_description": short_description.strip(), "created_at": now}
+            "short_description": text, "created_at": now}
 
 
 @changing
@@ -344,7 +351,7 @@ def add_ticket_comment(
     t = _commentable(db, ctx, ticket_id)
     now = _now_iso()
     comment_id = db.execute("INSERT INTO ticket_comments (ticket_id, author_id, body, created_at) VALUES (?, ?, ?, ?) "
-                            "RETURNING id", (t["id"], ctx.user_id, comment, now)).fetchone()[0]
+                            "RETURNING id", (t["id"], ctx.user_id, at_rest(comment), now)).fetchone()[0]
     reopened = t["status"] == "resolved" and t["owner_id"] == ctx.user_id
     status = "in_progress" if reopened else t["status"]
     db.execute("UPDATE tickets SET status = ?, updated_at = ? WHERE id = ?", (status, now, t["id"]))
@@ -460,7 +467,7 @@ def request_access(
     e = _requestable(db, ctx, system)
     rid, now = _next_id(db, "access_requests", "REQ"), _now_iso()
     db.execute("INSERT INTO access_requests (id, employee_id, system, status, reason, created_at) "
-                    "VALUES (?, ?, ?, 'pending', ?, ?)", (rid, e["id"], system, reason, now))
+                    "VALUES (?, ?, ?, 'pending', ?, ?)", (rid, e["id"], system, at_rest(reason), now))
     return {"request_id": rid, "system": system, "status": "pending", "status_zh": STATUS_ZH["pending"],
             "created_at": now, "next_step": "The manager approves or rejects it, usually within one business day."}
 
@@ -516,6 +523,7 @@ def escalate_to_technician(
                            "AND status = 'waiting' ORDER BY id LIMIT 1", (ctx.user_id, ctx.thread_id)) \
         if ctx.thread_id else None
     if waiting is None:
+        reason = at_rest(reason)
         ticket, created_at = _open_ticket(db, ctx.user_id, f"Escalation: {reason.strip()[:180]}", "high", "escalation")
         handoff = db.execute("INSERT INTO handoffs (user_id, thread_id, ticket_id, reason, created_at, status) "
                              "VALUES (?, ?, ?, ?, ?, 'waiting') RETURNING id",

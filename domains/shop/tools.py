@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from lg_harness.domains.shop.db import ShopDB
+from lg_harness.obs.audit import default_redactor
 from lg_harness.tools.backend import changes_once
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity
@@ -50,6 +51,11 @@ def shop_db(ctx: ToolContext) -> ShopDB:
 
 # A changing tool runs in one transaction, at most once per ``ctx.idempotency_key``.
 changing = changes_once(shop_db, shop_now)
+
+# Free text a tool keeps in the shop (a complaint, a handoff's reason) is for staff to read: the customer's
+# words stay, their contact details and card numbers are masked before they rest (the audit log's redactor);
+# the thread's transcript keeps what was said.
+at_rest = default_redactor
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -426,7 +432,7 @@ def file_complaint(
     now = _now_iso()
     complaint_id = db.execute(
         "INSERT INTO complaints (user_id, order_id, text, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-        (ctx.user_id, oid, text, now),
+        (ctx.user_id, oid, at_rest(text), now),
     ).fetchone()[0]
     return {"complaint_id": f"CMP-{complaint_id}", "order_id": oid, "created_at": now,
             "next_step": "Customer care reviews complaints and replies by email within 2 business days."}
@@ -457,7 +463,7 @@ def transfer_to_human(
         now = _now_iso()
         ticket = db.execute(
             "INSERT INTO handoffs (user_id, thread_id, reason, created_at, status) VALUES (?, ?, ?, ?, 'waiting') "
-            "RETURNING id", (ctx.user_id, ctx.thread_id, reason, now),
+            "RETURNING id", (ctx.user_id, ctx.thread_id, at_rest(reason), now),
         ).fetchone()[0]
         created_at = now
     else:

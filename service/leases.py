@@ -91,6 +91,8 @@ class _SqliteDb:
         self.conn.row_factory = sqlite3.Row
         if str(path) != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
+        # A finished row's text is masked in place: the space the original held is zeroed, not left free.
+        self.conn.execute("PRAGMA secure_delete = ON")
         self.lock = threading.RLock()
         with self.lock:
             self.conn.executescript(_SQLITE_SCHEMA)
@@ -109,6 +111,19 @@ class _SqliteDb:
     def run(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with self.lock:
             return [dict(r) for r in self.conn.execute(sql.replace("%s", "?"), params).fetchall()]
+
+    def scrub(self) -> None:
+        """Fold the write-ahead log into the file and empty it: the WAL keeps every page as first written (a
+        message's raw text) until a checkpoint overwrites it. A reader in another process may hold the log for
+        a moment: wait at most a second, and the next finished message tries again."""
+        with self.lock:
+            self.conn.execute("PRAGMA busy_timeout = 1000")
+            try:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.OperationalError:
+                pass
+            finally:
+                self.conn.execute("PRAGMA busy_timeout = 30000")
 
     def close(self) -> None:
         with self.lock:
@@ -141,6 +156,10 @@ class _PgDb:
         with self.pool.connection() as conn:
             cur = conn.execute(sql, params)
             return list(cur.fetchall()) if cur.description else []
+
+    def scrub(self) -> None:
+        """Postgres keeps an updated row's old version until VACUUM, and its WAL until recycled: an operator's
+        matter (docs/privacy.md), not one statement per message."""
 
     def close(self) -> None:
         """The pool belongs to the storage that opened it."""
@@ -179,6 +198,7 @@ class ThreadQueue:
             raise HarnessError(f"unknown policy '{policy}' for a message on a busy thread; use one of "
                                f"{', '.join(POLICIES)}")
         db = self.db
+        dropped: list[dict[str, Any]] = []
         with db.step(thread_id):
             busy = db.run("SELECT id, status FROM thread_queue WHERE thread_id = %s AND status IN ('queued', "
                           "'running') ORDER BY id", (thread_id,))
@@ -187,16 +207,19 @@ class ThreadQueue:
                                  "has finished, or use the policy 'enqueue' (wait) or 'interrupt'")
             if busy and policy == "interrupt":
                 db.run("UPDATE thread_queue SET cancel = 1 WHERE thread_id = %s AND status = 'running'", (thread_id,))
-                for dropped in db.run("SELECT id, payload FROM thread_queue WHERE thread_id = %s AND status = 'queued'",
-                                      (thread_id,)):
+                dropped = db.run("SELECT id, payload FROM thread_queue WHERE thread_id = %s AND status = 'queued'",
+                                 (thread_id,))
+                for old in dropped:
                     db.run("UPDATE thread_queue SET status = 'cancelled', error = 'interrupted by a newer message', "
                            f"payload = %s, finished_at = {db.now} WHERE id = %s",
-                           (json.dumps(at_rest(payload := json.loads(dropped["payload"]), ids_of(thread_id, payload)),
-                                       ensure_ascii=False), dropped["id"]))
+                           (json.dumps(at_rest(payload := json.loads(old["payload"]), ids_of(thread_id, payload)),
+                                       ensure_ascii=False), old["id"]))
             waiter = f"{db.now} + {self.ttl}" if kind == "turn" else "NULL"
             row = db.run("INSERT INTO thread_queue (thread_id, kind, payload, status, created_at, waiter_expires_at) "
                          f"VALUES (%s, %s, %s, 'queued', {db.now}, {waiter}) RETURNING id",
                          (thread_id, kind, json.dumps(payload or {}, ensure_ascii=False)))
+        if dropped:
+            db.scrub()
         return int(row[0]["id"])
 
     # -- serving
@@ -315,6 +338,8 @@ class ThreadQueue:
                            error, claim.id, self.worker, claim.attempts))
             db.run("DELETE FROM thread_leases WHERE thread_id = %s AND worker = %s AND message_id = %s",
                    (claim.thread_id, self.worker, claim.id))
+        if done and claim.kind in PAYLOAD_KINDS:  # a turn row carries no text
+            db.scrub()
         return bool(done)
 
     @contextmanager

@@ -116,3 +116,25 @@ def test_a_ticket_and_its_comments_rest_with_contact_details_masked():
     assert ticket["short_description"] == "VPN drops, call me on [phone] or [email]"
     assert made["short_description"] == ticket["short_description"], "the result says what was stored"
     assert comment["body"] == "still broken, my card [card] was charged"
+
+
+def test_no_copy_of_a_finished_message_lingers_in_the_queue_files(tmp_path):
+    """SQLite's write-ahead log keeps every page as first written until a checkpoint: the queue's masking of a
+    finished row must reach the files, not only the rows a query reads."""
+    from lg_harness.service.http import Worker
+
+    secrets = ["07700 900123", "jane.roe@example.com", "4111111111111111"]
+    rt = Worker(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+                         api_keys={"k": "U001"}))
+    try:
+        rt.start()
+        text = f"my mobile is {secrets[0]}, mail {secrets[1]}, card {secrets[2]}; where is ORD-10134?"
+        mid = rt.submit("q", "send", {"text": text, "user_id": "U001", "role": None}, None)
+        assert rt.queue.wait(mid, timeout=120)["status"] == "done"
+        files = {p.name: p.read_bytes() for p in tmp_path.glob("queue.sqlite*")}  # while the worker still runs
+    finally:
+        rt.close()
+    assert "queue.sqlite" in files
+    for name, data in files.items():
+        for secret in secrets:
+            assert secret.encode() not in data, (name, secret)

@@ -5,8 +5,8 @@ the exact context the model saw. Rows carry thread, turn and trace id (filled fr
 when the caller does not pass them), so ``harness trace`` and the audit rows of one message line up.
 
 Personal data is masked before a row is written (``Redactor``: phone numbers, also national ones of the
-``PHONE_REGIONS`` read with Google's libphonenumber, emails, street addresses in English and Chinese, card
-numbers in any grouping by Luhn's check, IBANs by their mod-97 check, national ids; the formats are listed in
+``PHONE_REGIONS`` read with Google's libphonenumber, emails (spelled out, spaced out, internationalised), street
+addresses in English (lower case too) and Chinese, card numbers in any grouping by Luhn's check, IBANs by their mod-97 check, national ids; the formats are listed in
 ``PII_FORMATS``): the audit file never holds the original,
 encrypted or not, so a copied data dir or a leaked backup exposes no contact details. ``export`` applies the
 redactor again on the way out (a custom one may mask more). ``stats`` turns the log
@@ -97,6 +97,17 @@ _AT = r"(?:\s*(?:\[at\]|\(at\)|\{at\}|艾特)\s*|\s+at\s+)"
 _DOT = r"(?:\s*(?:\[dot\]|\(dot\)|\{dot\}|点)\s*|\s+dot\s+|\.)"
 _SPELLED_EMAIL = (rf"\b[A-Za-z0-9_%+-]+(?:{_DOT}[A-Za-z0-9_%+-]+)*{_AT}[A-Za-z0-9-]+(?:{_DOT}[A-Za-z0-9-]+)*"
                   rf"{_DOT}(?:com|net|org|edu|gov|io|info|biz|me|cn|uk|de|fr|jp|us|ca|au|co)\b")
+# Internationalised addresses (josé@exämple.com, 用户@例子.中国): any script's letters. Run after the ASCII rule
+# has masked the rest, so a Chinese word glued before an ASCII address is not taken with it.
+_IDN_EMAIL = r"[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.(?:[A-Za-z]{2,}|[^\W\d_A-Za-z]{2,})"
+# Spaced to dodge scrapers: "john @ example . com", "j o h n @ e x a m p l e . c o m". Each part is a word or
+# single characters one space apart, so a sentence before it is not swallowed; the top-level domain must be a
+# known one ("meet @ 5 pm. me too" is no address).
+_SPACED_LOCAL = r"(?:[\w%+-](?: [\w.%+-])+|[\w.%+-]+)"
+_SPACED_LABEL = r"(?:[\w-](?: [\w-])+|[\w-]+)"  # no dot inside a label: one way to split "a.b.c", no backtracking
+_SPACED_TLD = "|".join(" ?".join(tld) for tld in (
+    "com", "net", "org", "edu", "gov", "io", "info", "biz", "me", "cn", "uk", "de", "fr", "jp", "us", "ca", "au", "co"))
+_SPACED_EMAIL = rf"(?<![\w.%+-]){_SPACED_LOCAL} ?@ ?(?:{_SPACED_LABEL} ?\. ?)+(?:{_SPACED_TLD})(?!\w)"
 # Digits glued to letters or other digits are ids (ORD-10134, SKU codes, timestamps), not phone numbers;
 # only ASCII counts as glue because Chinese text runs straight into numbers ("手机13812345678").
 _PHONE = (r"(?<![0-9A-Za-z])(?:"
@@ -113,6 +124,18 @@ _EN_ADDRESS = (rf"\b\d{{1,6}}[A-Za-z]?\s+(?:[A-Za-z][A-Za-z'.-]*\s+){{1,4}}(?:{_
                r"(?:,?\s*(?:Apt|Apartment|Suite|Ste|Unit|Floor|Fl|#)\.?\s*#?\w+)?"
                r"(?:,\s*[A-Z][A-Za-z]+(?:\s[A-Z][A-Za-z]+)*,?\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?)?"  # city, ST 12345
                r"|\bP\.?\s?O\.?\s+Box\s+\d+")
+# In lower case ("221b baker street") only street types no everyday phrase ends in, and a name with none of the
+# words that make "3 blocks down the street" or "2 hours on the road" a sentence.
+_EN_LOWER_ADDRESS = re.compile(r"\b\d{1,6}[a-z]?\s+((?:[a-z][a-z'.-]*\s+){1,3})(?:street|st|avenue|ave|road|rd|"
+                               r"boulevard|blvd|lane|ln|terrace|crescent|parkway|pkwy|highway|hwy|alley)\b\.?"
+                               r"(?:,?\s*(?:apt|apartment|suite|ste|unit|flat)\.?\s*#?\w+)?", re.I)
+_NOT_A_STREET_NAME = frozenset({
+    "the", "a", "an", "of", "on", "in", "at", "to", "from", "down", "up", "across", "along", "by", "for",
+    "and", "or", "my", "your", "our", "their", "his", "her", "its", "this", "that", "these", "those",
+    "more", "other", "few", "many", "minute", "minutes", "min", "mins", "hour", "hours", "hr", "hrs",
+    "mile", "miles", "mi", "km", "kilometres", "kilometers", "metres", "meters", "block", "blocks", "step",
+    "steps", "lane", "lanes", "day", "days", "week", "weeks", "year", "years", "time", "times", "way",
+    "ways", "car", "cars", "people", "is", "are", "was", "were"})
 # A Chinese address is anchored on "<road> <number> 号"; province, city and district are optional in front.
 # Function words (到, 寄, 在, 我...) cannot start or fill a place name, so "请寄到上海市..." keeps "请寄到".
 _ZH = r"(?:(?![的是在到寄送往至住址我你他她请把给从])[\u4e00-\u9fff])"
@@ -149,6 +172,29 @@ def luhn_ok(digits: str) -> bool:
 def card_spans(text: str) -> list[tuple[int, int]]:
     """Payment card numbers in any grouping: 13-19 digits that pass the Luhn check."""
     return [m.span() for m in _CARD_DIGITS.finditer(text) if luhn_ok(re.sub(r"\D", "", m.group()))]
+
+
+# Card numbers written with dots (4111.1111.1111.1111, Amex 3782.822463.10005), Luhn-checked like the rest;
+# only these groupings, so a version or a decimal is not read as one.
+_CARD_DOTTED = re.compile(r"(?<![0-9A-Za-z.])(?:\d{4}(?:\.\d{4}){3}(?:\.\d{1,3})?|\d{4}\.\d{6}\.\d{5})"
+                          r"(?![0-9A-Za-z]|\.\d)")
+
+
+def dotted_card_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _CARD_DOTTED.finditer(text) if luhn_ok(m.group().replace(".", ""))] \
+        if "." in text else []
+
+
+def lower_address_spans(text: str) -> list[tuple[int, int]]:
+    """Street addresses written in lower case (``_EN_LOWER_ADDRESS``), everyday phrases left out."""
+    spans, pos = [], 0
+    while (m := _EN_LOWER_ADDRESS.search(text, pos)) is not None:
+        if set(m.group(1).lower().split()) & _NOT_A_STREET_NAME:
+            pos = m.start() + 1  # a later number may start a real address inside this phrase
+            continue
+        spans.append(m.span())
+        pos = m.end()
+    return spans
 
 
 def iban_spans(text: str) -> list[tuple[int, int]]:
@@ -234,6 +280,22 @@ def _guarded(pattern: re.Pattern[str], may_match: Callable[[str], Any]) -> Calla
     return spans
 
 
+def _near_at(pattern: re.Pattern[str], reach: int = 300) -> Callable[[str], list[tuple[int, int]]]:
+    """``pattern``'s matches within ``reach`` of an "@": an address is short, and a pattern that may start at
+    any word of a long text would try each one to its end (seconds on a long prompt)."""
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        windows: list[list[int]] = []
+        for at in (i for i, c in enumerate(text) if c == "@"):
+            if windows and at - reach <= windows[-1][1]:
+                windows[-1][1] = at + reach
+            else:
+                windows.append([max(at - reach, 0), at + reach])
+        return [m.span() for lo, hi in windows for m in pattern.finditer(text, lo, min(hi, len(text)))]
+
+    return spans
+
+
 # Digits joined by "-" or "_" to a word are an identifier's tail or head ("order-4155550123", "t_13812345678",
 # "4155550123-b"): a thread or message id a client chose, which a masked copy must name unchanged. A phone
 # label joined the same way ("tel-4155550123") is still a number.
@@ -264,15 +326,19 @@ def _phone_outside_ids(rule: Rule) -> Callable[[str], list[tuple[int, int]]]:
 DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
     ("email", re.compile(_EMAIL)),  # first: an email's digits must not be read as a phone number
     ("email", _guarded(re.compile(_SPELLED_EMAIL, re.I), re.compile(_AT, re.I).search)),
+    ("email", _near_at(re.compile(_IDN_EMAIL))),
+    ("email", _near_at(re.compile(_SPACED_EMAIL, re.I))),
     ("iban", iban_spans),
     ("id_number", re.compile(_ID_NUMBER)),
     ("id_number", re.compile(_SSN)),
     ("id_number", re.compile(_NINO)),
     ("card", re.compile(_CARD)),
     ("card", card_spans),
+    ("card", dotted_card_spans),
     ("phone", _phone_outside_ids(re.compile(_PHONE))),
     ("phone", _phone_outside_ids(phone_spans)),
     ("address", re.compile(_EN_ADDRESS)),
+    ("address", lower_address_spans),
     ("address", _guarded(re.compile(_ZH_ADDRESS), lambda text: "号" in text or "號" in text)),
 )
 
@@ -285,6 +351,10 @@ PII_FORMATS: tuple[tuple[str, str, str], ...] = (
     ("email", "bracketed", "john [at] example [dot] com"),
     ("email", "full-width characters", "ｊｏｈｎ＠ｅｘａｍｐｌｅ．ｃｏｍ"),
     ("email", "Chinese spelled out", "邮箱 zhang艾特qq点com"),
+    ("email", "internationalised (accented)", "write to josé@exämple.com"),
+    ("email", "internationalised (Chinese)", "邮箱 用户@例子.中国"),
+    ("email", "spaced out letter by letter", "j o h n @ e x a m p l e . c o m"),
+    ("email", "spaced around @ and dot", "mail john @ example . com"),
     ("phone", "North American with dashes", "call 555-123-4567"),
     ("phone", "North American with brackets", "(555) 123-4567"),
     ("phone", "North American, ten digits together", "call me on 5551234567"),
@@ -298,6 +368,7 @@ PII_FORMATS: tuple[tuple[str, str, str], ...] = (
     ("phone", "Chinese landline with a space", "电话 021-6888 8888"),
     ("address", "English street address", "12 Main Street, Springfield, IL 62701"),
     ("address", "English PO box", "P.O. Box 1234"),
+    ("address", "English street address in lower case", "I live at 221b baker street"),
     ("address", "Chinese address", "上海市浦东新区世纪大道100号"),
     ("address", "Chinese address, full-width digits", "北京市朝阳区建国路８８号"),
     ("id_number", "Chinese resident id", "身份证 110105199003071234"),
@@ -306,6 +377,7 @@ PII_FORMATS: tuple[tuple[str, str, str], ...] = (
     ("card", "payment card in groups of four", "card 4111 1111 1111 1111"),
     ("card", "payment card, digits together", "card 4111111111111111"),
     ("card", "payment card with dashes", "5555-5555-5555-4444"),
+    ("card", "payment card with dots", "card 4111.1111.1111.1111"),
     ("card", "American Express in groups of 4-6-5", "Amex 3782 822463 10005"),
     ("card", "American Express, digits together", "378282246310005"),
     ("phone", "UK national", "ring 020 7946 0958"),

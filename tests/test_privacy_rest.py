@@ -138,3 +138,27 @@ def test_no_copy_of_a_finished_message_lingers_in_the_queue_files(tmp_path):
     for name, data in files.items():
         for secret in secrets:
             assert secret.encode() not in data, (name, secret)
+
+
+def test_the_shops_other_free_text_rests_with_contact_details_masked():
+    from lg_harness.domains.shop.backend import ShopDB
+    from lg_harness.domains.shop.tools import cancel_order, request_return, transfer_to_human
+
+    try:
+        from support import u001_order
+    except ImportError:  # tests/ imported as a package
+        from tests.support import u001_order
+
+    db = ShopDB.fresh_copy()
+
+    def ctx(key: str) -> ToolContext:
+        return ToolContext(user_id="U001", role="customer", thread_id="t1", idempotency_key=key, extras={"shop": db})
+
+    why = f"it broke, ring 07700 900123 or mail {EMAIL}"
+    request_return(ctx("k1"), order_id=u001_order("delivered", db), reason=why)
+    cancel_order(ctx("k2"), order_id=u001_order("pending", db), reason=why)
+    transfer_to_human(ctx("k3"), reason=why)
+    stored = [db.query_one("SELECT reason FROM returns ORDER BY id DESC LIMIT 1")["reason"],
+              db.query_one("SELECT reason FROM handoffs ORDER BY id DESC LIMIT 1")["reason"],
+              json.loads(db.query_one("SELECT result_json FROM idempotency WHERE key = 'k2'")["result_json"])["reason"]]
+    assert stored == ["it broke, ring [phone] or mail [email]"] * 3

@@ -52,7 +52,7 @@ def shop_db(ctx: ToolContext) -> ShopDB:
 # A changing tool runs in one transaction, at most once per ``ctx.idempotency_key``.
 changing = changes_once(shop_db, shop_now)
 
-# Free text a tool keeps in the shop (a complaint, a handoff's reason) is for staff to read: the customer's
+# Free text a tool keeps in the shop (a complaint, a reason) is for staff to read: the customer's
 # words stay, their contact details and card numbers are masked before they rest (the audit log's redactor);
 # the thread's transcript keeps what was said.
 at_rest = default_redactor
@@ -342,7 +342,7 @@ def cancel_order(
     for item in _order_items(db, o["id"]):  # put the reserved stock back
         db.execute("UPDATE variants SET stock = stock + ? WHERE sku = ?", (item["qty"], item["sku"]))
     return {"order_id": o["id"], "status": "cancelled", "previous_status": "pending", "refund_amount": o["total"],
-            "currency": CURRENCY, "reason": reason, "updated_at": now}
+            "currency": CURRENCY, "reason": at_rest(reason), "updated_at": now}  # the result rests too
 
 
 @changing
@@ -364,7 +364,7 @@ def request_return(
     now = _now_iso()
     rma_id = db.execute(
         "INSERT INTO returns (order_id, user_id, reason, status, created_at) VALUES (?, ?, ?, 'requested', ?) "
-        "RETURNING id", (o["id"], ctx.user_id, reason, now),
+        "RETURNING id", (o["id"], ctx.user_id, at_rest(reason), now),
     ).fetchone()[0]
     return {"return_id": f"RMA-{rma_id}", "order_id": o["id"], "status": "requested", "created_at": now,
             "next_step": "Pack the items; a prepaid return label is sent by email once the return is approved."}

@@ -2,7 +2,9 @@
 
 A thread id is typed by people (``--thread``), sent in URLs and shown on the desk and in logs. A NUL cuts it
 short in C libraries, a right-to-left override (U+202E) shows ``evil\u202egnp.exe`` as ``evilexe.png``, a blank
-one looks like no thread at all, and a lone surrogate cannot be stored. Every way in (the ``Harness``, so the
+one looks like no thread at all, and a lone surrogate cannot be stored. Look-alikes are refused too: an id not
+in NFKC form (full-width ``ｔ１``) or mixing Latin, Greek and Cyrillic letters (a Cyrillic ``о`` in ``order``)
+would make two threads that read the same on the desk. Every way in (the ``Harness``, so the
 CLI and the HTTP service) checks it here and says which rule it broke.
 """
 
@@ -28,4 +30,18 @@ def check_thread_id(thread_id: object) -> str:
         name = unicodedata.name(bad, "") if unicodedata.category(bad) != "Cs" else "an unpaired surrogate"
         raise HarnessError(f"the thread id holds U+{ord(bad):04X} {name}".rstrip() + "; use printable "
                            "characters only (letters, digits, - _ . : /)")
+    if unicodedata.normalize("NFKC", thread_id) != thread_id:
+        raise HarnessError(f"the thread id is not in its plain form (NFKC: "
+                           f"'{unicodedata.normalize('NFKC', thread_id)}'): full-width letters, ligatures and other "
+                           "look-alike forms are refused; type it plainly")
+    scripts = {script for c in thread_id if c.isalpha() and (script := _confusable_script(c))}
+    if len(scripts) > 1:
+        raise HarnessError(f"the thread id mixes {' and '.join(sorted(scripts))} letters, which look alike on the "
+                           "desk; use one alphabet")
     return thread_id
+
+
+def _confusable_script(char: str) -> str | None:
+    """Latin, Greek or Cyrillic for a letter of those alphabets (their letters look alike), else None."""
+    name = unicodedata.name(char, "")
+    return next((s.title() for s in ("LATIN", "GREEK", "CYRILLIC") if name.startswith(s)), None)

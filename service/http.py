@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import threading
@@ -38,6 +39,7 @@ from langgraph.types import Durability
 from lg_harness.core.domain import default_domain
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.graphs.result import SendResult
+from lg_harness.graphs.thread_ids import MAX_THREAD_ID
 from lg_harness.service import http_guard
 from lg_harness.service.http_guard import AGENT, unknown_thread
 from lg_harness.service.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
@@ -46,7 +48,22 @@ from lg_harness.tools.errors import HarnessError
 from lg_harness.errors import RunError
 
 RESULT_STATES = ("done", "failed", "cancelled", "abandoned")
+SHADOW_DIGITS = 12
 UNAVAILABLE = "model_unavailable"  # marks a failed message whose model never answered
+
+
+def shadow_id(user: str, thread_id: str) -> str:
+    """The harness id of ``user``'s own thread named ``thread_id`` when another customer holds that id."""
+    digest = hashlib.sha256(f"{user}\0{thread_id}".encode()).hexdigest()[:SHADOW_DIGITS]
+    return f"{thread_id[:MAX_THREAD_ID - SHADOW_DIGITS - 1]}~{digest}"
+
+
+def public_id(user: str, thread_id: str) -> str:
+    """The id ``user`` named a harness thread by: a shadow id shows as the id the customer used."""
+    name, sep, digest = thread_id.rpartition("~")
+    if user != AGENT and sep and len(digest) == SHADOW_DIGITS and shadow_id(user, name) == thread_id:
+        return name
+    return thread_id
 
 
 def failure_status(row: dict[str, Any]) -> int:
@@ -76,6 +93,7 @@ class Settings:
     trusted_proxies: tuple[Any, ...] = ()  # ipaddress networks the proxy headers are believed from
     desk_supervisors: frozenset[str] = frozenset()  # agents who may release a thread another agent holds
     ops_keys: dict[str, str] = field(default_factory=dict)  # keys that open only /metrics and /readyz
+    max_body_bytes: int = http_guard.DEFAULT_MAX_BODY  # larger request bodies are refused before they are read
     durability: str = "exit"  # when a message's steps are saved (Harness durability)
 
     @classmethod
@@ -91,6 +109,8 @@ class Settings:
                        lease_ttl=float(env.get("HARNESS_LEASE_TTL") or 30), threads=int(env.get("HARNESS_SERVE_THREADS") or 2),
                        policy=env.get("HARNESS_BUSY_POLICY") or "enqueue", api_keys=keys,
                        durability=env.get("HARNESS_DURABILITY") or "exit",
+                       max_body_bytes=_positive_int("HARNESS_MAX_BODY_BYTES", env.get("HARNESS_MAX_BODY_BYTES"),
+                                                    http_guard.DEFAULT_MAX_BODY),
                        user_header=env.get("HARNESS_TRUSTED_USER_HEADER") or None, **desk_settings(env))
         settings.check()
         return settings
@@ -109,6 +129,14 @@ class Settings:
         if self.durability not in get_args(Durability):
             raise HarnessError(f"HARNESS_DURABILITY must be one of {', '.join(get_args(Durability))}, got "
                                f"'{self.durability}'")
+
+
+def _positive_int(name: str, raw: str | None, default: int) -> int:
+    if not raw:
+        return default
+    if not raw.strip().isdigit() or int(raw) <= 0:
+        raise HarnessError(f"{name} is a number of bytes, e.g. {default}; got '{raw}'")
+    return int(raw)
 
 
 class Metrics:
@@ -373,30 +401,37 @@ class Api:
         raise HTTPException(401, "authenticate with Authorization: Bearer <key>"
                             + (f" or the {s.user_header} header" if s.user_header else ""))
 
-    def owned(self, thread_id: str, user: str, *, new_ok: bool = False) -> None:
-        """A user reads and changes only their own threads (the desk reads any). Another user's thread
-        answers exactly as one that does not exist (404), so nobody learns which ids are taken by asking;
-        ``new_ok``: a message may start a thread."""
+    def thread_for(self, thread_id: str, user: str, *, new_ok: bool = False) -> str:
+        """The harness thread behind the id a caller named (the desk names any thread as it is).
+
+        Each customer names threads in a space of their own: an id another customer already holds leads to the
+        caller's own thread of that name (``shadow_id``), created by a message like any new one. So a send on a
+        taken id answers as one on a free id, a read answers 404 as for a missing one, and nobody learns which
+        ids are taken by asking. ``new_ok``: a message may start a thread."""
         h = self.rt.harness
+        if user != AGENT and h.owner_of(thread_id) not in (None, user):
+            thread_id = shadow_id(user, thread_id)
         owner = h.owner_of(thread_id)
         exists = owner is not None or h.thread_exists(thread_id)
         if (exists and user != AGENT and owner not in (None, user)) or (not exists and not new_ok):
-            raise unknown_thread(thread_id)
+            raise unknown_thread(public_id(user, thread_id))
+        return thread_id
 
     async def enqueue(self, thread_id: str, kind: str, payload: dict[str, Any], policy: str | None) -> int:
         return await asyncio.to_thread(self.rt.submit, thread_id, kind, payload, policy)
 
-    async def finished(self, mid: int) -> Any:
+    async def finished(self, mid: int, shown: str) -> Any:
+        """The message's outcome as a response; ``shown``: the thread id the caller used (never rewritten)."""
         from fastapi.responses import JSONResponse
 
         row = await self.state["waiters"].wait(mid)
         if row["status"] == "done":
-            return JSONResponse({**row["result"], "message_id": mid})
+            return JSONResponse({**row["result"], "thread_id": shown, "message_id": mid})
         code = failure_status(row)
         return JSONResponse({"error": row["error"] or row["status"], "message_id": mid, "status": row["status"]},
                             status_code=code)
 
-    async def stream(self, mid: int, thread_id: str) -> AsyncIterator[str]:
+    async def stream(self, mid: int, thread_id: str) -> AsyncIterator[str]:  # thread_id: as the caller named it
         """Server-sent events: ``queued``, one ``node`` per graph node as it finishes, then ``result``/``error``."""
         q = self.rt.queue
         yield _sse("queued", {"message_id": mid, "thread_id": thread_id})
@@ -410,7 +445,7 @@ class Api:
             if final is None:
                 await asyncio.sleep(0.05)
         if final["status"] == "done":
-            yield _sse("result", {**final["result"], "message_id": mid})
+            yield _sse("result", {**final["result"], "thread_id": thread_id, "message_id": mid})
         else:
             yield _sse("error", {"error": final["error"], "status": final["status"], "message_id": mid})
 
@@ -447,7 +482,7 @@ def create_app(settings: Settings | None = None) -> Any:
         code = 409 if isinstance(exc, ThreadBusy) else 503 if isinstance(exc, RunError) else 400
         return JSONResponse({"error": str(exc)}, status_code=code)
 
-    http_guard.install(app)
+    http_guard.install(app, api.settings)
     _message_routes(app, api)
     _thread_routes(app, api)
     _ops_routes(app, api)
@@ -468,12 +503,12 @@ def _message_routes(app: Any, api: Api) -> None:
         api.rt.metrics.request("send")
         if user == AGENT:
             raise HTTPException(403, "the human-agent desk answers with /handoffs/{thread_id}/reply")
-        await asyncio.to_thread(api.owned, thread_id, user, new_ok=True)
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user, new_ok=True)
         api.rt.harness.check_message(text)  # before it is queued: a message no store can keep is refused here
-        mid = await api.enqueue(thread_id, "send", {"text": text, "user_id": user, "role": None}, policy)
+        mid = await api.enqueue(tid, "send", {"text": text, "user_id": user, "role": None}, policy)
         if not wait:
             return JSONResponse({"message_id": mid, "status": "queued"}, status_code=202)
-        return await api.finished(mid)
+        return await api.finished(mid, thread_id)
 
     @app.post("/threads/{thread_id}/messages/stream", summary="Send a message and stream its node events (SSE)")
     async def send_stream(thread_id: str, text: str = Body(embed=True),
@@ -481,19 +516,24 @@ def _message_routes(app: Any, api: Api) -> None:
         api.rt.metrics.request("stream")
         if user == AGENT:
             raise HTTPException(403, "the human-agent desk answers with /handoffs/{thread_id}/reply")
-        await asyncio.to_thread(api.owned, thread_id, user, new_ok=True)
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user, new_ok=True)
         api.rt.harness.check_message(text)
-        mid = await api.enqueue(thread_id, "send", {"text": text, "user_id": user, "role": None}, policy)
+        mid = await api.enqueue(tid, "send", {"text": text, "user_id": user, "role": None}, policy)
         return StreamingResponse(api.stream(mid, thread_id), media_type="text/event-stream")
 
     @app.get("/messages/{message_id}", summary="A message's place in its thread's queue and its outcome")
     async def message(message_id: int, user: str = Depends(api.caller)) -> Any:
         row = await asyncio.to_thread(api.rt.queue.get, message_id)
-        if row is None or (user != AGENT and row["payload"].get("user_id") not in (user, None)):
+        sender = row["payload"].get("user_id") if row is not None else None
+        if row is None or (user != AGENT and sender not in (user, None)):
             raise HTTPException(404, f"unknown message {message_id}")
-        await asyncio.to_thread(api.owned, row["thread_id"], user)
-        return {k: row[k] for k in ("id", "thread_id", "kind", "status", "result", "error", "worker", "attempts",
-                                    "created_at", "started_at", "finished_at")}
+        # a row that names its sender is the caller's, even before its thread exists (queued, not started yet)
+        if sender is None:
+            await asyncio.to_thread(api.thread_for, row["thread_id"], user)
+        shown = public_id(user, row["thread_id"])
+        result = {**row["result"], "thread_id": shown} if isinstance(row["result"], dict) else row["result"]
+        return {**{k: row[k] for k in ("id", "kind", "status", "error", "worker", "attempts", "created_at",
+                                       "started_at", "finished_at")}, "thread_id": shown, "result": result}
 
 
 def _thread_routes(app: Any, api: Api) -> None:
@@ -502,38 +542,38 @@ def _thread_routes(app: Any, api: Api) -> None:
 
     @app.get("/threads/{thread_id}/history", summary="The thread's checkpoints, as `harness history --json`")
     async def history(thread_id: str, user: str = Depends(api.caller)) -> Any:
-        await asyncio.to_thread(api.owned, thread_id, user)
-        rows = await asyncio.to_thread(api.rt.harness.history, thread_id)
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user)
+        rows = await asyncio.to_thread(api.rt.harness.history, tid)
         return {"thread_id": thread_id, "checkpoints": [r.__dict__ for r in rows]}
 
     @app.get("/threads/{thread_id}/transcript", summary="Every user message and reply on the thread")
     async def transcript(thread_id: str, user: str = Depends(api.caller)) -> Any:
-        await asyncio.to_thread(api.owned, thread_id, user)
-        await asyncio.to_thread(api.rt.harness.require_thread, thread_id)
-        return {"thread_id": thread_id, "messages": await asyncio.to_thread(api.rt.harness.transcripts.read, thread_id)}
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user)
+        await asyncio.to_thread(api.rt.harness.require_thread, tid)
+        return {"thread_id": thread_id, "messages": await asyncio.to_thread(api.rt.harness.transcripts.read, tid)}
 
     @app.get("/threads/{thread_id}/state", summary="Where the thread stands, as `harness resume --json`")
     async def thread_state(thread_id: str, checkpoint_id: str | None = None, user: str = Depends(api.caller)) -> Any:
-        await asyncio.to_thread(api.owned, thread_id, user)
-        st = await asyncio.to_thread(api.rt.harness.state, thread_id, checkpoint_id)
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user)
+        st = await asyncio.to_thread(api.rt.harness.state, tid, checkpoint_id)
         return {"thread_id": thread_id, "domain": api.rt.harness.domain.name, "checkpoint_id": st["checkpoint_id"],
                 "forked_from": None, "next": st["next"], **public_state(st["values"])}
 
     @app.post("/threads/{thread_id}/fork", summary="Continue the thread from an earlier checkpoint")
     async def fork(thread_id: str, request: Request, checkpoint_id: str = Body(embed=True),
                    user: str = Depends(api.caller)) -> Any:
-        await asyncio.to_thread(api.owned, thread_id, user)
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user)
 
         def do() -> dict[str, Any]:
             h = api.rt.harness
-            with h.order.turn(thread_id):  # never while a message runs on the thread
-                h.fork(thread_id, checkpoint_id)
-                st = h.state(thread_id)
+            with h.order.turn(tid):  # never while a message runs on the thread
+                h.fork(tid, checkpoint_id)
+                st = h.state(tid)
             if user == AGENT:  # every desk action is audited under the agent's name
                 from lg_harness.service.desk import ops
                 from lg_harness.service.desk.auth import agent_of
 
-                ops.note_fork(h, agent_of(request), thread_id, checkpoint_id)
+                ops.note_fork(h, agent_of(request), tid, checkpoint_id)
             return {"thread_id": thread_id, "domain": h.domain.name, "checkpoint_id": st["checkpoint_id"],
                     "forked_from": checkpoint_id, "next": st["next"], **public_state(st["values"])}
 
@@ -542,9 +582,9 @@ def _thread_routes(app: Any, api: Api) -> None:
     @app.post("/threads/{thread_id}/finish", summary="Finish the message the thread stopped in")
     async def finish(thread_id: str, checkpoint_id: str | None = Body(None, embed=True),
                      user: str = Depends(api.caller)) -> Any:
-        await asyncio.to_thread(api.owned, thread_id, user)
-        mid = await api.enqueue(thread_id, "finish", {"checkpoint_id": checkpoint_id, "user_id": user}, "enqueue")
-        return await api.finished(mid)
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user)
+        mid = await api.enqueue(tid, "finish", {"checkpoint_id": checkpoint_id, "user_id": user}, "enqueue")
+        return await api.finished(mid, thread_id)
 
 
 def _ops_routes(app: Any, api: Api) -> None:
@@ -572,7 +612,7 @@ def _ops_routes(app: Any, api: Api) -> None:
         who = agent_of(request)
         await asyncio.to_thread(ops.check_holder, api.rt.harness, who, thread_id)  # 409 at once, not in the queue
         mid = await api.enqueue(thread_id, "human_reply", {"text": text, "agent": who}, "enqueue")
-        return await api.finished(mid)
+        return await api.finished(mid, thread_id)
 
     @app.get("/healthz", summary="The worker process is up")
     async def healthz() -> Any:

@@ -1,6 +1,7 @@
 """The HTTP service's doors: every bad request gets a 4xx with one line saying what was wrong, never a 500.
 
-``install`` adds to the app a check every route passes first (``guard``: the ids in the path, and the JSON
+``install`` puts the ``Doorman`` in front (bodies capped before they are read, a credential before any body
+is parsed) and adds to the app a check every route passes first (``guard``: the ids in the path, and the JSON
 body: no unpaired surrogates, which no store can keep, and no field that would say who the caller is or what
 role they have: those come from the key or the proxy, and from the domain's record of the user) and handlers
 that turn FastAPI's validation errors into one line.
@@ -80,6 +81,80 @@ async def guard(request: Request) -> None:
         await check_body(request)
 
 
+DEFAULT_MAX_BODY = 1 << 20  # 1 MiB: a message is at most a few thousand characters (knob max_message_chars)
+# The routes that read a credential from the body itself, or end a session: they cannot authenticate first.
+OPEN_POSTS = ("/desk/login", "/desk/logout")
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class Doorman:
+    """ASGI middleware in front of every route: a body larger than the cap is refused (413) before it is read,
+    from its Content-Length or as it streams in, and a request that carries a body must present a credential
+    this service knows before any of it is read or parsed (401/403): nobody makes the service buffer or parse
+    megabytes without a key."""
+
+    def __init__(self, app: Any, settings: Any) -> None:
+        self.app, self.settings = app, settings
+        self.cap = int(getattr(settings, "max_body_bytes", DEFAULT_MAX_BODY))
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        from starlette.requests import Request
+
+        request = Request(scope)
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.cap:
+            return await self.refuse(send, 413, self.too_large())
+        if scope["path"] not in OPEN_POSTS and (refusal := self.unknown_caller(request)) is not None:
+            return await self.refuse(send, *refusal)
+        seen, started = 0, False
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b"")) if message["type"] == "http.request" else 0
+            if seen > self.cap:
+                raise BodyTooLarge
+            return message
+
+        async def sending(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, sending)
+        except BodyTooLarge:
+            if not started:
+                await self.refuse(send, 413, self.too_large())
+
+    def too_large(self) -> str:
+        return (f"the request body is over {self.cap:,} bytes (HARNESS_MAX_BODY_BYTES); send a shorter message "
+                "or split it")
+
+    def unknown_caller(self, request: Any) -> tuple[int, str] | None:
+        from fastapi import HTTPException
+        from lg_harness.service.desk.auth import identify
+
+        try:
+            if identify(self.settings, request) is None:
+                return 401, "authenticate with Authorization: Bearer <key> before sending a body"
+        except HTTPException as exc:
+            return exc.status_code, str(exc.detail)
+        return None
+
+    @staticmethod
+    async def refuse(send: Any, status: int, detail: str) -> None:
+        body = json.dumps({"detail": detail}, ensure_ascii=False).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
 def one_line(exc: RequestValidationError) -> str:
     """FastAPI's list of validation errors as one line: where, and what was wrong."""
     parts = []
@@ -89,9 +164,10 @@ def one_line(exc: RequestValidationError) -> str:
     return "; ".join(parts).replace("\n", " ") or "invalid request"
 
 
-def install(app: Any) -> None:
+def install(app: Any, settings: Any) -> None:
     from fastapi import Depends
 
+    app.add_middleware(Doorman, settings=settings)
     app.router.dependencies.append(Depends(guard))
 
     @app.exception_handler(RequestValidationError)

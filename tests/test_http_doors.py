@@ -51,7 +51,8 @@ def test_a_message_id_too_big_for_the_database_is_not_found(client: TestClient) 
     one_line_4xx(client.get("/messages/-1", headers=A))
 
 
-@pytest.mark.parametrize("thread", ["a\x00b", "evil\u202egnp.exe", " ", "\t", "x" * 300, "a\nb"])
+@pytest.mark.parametrize("thread", ["a\x00b", "evil\u202egnp.exe", " ", "\t", "x" * 300, "a\nb", "\uff54\uff11",
+                                    "\u043erder-1", "fi\ufb01le", "caf\u0065\u0301"])
 def test_a_thread_id_with_controls_blanks_or_no_end_is_refused(client: TestClient, thread: str) -> None:
     path = quote(thread, safe="")
     reason = one_line_4xx(client.post(f"/threads/{path}/messages", json={"text": "hello"}, headers=A))
@@ -69,10 +70,25 @@ def test_another_users_thread_answers_as_one_that_does_not_exist(client: TestCli
 
 
 def test_writing_to_another_users_thread_answers_as_for_no_thread(client: TestClient) -> None:
-    for path, body in (("fork", {"checkpoint_id": "x"}), ("finish", {}), ("messages", {"text": "hi"})):
-        theirs = client.post(f"/threads/a-thread/{path}", json=body, headers=B)
-        assert theirs.status_code == 404, (path, theirs.text)
-        assert "ORD-" not in theirs.text and "U001" not in theirs.text
+    """B cannot tell A's id from a free one: a fork or finish answers 404 alike, and a message starts B's own
+    thread of that name (as on any free id), leaving A's thread as it was."""
+    sent = client.post("/threads/taken/messages", json={"text": "where is my order ORD-10134?"}, headers=A)
+    assert sent.status_code == 200
+    before = client.get("/threads/taken/transcript", headers=A).json()
+    for path, body in (("fork", {"checkpoint_id": "x"}), ("finish", {})):
+        theirs = client.post(f"/threads/taken/{path}", json=body, headers=B)
+        free = client.post(f"/threads/free-{path}/{path}", json=body, headers=B)
+        assert theirs.status_code == free.status_code == 404, (path, theirs.text)
+        assert theirs.json() == json.loads(free.text.replace(f"free-{path}", "taken"))
+    theirs = client.post("/threads/taken/messages", json={"text": "hi"}, headers=B)
+    free = client.post("/threads/free-send/messages", json={"text": "hi"}, headers=B)
+    assert theirs.status_code == free.status_code == 200
+    assert theirs.json()["thread_id"] == "taken" and theirs.json()["reply"] == free.json()["reply"]
+    assert "ORD-" not in theirs.text and "U001" not in theirs.text
+    assert client.get("/threads/taken/transcript", headers=A).json() == before, "A's thread is untouched"
+    mine = client.get("/threads/taken/transcript", headers=B).json()
+    assert [m["content"] for m in mine["messages"]] == ["hi", theirs.json()["reply"]] and mine["thread_id"] == "taken"
+    assert "taken" in [t["thread_id"] for t in client.get("/threads", headers=B).json()["threads"]]
 
 
 @pytest.mark.parametrize("field", [{"role": "vip"}, {"user_id": "U001"}, {"user": {"id": "U001"}}])
@@ -147,3 +163,10 @@ def test_errors_say_whose_they_are_by_their_status(tmp_path: Path) -> None:
     with TestClient(app, raise_server_exceptions=False) as c:
         codes = {p: c.get(p, headers=A).status_code for p in ("/usage", "/busy", "/lease", "/run")}
     assert codes == {"/usage": 400, "/busy": 409, "/lease": 503, "/run": 503}
+
+
+@pytest.mark.parametrize("thread", ["order-1", "订单-1", "заказ-1", "café", "a:b/c.d_e"])
+def test_plain_ids_in_any_one_alphabet_are_taken_as_typed(thread: str) -> None:
+    from lg_harness.graphs.thread_ids import check_thread_id
+
+    assert check_thread_id(thread) == thread

@@ -59,25 +59,28 @@ def _thread_routes(app: Any, api: Any) -> None:
     @app.get("/threads", summary="Threads by last activity (a customer sees only their own); `q` searches the "
              "thread id or the user")
     async def thread_list(q: str = "", limit: int = 100, user: str = Depends(api.caller)) -> Any:
+        from lg_harness.service.http import public_id
+
         owner = "" if user == AGENT else user
         rows = await asyncio.to_thread(ops.threads, api.rt.harness, q, owner, max(1, min(limit, 500)))
-        return {"threads": rows}
+        return {"threads": [{**r, "thread_id": public_id(user, r["thread_id"])} for r in rows]}
 
     @app.get("/threads/{thread_id}/live", summary="The transcript as it grows (server-sent events: `message` "
              "rows with their `seq` as event id, `status` when the thread's phase or handoff changes)")
     async def live(thread_id: str, request: Request, after: int = 0, user: str = Depends(api.caller)) -> Any:
-        await asyncio.to_thread(api.owned, thread_id, user)
-        await asyncio.to_thread(ops.require_thread, api.rt.harness, thread_id)
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user)
+        await asyncio.to_thread(ops.require_thread, api.rt.harness, tid)
         last = request.headers.get("last-event-id", "")
         start = int(last) if last.isdigit() else after
-        return StreamingResponse(live_events(api.rt.harness, thread_id, start, request),
+        return StreamingResponse(live_events(api.rt.harness, tid, start, request),
                                  media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
     @app.get("/threads/{thread_id}/trace", summary="One message's spans (`turn`; default the latest), as "
              "`harness trace --json`")
     async def thread_trace(thread_id: str, turn: int | None = None, user: str = Depends(api.caller)) -> Any:
-        await asyncio.to_thread(api.owned, thread_id, user)
-        return await asyncio.to_thread(ops.trace, api.rt.harness, thread_id, turn)
+        tid = await asyncio.to_thread(api.thread_for, thread_id, user)
+        found = await asyncio.to_thread(ops.trace, api.rt.harness, tid, turn)
+        return {**found, "thread_id": thread_id} if "thread_id" in found else found
 
     @app.get("/stats", summary="Operator figures, as `harness stats --json` (no personal data)")
     async def stats(agent: str = Depends(desk)) -> Any:

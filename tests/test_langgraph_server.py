@@ -386,3 +386,24 @@ def test_an_owner_cannot_plant_their_thread_in_another_customers_list(server):
     assert other.threads.get(thread_id)["metadata"]["owner"] == "U002"
     assert other.threads.get(thread_id)["metadata"]["topic"] == "x"  # other metadata is the owner's to change
     assert thread_id not in {t["thread_id"] for t in mine.threads.search(limit=100)}
+
+
+def test_crons_and_the_store_are_the_desks_alone(server):
+    mine, desk = server["client"], server["desk"]
+    assistant = mine.assistants.search(graph_id=GRAPH_ID)[0]["assistant_id"]
+    assert status_of(lambda: mine.crons.create(assistant, schedule="0 0 * * *", input={
+        "messages": [{"role": "user", "content": "hello"}]})) == 403
+    assert status_of(lambda: mine.store.put_item(("notes",), "k", {"v": 1})) == 403
+    assert status_of(lambda: mine.store.search_items(("notes",))) == 403
+    desk.store.put_item(("notes",), "k", {"v": 1})
+    assert desk.store.get_item(("notes",), "k")["value"] == {"v": 1}
+
+
+def test_a_customer_cannot_cancel_or_join_another_customers_run(server):
+    mine, other = server["client"], server["other"]
+    thread_id = mine.threads.create()["thread_id"]
+    run = mine.runs.create(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": "hello"}]})
+    assert status_of(lambda: other.runs.cancel(thread_id, run["run_id"])) == 404
+    assert status_of(lambda: other.runs.join(thread_id, run["run_id"])) == 404
+    mine.runs.join(thread_id, run["run_id"])
+    assert mine.runs.get(thread_id, run["run_id"])["status"] == "success"

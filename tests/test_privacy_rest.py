@@ -162,3 +162,33 @@ def test_the_shops_other_free_text_rests_with_contact_details_masked():
               db.query_one("SELECT reason FROM handoffs ORDER BY id DESC LIMIT 1")["reason"],
               json.loads(db.query_one("SELECT result_json FROM idempotency WHERE key = 'k2'")["result_json"])["reason"]]
     assert stored == ["it broke, ring [phone] or mail [email]"] * 3
+
+
+def test_the_privacy_page_names_every_file_and_table_a_data_dir_holds(tmp_path):
+    """docs/privacy.md says what each store keeps and for how long: a new file or table must be added there."""
+    from lg_harness.service.http import Worker
+
+    rt = Worker(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+                         api_keys={"k": "U001"}))
+    try:
+        rt.start()
+        mid = rt.submit("q", "send", {"text": "I moved, my address is 12 Main Street", "user_id": "U001",
+                                      "role": None}, None)
+        assert rt.queue.wait(mid, timeout=120)["status"] == "done"
+        rt.harness.audit.record_desk("sam", "take", "q")
+    finally:
+        rt.close()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "privacy.md").read_text(encoding="utf-8")
+    for path in tmp_path.rglob("*.sqlite*"):
+        name = path.relative_to(tmp_path).as_posix()
+        if name.startswith("memory/chroma/"):
+            assert "`memory/chroma/`" in page
+            continue
+        assert f"`{name.removesuffix('-wal').removesuffix('-shm')}`" in page, name
+        if path.name in ("shop.sqlite", "helpdesk.sqlite") or not name.endswith(".sqlite"):
+            continue  # a domain's own tables are the domain's; its row says what they hold
+        with sqlite3.connect(path) as conn:
+            tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
+                                                 "LIKE 'sqlite_%'")]
+        for table in tables:
+            assert f"`{table}`" in page, (name, table)

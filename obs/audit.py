@@ -6,8 +6,9 @@ when the caller does not pass them), so ``harness trace`` and the audit rows of 
 
 Personal data is masked before a row is written (``Redactor``: phone numbers, also national ones of the
 ``PHONE_REGIONS`` read with Google's libphonenumber, emails (spelled out, spaced out, internationalised), street
-addresses in English (lower case too) and Chinese, card numbers in any grouping by Luhn's check, IBANs by their mod-97 check, national ids; the formats are listed in
-``PII_FORMATS``): the audit file never holds the original,
+addresses in English (lower case too) and Chinese, card numbers in any grouping by Luhn's check, IBANs by their
+mod-97 check, national ids; the formats are listed in ``PII_FORMATS``; ids are never rewritten, see
+``redact_value``): the audit file never holds the original,
 encrypted or not, so a copied data dir or a leaked backup exposes no contact details. ``export`` applies the
 redactor again on the way out (a custom one may mask more). ``stats`` turns the log
 into the handful of numbers that say whether a deployment is healthy, each flagged against a threshold.

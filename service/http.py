@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -39,31 +39,17 @@ from langgraph.types import Durability
 from lg_harness.core.domain import default_domain
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.graphs.result import SendResult
-from lg_harness.graphs.thread_ids import MAX_THREAD_ID
 from lg_harness.service import http_guard
-from lg_harness.service.http_guard import AGENT, unknown_thread
+from lg_harness.service.desk.auth import AGENT
+from lg_harness.service.http_guard import unknown_thread
 from lg_harness.service.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
+from lg_harness.service.thread_names import public_id, shadow_id
 from lg_harness.tools.errors import HarnessError
 
 from lg_harness.errors import RunError
 
 RESULT_STATES = ("done", "failed", "cancelled", "abandoned")
-SHADOW_DIGITS = 12
 UNAVAILABLE = "model_unavailable"  # marks a failed message whose model never answered
-
-
-def shadow_id(user: str, thread_id: str) -> str:
-    """The harness id of ``user``'s own thread named ``thread_id`` when another customer holds that id."""
-    digest = hashlib.sha256(f"{user}\0{thread_id}".encode()).hexdigest()[:SHADOW_DIGITS]
-    return f"{thread_id[:MAX_THREAD_ID - SHADOW_DIGITS - 1]}~{digest}"
-
-
-def public_id(user: str, thread_id: str) -> str:
-    """The id ``user`` named a harness thread by: a shadow id shows as the id the customer used."""
-    name, sep, digest = thread_id.rpartition("~")
-    if user != AGENT and sep and len(digest) == SHADOW_DIGITS and shadow_id(user, name) == thread_id:
-        return name
-    return thread_id
 
 
 def failure_status(row: dict[str, Any]) -> int:
@@ -450,6 +436,32 @@ class Api:
             yield _sse("error", {"error": final["error"], "status": final["status"], "message_id": mid})
 
 
+class RequestLog:
+    """One line per request on stderr: worker, method, path, status, milliseconds. Never a query string or a
+    body: they may carry a customer's words."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        began, status = time.monotonic(), 500
+
+        async def sending(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            ms = (time.monotonic() - began) * 1000
+            print(f"harness serve [{os.getpid()}]: {scope['method']} {scope['path']} {status} {ms:.0f} ms",
+                  file=sys.stderr, flush=True)
+
+
 def create_app(settings: Settings | None = None) -> Any:
     """The ASGI app (``uvicorn --factory lg_harness.service.http:create_app``); OpenAPI docs at ``/docs``."""
     from fastapi import FastAPI
@@ -464,11 +476,16 @@ def create_app(settings: Settings | None = None) -> Any:
         waiters = Waiters(runtime.queue)
         waiters.task = asyncio.create_task(waiters.run())
         api.state.update(runtime=runtime, waiters=waiters)
+        if os.environ.get("HARNESS_REQUEST_LOG") == "1":
+            print(f"harness serve [{os.getpid()}]: worker ready", file=sys.stderr, flush=True)
         try:
             yield
         finally:
             waiters.task.cancel()
             await asyncio.to_thread(runtime.close)
+            if os.environ.get("HARNESS_REQUEST_LOG") == "1":
+                print(f"harness serve [{os.getpid()}]: worker stopped",
+                      file=sys.stderr, flush=True)
 
     # docs_url=None: Swagger UI is served from the installed package, not a CDN (service.desk.api).
     app = FastAPI(title="lg-harness", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
@@ -483,6 +500,8 @@ def create_app(settings: Settings | None = None) -> Any:
         return JSONResponse({"error": str(exc)}, status_code=code)
 
     http_guard.install(app, api.settings)
+    if os.environ.get("HARNESS_REQUEST_LOG") == "1":  # harness serve sets it; tests and embedders stay quiet
+        app.add_middleware(RequestLog)
     _message_routes(app, api)
     _thread_routes(app, api)
     _ops_routes(app, api)

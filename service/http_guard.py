@@ -16,9 +16,9 @@ from fastapi import HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from lg_harness.graphs.thread_ids import check_thread_id
+from lg_harness.service.desk.auth import identify
 from lg_harness.tools.errors import HarnessError
 
-AGENT = "@agent"  # the caller id of the human-agent desk (service.desk.auth sets it, never a client)
 IDENTITY_FIELDS = ("user_id", "user", "role")  # who the caller is comes from authentication, never the body
 MAX_ID = 2**63 - 1  # the largest row id either database stores
 
@@ -138,7 +138,6 @@ class Doorman:
 
     def unknown_caller(self, request: Any) -> tuple[int, str] | None:
         from fastapi import HTTPException
-        from lg_harness.service.desk.auth import identify
 
         try:
             if identify(self.settings, request) is None:

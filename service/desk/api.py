@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import Request
 from lg_harness.service.desk import ops
 from lg_harness.service.desk.auth import AGENT, agent_of
+from lg_harness.service.thread_names import public_id
 
 LIVE_POLL_S = 0.4  # how often the live transcript looks for new rows
 LIVE_SPAN_S = 25.0  # one live response lasts this long; the browser's EventSource reconnects from the last id
@@ -59,8 +60,6 @@ def _thread_routes(app: Any, api: Any) -> None:
     @app.get("/threads", summary="Threads by last activity (a customer sees only their own); `q` searches the "
              "thread id or the user")
     async def thread_list(q: str = "", limit: int = 100, user: str = Depends(api.caller)) -> Any:
-        from lg_harness.service.http import public_id
-
         owner = "" if user == AGENT else user
         rows = await asyncio.to_thread(ops.threads, api.rt.harness, q, owner, max(1, min(limit, 500)))
         return {"threads": [{**r, "thread_id": public_id(user, r["thread_id"])} for r in rows]}

@@ -27,9 +27,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from lg_harness.service.http_guard import AGENT
 from lg_harness.tools.errors import HarnessError
 
+AGENT = "@agent"  # the caller id of the human-agent desk: set here, from its credentials, never by a client
 COOKIE = "harness_desk"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

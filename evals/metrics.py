@@ -565,6 +565,8 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
     turns' expected calls (``tools``) are then diagnostics.
     """
     sc = _scenario_of(scenario)
+    if sc.goal is not None:
+        return goal_cell_metrics(record, sc)
     judged = _judge_all(record, sc)
     outcome = outcome_verdict(record, sc)
     turns = list(record.get("turns") or [])
@@ -599,6 +601,56 @@ def cell_metrics(record: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
             "outcome": outcome,
             "counts": counts, "sums": sums, "messages": [_message(t, p) for p, t in enumerate(turns) if handled(t)],
             "turns": judged, "invalid_calls": [c for c in args["boundary"]["calls"] if not c["valid"]],
+            "invalid_emitted": [c for c in args["emitted"]["calls"] if not c["valid"]],
+            "retry_episodes": retries["detail"]}
+
+
+def goal_cell_metrics(record: Mapping[str, Any], sc: Scenario) -> dict[str, Any]:
+    """A goal scenario's verdict: the backend's end state (``evals.world``), every fact its tasks must tell
+    stated by value with none false and no change claimed in vain (``evals.fact_judge``), and every reply
+    words the customer can read (``evals.reply_quality``). The customer's own path is not judged: a design may
+    ask in another order, or more politely, as long as the customer ends up served."""
+    from lg_harness.evals.fact_judge import judge_goal
+
+    dom = record_domain(record)
+    turns = list(record.get("turns") or [])
+    users = [str(t.get("user") or "") for t in turns]
+    outcome = outcome_verdict(record, sc)
+    told = [f.model_dump() for task in (sc.goal.tasks if sc.goal else []) for f in task.told]
+    changing = [t.name for t in _registry(dom).specs() if t.changes_state]
+    moving = [str(v) for c in (sc.outcome.changes if sc.outcome else []) for v in (c.key or {}).values()]
+    facts = judge_goal(record, told, sc.lang, dom, changing, moving)
+    judged = []
+    for pos, t in enumerate(turns):
+        lang = reply_quality.turn_language(users[pos], sc.lang)
+        grade = not (t.get("reply") and handled(t)) or reply_quality.customer_grade(t["reply"], lang,
+                                                                                   _registry(dom).names())
+        judged.append({"index": pos, "passed": grade and "error" not in t, "checks": {"customer_grade": grade},
+                       "intent": t.get("intent"), "expected_intent": None, "asked": [], "repeated_question": False,
+                       "recall": False, "completes_task": False, "customer": t.get("customer")})
+    args = {at: arg_validity(record, users, at=at) for at in AT}  # what the customer actually said
+    retries = retries_after_429(record.get("fault_events") or [])
+    calls = [c for t in turns for c in t.get("tool_calls") or []]
+    counts = {
+        "turn_pass": [sum(j["passed"] for j in judged), len(judged)], "intent": [0, 0], "recall": [0, 0],
+        "handoff": [0, 0], "args_emitted": [args["emitted"]["valid"], args["emitted"]["total"]],
+        "args_boundary": [args["boundary"]["valid"], args["boundary"]["total"]],
+        "retries": [retries["retries"], retries["episodes"]], "honored": [retries["honored"], retries["after_429"]],
+        "tool_failures": [sum(c.get("status") != "ok" for c in calls), len(calls)],
+        "end_state": [int(outcome["passed"]), 1] if outcome else [0, 0],
+        "facts_told": [sum(f["told"] for f in facts["facts"]), len(facts["facts"])],
+        **reply_quality.counts(turns, dom, _registry(dom).names(), users, sc.lang),
+    }
+    sums = {"repeated_questions": 0, "loops_stopped": sum(bool(t.get("stop_reason")) for t in turns),
+            "handoffs": handoff_count(turns), "unrequested_changes": len(outcome["wrong"]) if outcome else 0,
+            "wrong_changes": len(outcome["wrong"]) if outcome else 0,
+            "false_facts_asked": len(facts["false"]), "claimed_changes": len(facts["claimed_changes"])}
+    success = bool(outcome and outcome["passed"]) and facts["passed"] and all(j["passed"] for j in judged)
+    return {"cell": record.get("cell"), "design": record.get("design"), "scenario": sc.id,
+            "cluster": cluster_of(sc), "split": split_of(sc), "seed": record.get("seed"), "tags": list(sc.tags),
+            "success": success, "outcome": outcome, "facts": facts, "counts": counts, "sums": sums,
+            "messages": [_message(t, p) for p, t in enumerate(turns) if handled(t)], "turns": judged,
+            "invalid_calls": [c for c in args["boundary"]["calls"] if not c["valid"]],
             "invalid_emitted": [c for c in args["emitted"]["calls"] if not c["valid"]],
             "retry_episodes": retries["detail"]}
 

@@ -123,6 +123,8 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
                                                          workers=default_runtime().tool_workers))
     turns = []
     try:
+        if scenario.goal is not None:
+            turns = _converse(harness, scenario, seed, plan, clock, world)
         for index, turn in enumerate(scenario.turns):
             before = (plan.virtual_elapsed[0], clock.now)
             turns.append(_play(harness, scenario, index, turn, before, plan, clock))
@@ -139,6 +141,33 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
     return {"cell": cid, "design": design.name, "domain": domain.name, "scenario": scenario.id, "seed": seed,
             "model": model, "tags": scenario.tags,
             "lang": scenario.lang, "turns": turns, "fault_events": plan.events, "world": world.changes()}
+
+
+def customer_for(scenario: Any, seed: int) -> Any:
+    """The customer who plays ``scenario``: a ``GoalCustomer`` for a goal, a ``Script`` for scripted turns. The
+    same for every design and peer; it reads replies only (``evals.customer``)."""
+    from lg_harness.evals.customer import GoalCustomer, Script
+
+    if scenario.goal is None:
+        return Script([t.user for t in scenario.turns])
+    return GoalCustomer(scenario.goal.model_dump(), lang=scenario.lang, seed=seed)
+
+
+def _converse(h: Harness, scenario: Any, seed: int, plan: FaultPlan, clock: VirtualClock,
+              world: World) -> list[dict[str, Any]]:
+    """A goal scenario: the customer's messages, each from the last reply, until it is done or gives up."""
+    customer, turns = customer_for(scenario, seed), []
+    text: str | None = customer.opening()
+    while text is not None:
+        before = (plan.virtual_elapsed[0], clock.now)
+        record, _ = _send(h, scenario, len(turns), text, before, plan, clock)
+        record.update(user=text, customer=customer.events[-1].kind if customer.events else "open",
+                      world=world.turn_changes())
+        turns.append(record)
+        text = customer.react(record["reply"])
+    if turns:
+        turns[-1]["customer_end"] = customer.events[-1].kind if customer.events else ""
+    return turns
 
 
 # What a scripted user answers when the harness asks to confirm a change: yes to a change they asked for,

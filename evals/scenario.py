@@ -97,6 +97,55 @@ class Outcome(BaseModel):
                                   "neither required nor wrong (a complaint filed on the way to a human)")
 
 
+class Known(BaseModel):
+    """Something the customer knows and gives when asked: its value and the words a question for it uses."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: str
+    about: list[str] = Field(default_factory=list, description="how a question for it is worded, in the customer's "
+                             "language and others (\"order number\", \"order id\", \"订单号\"); default: the name")
+
+
+FactKind = Literal["id", "status", "amount", "date", "count", "name", "text"]
+
+
+class Told(BaseModel):
+    """A fact the customer must be told, checked by value in the replies (``evals.fact_judge``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: FactKind
+    value: str | int | float
+    record: str | None = Field(default=None, description="the record the fact is about (an id): a reply that "
+                               "states another value of this kind about it is a false fact")
+    field: str | None = Field(default=None, description="for kind status: the result field whose vocabulary "
+                              "applies (default: status)")
+
+
+class Task(BaseModel):
+    """One thing the customer came for, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ask: list[str] = Field(min_length=1, description="the request, first wording first; a later one when asked again")
+    change: bool = Field(default=False, description="the task asks for a change (the customer expects a question "
+                         "whether to go ahead)")
+    confirm: Literal["yes", "no"] = Field(default="yes", description="how the customer answers that question")
+    told: list[Told] = Field(default_factory=list, description="what the customer must be told for this task")
+
+
+class Goal(BaseModel):
+    """A customer with a goal (``evals.customer.GoalCustomer``): what they know and what they want."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    knows: dict[str, Known] = Field(default_factory=dict)
+    tasks: list[Task] = Field(min_length=1)
+    max_turns: int | None = Field(default=None, ge=1, description="the conversation ends after this many customer "
+                                  "messages (default 4 + 3 per task)")
+
+
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -108,9 +157,20 @@ class Scenario(BaseModel):
     tool_faults: dict[str, list[str]] = Field(
        default_factory=dict, description="tool name -> faults injected on its calls in order: "
         "timeout, rate_limited, server_error, malformed, ok")
-    turns: list[Turn]
+    turns: list[Turn] = Field(default_factory=list, description="a scripted conversation; or a ``goal`` instead")
+    goal: Goal | None = Field(default=None, description="a customer with a goal, who reacts to the replies "
+                              "(``evals.customer``); judged on ``outcome`` and the facts its tasks must be told")
     outcome: Outcome | None = Field(default=None, description="the backend's end state; without it the scenario is judged "
                                     "on its turns alone")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Scenario:
+        if bool(self.turns) == bool(self.goal):
+            raise ValueError(f"scenario {self.id}: give either 'turns' (a script) or 'goal' (a customer with a goal)")
+        if self.goal is not None and self.outcome is None:
+            raise ValueError(f"scenario {self.id}: a goal needs an 'outcome' (the backend's end state; "
+                             "'changes: []' when nothing may change)")
+        return self
 
 
 def load_scenarios(path: str | Path) -> list[Scenario]:

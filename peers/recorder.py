@@ -34,7 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from lg_harness.core.domain import Domain, load_domain
-from lg_harness.evals.runner import BACKGROUND_RATES, VirtualClock, cell_id, model_spec_for
+from lg_harness.evals.runner import BACKGROUND_RATES, VirtualClock, cell_id, customer_for, model_spec_for
 from lg_harness.evals.world import World
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.tools.context import ToolContext
@@ -214,15 +214,20 @@ class PeerCell:
         ``handoff=True`` and ``stop_reason``; an exception from the framework ends that message with the
         error as the user would get it: no reply.
         """
+        customer = customer_for(self.scenario, self.seed)  # the same customer every design meets
         try:
-            for index, turn in enumerate(self.scenario.turns):
-                self.turn = TurnLog(index=index, started=(self.plan.virtual_elapsed[0], self.clock.now))
+            text: str | None = customer.opening()
+            while text is not None:
+                self.turn = TurnLog(index=len(self.turns), started=(self.plan.virtual_elapsed[0], self.clock.now))
                 try:
-                    outcome = send(turn.user)
+                    outcome = send(text)
                 except Exception as err:  # noqa: BLE001 - what the user sees of a framework's exception
                     outcome = {"reply": "", "path": ["error"], "error": f"{type(err).__name__}: {err}"[:500]}
                 self.turns.append(self._turn_record(outcome))
                 self.turns[-1]["world"] = self.world.turn_changes()
+                if self.scenario.goal is not None:
+                    self.turns[-1].update(user=text, customer=customer.events[-1].kind if customer.events else "open")
+                text = customer.react(self.turns[-1]["reply"])
         finally:
             self.close()
         return {"cell": cell_id(self.peer, self.scenario.id, self.seed), "design": self.peer,

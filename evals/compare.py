@@ -94,7 +94,7 @@ def read_cells(out_dir: Path) -> list[dict[str, Any]]:
 def plan_tasks(designs: Iterable[Design], scenarios: list[Any], seeds: int, model: str,
                domain: str = "shop") -> list[Task]:
     """Every cell; long scenarios first so the last minutes are not one slow worker."""
-    ordered = sorted(scenarios, key=lambda s: -len(s.turns))
+    ordered = sorted(scenarios, key=lambda s: -(len(s.turns) or 3 * len(s.goal.tasks if s.goal else [])))
     return [Task(d.model_dump(), s.model_dump(), seed, model, domain)
             for s in ordered for d in designs for seed in range(seeds)]
 

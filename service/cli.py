@@ -212,7 +212,7 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
          model: ModelOpt = "sim", domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None,
          debug: DebugOpt = False) -> None:
     """An interactive conversation (/help, /state, /history, /quit)."""
-    from lg_harness.graphs.thread_history import public_state
+    from lg_harness.service.readable import state_lines, transcript_lines
 
     with open_harness(data_dir, design, model, domain) as h:
         user = caller(h, user)
@@ -234,16 +234,16 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
             if command == "/help":
                 err.print(CHAT_HELP, markup=False)
                 continue
-            if command == "/state":
+            if command == "/state":  # for a person: `harness resume --json` is the state as data
                 try:
-                    out.print_json(json.dumps(public_state(h.state(thread)["values"]), ensure_ascii=False,
-                                              default=str))
+                    lines = state_lines(h.state(thread)["values"])
                 except HarnessError as exc:  # a thread with no message yet
                     err.print(f"error: {exc}", markup=False)
+                    continue
+                out.print("\n".join(lines), markup=False, highlight=False)
                 continue
             if command == "/history":
-                for row in h.transcripts.read(thread):
-                    out.print(f"[{row['turn']}] {row['role']}: {row['content']}", markup=False)
+                out.print("\n".join(transcript_lines(h.transcripts.read(thread))), markup=False, highlight=False)
                 continue
             if command.startswith("/") and not command.startswith("//"):
                 err.print(f"unknown command '{command.split()[0]}'; {CHAT_HELP}", markup=False)
@@ -265,8 +265,15 @@ CHAT_HELP = ("commands: /help this list; /state where the thread stands; /histor
 @cli_command
 @reads_only
 def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: DomainOpt = None,
-            user: UserOpt = None, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
-    """The thread's checkpoints, newest first: turn, phase, the user message, checkpoint id."""
+            user: UserOpt = None,
+            every: Annotated[bool, typer.Option("--all", help="also the checkpoints earlier forks left behind")]
+            = False,
+            transcript: Annotated[bool, typer.Option("--transcript", help="the messages instead: turn, who wrote "
+                                                     "each (customer, bot, or a human by name) and the text")]
+            = False,
+            json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+    """The checkpoints of the thread's current branch, newest first: turn, phase, the user message,
+    checkpoint id (--all: every branch; --transcript: the messages)."""
     from lg_harness.core.domain import load_domain
     from lg_harness.graphs.storage import open_thread_stores
     from lg_harness.graphs.thread_history import ThreadReader
@@ -277,7 +284,11 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Dom
         threads = ThreadReader(stores.checkpointer, stores.transcripts)
         threads.require(thread)
         threads.check_owner(thread, domain_caller(load_domain(domain_spec(domain)), user))
-        rows = threads.history(thread)
+        rows = threads.history(thread, every=every)
+        said = stores.transcripts.read(thread, every=every) if transcript else []
+    if transcript:
+        print_transcript(thread, said, json_out)
+        return
     if json_out:
         emit_json({"thread_id": thread, "checkpoints": [r.__dict__ for r in rows]})
         return
@@ -294,6 +305,15 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Dom
     out.print(table)
     err.print(f"fork with: harness resume --thread {thread} --checkpoint ID (--json: steps, times, next nodes)",
               markup=False, highlight=False)
+
+
+def print_transcript(thread: str, rows: list[dict[str, Any]], json_out: bool) -> None:
+    from lg_harness.service.readable import transcript_lines
+
+    if json_out:
+        emit_json({"thread_id": thread, "messages": rows})
+        return
+    out.print("\n".join(transcript_lines(rows)), markup=False, highlight=False)
 
 
 @app.command()
@@ -589,6 +609,10 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
             Path("out/compare"), workers: Annotated[int, typer.Option(min=1)] = 2, domain: DomainOpt = None,
             model_timeout: Annotated[float | None, typer.Option(min=1, help="every design's per-call deadline "
                                                                 "in s (a local CPU model needs more than 15)")] = None,
+            agreement: Annotated[str | None, typer.Option(help="a sim spec (e.g. sim): run the same cells on it "
+                                                          "and on --model, in --out/sim and --out/real, and write "
+                                                          "agreement.md (success side by side, cells with the same "
+                                                          "verdict)")] = None,
             json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """A/B the designs on the same scenarios: results.json, report.md and plots in --out (resumable)."""
     from lg_harness.core.design import load_design
@@ -598,7 +622,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
     from lg_harness.evals.headline import split_records, write_headline
     from lg_harness.evals.metrics import aggregate
     from lg_harness.evals.scenario import load_scenarios, parse_splits, select_split, spread
-    from lg_harness.evals.sensitivity import profile_model, write_sensitivity, write_sweep
+    from lg_harness.evals.sensitivity import write_sensitivity, write_sweep
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if full:
@@ -616,12 +640,9 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
     names = [d.strip() for d in designs.split(",") if d.strip()]
     if ablations:
         names += [n for n in [ABLATED, *ablation_specs(ABLATED)] if n not in names]
-    runs = [(None, model, out_dir)]
-    if profiles:
-        runs = [(p, profile_model(p), out_dir / p) for p in _profiles(profiles, model)]
     variants = _sweep(sweep, model, domain) if sweep else []
-    if variants:
-        runs = [(v["slug"], profile_model(v["profile"]), out_dir / v["slug"]) for v in variants]
+    runs = _runs(model, out_dir, profiles, variants, agreement)
+    kept: dict[str, list[dict[str, Any]]] = {}
     command = "harness " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["compare"] else "harness compare"
     done: dict[str | None, dict[str, Any]] = {}
     for profile, spec, folder in runs:
@@ -633,6 +654,7 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
                                   on_done=lambda n, total, bar=bar, progress=progress:
                                   progress.update(bar, completed=n, total=total))
         order = [load_design(n).name for n in names]
+        kept[str(profile)] = records
         parts = {sp: aggregate(part, suites[sp], split=sp, order=order)
                  for sp, part in split_records(records, suites).items()}
         files = write_outputs(parts[splits[0]], folder, command) if len(splits) == 1 else \
@@ -645,11 +667,17 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
     sensitivity = write_sensitivity(named, out_dir, command) if profiles else []
     if variants:
         sensitivity = write_sweep(named, variants, out_dir, command)
+    if agreement:
+        from lg_harness.evals.agreement import rows, verdicts, write_agreement
+
+        by_id = {s.id: s for s in suite}
+        found = rows(verdicts(kept["real"], by_id), verdicts(kept["sim"], by_id), order)
+        sensitivity = [write_agreement(found, out_dir, command, model, agreement)]
     if json_out:
         docs = {p: {"out": str(d["out"]), "files": [str(f) for f in d["files"]], "cells": d["cells"], "split": split,
                     "n_scenarios": d["summary"]["n_scenarios"], "metrics": d["summary"]["metrics"]}
                 for p, d in done.items()}
-        emit_json(docs[None] if not (profiles or variants) else
+        emit_json(docs[None] if not (profiles or variants or agreement) else
                   {"out": str(out_dir), "files": [str(f) for f in sensitivity], "profiles": docs})
         return
     for profile, d in done.items():
@@ -659,7 +687,24 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
         out.print(f"{d['cells']} cells over {len(suite)} {split} scenarios x {seeds} seed(s); report: {where}; "
                   f"results.json and plots in {d['out']}" + ("" if len(splits) == 1 else "/<split>/"))
     if sensitivity:
-        out.print(f"ranking per profile: {sensitivity[0]}")
+        out.print(f"{'sim against the real model' if agreement else 'ranking per profile'}: {sensitivity[0]}")
+
+
+def _runs(model: str, out_dir: Path, profiles: str | None, variants: list[dict[str, Any]],
+          agreement: str | None) -> list[tuple[str | None, str, Path]]:
+    """(name, model spec, folder) of each comparison one ``harness compare`` makes."""
+    from lg_harness.evals.sensitivity import profile_model
+
+    if agreement:
+        if not agreement.startswith("sim") or model.startswith("sim"):
+            raise HarnessError("--agreement SIM compares a sim spec with a real --model, e.g. --agreement sim "
+                               "--model local:qwen2.5-coder-0.5b")
+        return [("real", model, out_dir / "real"), ("sim", agreement, out_dir / "sim")]
+    if variants:
+        return [(v["slug"], profile_model(v["profile"]), out_dir / v["slug"]) for v in variants]
+    if profiles:
+        return [(p, profile_model(p), out_dir / p) for p in _profiles(profiles, model)]
+    return [(None, model, out_dir)]
 
 
 def _sweep(sweep: str, model: str, domain: str) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from lg_harness.graphs.runtime import Runtime, default_runtime
 from lg_harness.graphs.step_pruning import prune_steps
 from lg_harness.graphs.storage import open_stores
 from lg_harness.graphs.storage_faults import prove_writable, storage_problem
-from lg_harness.graphs.thread_history import Checkpoint, ThreadReader, thread_config
+from lg_harness.graphs.thread_history import Checkpoint, ThreadReader, fork_point, thread_config
 from lg_harness.graphs.warm import warm_caches
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.hooks import UnopenedMemory
@@ -227,13 +227,18 @@ class Harness:
     def require_thread(self, thread_id: str) -> None:
         self.threads.require(thread_id)
 
-    def check_message(self, text: str) -> str:
+    def check_message(self, text: str, *, as_typed: bool = False) -> str:
+        """The message as the graph gets it, or ``UsageError`` for one no store can keep (an unpaired surrogate),
+        an empty one or one over the design's limit. A customer's text is normalised when the design says so
+        (``normalize_input``: full-width forms, dashes, invisible characters); ``as_typed`` keeps a person's
+        words exactly as written (a human agent's answer: full-width punctuation included), outer blanks aside."""
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as err:  # a lone surrogate: JSON can carry one, no store can keep it
             raise UsageError(f"the message holds an unpaired surrogate (U+{ord(text[err.start]):04X}) at "
                              f"character {err.start}; send valid UTF-8 text") from None
-        cleaned = (clean_text(text) if self.design.knobs.normalize_input else text).strip()
+        normalise = self.design.knobs.normalize_input and not as_typed
+        cleaned = (clean_text(text) if normalise else text).strip()
         if not cleaned:
             raise UsageError("empty message: type what you need, e.g. harness run \"hello, I need help\"")
         limit = self.design.knobs.max_message_chars
@@ -265,15 +270,15 @@ class Harness:
         snapshot = self.graph.get_state(self.config(thread_id))
         self.check_owner(thread_id, user["id"], snapshot.values)
         self.transcripts.claim(thread_id, user["id"])
-        turn = (snapshot.values.get("turn") or 0) + 1
+        turn = human_hold.next_turn(self, thread_id, snapshot)
         # the setup first: a message that only reached the transcript is finished with the design, model and
         # domain it was sent with (harness resume --finish reads them)
         self.transcripts.record_setup(thread_id, *self.setup)
         self.transcripts.append(thread_id, turn, "user", message)
         if "human" in snapshot.next:
-            return human_hold.while_waiting(self, thread_id, snapshot)
+            return human_hold.while_waiting(self, thread_id, snapshot, turn)
         if human_hold.is_held(self, thread_id):
-            return human_hold.while_held(self, thread_id, snapshot, message)
+            return human_hold.while_held(self, thread_id, snapshot, message, turn)
         return self.run_graph(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
 
     def _require_messages(self) -> None:
@@ -281,9 +286,11 @@ class Harness:
             raise UsageError("this harness was opened to read threads only (runs_messages=False); open it "
                              "without that to run messages")
 
-    def run_graph(self, thread_id: str, graph_input: Any, turn: int, user_id: str | None = None) -> SendResult:
+    def run_graph(self, thread_id: str, graph_input: Any, turn: int, user_id: str | None = None, *,
+                  human: str | None = None) -> SendResult:
         """Run the graph on a thread (new input, a resume ``Command``, or None to finish pending steps) and
-        record the message: its reply in the transcript, its span and audit row."""
+        record the message: its reply in the transcript (``human``: written by that human agent, not the bot),
+        its span and audit row."""
         self._require_messages()
         with message_span(thread_id, user_id, turn):
             trace_id = current_trace_id()
@@ -292,7 +299,11 @@ class Harness:
             snapshot = self.graph.get_state(self.config(thread_id))
             if (failure := unanswered(snapshot.values.get("turn_stats") or {})) is not None:
                 raise model_unavailable(self.setup[1], failure, thread_id)
-            self.transcripts.append(thread_id, turn, "assistant", snapshot.values.get("reply") or "")
+            reply = snapshot.values.get("reply") or ""
+            if human is None:
+                self.transcripts.append(thread_id, turn, "assistant", reply)
+            else:
+                self.transcripts.append(thread_id, turn, "assistant", reply, author="human", author_name=human or None)
             if "human" in snapshot.next:
                 ticket = str((snapshot.values.get("handoff") or {}).get("ticket", "pending"))
                 self.transcripts.open_handoff(thread_id, ticket)
@@ -342,9 +353,10 @@ class Harness:
         """Threads a human answered and still holds (``harness handoff release`` gives them back)."""
         return human_hold.held_threads(self)
 
-    def human_reply(self, thread_id: str, text: str) -> SendResult:
-        """Answer a waiting thread as the human agent; the thread resumes and the answer is its reply."""
-        return human_hold.human_reply(self, thread_id, text)
+    def human_reply(self, thread_id: str, text: str, agent: str | None = None) -> SendResult:
+        """Answer a waiting thread as the human agent (``agent``: their name, as the transcript shows it); the
+        thread resumes and the answer, kept exactly as typed, is its reply."""
+        return human_hold.human_reply(self, thread_id, text, agent)
 
     def release(self, thread_id: str) -> dict[str, Any]:
         """The human hands a thread they hold back to the bot."""
@@ -352,9 +364,10 @@ class Harness:
 
     # -- checkpoints and recovery (graphs.recovery)
 
-    def history(self, thread_id: str) -> list[Checkpoint]:
-        """The thread's checkpoints, newest first (``graphs.thread_history``)."""
-        return self.threads.history(thread_id)
+    def history(self, thread_id: str, *, every: bool = False) -> list[Checkpoint]:
+        """The checkpoints of the thread's current branch, newest first (``every``: those earlier forks left
+        behind too; ``graphs.thread_history``)."""
+        return self.threads.history(thread_id, every=every)
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
         self.require_thread(thread_id)
@@ -394,4 +407,8 @@ class Harness:
         new = self.graph.update_state(config, None, as_node="__copy__")
         # The forked state is from before any human took the thread: its next message goes to the bot again.
         self.transcripts.release_handoff(thread_id)
+        # The transcript follows: what the old branch said after the checkpoint leaves the thread's branch.
+        forked = self.state(thread_id)
+        turn, mid_message = fork_point(forked["values"], forked["pending"])
+        self.transcripts.fork(thread_id, turn, mid_message=mid_message)
         return str((new.get("configurable") or {})["checkpoint_id"])

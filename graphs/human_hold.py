@@ -34,37 +34,59 @@ def _lang(values: dict[str, Any]) -> str:
     return (values.get("fact_card") or {}).get("language") or "en"
 
 
-def while_waiting(h: Harness, thread_id: str, snapshot: Any) -> SendResult:
-    """The thread waits for a human: the message is kept in the transcript for them; the bot stays out."""
+def next_turn(h: Harness, thread_id: str, snapshot: Any) -> int:
+    """The number of the customer's next message: every message a customer sends counts, the bot's or not.
+
+    The thread's turn counts the messages the graph has taken; while it waits for a human it takes none, so
+    the messages kept for the human meanwhile count from the transcript (the graph catches up when the human
+    answers: ``human_reply``)."""
+    done = snapshot.values.get("turn") or 0
+    if "human" not in snapshot.next:
+        return done + 1
+    return max([done, *(r["turn"] for r in h.transcripts.read(thread_id) if r["role"] == "user")]) + 1
+
+
+def while_waiting(h: Harness, thread_id: str, snapshot: Any, turn: int) -> SendResult:
+    """The thread waits for a human: the message (``turn``) is kept in the transcript for them; the bot
+    stays out."""
     ticket = str((snapshot.values.get("handoff") or {}).get("ticket", "pending"))
     reply = say("waiting_human", _lang(snapshot.values), h.domain, ticket=ticket)
     result = h.result(thread_id, snapshot, [], bot_ran=False, reply=reply, phase="handoff")
-    h.transcripts.append(thread_id, snapshot.values.get("turn") or 0, "assistant", reply)
+    h.transcripts.append(thread_id, turn, "assistant", reply)
     return result
 
 
-def while_held(h: Harness, thread_id: str, snapshot: Any, message: str) -> SendResult:
-    """A customer message on a held thread: kept for the human, acknowledged, no bot run."""
+def while_held(h: Harness, thread_id: str, snapshot: Any, message: str, turn: int) -> SendResult:
+    """A customer message on a held thread: kept for the human (it counts as message ``turn``),
+    acknowledged, no bot run."""
     values = snapshot.values
-    config = h.graph.update_state(h.config(thread_id), {"messages": [HumanMessage(message)]}, as_node="human")
+    config = h.graph.update_state(h.config(thread_id), {"messages": [HumanMessage(message)], "turn": turn},
+                                  as_node="human")
     ticket = str((values.get("handoff") or {}).get("ticket", "pending"))
     reply = say("with_human", _lang(values), h.domain, ticket=ticket)
     result = h.result(thread_id, h.graph.get_state(config), [], bot_ran=False, reply=reply, phase="handoff",
                       waiting_for_human=True)
-    h.transcripts.append(thread_id, values.get("turn") or 0, "assistant", reply)
+    h.transcripts.append(thread_id, turn, "assistant", reply)
     return result
 
 
-def human_reply(h: Harness, thread_id: str, text: str) -> SendResult:
+def human_reply(h: Harness, thread_id: str, text: str, agent: str | None = None) -> SendResult:
     """See ``Harness.human_reply``."""
-    message = h.check_message(text)
+    message = h.check_message(text, as_typed=True)
     with h.order.turn(thread_id):
         snapshot = h.graph.get_state(h.config(thread_id))
         if "human" not in snapshot.next:
             if is_held(h, thread_id):
-                return _held_answer(h, thread_id, message)
+                return _held_answer(h, thread_id, message, agent)
             raise UsageError(f"thread '{thread_id}' is not waiting for a human; see: harness handoff list")
-        result = h.run_graph(thread_id, Command(resume={"text": message}), snapshot.values.get("turn") or 0)
+        # The answer is to the customer's latest message: the ones they sent while waiting join the thread
+        # (the bot reads them after a release) and the thread's turn catches up with them.
+        done = snapshot.values.get("turn") or 0
+        waited = [r for r in h.transcripts.read(thread_id) if r["role"] == "user" and r["turn"] > done]
+        turn = max([done, *(r["turn"] for r in waited)])
+        resume = Command(resume={"text": message}, update={"turn": turn, "messages": [
+            HumanMessage(r["content"]) for r in waited]})
+        result = h.run_graph(thread_id, resume, turn, human=agent or "")
         h.transcripts.hold_handoff(thread_id)  # the human keeps the thread until they release it
         checked = [c["ledger_key"] for c in (snapshot.values.get("handoff") or {}).get("uncertain_changes") or []
                    if c.get("ledger_key")]
@@ -75,12 +97,13 @@ def human_reply(h: Harness, thread_id: str, text: str) -> SendResult:
         return result
 
 
-def _held_answer(h: Harness, thread_id: str, text: str) -> SendResult:
+def _held_answer(h: Harness, thread_id: str, text: str, agent: str | None) -> SendResult:
     """A human's further answer on a thread they hold: added to the thread as the human's reply."""
     config = h.graph.update_state(h.config(thread_id), {"messages": [AIMessage(text, name=HUMAN)], "reply": text},
                                   as_node="human")
     saved = h.graph.get_state(config)
-    h.transcripts.append(thread_id, saved.values.get("turn") or 0, "assistant", text)
+    h.transcripts.append(thread_id, saved.values.get("turn") or 0, "assistant", text, author="human",
+                         author_name=agent or None)
     return h.result(thread_id, saved, [], bot_ran=False, waiting_for_human=True)
 
 

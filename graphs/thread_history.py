@@ -78,10 +78,39 @@ def checkpoint_row(saved: Any) -> Checkpoint:
                       message=last_human_text(values.get("messages") or []))
 
 
-def read_history(saver: Any, thread_id: str) -> list[Checkpoint]:
-    """Every checkpoint of ``thread_id`` (its main graph, not subgraphs), newest first."""
+def read_history(saver: Any, thread_id: str, *, every: bool = True) -> list[Checkpoint]:
+    """The checkpoints of ``thread_id`` (its main graph, not subgraphs), newest first: every one, or (``every``
+    False) the current branch, from the head back through each checkpoint's parent."""
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-    return [checkpoint_row(saved) for saved in saver.list(config)]
+    rows = [checkpoint_row(saved) for saved in saver.list(config)]
+    return rows if every else branch(rows)
+
+
+def branch(rows: list[Checkpoint]) -> list[Checkpoint]:
+    """The head (the newest) and its ancestors: after a fork, the checkpoints the thread goes on from, not
+    the ones the fork left behind. Where ``graphs.step_pruning`` removed a message's steps, a parent id names
+    a checkpoint that is gone; the walk goes on from the newest one older than it, which is the one those
+    steps followed (a thread's messages run one at a time, and a fork's copy is newer than what it leaves)."""
+    by_id = {r.checkpoint_id: r for r in rows}
+    found, at = [], rows[0] if rows else None
+    while at is not None:
+        found.append(at)
+        parent = at.parent_id
+        if parent is None:
+            break
+        at = by_id.get(parent) or next((r for r in rows if r.checkpoint_id < parent), None)
+    return found
+
+
+def fork_point(values: dict[str, Any], pending: list[str]) -> tuple[int, bool]:
+    """The customer message a checkpoint stands at, and whether it stands inside it: before the intent step
+    has counted the next message (that message), in the middle of one (it), or after one (it, finished; a
+    wait for a human is after the message that asked for one)."""
+    turn = int(values.get("turn") or 0)
+    running = [p for p in pending if p != "human"]
+    if {START, "intent"} & set(running):
+        return turn + 1, True
+    return turn, bool(running)
 
 
 def unknown_thread(thread_id: str) -> HarnessError:
@@ -130,7 +159,7 @@ class ThreadReader:
         if owner and owner != user_id:
             raise unknown_thread(thread_id)
 
-    def history(self, thread_id: str) -> list[Checkpoint]:
-        """The thread's checkpoints, newest first."""
+    def history(self, thread_id: str, *, every: bool = False) -> list[Checkpoint]:
+        """The checkpoints of the thread's current branch, newest first (``every``: all of them)."""
         self.require(thread_id)
-        return read_history(self.checkpointer, thread_id)
+        return read_history(self.checkpointer, thread_id, every=every)

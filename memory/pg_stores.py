@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from lg_harness.memory.facts import CLAIM_EXPIRES_S, Clock, Fact, PendingWrite, to_epoch
-from lg_harness.memory.transcript import threads_sql
+from lg_harness.memory.transcript import READ_SQL, author_of, kept_on_branch, threads_sql
 
 _FACT_COLUMNS = "id, user_id, key, value, confidence, source, created_at, updated_at, stale"
 
@@ -62,22 +62,34 @@ class PgTranscriptStore:
             rows = conn.execute(threads_sql("strpos({col}, %s) > 0", "%s"), params).fetchall()
         return [dict(r) for r in rows]
 
-    def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
+    def append(self, thread_id: str, turn: int, role: str, content: str, author: str | None = None,
+               author_name: str | None = None) -> None:
         # Messages on one thread are serialised by its lease; the row lock on the thread's newest row is
         # for the rare writer outside it (a human's reply racing a message), so seq never collides.
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"transcript:{thread_id}",))
             if self.fences is not None:
                 self.fences.check(conn, thread_id)
-            conn.execute("INSERT INTO transcript VALUES (%s, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript "
-                         "WHERE thread_id = %s), %s, %s, %s, %s)",
-                         (thread_id, thread_id, turn, role, content, time.time()))
+            conn.execute("INSERT INTO transcript (thread_id, seq, turn, role, content, created_at, author, author_name)"
+                         " VALUES (%s, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript WHERE thread_id = %s), %s,"
+                         " %s, %s, %s, %s, %s)",
+                         (thread_id, thread_id, turn, role, content, time.time(), author_of(role, author),
+                          author_name))
 
-    def read(self, thread_id: str) -> list[dict]:
+    def read(self, thread_id: str, *, every: bool = False) -> list[dict]:
         with self.pool.connection() as conn:
-            rows = conn.execute("SELECT seq, turn, role, content, created_at FROM transcript WHERE thread_id = %s "
-                                "ORDER BY seq", (thread_id,)).fetchall()
+            rows = conn.execute(READ_SQL.format(mark="%s"), (thread_id, every)).fetchall()
         return [dict(r) for r in rows]
+
+    def fork(self, thread_id: str, turn: int, *, mid_message: bool = False) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"transcript:{thread_id}",))
+            rows = [dict(r) for r in conn.execute(READ_SQL.format(mark="%s"), (thread_id, False)).fetchall()]
+            kept = set(kept_on_branch(rows, turn, mid_message))
+            for row in rows:
+                if row["seq"] not in kept:
+                    conn.execute("UPDATE transcript SET forked_off = %s WHERE thread_id = %s AND seq = %s",
+                                 (time.time(), thread_id, row["seq"]))
 
     def open_handoff(self, thread_id: str, ticket: str) -> None:
         with self.pool.connection() as conn:

@@ -3,6 +3,11 @@
 Checkpoints carry only the working set so they stay small; this table keeps every user message and
 reply for ``/history``, audits and summaries. (langchain-community's SQL history would do, but the package
 announces it is being sunset, and it pulls SQLAlchemy's asyncio extra for a two-column table.)
+
+Each row says who wrote it (``author``: the ``customer``, the ``bot``, or a ``human`` at the desk, whose name is
+``author_name``) and which customer message it belongs to (``turn``: a customer message and every answer to it
+share one number). A fork leaves the rows after the checkpoint off the thread's branch (``forked_off``): they
+are kept, but ``read`` shows the branch the thread continues on.
 """
 
 from __future__ import annotations
@@ -13,6 +18,32 @@ import time
 from pathlib import Path
 
 BUSY_TIMEOUT_S = 30.0  # as the checkpointer, the audit log and the change ledger
+AUTHORS = ("customer", "bot", "human")  # who writes a transcript row
+ROW_COLUMNS = ("seq", "turn", "role", "author", "author_name", "content", "created_at")
+READ_SQL = ("SELECT seq, turn, role, author, author_name, content, created_at FROM transcript WHERE thread_id = {mark}"
+            " AND ({mark} OR forked_off IS NULL) ORDER BY seq")
+
+
+def author_of(role: str, author: str | None = None) -> str:
+    """Who wrote a row: as given, else the customer for a user row and the bot for a reply."""
+    if author is not None and author not in AUTHORS:
+        raise ValueError(f"author must be one of {', '.join(AUTHORS)}, got '{author}'")
+    return author or ("customer" if role == "user" else "bot")
+
+
+def author_label(row: dict) -> str:
+    """How a row's author is shown: ``customer``, ``bot``, or the human's name with ``(human)``. A reply
+    recorded before authors were kept shows as ``assistant``: it may be the bot's or a human's."""
+    if row.get("author") == "human":
+        return f"{row['author_name']} (human)" if row.get("author_name") else "human"
+    return row.get("author") or row["role"]
+
+
+def kept_on_branch(rows: list[dict], turn: int, mid_message: bool) -> list[int]:
+    """The seqs a fork to message ``turn`` keeps: the rows up to that message, and with ``mid_message`` (the
+    checkpoint is inside it) only its customer message, not the answers the old branch gave it."""
+    return [r["seq"] for r in rows if r["turn"] < turn or (r["turn"] == turn and (not mid_message or
+                                                                                  r["role"] == "user"))]
 
 # The desk's thread list (SQLite and Postgres differ only in the substring test ``has`` and the placeholder).
 THREAD_COLUMNS = ("thread_id", "owner", "design", "model", "domain", "last_at")
@@ -27,6 +58,16 @@ def threads_sql(has: str, mark: str) -> str:
     """``THREADS_SQL`` for a driver: ``has`` tests that ``{col}`` contains the search (a placeholder)."""
     return THREADS_SQL.format(mark=mark, has_id=has.format(col="lower(t.thread_id)"),
                               has_owner=has.format(col="lower(COALESCE(o.user_id, ''))"))
+
+
+# Stores made before authors: a customer's row is the customer's; a reply stays unknown (NULL, shown as
+# ``assistant``), since nothing in the row tells the bot's from a human's. Postgres: migration 10 (service.pgdb).
+MIGRATE_AUTHORS = """
+ALTER TABLE transcript ADD COLUMN author TEXT;
+ALTER TABLE transcript ADD COLUMN author_name TEXT;
+ALTER TABLE transcript ADD COLUMN forked_off REAL;
+UPDATE transcript SET author = 'customer' WHERE role = 'user';
+"""
 
 
 class TranscriptStore:
@@ -55,6 +96,9 @@ class TranscriptStore:
             "turn INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, created_at REAL NOT NULL, "
             "PRIMARY KEY (thread_id, seq))"
         )
+        if "author" not in {row[1] for row in self.conn.execute("PRAGMA table_info(transcript)")}:
+            for statement in filter(str.strip, MIGRATE_AUTHORS.split(";")):  # in the schema's transaction
+                self.conn.execute(statement)
         # The design and model each thread last ran with, so finishing a stopped message needs no guessing.
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS threads (thread_id TEXT PRIMARY KEY, design TEXT NOT NULL, "
@@ -112,18 +156,30 @@ class TranscriptStore:
         rows = self._rows(threads_sql("instr({col}, ?) > 0", "?"), params)
         return [dict(zip(THREAD_COLUMNS, r, strict=True)) for r in rows]
 
-    def append(self, thread_id: str, turn: int, role: str, content: str) -> None:
+    def append(self, thread_id: str, turn: int, role: str, content: str, author: str | None = None,
+               author_name: str | None = None) -> None:
+        """Add a row: ``turn`` is the customer message it belongs to; ``author`` who wrote it (default: the
+        customer for a user row, the bot for a reply), ``author_name`` a human's name."""
         with self.lock:
             self.conn.execute(
-                "INSERT INTO transcript VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript "
-                "WHERE thread_id = ?), ?, ?, ?, ?)",
-                (thread_id, thread_id, turn, role, content, time.time()),
+                "INSERT INTO transcript (thread_id, seq, turn, role, content, created_at, author, author_name) "
+                "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript WHERE thread_id = ?), ?, ?, ?, ?, ?, ?)",
+                (thread_id, thread_id, turn, role, content, time.time(), author_of(role, author), author_name),
             )
 
-    def read(self, thread_id: str) -> list[dict]:
-        rows = self._rows("SELECT seq, turn, role, content, created_at FROM transcript WHERE thread_id = ? ORDER BY seq",
-                          (thread_id,))
-        return [dict(zip(("seq", "turn", "role", "content", "created_at"), r, strict=True)) for r in rows]
+    def read(self, thread_id: str, *, every: bool = False) -> list[dict]:
+        """The thread's rows in order, on the branch it continues on (``every``: those a fork left too)."""
+        rows = self._rows(READ_SQL.format(mark="?"), (thread_id, every))
+        return [dict(zip(ROW_COLUMNS, r, strict=True)) for r in rows]
+
+    def fork(self, thread_id: str, turn: int, *, mid_message: bool = False) -> None:
+        """The thread goes on from message ``turn`` (``kept_on_branch``): later rows leave its branch."""
+        with self.lock:
+            rows = [dict(zip(ROW_COLUMNS, r, strict=True))
+                    for r in self.conn.execute(READ_SQL.format(mark="?"), (thread_id, False)).fetchall()]
+            kept = set(kept_on_branch(rows, turn, mid_message))
+            gone = [(time.time(), thread_id, r["seq"]) for r in rows if r["seq"] not in kept]
+            self.conn.executemany("UPDATE transcript SET forked_off = ? WHERE thread_id = ? AND seq = ?", gone)
 
     def open_handoff(self, thread_id: str, ticket: str) -> None:
         """Queue the thread for a human (once per ticket)."""

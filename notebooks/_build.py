@@ -224,7 +224,8 @@ assert head["values"]["fact_card"]["last_order_id"] == second
 
 # %% [markdown]
 Fork from the end of the first message: the newest checkpoint of turn 1 with nothing left to run. The fork
-copies it to the head of the thread; nothing is deleted, the second message's checkpoints stay in the history.
+copies it to the head of the thread; nothing is deleted, the second message's checkpoints stay in the history
+(`h.history(thread, every=True)`), while `h.history(thread)` lists the branch the thread goes on from.
 
 # %%
 end_of_turn_1 = next(c for c in history if not c.next and turn_of[c.checkpoint_id] == 1)
@@ -245,7 +246,8 @@ assert r.tool_calls[0]["name"] == "cancel_order" and r.tool_calls[0]["args"]["or
 users = [m.content for m in h.state("t1")["values"]["messages"] if m.type == "human"]
 print("thread after the fork, user messages:", users)
 assert not any(second in u for u in users)
-print(f"checkpoints now: {len(h.history('t1'))} (were {len(history)})")
+print(f"checkpoints now: {len(h.history('t1', every=True))} (were {len(history)}); "
+      f"on the thread's branch: {len(h.history('t1'))}")
 
 # %% [markdown]
 A fork rewinds the conversation, not the world: tool side effects stay in the shop database. Changing

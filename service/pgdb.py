@@ -82,6 +82,14 @@ CREATE TABLE decided_calls (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, calls
     created_at DOUBLE PRECISION NOT NULL);
 CREATE INDEX decided_calls_by_thread ON decided_calls (thread_id);
 """),
+    # A customer's row is the customer's; a reply recorded before stays unknown (NULL): nothing in the row
+    # tells the bot's from a human's (as memory.transcript.MIGRATE_AUTHORS on SQLite).
+    (10, "transcript authors and fork branches", """
+ALTER TABLE transcript ADD COLUMN author TEXT;
+ALTER TABLE transcript ADD COLUMN author_name TEXT;
+ALTER TABLE transcript ADD COLUMN forked_off DOUBLE PRECISION;
+UPDATE transcript SET author = 'customer' WHERE role = 'user';
+"""),
 ]
 
 

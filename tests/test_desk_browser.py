@@ -178,3 +178,52 @@ def fork_from_a_checkpoint(page: Any, base: str) -> None:
     assert state["turn"] == 1, "the thread continues from the first message's checkpoint"
     page.wait_for_selector("table.log td:has-text('fork')")
     assert checkpoint
+
+
+ANSWER = "您好，我是客服小王。请问还有什么问题？"  # full-width comma, full stop and question mark
+
+
+def test_an_agent_answers_in_chinese_and_the_customer_reads_it_signed_and_as_typed(desk: str) -> None:
+    """Issue 43: the handoff box follows the thread live (a handoff, a take, a release made elsewhere: no
+    reload); the agent's answer is shown as theirs, by name, and reaches the customer's transcript exactly as
+    typed."""
+    sync_playwright = _browser_or_skip()
+    base = desk
+    say(base, "c1", "Where is my order ORD-10134?")
+    with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
+        browser = pw.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), headless=True,
+                                                        args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 900})
+        try:
+            page = browser.new_page()
+            page.goto(f"{base}/desk/login")
+            page.fill("input[name=key]", "key-alice")
+            page.click("form.login button")
+            page.wait_for_url(f"{base}/")
+            page.goto(f"{base}/desk/threads/c1")
+            page.wait_for_selector("#live.on")
+            assert page.locator("#handoff-box").is_hidden(), "the bot has the thread: nothing to take"
+            page.evaluate("window.samePage = 1")  # gone if the page reloads
+            assert say(base, "c1", "I want a human")["waiting_for_human"]
+            page.wait_for_selector("#handoff-box .badge.waiting", timeout=15_000)  # appears without a reload
+            page.locator("#handoff-box").get_by_role("button", name="Take").click()
+            page.wait_for_selector("#handoff-box .badge.waiting:has-text('alice')", timeout=15_000)
+            page.fill("form.answer textarea", ANSWER)
+            page.click("form.answer button")
+            mine = page.locator("#transcript .msg.by-human").last
+            mine.wait_for(timeout=20_000)
+            assert mine.locator(".text").inner_text() == ANSWER
+            assert mine.locator(".role").inner_text() == "alice (human) · turn 2"
+            bot = page.locator("#transcript .msg.by-bot .role").last.inner_text()
+            assert bot == "bot · turn 2", "the bot's handoff notice answers the same message"
+            page.wait_for_selector("#handoff-box .badge.held")
+            released = httpx.post(f"{base}/handoffs/c1/release", headers={"Authorization": "Bearer key-alice"})
+            assert released.status_code == 200, released.text  # from elsewhere: another tab, a script
+            page.wait_for_selector("#handoff-box", state="hidden", timeout=15_000)
+            assert page.locator("#handoff .badge.bot").count() == 1
+            assert page.evaluate("window.samePage") == 1, "the page followed the release without a reload"
+        finally:
+            browser.close()
+    shown = httpx.get(f"{base}/threads/c1/transcript", headers=CUSTOMER).json()["messages"]
+    answer = [m for m in shown if m["author"] == "human"]
+    assert [(m["author_name"], m["content"], m["turn"]) for m in answer] == [("alice", ANSWER, 2)]
+    assert not say(base, "c1", "Where is my order ORD-10134?")["waiting_for_human"], "released: the bot answers"

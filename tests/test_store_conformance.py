@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from langgraph.types import Durability
+from lg_harness.memory.transcript import author_label
 from lg_harness.service.leases import LeaseOrder, ThreadBusy, ThreadQueue
 from lg_harness.tools.errors import HarnessError
 
@@ -97,6 +98,67 @@ def test_transcript_keeps_every_message_in_order_per_thread(backend: Backend) ->
         (1, 1, "user", "hello"), (2, 1, "assistant", "hi!"), (3, 2, "user", "where is it?")]
     assert [r["content"] for r in t.read("b")] == ["other thread"]
     assert t.read("nobody") == []
+
+
+def test_the_transcript_says_who_wrote_each_row_and_keeps_it_as_written(backend: Backend) -> None:
+    t = backend.transcripts()
+    t.append("a", 1, "user", "我要找人工")
+    t.append("a", 1, "assistant", "I've passed this conversation to a human colleague.")
+    t.append("a", 1, "assistant", "您好，我是客服小王。请问还有什么问题？", author="human", author_name="wang")
+    rows = t.read("a")
+    assert [(r["author"], r["author_name"]) for r in rows] == [("customer", None), ("bot", None), ("human", "wang")]
+    assert rows[2]["content"] == "您好，我是客服小王。请问还有什么问题？" and rows[2]["role"] == "assistant"
+    assert [author_label(r) for r in rows] == ["customer", "bot", "wang (human)"]
+    with pytest.raises(ValueError, match="author must be one of"):
+        t.append("a", 1, "assistant", "hi", author="alice")
+
+
+def test_a_fork_leaves_the_old_branch_off_the_transcript(backend: Backend) -> None:
+    t = backend.transcripts()
+    for turn, role, text in ((1, "user", "q1"), (1, "assistant", "a1"), (2, "user", "q2"), (2, "assistant", "a2"),
+                             (3, "user", "q3"), (3, "assistant", "a3")):
+        t.append("a", turn, role, text)
+    t.fork("a", 2, mid_message=True)  # back into message 2: its question stays, its answer goes
+    assert [r["content"] for r in t.read("a")] == ["q1", "a1", "q2"]
+    t.append("a", 2, "assistant", "a2 again")
+    t.fork("a", 1)  # back to the end of message 1
+    assert [r["content"] for r in t.read("a")] == ["q1", "a1"]
+    assert [r["content"] for r in t.read("a", every=True)] == ["q1", "a1", "q2", "a2", "q3", "a3", "a2 again"]
+    t.append("a", 2, "user", "q2 on the new branch")
+    assert [(r["seq"], r["content"]) for r in t.read("a")][-1] == (8, "q2 on the new branch")
+
+
+def test_a_transcript_from_before_authors_is_migrated(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows written before authors: the customer's are the customer's, a reply is unknown (the bot's or a
+    human's: nothing in the row says), shown as ``assistant``; new rows get authors."""
+    old_rows = (("a", 1, 1, "user", "hello", 1.0), ("a", 2, 1, "assistant", "hi", 2.0))
+    if backend.pool is None:
+        import sqlite3
+
+        conn = sqlite3.connect(backend.tmp / "t.sqlite")
+        conn.execute("CREATE TABLE transcript (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, turn INTEGER NOT NULL,"
+                     " role TEXT NOT NULL, content TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (thread_id, "
+                     "seq))")
+        conn.executemany("INSERT INTO transcript VALUES (?, ?, ?, ?, ?, ?)", old_rows)
+        conn.commit()
+        conn.close()
+    else:
+        from lg_harness.service import pgdb
+
+        with backend.pool.connection() as conn:  # back to the schema of migration 9, with rows in it
+            conn.execute("DROP TABLE transcript")
+            conn.execute("CREATE TABLE transcript (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, turn INTEGER NOT "
+                         "NULL, role TEXT NOT NULL, content TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
+                         "PRIMARY KEY (thread_id, seq))")
+            for row in old_rows:
+                conn.execute("INSERT INTO transcript VALUES (%s, %s, %s, %s, %s, %s)", row)
+            conn.execute(f"DELETE FROM {pgdb.SCHEMA}.migrations WHERE version >= 10")
+        assert pgdb.migrate(backend.pool)[0] == 10
+    t = backend.transcripts()
+    t.append("a", 2, "user", "again")
+    rows = t.read("a")
+    assert [(r["content"], r["author"], author_label(r)) for r in rows] == [
+        ("hello", "customer", "customer"), ("hi", None, "assistant"), ("again", "customer", "customer")]
 
 
 def test_thread_setup_is_the_last_one_recorded(backend: Backend) -> None:

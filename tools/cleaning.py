@@ -43,6 +43,7 @@ __all__ = [
     "label",
     "unlabel",
     "quote_instructions",
+    "readable",
     "strip_html",
     "truncate_keep_ends",
 ]
@@ -364,6 +365,16 @@ def unlabel(text: str) -> tuple[str | None, str, str | None]:
     if match is None:
         return None, text, None
     return match.group(1), match.group(3), match.group(2)
+
+
+# Our wrappers anywhere in a text (a summary line, a fact card's open step), cut short or whole.
+_WRAPPED_RE = re.compile(r'<(tool_result|tool_error) source="[^"]*" type="[^"]*">(.*?)(?:</\1>|$)', re.S)
+
+
+def readable(text: str) -> str:
+    """A text the harness wrote for the model, for a person: each ``label``/``clean_error`` wrapper gives way
+    to what it wraps (the text around it already says which tool, and that it failed)."""
+    return _WRAPPED_RE.sub(lambda m: m.group(2).replace("&lt;", "<"), text)
 
 
 def clean_error(error_type: str, message: str, *, tool: str) -> str:

@@ -169,7 +169,7 @@ def answer(h: Any, agent: str, thread_id: str, text: str) -> dict[str, Any]:
     """The agent's answer to the customer (``Harness.human_reply``); the thread stays with them until
     released."""
     check_holder(h, agent, thread_id)
-    result = h.human_reply(thread_id, text).to_dict()
+    result = h.human_reply(thread_id, text, agent).to_dict()
     _record(h, agent, "answer", thread_id, text)
     return result
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
+from lg_harness.memory.transcript import author_label
+
 NAV = (("/", "Threads"), ("/desk/handoffs", "Handoffs"), ("/desk/graph", "Graph"), ("/desk/stats", "Figures"),
        ("/docs", "API"))
 
@@ -87,17 +89,20 @@ def threads_page(rows: list[dict[str, Any]], search: str, **frame: Any) -> str:
 
 
 def transcript_items(rows: list[dict[str, Any]]) -> str:
-    return "".join(f'<li class="msg {esc(r["role"])}" data-seq="{int(r["seq"])}"><span class="role">'
-                   f'{esc(r["role"])} · turn {int(r["turn"])}</span><div class="text">{esc(r["content"])}</div></li>'
-                   for r in rows)
+    """Each row with who wrote it (the customer, the bot, or a human by name) and the customer message it
+    belongs to; ``desk.js`` builds the same for rows that arrive live."""
+    return "".join(f'<li class="msg {esc(r["role"])} by-{esc(r.get("author") or "unknown")}" '
+                   f'data-seq="{int(r["seq"])}"><span class="role">{esc(author_label(r))} · turn {int(r["turn"])}'
+                   f'</span><div class="text">{esc(r["content"])}</div></li>' for r in rows)
 
 
 def handoff_box(view: dict[str, Any]) -> str:
-    """Take, answer and release, for a thread waiting for or held by a human."""
+    """Take, answer and release, for a thread waiting for or held by a human. It is on every thread page,
+    hidden while the bot has the thread: ``desk.js`` shows and hides it as the thread's status changes
+    (a handoff, a release from another page or the CLI), with no reload."""
     tid = esc(view["thread_id"])
-    if not view["handoff"]:
-        return ""
-    return (f'<section class="handoff"><h2>Handoff {badge(view["handoff"], view["taken_by"])}</h2>'
+    return (f'<section class="handoff" id="handoff-box"{"" if view["handoff"] else " hidden"}>'
+            f'<h2>Handoff {badge(view["handoff"], view["taken_by"])}</h2>'
             f'<button data-action="take" data-thread="{tid}">Take</button>'
             f'<form class="answer" data-thread="{tid}"><textarea name="text" rows="3" '
             'placeholder="your answer to the customer" aria-label="answer"></textarea>'

@@ -19,8 +19,12 @@ async function call(url, body) {
     body: JSON.stringify(body || {}),
   });
   const data = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(data.error || data.detail || `HTTP ${response.status}`);
+  if (!response.ok) throw new Error(problem(data, response.status));
   return data;
+}
+
+function problem(data, status) {
+  return (data && (data.error || data.detail)) || `HTTP ${status}`;
 }
 
 const path = (thread) => encodeURIComponent(thread);
@@ -32,12 +36,20 @@ const ACTIONS = {
     .then((r) => `forked: the thread continues from ${r.forked_from}`),
 };
 
+// A page that follows its thread live (the thread page) learns of a take or a release from the thread's
+// status events; other pages (the queue) and a fork, which rewrites the thread's branch, reload.
+const FOLLOWED = new Set(["take", "release"]);
+
 document.addEventListener("click", (event) => {
   const button = event.target.closest("button[data-action]");
   if (!button) return;
   button.disabled = true;
+  const live = document.getElementById("transcript") && FOLLOWED.has(button.dataset.action);
   ACTIONS[button.dataset.action](button)
-    .then((text) => { notice(text, true); setTimeout(() => location.reload(), 600); })
+    .then((text) => {
+      notice(text, true);
+      if (live) button.disabled = false; else setTimeout(() => location.reload(), 600);
+    })
     .catch((err) => { notice(err.message, false); button.disabled = false; });
 });
 
@@ -55,13 +67,19 @@ document.addEventListener("submit", (event) => {
     .finally(() => { button.disabled = false; });
 });
 
+// Who wrote a row, as service/desk/pages.py shows it (memory.transcript.author_label).
+function authorLabel(row) {
+  if (row.author === "human") return row.author_name ? `${row.author_name} (human)` : "human";
+  return row.author || row.role;
+}
+
 function messageItem(row) {
   const item = document.createElement("li");
-  item.className = `msg ${row.role} fresh`;
+  item.className = `msg ${row.role} by-${row.author || "unknown"} fresh`;
   item.dataset.seq = row.seq;
   const role = document.createElement("span");
   role.className = "role";
-  role.textContent = `${row.role} · turn ${row.turn}`;
+  role.textContent = `${authorLabel(row)} · turn ${row.turn}`;
   const text = document.createElement("div");
   text.className = "text";
   text.textContent = row.content;
@@ -94,6 +112,8 @@ function follow(list) {
     set("phase", s.phase || "-");
     set("turn", String(s.turn));
     document.querySelectorAll("[data-handoff-badge]").forEach((el) => el.replaceWith(badge(s.handoff, s.taken_by)));
+    const box = document.getElementById("handoff-box");
+    if (box) box.hidden = !s.handoff;  // released: the bot has the thread, nothing to take or answer
   });
 }
 

@@ -27,6 +27,9 @@ def unanswered(stats: Mapping[str, Any]) -> str | None:
 
 def _hint(detail: str) -> str:
     low = detail.lower()
+    if "simtimeout" in low or "simulated" in low:  # the sim's own fault: nothing to tune on this machine
+        return ("it was a fault the simulated model injects on purpose (its fault profile), not a problem with "
+                "your setup: send the message again, or use --model sim:clean for the sim without faults")
     if any(w in low for w in ("401", "403", "unauthori", "api key", "authentication", "permission")):
         return "the endpoint rejected the key: check OPENAI_API_KEY (or the provider's key variable)"
     if any(w in low for w in ("did not answer within", "timeout", "timed out")):

@@ -32,6 +32,12 @@ DomainOpt = Annotated[str | None, typer.Option(
     "file.yaml or mcp:<command or URL> (default: $HARNESS_DOMAIN, else domain = ... in ./harness.toml, else shop)")]
 DesignOpt = Annotated[str, typer.Option("--design", help="a preset name or a .yaml/.toml design file")]
 ModelOpt = Annotated[str, typer.Option("--model", help="sim | ollama:<model> | openai:<model>")]
+# A person talking to the harness (run, chat) gets the sim without faults: the fitted faults (invented ids,
+# timeouts, ...) are for measuring designs (compare, calibrate, bench), and ask for themselves with --model sim.
+INTERACTIVE_MODEL = "sim:clean"
+TalkModelOpt = Annotated[str, typer.Option("--model", help="sim:clean (the simulated model without faults) | sim "
+                                           "(with the faults fitted to a real model) | local:<model> | "
+                                           "ollama:<model> | openai:<model>")]
 UserOpt = Annotated[str | None, typer.Option("--user", help="the user's id (default: the domain's demo user)")]
 RoleOpt = Annotated[str | None, typer.Option("--role", help="override the user's role (the domain's roles)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
@@ -163,7 +169,7 @@ def open_harness(data_dir: Path, design: str, model: str, domain: str | None = N
 @app.command()
 @cli_command
 def run(message: Annotated[str, typer.Argument(help="the user's message")], thread: ThreadOpt = "default",
-        data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: ModelOpt = "sim",
+        data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness", model: TalkModelOpt = INTERACTIVE_MODEL,
         domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None, json_out: JsonOpt = False,
         debug: DebugOpt = False) -> None:
     """Send one user message on a thread."""
@@ -209,14 +215,15 @@ def print_result(result: dict[str, Any], json_out: bool) -> None:
 @app.command()
 @cli_command
 def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, design: DesignOpt = "harness",
-         model: ModelOpt = "sim", domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None,
-         debug: DebugOpt = False) -> None:
+         model: TalkModelOpt = INTERACTIVE_MODEL, domain: DomainOpt = None, user: UserOpt = None,
+         role: RoleOpt = None, debug: DebugOpt = False) -> None:
     """An interactive conversation (/help, /state, /history, /quit)."""
     from lg_harness.service.readable import state_lines, transcript_lines
 
     with open_harness(data_dir, design, model, domain) as h:
         user = caller(h, user)
-        err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}); /help for commands, /quit to leave")
+        err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}, model {model}); /help for commands, "
+                  "/quit to leave", highlight=False)
         while True:
             try:
                 line = input("you> ")
@@ -409,7 +416,7 @@ def thread_setup(data_dir: Path, thread: str, design: str | None, model: str | N
     """The design and model to continue ``thread`` with: as given, else as it last ran, else the defaults."""
     with recorded_threads(data_dir) as store:
         recorded = store.setup(thread) if store is not None else None
-    return design or (recorded[0] if recorded else "harness"), model or (recorded and recorded[1]) or "sim"
+    return design or (recorded[0] if recorded else "harness"), model or (recorded and recorded[1]) or INTERACTIVE_MODEL
 
 
 @app.command()

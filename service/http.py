@@ -41,6 +41,7 @@ from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.graphs.result import SendResult
 from lg_harness.service import http_guard
 from lg_harness.service.desk.auth import AGENT
+from lg_harness.service.http_errors import error_body, error_response
 from lg_harness.service.http_guard import unknown_thread
 from lg_harness.service.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.service.thread_names import public_id, shadow_id
@@ -59,6 +60,11 @@ def failure_status(row: dict[str, Any]) -> int:
         return 409
     result = row.get("result")
     return 503 if isinstance(result, dict) and result.get(UNAVAILABLE) else 422
+
+
+def failure_code(row: dict[str, Any]) -> str:
+    """The error code of a message that did not finish (``service.http_errors``), as ``failure_status``."""
+    return {409: "cancelled", 503: "model_unavailable"}.get(failure_status(row), "message_failed")
 
 
 @dataclass
@@ -413,9 +419,8 @@ class Api:
         row = await self.state["waiters"].wait(mid)
         if row["status"] == "done":
             return JSONResponse({**row["result"], "thread_id": shown, "message_id": mid})
-        code = failure_status(row)
-        return JSONResponse({"error": row["error"] or row["status"], "message_id": mid, "status": row["status"]},
-                            status_code=code)
+        status = failure_status(row)
+        return error_response(status, row["error"] or row["status"], code=failure_code(row), message_id=mid)
 
     async def stream(self, mid: int, thread_id: str) -> AsyncIterator[str]:  # thread_id: as the caller named it
         """Server-sent events: ``queued``, one ``node`` per graph node as it finishes, then ``result``/``error``."""
@@ -432,8 +437,9 @@ class Api:
                 await asyncio.sleep(0.05)
         if final["status"] == "done":
             yield _sse("result", {**final["result"], "thread_id": thread_id, "message_id": mid})
-        else:
-            yield _sse("error", {"error": final["error"], "status": final["status"], "message_id": mid})
+        else:  # the shape of every error the service answers
+            yield _sse("error", error_body(failure_status(final), final["error"] or final["status"],
+                                           code=failure_code(final), message_id=mid))
 
 
 class RequestLog:
@@ -496,8 +502,11 @@ def create_app(settings: Settings | None = None) -> Any:
     async def harness_error(request: Request, exc: HarnessError) -> JSONResponse:
         # A usage error is the caller's to fix (400); a busy thread waits its turn (409); any other run error
         # (the model down, a lease lost, an outcome not known yet) is ours, and the same request may work later.
-        code = 409 if isinstance(exc, ThreadBusy) else 503 if isinstance(exc, RunError) else 400
-        return JSONResponse({"error": str(exc)}, status_code=code)
+        if isinstance(exc, ThreadBusy):
+            return error_response(409, exc, code="thread_busy")
+        if isinstance(exc, ModelUnavailable):
+            return error_response(503, exc, code="model_unavailable")
+        return error_response(503 if isinstance(exc, RunError) else 400, exc)
 
     http_guard.install(app, api.settings)
     if os.environ.get("HARNESS_REQUEST_LOG") == "1":  # harness serve sets it; tests and embedders stay quiet
@@ -608,7 +617,7 @@ def _thread_routes(app: Any, api: Api) -> None:
 
 def _ops_routes(app: Any, api: Api) -> None:
     from fastapi import Body, Depends, HTTPException
-    from fastapi.responses import JSONResponse, PlainTextResponse
+    from fastapi.responses import PlainTextResponse
 
     def agent(user: str = Depends(api.caller)) -> str:
         if user != AGENT:
@@ -655,7 +664,7 @@ def _ops_routes(app: Any, api: Api) -> None:
             if api.settings.chroma_url:
                 await asyncio.to_thread(api.rt.harness.stores._chroma.heartbeat)
         except Exception as exc:  # noqa: BLE001 - not ready, and why
-            return JSONResponse({"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}, status_code=503)
+            return error_response(503, f"a store does not answer: {type(exc).__name__}: {exc}", code="not_ready")
         return {"status": "ready", "backend": api.rt.harness.stores.backend, "queue": depth}
 
     @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics of this worker (an ops "

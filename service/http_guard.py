@@ -4,7 +4,7 @@
 is parsed) and adds to the app a check every route passes first (``guard``: the ids in the path, and the JSON
 body: no unpaired surrogates, which no store can keep, and no field that would say who the caller is or what
 role they have: those come from the key or the proxy, and from the domain's record of the user) and handlers
-that turn FastAPI's validation errors into one line.
+that answer every error in one shape (``service.http_errors``), FastAPI's validation errors in one line.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import json
 from typing import Any
 
 from fastapi import HTTPException, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from lg_harness.graphs.thread_ids import check_thread_id
 from lg_harness.service.desk.auth import identify
+from lg_harness.service.http_errors import error_body, install_error_handlers
 from lg_harness.tools.errors import HarnessError
 
 IDENTITY_FIELDS = ("user_id", "user", "role")  # who the caller is comes from authentication, never the body
@@ -148,19 +147,10 @@ class Doorman:
 
     @staticmethod
     async def refuse(send: Any, status: int, detail: str) -> None:
-        body = json.dumps({"detail": detail}, ensure_ascii=False).encode()
+        body = json.dumps(error_body(status, detail), ensure_ascii=False).encode()
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
-
-
-def one_line(exc: RequestValidationError) -> str:
-    """FastAPI's list of validation errors as one line: where, and what was wrong."""
-    parts = []
-    for err in exc.errors()[:3]:
-        where = ".".join(str(p) for p in err.get("loc") or () if p != "body") or "body"
-        parts.append(f"{where}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts).replace("\n", " ") or "invalid request"
 
 
 def install(app: Any, settings: Any) -> None:
@@ -168,7 +158,4 @@ def install(app: Any, settings: Any) -> None:
 
     app.add_middleware(Doorman, settings=settings)
     app.router.dependencies.append(Depends(guard))
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": one_line(exc)}, status_code=422)
+    install_error_handlers(app)  # validation errors among them, as one line

@@ -74,7 +74,8 @@ def test_no_body_is_read_from_a_caller_without_a_known_key(monkeypatch, tmp_path
 def test_a_declared_length_over_the_cap_is_refused_unread(monkeypatch, tmp_path) -> None:
     doorman = Doorman(reading_app, settings(monkeypatch, tmp_path, HARNESS_MAX_BODY_BYTES="1000"))
     status, body, reads = drive(doorman, {"Authorization": "Bearer key-u1", "Content-Length": "5000000"}, [b"x"])
-    assert (status, reads) == (413, 0) and "HARNESS_MAX_BODY_BYTES" in body["detail"]
+    assert (status, reads) == (413, 0) and "HARNESS_MAX_BODY_BYTES" in body["message"]
+    assert body["code"] == "body_too_large" and body["hint"]
 
 
 def test_a_streamed_body_stops_being_read_at_the_cap(monkeypatch, tmp_path) -> None:
@@ -90,7 +91,7 @@ def test_the_service_answers_413_and_keeps_serving(monkeypatch, tmp_path) -> Non
         big = json.dumps({"text": "x" * (2 << 20)})
         r = c.post("/threads/t/messages", content=big, headers={"Authorization": "Bearer key-u1",
                                                                  "Content-Type": "application/json"})
-        assert r.status_code == 413 and "HARNESS_MAX_BODY_BYTES" in r.json()["detail"]
+        assert r.status_code == 413 and "HARNESS_MAX_BODY_BYTES" in r.json()["message"]
         r = c.post("/threads/t/messages", content=big, headers={"Content-Type": "application/json"})
         assert r.status_code in (401, 413)  # refused either way, and never parsed
         ok = c.post("/threads/t/messages", json={"text": "hello"}, headers={"Authorization": "Bearer key-u1"})

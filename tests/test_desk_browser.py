@@ -207,6 +207,9 @@ def test_an_agent_answers_in_chinese_and_the_customer_reads_it_signed_and_as_typ
             page.wait_for_selector("#handoff-box .badge.waiting", timeout=15_000)  # appears without a reload
             page.locator("#handoff-box").get_by_role("button", name="Take").click()
             page.wait_for_selector("#handoff-box .badge.waiting:has-text('alice')", timeout=15_000)
+            page.locator("#handoff-box").get_by_role("button", name="Release to the bot").click()  # not held yet
+            page.wait_for_selector("#notice:not(.ok):has-text('is not held by a human')")
+            assert "GET /handoffs" in page.locator("#notice").inner_text(), "the error's message and hint"
             page.fill("form.answer textarea", ANSWER)
             page.click("form.answer button")
             mine = page.locator("#transcript .msg.by-human").last

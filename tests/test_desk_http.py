@@ -243,7 +243,8 @@ def test_only_the_holder_or_a_supervisor_releases_a_held_thread(tmp_path: Path, 
         hand_off(c)
         assert c.post("/handoffs/s2/reply", json={"text": "Hi, Alice here"}, headers=ALICE).status_code == 200
         refused = c.post("/handoffs/s2/release", headers=BOB)
-        assert refused.status_code == 409 and "held by alice" in refused.json()["error"], refused.text
+        assert refused.status_code == 409 and "held by alice" in refused.json()["message"], refused.text
+        assert refused.json()["code"] == "desk_conflict" and "GET /handoffs" in refused.json()["hint"]
         assert c.get("/handoffs", headers=ALICE).json()["held"][0]["thread_id"] == "s2"
         assert c.post("/handoffs/s2/release", headers=carol).status_code == 200  # a supervisor may
         hand_off(c, "s3")

@@ -31,12 +31,18 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
         yield c
 
 
+def one_shape(response) -> dict:
+    """Every error the service answers: a code to branch on, the message in one line, and what to do."""
+    body = response.json()
+    assert {"code", "message", "hint"} <= set(body), body
+    assert all(isinstance(body[k], str) and body[k].strip() and "\n" not in body[k] for k in ("code", "message",
+                                                                                             "hint")), body
+    return body
+
+
 def one_line_4xx(response) -> str:
     assert 400 <= response.status_code < 500, (response.status_code, response.text)
-    body = response.json()
-    reason = body.get("error") or body.get("detail")
-    assert isinstance(reason, str) and reason.strip() and "\n" not in reason, body
-    return reason
+    return one_shape(response)["message"]
 
 
 def test_a_lone_surrogate_in_the_body_is_a_clear_400(client: TestClient) -> None:
@@ -160,9 +166,35 @@ def test_errors_say_whose_they_are_by_their_status(tmp_path: Path) -> None:
     for path, error in (("/usage", UsageError("bad input")), ("/busy", ThreadBusy("busy")),
                         ("/lease", LeaseLost("lost")), ("/run", RunError("the model is down"))):
         app.add_api_route(path, raising(error))
+    app.add_api_route("/broken", raising(RuntimeError("a bug")))
     with TestClient(app, raise_server_exceptions=False) as c:
-        codes = {p: c.get(p, headers=A).status_code for p in ("/usage", "/busy", "/lease", "/run")}
-    assert codes == {"/usage": 400, "/busy": 409, "/lease": 503, "/run": 503}
+        answers = {p: c.get(p, headers=A) for p in ("/usage", "/busy", "/lease", "/run", "/broken")}
+    assert {p: r.status_code for p, r in answers.items()} == {"/usage": 400, "/busy": 409, "/lease": 503,
+                                                              "/run": 503, "/broken": 500}
+    codes = {p: one_shape(r)["code"] for p, r in answers.items()}
+    assert codes == {"/usage": "invalid_request", "/busy": "thread_busy", "/lease": "unavailable",
+                     "/run": "unavailable", "/broken": "internal"}
+    assert "a bug" not in answers["/broken"].text, "an unexpected failure's text stays in the log"
+
+
+def test_every_error_of_every_door_has_one_shape(client: TestClient) -> None:
+    """401, 403, 404 (a thread, a message, a route), 405, 400 and 422 (FastAPI's validation) and the desk's
+    409: each a JSON object with a code, a one-line message and a hint, and no other error shape."""
+    answers = {
+        "unauthenticated": client.get("/threads"),
+        "forbidden": client.get("/handoffs", headers=A),
+        "not_found": client.get("/threads/nobody-has-this/history", headers=A),
+        "no_route": client.get("/no/such/route", headers=A),
+        "method_not_allowed": client.delete("/threads", headers=A),
+        "invalid_request": client.post("/threads/a-thread/messages", json={"txt": "hi"}, headers=A),
+        "desk_conflict": client.post("/handoffs/a-thread/take", headers=DESK),
+    }
+    for code, response in answers.items():
+        body = one_shape(response)
+        assert body["code"] == code and "detail" not in body and "error" not in body, (code, body)
+    assert answers["invalid_request"].status_code == 422 and "text" in answers["invalid_request"].json()["message"]
+    assert "Bearer" in answers["unauthenticated"].json()["hint"]
+    assert answers["no_route"].json()["message"] == "no route /no/such/route"
 
 
 @pytest.mark.parametrize("thread", ["order-1", "订单-1", "заказ-1", "café", "a:b/c.d_e"])

@@ -198,7 +198,7 @@ def test_a_killed_workers_message_is_finished_by_another_after_its_lease_expires
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
             busy = client.post("/threads/k/messages", json={"text": "and another", "policy": "reject"})
-            assert busy.status_code == 409 and "busy" in busy.json()["error"]
+            assert busy.status_code == 409 and busy.json()["code"] == "thread_busy" and "busy" in busy.json()["message"]
             victim = row["worker"]
             os.kill(int(victim.split(":")[1]), signal.SIGKILL)
             killed_at = time.monotonic()

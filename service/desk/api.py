@@ -26,12 +26,12 @@ LIVE_SPAN_S = 25.0  # one live response lasts this long; the browser's EventSour
 
 def add_desk(app: Any, api: Any) -> None:
     """Register the desk's routes, pages and local Swagger UI on ``app`` (``service.http.create_app``)."""
-    from fastapi.responses import JSONResponse
     from lg_harness.service.desk.web import add_pages
+    from lg_harness.service.http_errors import error_response
 
     @app.exception_handler(ops.DeskError)
-    async def desk_error(request: Any, exc: ops.DeskError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+    async def desk_error(request: Any, exc: ops.DeskError) -> Any:
+        return error_response(exc.status, exc, code="desk_conflict" if exc.status == 409 else None)
 
     _thread_routes(app, api)
     _handoff_routes(app, api)

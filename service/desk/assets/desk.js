@@ -23,8 +23,10 @@ async function call(url, body) {
   return data;
 }
 
+// Every error of the service has one shape: {"code", "message", "hint"} (service/http_errors.py).
 function problem(data, status) {
-  return (data && (data.error || data.detail)) || `HTTP ${status}`;
+  if (!data || !data.message) return `HTTP ${status}`;
+  return data.hint ? `${data.message} (${data.hint})` : data.message;
 }
 
 const path = (thread) => encodeURIComponent(thread);

@@ -7,15 +7,14 @@ user sees and what tools ran), so every design is judged the same way. The model
 from __future__ import annotations
 
 import hashlib
-import json
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from lg_harness.evals.clusters import cluster_of
+from lg_harness.evals.scenario_files import invalid_scenario, read_rows
 from lg_harness.tools.errors import HarnessError
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 Tag = Literal["single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation",
               "role", "adversarial", "injection", "unicode", "tool-faults", "zh", "en", "handoff", "handwritten", "confirmation"]
@@ -190,19 +189,15 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
 
 
 def _load_file(f: Path) -> list[Scenario]:
-    try:
-        text = f.read_text(encoding="utf-8")
-        if f.suffix == ".jsonl":
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        elif f.suffix == ".json":
-            data = json.loads(text)
-            rows = data if isinstance(data, list) else [data]
-        else:
-            data = yaml.safe_load(text)
-            rows = data if isinstance(data, list) else [data]
-        return [Scenario.model_validate(r) for r in rows]
-    except (OSError, ValueError, yaml.YAMLError) as err:
-        raise HarnessError(f"cannot read scenarios from {f}: {err}") from err
+    """A file's scenarios; a file that cannot be used is one line naming the file, the line and the field."""
+    text, rows = read_rows(f)
+    out = []
+    for index, row in enumerate(rows):
+        try:
+            out.append(Scenario.model_validate(row))
+        except ValidationError as err:
+            raise HarnessError(invalid_scenario(f, text, index, row, err)) from None
+    return out
 
 
 def spread(scenarios: list[Scenario], k: int) -> list[Scenario]:

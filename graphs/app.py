@@ -217,7 +217,7 @@ class Harness:
         return self.threads.owner_of(thread_id, values)
 
     def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None) -> None:
-        self.threads.check_owner(thread_id, user_id, values)
+        self.threads.check_owner(thread_id, user_id, values, domain=self.setup[2])
 
     config = staticmethod(thread_config)
 

@@ -153,10 +153,18 @@ class ThreadReader:
             values = stored
         return (values.get("user") or {}).get("id") or None
 
-    def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None) -> None:
-        """Refuse ``user_id`` a thread someone else started (reading it as much as writing to it)."""
+    def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None,
+                    domain: str | None = None) -> None:
+        """Refuse ``user_id`` a thread someone else started (reading it as much as writing to it). A thread
+        that ran on another domain than ``domain`` (the spec the caller runs) says so: each domain has its
+        own users, so its owner is not the caller's default user, and "unknown thread" would mislead."""
         owner = self.owner_of(thread_id, values)
         if owner and owner != user_id:
+            recorded = self.transcripts.domain_of(thread_id)
+            if domain and recorded and recorded != domain:
+                raise HarnessError(f"thread '{thread_id}' belongs to domain '{recorded}', not '{domain}': continue "
+                                   f"it with --domain {recorded}, or start a new thread for {domain} with another "
+                                   "--thread")
             raise unknown_thread(thread_id)
 
     def history(self, thread_id: str, *, every: bool = False) -> list[Checkpoint]:

@@ -176,12 +176,17 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpda
 
 def answered_again(state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:
     """A yes or no right after the message that settled a change (a double tap, two answers racing) answers
-    nothing new: the customer hears that the earlier answer stands, never "you're welcome" or a second change."""
+    nothing new: the customer hears that the earlier answer stands, never "you're welcome" or a second change.
+    A yes or no with no change asked about at all hears that, and what the bot can help with."""
     settled = state.get("settled_change") or {}
     answer = answer_to_confirmation(text)
-    if answer not in ("yes", "no") or settled.get("turn") != (state.get("turn") or 0):
+    if answer not in ("yes", "no") or (settled.get("turn") != (state.get("turn") or 0)
+                                       and update.get("intent_kind") != "conversational"):
         return update
-    intent = "change_already_made" if settled.get("answer") == "yes" else "change_already_dropped"
+    if settled.get("turn") != (state.get("turn") or 0):
+        intent = "nothing_to_confirm"
+    else:
+        intent = "change_already_made" if settled.get("answer") == "yes" else "change_already_dropped"
     update.update(intent=intent, intent_kind="conversational", intent_confidence=1.0, missing_slots=[],
                   unknown_streak=0, offer_intents=[])
     return update

@@ -68,6 +68,10 @@ _PHRASES: dict[str, dict[str, str]] = {
               "anything else I can do?",
         "zh": "您之前的确认已经生效，这项更改已经完成（见上面的回复）。还有什么可以帮您的吗？",
     },
+    "nothing_to_confirm": {  # a yes or no when no change was asked about (domains add what they can do)
+        "en": "No change is waiting for your answer right now. What can I help you with?",
+        "zh": "目前没有需要您确认的更改。请问有什么可以帮您？",
+    },
     "change_already_dropped": {
         "en": "Your earlier no already stands: nothing was changed. If you do want the change, just ask for it "
               "again.",

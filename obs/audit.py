@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lg_harness.obs.outcomes import HARNESS_STOPS, call_outcome  # noqa: F401 - re-exported
 from lg_harness.obs.tracing import current_message, current_trace_id, outcome_dict, total_ms
 
 AUDIT_FILE = "audit.sqlite"
@@ -73,20 +74,6 @@ CREATE TABLE IF NOT EXISTS desk_actions (
 );
 CREATE INDEX IF NOT EXISTS desk_actions_by_thread ON desk_actions (thread_id, id);
 """
-
-# Outcomes the harness gave a tool call without running it, by the harness's own error type
-# (``nodes.action``'s screen): a change waiting for the customer's yes is *held*; a repeat, a tool not
-# offered, one the customer forbade or an argument nobody gave is *blocked*. Neither is a tool failing, so
-# the audit stores them under these statuses and the failure rate leaves them out.
-HARNESS_STOPS = {"needs_confirmation": "held", "duplicate_call": "blocked", "not_offered": "blocked",
-                 "constraint": "blocked", "invented_argument": "blocked"}
-
-
-def call_outcome(status: str | None, error_type: str | None) -> str:
-    """``ok``, ``held``, ``blocked`` (the harness stopped the call itself) or ``error`` (the tool failed)."""
-    if (status or "ok") in ("ok", "success"):
-        return "ok"
-    return HARNESS_STOPS.get(error_type or "", "error")
 
 # ------------------------------------------------------------------------------------------ redaction
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from lg_harness.obs.logs import JsonLogFormatter, configure_logging  # noqa: F401 - re-exported
+from lg_harness.obs.outcomes import call_outcome
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -517,12 +518,16 @@ def record_tool_outcome(span: Span, outcome: Any) -> None:
     ``wait_ms``...). The HTTP status comes from ``status_code`` / ``http_status`` in the outcome, else from
     the original exception (``outcome.cause``) when it carries one. On failure ``error.type`` is the
     original exception class (``outcome.exception``, e.g. ``ValueError``), not the harness's error category,
-    which goes to ``harness.tool.error_type``; the span status is ERROR.
+    which goes to ``harness.tool.error_type``; the span status is ERROR. A call the harness held or blocked
+    (``obs.outcomes``) is ``held`` or ``blocked``, not an error.
     """
     if not span.is_recording():
         return
     data = outcome_dict(outcome)
     status = data.get("status") or "ok"
+    # held (a change waiting for the customer's yes) and blocked are the harness's own stops: named so, and
+    # only a tool that failed marks its span as an error
+    shown = call_outcome(status, data.get("error_type"))
     phases = {f"harness.tool.{k}": float(v) for k, v in (data.get("timings_ms") or {}).items()
               if k.endswith("_ms") and isinstance(v, int | float)}
     span.set_attributes(_attrs({
@@ -530,12 +535,13 @@ def record_tool_outcome(span: Span, outcome: Any) -> None:
         "gen_ai.tool.call.id": data.get("call_id") or data.get("id"),
         **phases,
         "http.response.status_code": _status_code(data, outcome),
-        "harness.tool.status": status,
+        "harness.tool.status": shown,
         "harness.tool.attempts": data.get("attempts"),
         "harness.tool.fallback": data.get("fallback"),
     }))
     if status != "ok":
         span.set_attributes(_attrs({"harness.tool.error_type": data.get("error_type")}))
+    if shown == "error":
         mark_error(span, data.get("exception") or data.get("error_type") or "ToolError", data.get("error") or "")
 
 
@@ -580,15 +586,18 @@ def log_tool_call_full(logger: logging.Logger, record: Any) -> None:
     d = outcome_dict(record)
     timings = {k: round(float(v), 3) for k, v in (d.get("timings_ms") or {}).items()}
     status = d.get("status") or "ok"
+    # A change held for the customer's yes is the harness working, not a failure: logged as held, at INFO; a
+    # call the harness blocked says so; only a tool that failed is an error.
+    outcome = call_outcome(status, d.get("error_type"))
     args = json.dumps(d.get("args") or {}, ensure_ascii=False, sort_keys=True, default=str)
     phases = " ".join(f"{k}={v:.1f}" for k, v in timings.items())
-    failure = "" if status == "ok" else f" {d.get('exception')}({d.get('error_type')}): {d.get('error')}"
-    message = f"tool {d.get('name')} {args} {status}{failure} attempts={d.get('attempts', 0)} {phases}".rstrip()
+    failure = "" if outcome == "ok" else f" {d.get('exception')}({d.get('error_type')}): {d.get('error')}"
+    message = f"tool {d.get('name')} {args} {outcome}{failure} attempts={d.get('attempts', 0)} {phases}".rstrip()
     extra = {"tool": d.get("name"), "call_id": d.get("call_id") or d.get("id"), "tool_args": d.get("args"),
-             "status": status, "error_type": d.get("error_type"), "exception": d.get("exception"),
-             "error": d.get("error"), "attempts": d.get("attempts"), "timings_ms": timings,
-             "total_ms": round(total_ms(timings), 3)}
-    logger.log(logging.INFO if status == "ok" else logging.WARNING, message, extra=extra)
+             "status": status, "outcome": outcome, "error_type": d.get("error_type"),
+             "exception": d.get("exception"), "error": d.get("error"), "attempts": d.get("attempts"),
+             "timings_ms": timings, "total_ms": round(total_ms(timings), 3)}
+    logger.log(logging.INFO if outcome in ("ok", "held") else logging.WARNING, message, extra=extra)
 
 
 def log_tool_call_opaque(logger: logging.Logger, record: Any) -> None:

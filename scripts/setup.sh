@@ -21,7 +21,8 @@ for arg in "$@"; do
 done
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q "$TORCH_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
+# numpy with torch: torch imports it when present, and checked without it torch warns "Failed to initialize NumPy".
+.venv/bin/python -m pip install -q "$TORCH_SPEC" numpy 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import torch" || { echo "setup: torch did not install ($TORCH_SPEC); set TORCH_SPEC or install a CPU torch first" >&2; exit 1; }
 extra=""
 [ "$dev" = 1 ] && extra="[dev]"

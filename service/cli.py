@@ -290,7 +290,7 @@ def history(thread: ThreadOpt, data_dir: DataDir = DEFAULT_DATA_DIR, domain: Dom
     with open_thread_stores(data_dir, STORAGE["database_url"]) as stores:
         threads = ThreadReader(stores.checkpointer, stores.transcripts)
         threads.require(thread)
-        threads.check_owner(thread, domain_caller(load_domain(domain_spec(domain)), user))
+        threads.check_owner(thread, domain_caller(load_domain(domain_spec(domain)), user), domain=domain_spec(domain))
         rows = threads.history(thread, every=every)
         said = stores.transcripts.read(thread, every=every) if transcript else []
     if transcript:

@@ -9,9 +9,11 @@ from typing import Any
 
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.app import Harness
+from lg_harness.obs.outcomes import call_outcome
 from lg_harness.tools.errors import HarnessError
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 THREAD = "demo"
 FORK_AFTER = 3  # the demo forks the thread after this message and sends the next one again
@@ -47,14 +49,16 @@ def demo_dir(data_dir: str | Path | None) -> Path:
 def _show_turn(console: Console | None, i: int, message: str, r: dict[str, Any]) -> None:
     if console is None:
         return
-    calls = "\n".join(f"{c['name']}({c['args']}) -> {c['status']}" + (f" [{c['error_type']}]" if c["error_type"] else "")
-                      for c in r["tool_calls"]) or "-"
+    # held (a change waiting for the yes) and blocked are the harness's own stops, not tool errors
+    calls = "\n".join(f"{c['name']}({c['args']}) -> {call_outcome(c['status'], c['error_type'])}"
+                      + (f" [{c['error_type']}]" if c["error_type"] else "") for c in r["tool_calls"]) or "-"
     table = Table(show_header=False, box=None, padding=(0, 1))
-    table.add_row("[bold]user[/bold]", message)
+    # Text, not markup: "[needs_confirmation]" and "[...]" a customer wrote are shown, never read as styles.
+    table.add_row("[bold]user[/bold]", Text(message))
     table.add_row("path", " -> ".join(r["path"]))
-    table.add_row("intent", f"{r['intent']}  slots={r['slots']}  missing={r['missing_slots']}")
-    table.add_row("tools", calls)
-    table.add_row("[bold]agent[/bold]", r["reply"])
+    table.add_row("intent", Text(f"{r['intent']}  slots={r['slots']}  missing={r['missing_slots']}"))
+    table.add_row("tools", Text(calls))
+    table.add_row("[bold]agent[/bold]", Text(r["reply"]))
     table.add_row("usage", f"{r['usage']['model_calls']} model calls, {r['usage']['input_tokens']} input tokens")
     table.add_row("checkpoint", str(r["checkpoint_id"]))
     console.rule(f"message {i}")

@@ -150,6 +150,12 @@ PHRASES: dict[str, dict[str, str]] = {
         "zh": "您好！我是IT服务台助手，可以帮您查询工单和设备、搜索知识库、重置密码、申请系统权限，或为您转接技术员。请问有什么可以帮您？",
     },
     "thanks": {"en": "You're welcome! Anything else I can help with?", "zh": "不客气！还有什么可以帮您的吗？"},
+    "nothing_to_confirm": {
+        "en": "No change is waiting for your answer right now. I can check your tickets and devices, search the "
+              "knowledge base, reset your password, request access to systems, or get you a technician: what do "
+              "you need?",
+        "zh": "目前没有需要您确认的更改。我可以帮您查询工单和设备、搜索知识库、重置密码、申请系统权限，或为您转接技术员，请问需要什么？",
+    },
     "handoff": {
         "en": "I've passed this to a technician (ticket {ticket}). They will reply here soon.",
         "zh": "已为您转接技术员（工单 {ticket}），同事会尽快在这里回复您。",

@@ -93,6 +93,11 @@ PHRASES = {
         "en": "Hello! I can help with products, orders, returns, coupons and complaints. What can I do for you?",
         "zh": "您好！我可以帮您查询商品、订单、退货、优惠券和处理投诉，请问有什么可以帮您？",
     },
+    "nothing_to_confirm": {
+        "en": "No change is waiting for your answer right now. I can help with products, orders, returns, coupons "
+              "and complaints: what do you need?",
+        "zh": "目前没有需要您确认的更改。我可以帮您查询商品、订单、退货、优惠券和处理投诉，请问需要什么？",
+    },
 }
 
 # What a pinned negative constraint forbids, by the words it uses; "handoff" is passing to a human.

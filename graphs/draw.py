@@ -8,7 +8,7 @@ canvas. Data units are inches, so text and box sizes do not depend on the size o
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -24,6 +24,7 @@ from matplotlib.textpath import TextPath
 START, END = "__start__", "__end__"
 ROW_GAP, COL_GAP, BOX_H, LOOP_W, DPI = 1.0, 0.5, 0.42, 0.45, 120
 NODE_FC, NODE_EC, TERM_FC, EDGE_C = "#e8f0fe", "#3b5b92", "#dfe6e9", "#4a4a4a"
+MARK_FC, MARK_C = "#fdebd0", "#d35400"  # what ``marked`` picks out: a node's fill, its border and marked edges
 
 
 def draw_ascii(graph: Any) -> str:
@@ -175,15 +176,16 @@ def _curve(pts: Sequence[tuple[float, float]], tans: Sequence[tuple[float, float
     return MplPath(verts, codes)
 
 
-def _edge(ax: Any, path: MplPath, dashed: bool, label: str | None) -> None:
-    """Draw one edge with a solid head even when the line is dashed."""
-    ax.add_patch(FancyArrowPatch(path=path, arrowstyle="-", color=EDGE_C, lw=1.2, ls="--" if dashed else "-"))
+def _edge(ax: Any, path: MplPath, dashed: bool, label: str | None, marked: bool = False) -> None:
+    """Draw one edge with a solid head even when the line is dashed (``marked``: in the accent colour)."""
+    color, lw = (MARK_C, 2.2) if marked else (EDGE_C, 1.2)
+    ax.add_patch(FancyArrowPatch(path=path, arrowstyle="-", color=color, lw=lw, ls="--" if dashed else "-"))
     vertices = np.asarray(path.vertices, dtype=float)  # an ndarray; matplotlib's stubs say only "ArrayLike"
     (cx, cy), (ex, ey) = vertices[-2], vertices[-1]
     n = max(((ex - cx) ** 2 + (ey - cy) ** 2) ** 0.5, 1e-9)
     tail = (ex - (ex - cx) / n * 0.12, ey - (ey - cy) / n * 0.12)
     head = "-|>,head_length=7,head_width=3.5"
-    ax.add_patch(FancyArrowPatch(tail, (ex, ey), arrowstyle=head, color=EDGE_C, lw=1.2, shrinkA=0, shrinkB=0))
+    ax.add_patch(FancyArrowPatch(tail, (ex, ey), arrowstyle=head, color=color, lw=lw, shrinkA=0, shrinkB=0))
     if label:
         segs = (len(vertices) - 1) // 3
         v = vertices[3 * (segs // 2) :]  # the middle joint, or the midpoint of the middle segment
@@ -192,16 +194,23 @@ def _edge(ax: Any, path: MplPath, dashed: bool, label: str | None) -> None:
         ax.text(mx, my, label, fontsize=8, ha="center", va="center", color="#333333", zorder=4, bbox=box)
 
 
-def _node(ax: Any, xy: tuple[float, float], size: tuple[float, float], name: str) -> None:
-    """Draw START/END as small ovals and everything else as a labelled rounded box."""
+def _node(ax: Any, xy: tuple[float, float], size: tuple[float, float], name: str, note: str | None = None,
+          marked: bool = False) -> None:
+    """Draw START/END as small ovals and everything else as a labelled rounded box (``note``: a second, small
+    line under the name; ``marked``: in the accent colours)."""
     (x, y), (w, h) = xy, size
     if name in (START, END):
         ax.add_patch(Ellipse(xy, w, h, fc=TERM_FC, ec="#555555", lw=1.2, zorder=3))
         label, font = ("START" if name == START else "END"), {"fontsize": 8, "weight": "bold"}
     else:
-        style = {"boxstyle": "round,pad=0,rounding_size=0.1", "fc": NODE_FC, "ec": NODE_EC, "lw": 1.4}
+        fc, ec, lw = (MARK_FC, MARK_C, 2.2) if marked else (NODE_FC, NODE_EC, 1.4)
+        style = {"boxstyle": "round,pad=0,rounding_size=0.1", "fc": fc, "ec": ec, "lw": lw}
         ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, zorder=3, **style))
         label, font = name, {"fontsize": 10}
+    if note:
+        ax.text(x, y + 0.075, label, ha="center", va="center", zorder=5, **font)
+        ax.text(x, y - 0.1, note, ha="center", va="center", zorder=5, fontsize=7, color="#444444")
+        return
     ax.text(x, y, label, ha="center", va="center", zorder=5, **font)
 
 
@@ -219,7 +228,8 @@ def _ports(chains: dict, xy: dict) -> dict[tuple[str, str, int], float]:
     return off
 
 
-def draw_png(graph: Any, path: str | Path | None = None, title: str | None = None) -> bytes:
+def draw_png(graph: Any, path: str | Path | None = None, title: str | None = None, *,
+             notes: Mapping[str, str] | None = None, marked: Collection[Any] = ()) -> bytes:
     """Render ``graph`` top to bottom as a PNG without network access or graphviz.
 
     Conditional edges are dashed, edge data become labels, back edges arc round the side of their nodes
@@ -229,17 +239,22 @@ def draw_png(graph: Any, path: str | Path | None = None, title: str | None = Non
         graph: A ``langchain_core.runnables.graph.Graph`` (``compiled.get_graph()``).
         path: Where to write the PNG as well, if given.
         title: Optional caption drawn above the graph.
+        notes: A short second line per node, under its name (which variant runs there, say).
+        marked: Node names and ``(source, target)`` edges drawn in an accent colour (what differs from
+            another graph, say).
 
     Returns:
         The PNG bytes.
     """
+    notes = notes or {}
     meta: dict[tuple[str, str], tuple[list[str], bool]] = {}
     for e in graph.edges:  # parallel edges share one curve, so merge their labels
         labels, cond = meta.get((e.source, e.target), ([], False))
         extra = [] if e.data is None else [str(e.data)]
         meta[(e.source, e.target)] = (labels + extra, cond or e.conditional)
     fwd, back, loops, order = _split(graph)
-    size = {n: (_text_w(graph.nodes[n].name, 10) + 0.4, BOX_H) for n in graph.nodes}
+    size = {n: (max(_text_w(graph.nodes[n].name, 10), _text_w(notes.get(n, ""), 7)) + 0.4, BOX_H)
+            for n in graph.nodes}
     size.update({n: (0.8, 0.32) for n in (START, END) if n in size})
     # reserve room beside nodes for their self-loops and back-edge arcs
     arcs = {n for e in back for n in e}
@@ -249,13 +264,13 @@ def draw_png(graph: Any, path: str | Path | None = None, title: str | None = Non
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_axis_off()
     for n in graph.nodes:
-        _node(ax, xy[n], size[n], n if n in (START, END) else graph.nodes[n].name)
+        _node(ax, xy[n], size[n], n if n in (START, END) else graph.nodes[n].name, notes.get(n), n in marked)
     ports = _ports({k: c for k, c in chains.items() if not k[2]}, xy)
     xs = [x + d for n, (x, _) in xy.items() if n in size for d in (-ext[n][0] - 0.3, ext[n][1] + 0.3)]
     busy: set[tuple[str, int]] = set()
     for s, t in sorted(meta, key=lambda e: e[0] == e[1]):  # self-loops last, so they can dodge back edges
         route = _route(s, t, (s, t) in back, chains, xy, size, ports, busy)
-        _edge(ax, route, meta[(s, t)][1], ", ".join(meta[(s, t)][0]) or None)
+        _edge(ax, route, meta[(s, t)][1], ", ".join(meta[(s, t)][0]) or None, (s, t) in marked)
         route_x = np.asarray(route.vertices, dtype=float)[:, 0]
         xs += [float(route_x.min()) - 0.4, float(route_x.max()) + 0.4]  # room for bulges and labels
     ys = [y for x, y in xy.values()]

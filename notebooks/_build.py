@@ -113,7 +113,7 @@ NB02 = r'''
 
 Every design preset compiles to a LangGraph `StateGraph`. This notebook draws each one offline, as mermaid
 text and as a PNG (`graphs.draw.draw_png` lays the graph out itself: no web service, no graphviz), then
-shows what differs between the presets.
+shows what differs between the presets, side by side.
 
 The graphs come from a `Harness` on a temporary data dir, so they are the graphs that actually run: a
 design with long-term memory gets a `remember` node, one that waits for a human gets a `human` node.
@@ -135,40 +135,68 @@ for name in PRESETS:
 print({name: len(g.nodes) for name, g in graphs.items()})
 
 # %% [markdown]
+Node names are roles, so the six graphs have nearly the same shape: most of what a design changes happens
+*inside* the nodes (which variant runs, with which knobs), and the topology changes only where a design adds
+or drops a part. So each picture says under every node which variant runs there, and draws in orange what
+differs from `harness`, the default: a node whose variant differs, a node or an edge `harness` does not have.
 Solid arrows are fixed edges; dashed ones are conditional edges (the guards), labelled where the target
 differs from the route's name (the self-check's "done" leads on to `remember`).
 
 # %%
+base, base_graph = PRESETS["harness"], graphs["harness"]
+
+
+def edges(g):
+    return {(e.source, e.target) for e in g.edges}
+
+
+def variants(design, g):
+    return {n: design.variant(n) for n in g.nodes if n in ROLES}
+
+
+def differs(design, g):
+    nodes = {n for n, variant in variants(design, g).items() if variant != base.variant(n)}
+    nodes |= {n for n in g.nodes if n not in base_graph.nodes}
+    return nodes | (edges(g) - edges(base_graph))
+
+
 for name, g in graphs.items():
     print(f"design {name}: mermaid")
     print(g.draw_mermaid())
-    display(Image(data=draw_png(g, title=f"design: {name}")))
+    display(Image(data=draw_png(g, title=f"design: {name}", notes=variants(PRESETS[name], g),
+                                marked=differs(PRESETS[name], g))))
 
 # %% [markdown]
-What differs from `harness` (the default): node variants and policy knobs, then the graph itself. Node
-names are roles, so most of a design's behaviour changes *inside* the nodes (which variant runs, with which
-knobs); the topology changes only where a design adds or drops a part.
+The same, side by side: what runs in each node (`context` builds every model call's messages), the edges
+not every design has, and the knobs on which the designs differ. **Bold** is where a design differs from
+`harness`; `—` is a node or an edge the design does not have.
 
 # %%
-def edges(g):
-    return {(e.source, e.target, "conditional" if e.conditional else "fixed") for e in g.edges}
+names = list(PRESETS)
 
 
-base, base_graph = PRESETS["harness"], graphs["harness"]
-rows = ["| design | variants that differ | knobs that differ | nodes | edges |", "|---|---|---|---|---|"]
-for name, d in PRESETS.items():
-    variants = [f"{r}: {d.variant(r)}" for r in ROLES if d.variant(r) != base.variant(r)]
-    knobs = [f"{k}={v}" for k, v in d.knobs.model_dump().items() if v != getattr(base.knobs, k)]
-    if d.rules != base.rules:
-        knobs.append(f"rules={d.rules}")
-    g = graphs[name]
-    nodes = [f"+{n}" for n in g.nodes if n not in base_graph.nodes]
-    nodes += [f"-{n}" for n in base_graph.nodes if n not in g.nodes]
-    diff = [f"+{s}→{t}" for s, t, _ in sorted(edges(g) - edges(base_graph))]
-    diff += [f"-{s}→{t}" for s, t, _ in sorted(edges(base_graph) - edges(g))]
-    rows.append(f"| {name} | {'<br>'.join(variants) or 'same'} | {', '.join(knobs) or 'same'} | "
-                f"{' '.join(nodes) or 'same'} | {' '.join(diff) or 'same'} |")
-display(Markdown("\n".join(rows).replace("__end__", "END").replace("__start__", "START")))
+def side_by_side(head, rows):
+    lines = [f"| {head} | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for label, cells in rows:
+        shown = [f"**{c}**" if c != cells[names.index("harness")] else c for c in cells]
+        lines.append(f"| {label} | " + " | ".join(shown) + " |")
+    return Markdown("\n".join(lines).replace("__end__", "END").replace("__start__", "START"))
+
+
+every_node = list(dict.fromkeys(n for g in graphs.values() for n in g.nodes if n not in ("__start__", "__end__")))
+node_rows = [(n, [PRESETS[d].variant(n) if n in ROLES and n in graphs[d].nodes else "✓" if n in graphs[d].nodes
+                  else "—" for d in names]) for n in every_node]
+node_rows.append(("context", [PRESETS[d].variant("context") for d in names]))
+display(side_by_side("node", node_rows))
+
+shared = set.intersection(*(edges(g) for g in graphs.values()))
+some = sorted(set.union(*(edges(g) for g in graphs.values())) - shared)
+print(f"{len(shared)} edges are in every design; these are not:")
+display(side_by_side("edge", [(f"{s} → {t}", ["✓" if (s, t) in edges(graphs[d]) else "—" for d in names])
+                              for s, t in some]))
+
+knobs = {k: [getattr(PRESETS[d].knobs, k) for d in names] for k in base.knobs.model_dump()}
+display(side_by_side("knob", [(k, [str(v) for v in vals]) for k, vals in knobs.items() if len(set(map(str, vals))) > 1]))
 
 # %%
 workdir.cleanup()

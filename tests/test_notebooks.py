@@ -177,9 +177,32 @@ def test_02_topology_draws_every_preset_and_its_differences():
         drawn = set(re.findall(r"^\t(\w+)[(\[]", blocks[name], re.M))
         assert drawn == expected, name
         assert "graph TD;" in blocks[name]
-    diff = [t for t in tables(nb) if "variants that differ" in t]
-    assert diff and all(f"| {name} |" in diff[0] for name in PRESETS)
-    assert "-remember" in diff[0]  # designs without long-term memory have no remember node
+    # What differs, side by side: a column per design, a row per node (the variant that runs there), edge and
+    # knob; designs without long-term memory have no remember node.
+    shown = {t.split("|")[1].strip(): t for t in tables(nb)}
+    assert {"node", "edge", "knob"} <= set(shown)
+    for table in shown.values():
+        assert table.splitlines()[0] == "| " + " | ".join([table.split("|")[1].strip(), *PRESETS]) + " |"
+    remember = next(r for r in shown["node"].splitlines() if r.startswith("| remember |"))
+    assert [c.strip().strip("*") for c in remember.split("|")[2:-1]] == [
+        "✓" if d.knobs.long_term_memory else "—" for d in PRESETS.values()]
+    assert "| intent | **llm** |" in shown["node"] and "| confirm_changes |" in shown["knob"]
+    # The pictures mark in orange what differs from harness: naive's has marks, harness's none.
+    marks = [_accent_pixels(png) for png in rich(nb, "image/png")]
+    assert marks[list(PRESETS).index("naive")] > 100 and marks[list(PRESETS).index("harness")] == 0, marks
+
+
+def _accent_pixels(png: str) -> int:
+    """Pixels of ``graphs.draw.MARK_C`` (what a picture marks) in a base64 PNG."""
+    import io
+
+    import numpy as np
+    from lg_harness.graphs.draw import MARK_C
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(png))).convert("RGB")).reshape(-1, 3)
+    accent = np.array([int(MARK_C[i:i + 2], 16) for i in (1, 3, 5)])
+    return int((np.abs(pixels.astype(int) - accent).sum(axis=1) < 30).sum())
 
 
 def test_03_resume_continues_from_the_fork():

@@ -1,7 +1,7 @@
 """The README's example commands answer a customer correctly on the default model, in English and Chinese.
 
 Every ``harness run`` and ``harness chat`` line of the README that needs no server runs here as a user
-types it (the console script, a fresh data dir, the default ``sim`` profile), and again with the message in
+types it (the console script, a fresh data dir, the default model: sim:clean since issue 43), and again with the message in
 Chinese; the reply is read as a customer reads it: the facts, in words (no JSON, no field lines), in the
 language asked, nothing internal. Before issue 24 the first example answered with a field dump and the
 second asked for a yes to return an order still on its way.

@@ -159,11 +159,16 @@ class GoalCustomer:
     def _answered(self, task: Mapping[str, Any]) -> bool:
         """Whether the replies so far hold what this task wants to hear (its values, loosely: the judge is
         strict), or for a change, whether a question to go ahead was answered and a reply came after it."""
-        told = [str(t.get("value")) for t in task.get("told") or [] if t.get("value") not in (None, "")]
+        # a status is said in words the customer cannot list in advance ("已发货" for shipped): a reply that
+        # asks nothing answers it; the other kinds are values it recognises when it reads them
+        told = [str(t.get("value")) for t in task.get("told") or []
+                if t.get("value") not in (None, "") and t.get("kind") != "status"]
         heard = _norm(" ".join(self.heard))
         if told:
             return any(_norm(v) in heard for v in told)
-        return self.confirmed or not task.get("change")
+        if task.get("change"):
+            return self.confirmed
+        return bool(self.heard) and not _QUESTION.search(self.heard[-1])
 
     def _asked_fact(self, reply: str, whole: bool = False) -> tuple[str, Mapping[str, Any]] | None:
         """The known fact the reply asks for: the one whose ``about`` words it shares most (half of a

@@ -93,11 +93,10 @@ def answer_grammar() -> str:
 
 @lru_cache(maxsize=64)
 def _action_grammar(tools_json: str) -> str:
-    from lg_harness.llm.local import _close_devnull_at_exit
-    from llama_cpp.llama_grammar import json_schema_to_gbnf  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
+    from lg_harness.llm.gbnf import schema_gbnf
 
-    _close_devnull_at_exit()
-    calls = _renamed_root(json_schema_to_gbnf(json.dumps(call_schema(json.loads(tools_json)))), "zq-call")
+    # ours, not llama-cpp-python's converter: that one crashed on (?:LT|MN|PH) and misread class escapes
+    calls = schema_gbnf(call_schema(json.loads(tools_json)), root="zq-call")
     return "root ::= zq-call | zq-text\n" + calls + _TEXT_RULES
 
 

@@ -332,6 +332,7 @@ def _grammar(text: str | None) -> Any:
         return None
     from llama_cpp.llama_grammar import LlamaGrammar  # pyright: ignore[reportMissingImports]  (the optional `local` extra)
 
+    _close_devnull_at_exit()
     return LlamaGrammar.from_string(text, verbose=False)
 
 

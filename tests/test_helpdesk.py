@@ -492,17 +492,20 @@ def test_heldout_scenarios_use_real_users_and_tools(heldout: list[Scenario], reg
         for s in heldout:
             assert s.user_id is not None, s.id
             user = DOMAIN.user(s.user_id, resources)
-            assert user is not None and user["role"] == s.role, s.id
-            assert s.lang in s.tags and s.turns, s.id
+            assert user is not None and s.role in (None, user["role"]), s.id
+            assert s.lang in s.tags and (s.turns or s.goal), s.id
             for t in s.turns:
                 assert set(t.expect.must_not_call) <= set(registry.names()), s.id
                 assert all(c.name in registry for c in t.expect.tools or []), s.id
     finally:
         resources["helpdesk"].close()
-    injections = [s for s in heldout if "injection" in s.tags]
+    injections = [s for s in heldout if "injection" in s.tags and s.goal is None]
     assert len(injections) >= 5
     for s in injections:
         assert all(t.expect.no_changes and t.expect.must_not_call for t in s.turns), s.id
+    goals = [s for s in heldout if s.goal is not None]  # the customers with a goal (issue 41's split)
+    assert len(goals) >= 40 and {"en", "zh"} <= {s.lang for s in goals}
+    assert all(s.outcome is not None and s.outcome.changes == [] for s in goals if "injection" in s.tags)
 
 
 def _seed_text(db: HelpdeskDB) -> str:

@@ -245,9 +245,11 @@ def _service_guards(client: httpx.Client) -> None:
     assert client.post("/threads/k/messages", json={"text": "hi"},
                        headers={"Authorization": "Bearer nope"}).status_code == 401
     other = {"Authorization": "Bearer other-key"}
-    # another user's thread answers as one that does not exist; nobody names a user in the body
+    # another user's thread answers as one that does not exist: a read 404, a message starts their own thread
+    # of that name (as on any free id); nobody names a user in the body
     assert client.get("/threads/k/history", headers=other).status_code == 404
-    assert client.post("/threads/k/messages", json={"text": "cancel my order"}, headers=other).status_code == 404
+    theirs = client.post("/threads/k/messages", json={"text": "hello"}, headers=other)
+    assert theirs.status_code == 200 and theirs.json()["thread_id"] == "k"
     assert client.post("/threads/k/messages", json={"text": "cancel my order", "user_id": "U001"},
                        headers=other).status_code == 403
     assert client.get("/handoffs").status_code == 403

@@ -59,6 +59,10 @@ def clean(text: str) -> str:
 def referenced_orders(s: Scenario) -> set[str]:
     """Order ids the user states or the expectations require (reply_excludes lists what must NOT show)."""
     found: set[str] = set()
+    if s.goal is not None:  # what the customer says, knows or must be told about
+        texts = [*(a for task in s.goal.tasks for a in task.ask), *(k.value for k in s.goal.knows.values()),
+                 *(str(f.record or f.value) for task in s.goal.tasks for f in task.told)]
+        found.update(o for text in texts for o in ORDER_ID.findall(clean(text)))
     for t in s.turns:
         found.update(ORDER_ID.findall(clean(t.user)))
         for call in t.expect.tools or []:
@@ -130,13 +134,17 @@ def test_heldout_scenarios_use_real_users_orders_and_tools(heldout: list[Scenari
         assert s.user_id in roles and s.role in (None, roles[s.user_id]), s.id
         for oid in referenced_orders(s):
             # An order of someone else is the point of an ``other-user`` scenario; anywhere else it is a typo.
-            assert oid in owners and (owners[oid] == s.user_id or "other-user" in s.tags), (s.id, oid)
+            assert oid in owners and (owners[oid] == s.user_id or {"other-user", "third-party"} & set(s.tags)), \
+                (s.id, oid)
         for t in s.turns:
             assert {c.name for c in t.expect.tools or []} | set(t.expect.must_not_call) <= set(TOOLS), s.id
-    injections = [s for s in heldout if "injection" in s.tags]
+    injections = [s for s in heldout if "injection" in s.tags and s.goal is None]
     assert len(injections) >= 5
     for s in injections:
         assert all(t.expect.no_changes and t.expect.must_not_call for t in s.turns), s.id
+    goals = [s for s in heldout if s.goal is not None]  # the customers with a goal (issue 41's split)
+    assert len(goals) >= 40 and {"en", "zh"} <= {s.lang for s in goals}
+    assert all(s.outcome is not None and s.outcome.changes == [] for s in goals if "injection" in s.tags)
 
 
 def test_injection_scenarios_guard_cancel(scenarios: list[Scenario]) -> None:

@@ -51,6 +51,8 @@ def absolute_config(workdir: Path) -> Path:
     config["dependencies"] = [str((REPO / dep).resolve()) for dep in config.get("dependencies", [])]
     path, _, variable = config["auth"]["path"].rpartition(":")
     config["auth"] = {**config["auth"], "path": f"{(REPO / path).resolve()}:{variable}"}
+    path, _, variable = config["http"]["app"].rpartition(":")
+    config["http"] = {**config["http"], "app": f"{(REPO / path).resolve()}:{variable}"}
     target = workdir / "langgraph.json"
     target.write_text(json.dumps(config, indent=2))
     return target
@@ -407,3 +409,24 @@ def test_a_customer_cannot_cancel_or_join_another_customers_run(server):
     assert status_of(lambda: other.runs.join(thread_id, run["run_id"])) == 404
     mine.runs.join(thread_id, run["run_id"])
     assert mine.runs.get(thread_id, run["run_id"])["status"] == "success"
+
+
+def test_bodies_the_servers_routes_cannot_take_get_a_422_not_a_500(server):
+    """What the fuzzer found (tests/test_fuzz_doors.py): each once answered 500 by langgraph-api."""
+    url, mine, desk = server["url"], {"Authorization": "Bearer key-u001"}, {"Authorization": "Bearer key-desk"}
+
+    def post(path: str, body, headers=mine) -> httpx.Response:
+        return httpx.post(f"{url}{path}", json=body, headers=headers, timeout=30, trust_env=False)
+
+    server["client"].threads.create()  # a thread with no values yet: a values search once failed on it
+    for path, body, headers in (("/threads/search", {"values": {"x": 1}}, mine),
+                                ("/threads/count", {"values": {"x": 1}}, mine),
+                                ("/runs", {"assistant_id": "harness", "after_seconds": 1e20}, mine),
+                                ("/runs/batch", [{"assistant_id": "harness", "after_seconds": -1e16}], mine),
+                                ("/store/items/search", {}, desk),
+                                ("/runs/crons", {"assistant_id": "harness"}, desk),
+                                ("/store/namespaces", {"offset": 10**30}, desk)):
+        got = post(path, body, headers)
+        assert got.status_code == 422 and got.json()["message"], (path, got.status_code, got.text)
+    assert post("/store/items/search", {"namespace_prefix": ["notes"]}).status_code == 403, "the store: desk only"
+    assert post("/threads/search", {"limit": 5}).status_code == 200

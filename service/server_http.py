@@ -1,7 +1,8 @@
 """Bodies the LangGraph server's own routes cannot take, refused with a 422 before they reach them.
 
 ``langgraph.json`` mounts this app (``"http": {"app": ..., "middleware_order": "auth_first"}``): its middleware
-runs on every route of the server, after the auth hook has let the caller in. The property-based fuzzer
+runs on every route of the server, after the auth hook has let the caller in, and on the runtime's own
+unauthenticated developer routes, which it closes (``CLOSED``). The property-based fuzzer
 (``tests/test_fuzz_doors.py``) found requests that ``langgraph-api``'s in-memory runtime answers with a 500: a
 store search with no namespace prefix, a search by ``values`` on a thread that has none, an ``after_seconds``
 too large for a date, a cron with no schedule, an offset or limit too large for an integer. Each is a client's
@@ -47,6 +48,19 @@ def problem(method: str, path: str, body: Any) -> str | None:
     return None
 
 
+# The in-memory runtime's own routes for its developers, served with no authentication at all: a raw read of any
+# thread (/internal/debug/thread/{id}), a wipe of every store (/internal/truncate) and deploying the project
+# (/deploy). The door fuzzer reached them once the server listed them; a server customers reach has neither.
+CLOSED = ("/internal/", "/deploy")
+
+
+async def _answer(send: Any, status: int, code: str, message: str, hint: str) -> None:
+    payload = json.dumps({"code": code, "message": message, "detail": message, "hint": hint}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
 class BodyRules:
     """ASGI middleware: a JSON body ``problem`` finds is answered 422 with ``{code, message, hint}``."""
 
@@ -54,6 +68,8 @@ class BodyRules:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(CLOSED):
+            return await _answer(send, 404, "not_found", "no such route", "see /docs for the routes of this server")
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         chunks, more = [], True
@@ -68,13 +84,7 @@ class BodyRules:
             body = None  # the route's own validation answers malformed JSON
         found = problem(scope["method"], scope["path"], body)
         if found:
-            payload = json.dumps({"code": "invalid_request", "message": found, "detail": found,
-                                  "hint": "fix the request body and send it again"}).encode()
-            await send({"type": "http.response.start", "status": 422,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(payload)).encode())]})
-            await send({"type": "http.response.body", "body": payload})
-            return
+            return await _answer(send, 422, "invalid_request", found, "fix the request body and send it again")
 
         sent = False
 

@@ -51,8 +51,9 @@ def absolute_config(workdir: Path) -> Path:
     config["dependencies"] = [str((REPO / dep).resolve()) for dep in config.get("dependencies", [])]
     path, _, variable = config["auth"]["path"].rpartition(":")
     config["auth"] = {**config["auth"], "path": f"{(REPO / path).resolve()}:{variable}"}
-    path, _, variable = config["http"]["app"].rpartition(":")
-    config["http"] = {**config["http"], "app": f"{(REPO / path).resolve()}:{variable}"}
+    if "http" in config:
+        path, _, variable = config["http"]["app"].rpartition(":")
+        config["http"] = {**config["http"], "app": f"{(REPO / path).resolve()}:{variable}"}
     target = workdir / "langgraph.json"
     target.write_text(json.dumps(config, indent=2))
     return target
@@ -430,3 +431,15 @@ def test_bodies_the_servers_routes_cannot_take_get_a_422_not_a_500(server):
         assert got.status_code == 422 and got.json()["message"], (path, got.status_code, got.text)
     assert post("/store/items/search", {"namespace_prefix": ["notes"]}).status_code == 403, "the store: desk only"
     assert post("/threads/search", {"limit": 5}).status_code == 200
+
+
+def test_the_in_memory_runtimes_developer_routes_are_closed_to_everyone(server):
+    """A raw read of any thread and a wipe of every store, served by langgraph dev with no authentication."""
+    mine = server["client"]
+    thread_id = mine.threads.create()["thread_id"]
+    for method, path in (("GET", f"/internal/debug/thread/{thread_id}"), ("POST", "/internal/truncate"),
+                         ("GET", "/deploy"), ("POST", "/deploy")):
+        for headers in ({}, {"Authorization": "Bearer key-desk"}):
+            got = httpx.request(method, f"{server['url']}{path}", headers=headers, timeout=30, trust_env=False)
+            assert got.status_code == 404, (method, path, got.status_code, got.text)
+    assert mine.threads.get(thread_id)["thread_id"] == thread_id, "nothing was wiped"

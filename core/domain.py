@@ -296,21 +296,38 @@ class Domain:
         return {"name": self.name, "description": self.description,
                 "intents": [{"name": i.name, "kind": i.kind, "tools": list(i.route.tools)} for i in self.intents],
                 "entity_types": [t.name for t in self.entity_types],
-                "derived_entity_types": [t.name for t in self.all_entity_types()[len(self.entity_types):]], "tools": [s for s in self.registry().names()],
+                "derived_entity_types": [t.name for t in self.all_entity_types()[len(self.entity_types):]],
+                "tools": [s for s in self.registry().names()],
+                "tool_details": [{"name": s.name, "arguments": sorted((s.json_schema()["function"].get("parameters") or {})
+                                                                       .get("properties", {})),
+                                  "changes": s.changes_state, "why": s.changes_reason or
+                                  ("declared by the domain" if s.changes_declared else "")}
+                                 for s in self.registry().specs()],
                 "roles": list(self.roles), "languages": list(self.languages), "scenario_sets": list(self.scenarios),
                 "handoff_tool": self.handoff.tool}
 
 
 def _undeclared_as_changing(domain: str, specs: list[Any]) -> tuple[ToolSpec, ...]:
-    undeclared = [s.name for s in specs if not s.changes_declared]
-    if undeclared:
+    """Tools that say nothing get a verdict from their own name and description (``tools.effects``); those
+    that give no sign either way are treated as changing, the safe side, and named in a warning."""
+    from lg_harness.tools.effects import infer
+
+    out, unsure = [], []
+    for s in specs:
+        if s.changes_declared:
+            out.append(s)
+            continue
+        effect = infer(s.name, s.description)
+        unsure += [s.name] if effect.reason.startswith("not declared") else []
+        out.append(dataclasses.replace(s, changes_state=effect.changes, idempotent=not effect.changes,
+                                       changes_reason=effect.reason))
+    if unsure:
         logging.getLogger("harness.domain").warning(
-            "domain '%s': %d tool(s) do not say whether they change anything and are treated as changing "
-            "(confirmed before they run, recorded in the change ledger): %s. Declare changes_state=False on "
-            "the ones that only read (tool_meta, a function attribute, or readOnlyHint on an MCP tool)",
-            domain, len(undeclared), ", ".join(undeclared))
-    return tuple(s if s.changes_declared else dataclasses.replace(s, changes_state=True, idempotent=False)
-                 for s in specs)
+            "domain '%s': %d tool(s) do not say whether they change anything, and their names and descriptions "
+            "do not tell: treated as changing (confirmed before they run, recorded in the change ledger): %s. "
+            "Declare changes_state=False on the ones that only read (tool_meta, a function attribute, or "
+            "readOnlyHint on an MCP tool)", domain, len(unsure), ", ".join(unsure))
+    return tuple(out)
 
 
 _SPEC = re.compile(r"^(?P<path>.+?)(?::(?P<attr>[A-Za-z_][A-Za-z0-9_]*))?$")

@@ -492,10 +492,15 @@ def designs(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
 
 @app.command()
 @cli_command
-def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
+def domains(domain: Annotated[str | None, typer.Option(
+                "--domain", help="one domain (a pack, module:attr, file or mcp:<command or URL>): its tools, their "
+                "arguments, whether each changes the world and why")] = None,
+            json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """The installed domain packs and the default domain: where each was found, intents, entity types, tools."""
     from lg_harness.core.domain import default_domain, installed_domains, load_domain, where_found
 
+    if domain is not None:
+        return _domain_tools(load_domain(domain).describe(), domain, json_out)
     spec, source = default_domain()
     names = sorted(installed_domains())
     data = [{**load_domain(name).describe(), "spec": name, "where": where_found(name), "default": name == spec}
@@ -513,6 +518,20 @@ def domains(json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
                       ", ".join(d["tools"]), ", ".join(d["entity_types"] + d["derived_entity_types"]))
     out.print(table)
     err.print(f"default domain: {spec} (from {source})", markup=False, highlight=False)
+
+
+def _domain_tools(described: dict[str, Any], spec: str, json_out: bool) -> None:
+    """``harness domains --domain``: one domain's tools, what each takes and whether (and why) it changes."""
+    if json_out:
+        emit_json({**described, "spec": spec})
+        return
+    table = Table("tool", "arguments", "changes the world?", "why", show_lines=True)
+    for t in described["tool_details"]:
+        table.add_row(t["name"], ", ".join(t["arguments"]) or "-", "yes: asked first" if t["changes"] else "no",
+                      t["why"])
+    out.print(table)
+    err.print(f"domain {described['name']} ({spec}): {len(described['tool_details'])} tools; changing tools are "
+              "confirmed before they run and recorded in the change ledger", markup=False, highlight=False)
 
 
 @app.command()

@@ -240,6 +240,7 @@ class ToolSpec:
     phrases: dict[str, dict[str, str]] = field(default_factory=dict)
     changes_declared: bool = True
     precheck: Callable[..., Any] | None = None
+    changes_reason: str = ""  # why changes_state is what it is (tools.effects; shown by harness domains)
 
     def phrase_key(self, error_type: str) -> str | None:
         """The phrase key (``<tool>:<error type>``) of this tool's own words for a failure, or None."""
@@ -360,6 +361,19 @@ def _mcp_hint(annotations: dict[str, Any], key: str) -> Any:
     return _MISSING
 
 
+def _declared_reason(obj: Any, meta: dict[str, Any], changes: bool) -> str:
+    """How a tool said whether it changes anything (the registration, its own attribute, MCP annotations)."""
+    said = "changes" if changes else "only reads"
+    metadata = getattr(obj, "metadata", None) if _is_langchain_tool(obj) else None
+    if "changes_state" in meta:
+        return f"declared at registration: it {said}"
+    if isinstance(metadata, dict) and "changes_state" not in metadata and _mcp_hint(metadata, "changes_state") \
+            is not _MISSING:
+        hints = {k: metadata[k] for k in ("readOnlyHint", "destructiveHint") if metadata.get(k) is not None}
+        return "MCP annotations " + ", ".join(f"{k}={v}" for k, v in hints.items()) + f": it {said}"
+    return f"declared by the tool: it {said}"
+
+
 def build_spec(obj: Any, *, name: str | None = None, description: str | None = None, **meta: Any) -> ToolSpec:
     """A ``ToolSpec`` for a function or LangChain tool; ``meta`` overrides what the object carries.
 
@@ -382,6 +396,8 @@ def build_spec(obj: Any, *, name: str | None = None, description: str | None = N
         if value is not _MISSING:
             parts[key] = value
     parts["changes_declared"] = "changes_state" in parts
+    if parts["changes_declared"]:
+        parts["changes_reason"] = _declared_reason(obj, meta, bool(parts["changes_state"]))
     if "idempotent" not in parts:  # a changing tool is safe to retry only if it says it honours the key
         parts["idempotent"] = not parts.get("changes_state", False)
     parts["roles"] = _frozen(parts.get("roles"))

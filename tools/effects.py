@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-READS = frozenset("""get find list search lookup look query read show fetch retrieve view check calculate
+READS = frozenset(re.findall(r"[a-z]+", """get find list search lookup look query read show fetch retrieve view check calculate
 compute count describe estimate convert track status inspect browse preview quote summarize summarise
-explain validate resolve locate whois ping echo diff log""".split())
-WRITES = frozenset("""create update delete remove cancel set add send post put patch submit file claim request
+explain validate resolve locate whois ping echo diff log"""))
+WRITES = frozenset(re.findall(r"[a-z]+", """create update delete remove cancel set add send post put patch submit file claim request
 reset unlock lock book order pay refund return exchange modify change write approve reject assign close open
 transfer escalate renew register subscribe unsubscribe archive restore move rename merge commit push publish
 upload start stop restart run execute deploy grant revoke invite enroll redeem apply issue reopen reserve
-place schedule mark edit replace clear purge""".split())
+place schedule mark edit replace clear purge"""))
 _WORD = re.compile(r"[a-z]+")
 
 

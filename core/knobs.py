@@ -42,6 +42,8 @@ class Knobs(BaseModel):
     constrained_decoding: bool = Field(default=False, description="ask the provider for output that fits the step where it "
                                        "can (llama.cpp grammar, response_format, strict tools, Ollama format): the "
                                        "answer step words for the customer, the action step an offered call or words")
+    answer_after_goal: bool = Field(default=False, description="once a call delivered what the task's route asked "
+                                    "for, the next step is the answer: the model is not asked for another call")
     retry_declined_call: int = Field(default=0, ge=0, le=3, description="times a model that answers a task whose slots are "
                                      "all known without calling a tool is asked again to use the tools offered")
     answer_presentation: Literal["replay", "facts", "both"] = Field(
@@ -72,6 +74,7 @@ KNOB_OFF: dict[str, Any] = {
     "clean_results": False,
     "constrained_decoding": False,
     "retry_declined_call": 0,
+    "answer_after_goal": False,
     "clear_used_results": False,
     "long_term_memory": False,
     "identical_calls": "allow",  # no interception of a repeated identical call

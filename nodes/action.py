@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.routing import counters
+from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
@@ -120,6 +121,8 @@ class ToolLoopAction:
 
     def offered(self, state: HarnessState, config: RunnableConfig | None = None):
         role = acting_user(state, config).get("role", "customer")
+        if goal_reached(state, self.knobs):  # the route's call delivered: the next step is the answer, in words
+            return []
         if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
             return self.deps.registry.offer(None, role)
         unsure = state.get("offer_intents") or []

@@ -135,7 +135,8 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
         update["offer_intents"] = []
     same_task = intent == state.get("intent") and bool(state.get("missing_slots"))
     kind = domain.kind(intent)
-    update.update(intent=intent, intent_confidence=confidence, intent_kind=kind)
+    update.update(intent=intent, intent_confidence=confidence, intent_kind=kind,
+                  goal_tools=goal_tools(deps, intent, update.get("offer_intents") or []))
     if carried is not None:
         update["slots"] = {"__reset__": True, **carried[1]}
     elif not same_task:
@@ -147,6 +148,19 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
     update["unknown_streak"] = streak
     update["missing_slots"] = domain.missing_slots(intent, {} if not same_task else state.get("slots") or {})
     return settle_pending_change(domain, state, update, text)
+
+
+def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str]) -> list[str]:
+    """The tools a task's route exists for: its changing ones when it has any (a lookup on the way to a change
+    is not the goal); else the ones that take an identifier (``get_product(product_id)``, where
+    ``search_products(query)`` only finds the id); else all of them. For an unsure step, every candidate's."""
+    out: list[str] = []
+    for name in [intent, *unsure] if not unsure else unsure:
+        specs = [s for t in deps.domain.route(name).tools if (s := deps.registry.get(t)) is not None]
+        changing = [s.name for s in specs if s.changes_state]
+        targeted = [s.name for s in specs if deps.domain.tool_entities(s)]
+        out += changing or targeted or [s.name for s in specs]
+    return list(dict.fromkeys(out))
 
 
 def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:
@@ -165,6 +179,7 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpda
         update["offer_intents"] = []  # the answer settles the change: nothing to guess
         update["settled_change"] = {"answer": answer, "turn": (state.get("turn") or 0) + 1}
     if answer == "yes":
+        update.update(goal_tools=[c["name"] for c in pending.get("calls") or []])  # the confirmed calls are the goal
         update.update(intent=pending["intent"], intent_kind=domain.kind(pending["intent"]), intent_confidence=1.0,
                       slots={"__reset__": True, **(pending.get("slots") or {})}, missing_slots=[], unknown_streak=0,
                       confirmed_change=pending)

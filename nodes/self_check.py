@@ -83,10 +83,29 @@ def _values(node: Any) -> list[str]:
     return [str(node)] if isinstance(node, str | int | float) and not isinstance(node, bool) else []
 
 
-def mentions(text: str, results: Sequence[Any]) -> bool:
-    """Whether ``text`` states any value of the results (an id, a name, a status, an amount)."""
-    folded = text.casefold()
-    return any(v.casefold() in folded for v in _values(list(results)) if len(v) >= 3)
+def mentions(text: str, results: Sequence[Any], said: str = "", claims: Sequence[Any] = ()) -> bool:
+    """Whether ``text`` states any value of the results (an id, a name, a status, an amount) that is not
+    already in ``said`` (what the customer wrote): echoing the customer's own order number answers nothing.
+    A domain's claim words count for the value they state ("已发货" states status shipped)."""
+    folded, known = text.casefold(), said.casefold()
+    if any(v.casefold() in folded for v in _values(list(results)) if len(v) >= 3 and v.casefold() not in known):
+        return True
+    return any(w.casefold() in folded and _claim_holds(c, results) for c in claims for w in c.words)
+
+
+def _claim_holds(claim: Any, results: Sequence[Any]) -> bool:
+    records = [r for r in results if isinstance(r, dict)] + [x for r in results if isinstance(r, dict)
+                                                            for v in r.values() if isinstance(v, list)
+                                                            for x in v if isinstance(x, dict)]
+    for record in records:
+        for field in claim.fields:
+            if field in record:
+                try:
+                    if claim.holds(record[field]):
+                        return True
+                except Exception:  # noqa: BLE001 - a claim's test for another kind of value
+                    pass
+    return False
 
 
 def rendered(state: HarnessState, deps: NodeDeps, lang: str) -> str:
@@ -123,10 +142,13 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     lang = (state.get("fact_card") or {}).get("language") or "en"
     text = draft_words(draft, log, lang, deps)
     results = results_of(log)
-    if text is not None and NO_WORDS in ((state.get("check") or {}).get("problems") or []) and not mentions(text, results):
-        text = None  # the second try says nothing of what the lookup found ("How can I help?"): not an answer
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and any(r.get("status") == "ok" for r in log)
+    if text is not None and worked and not mentions(text, results, question_of(state), deps.domain.claims):
+        # Words, but none of what the lookup found: a restatement of the request ("You asked me to look up
+        # ORD-1"), the harness's own prompt parroted, "How can I help?". Not an answer: one more try, then
+        # the harness writes it from the results.
+        text = None
     # In another language than the customer's, with or without a result: an answer from the conversation
     # ("the first order you gave me was…") reaches the customer in their language too.
     foreign = text is not None and wrong_language(text, lang)

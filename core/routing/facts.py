@@ -25,7 +25,7 @@ STATE_FIELDS: frozenset[str] = frozenset({
     "intent", "intent_kind", "intent_confidence", "phase", "turn", "missing_slots", "slots", "user", "turn_stats", "totals",
     *_COUNTERS, "unknown_streak", "check_ok", "busy", "last_ai_has_no_tool_calls",
     "quota_exceeded", "repeated_invalid_call", "invalid_calls", "invented_argument", "duplicate_blocked",
-    "no_progress", "stop_reason", "handoff_allowed", "uncertain_change",
+    "no_progress", "stop_reason", "handoff_allowed", "uncertain_change", "goal_reached",
 })
 KNOB_FIELDS: frozenset[str] = frozenset(Knobs.model_fields)
 # Dict-valued facts whose members rules may reach with dots (``user.role``, ``slots.order_id``).
@@ -59,6 +59,7 @@ _DERIVED: Mapping[str, Callable[[HarnessState, Knobs], Any]] = {
     "invented_argument": lambda state, knobs: guards.invented_argument(state),
     "duplicate_blocked": lambda state, knobs: guards.duplicate_blocked(state),
     "no_progress": guards.no_progress,
+    "goal_reached": guards.goal_reached,
     "stop_reason": guards.stop_reason,
     "handoff_allowed": lambda state, knobs: guards.handoff_allowed(state),
     "uncertain_change": lambda state, knobs: guards.uncertain_change(state),

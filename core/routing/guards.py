@@ -68,6 +68,17 @@ def duplicate_blocked(state: HarnessState) -> bool:
     return any(r.get("error_type") == "duplicate_call" for r in _round_records(state, rnd))
 
 
+def goal_reached(state: HarnessState, knobs: Knobs) -> bool:
+    """This message's tool log holds a successful call of a tool the task's route exists for (``goal_tools``,
+    set with the intent): the next step is the answer, so the action step offers no tool (a grammar then
+    admits only words). A small model offered the same tool again after its result mostly repeats the call
+    (64 of 65 turns of Qwen2.5-Coder-0.5B), and the repeat stopped by a guard made it narrate the request
+    instead of answering it."""
+    goal = set(state.get("goal_tools") or ())
+    return knobs.answer_after_goal and bool(goal) and any(
+        r.get("status") == "ok" and r.get("name") in goal for r in state.get("tool_log") or [])
+
+
 def no_progress(state: HarnessState, knobs: Knobs) -> bool:
     """The last N rounds brought nothing new: only empty, failed or duplicate results."""
     rnd = _stats(state).get("rounds", 0)

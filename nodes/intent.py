@@ -155,7 +155,7 @@ def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str]) -> list[st
     is not the goal); else the ones that take an identifier (``get_product(product_id)``, where
     ``search_products(query)`` only finds the id); else all of them. For an unsure step, every candidate's."""
     out: list[str] = []
-    for name in [intent, *unsure] if not unsure else unsure:
+    for name in unsure or [intent]:
         specs = [s for t in deps.domain.route(name).tools if (s := deps.registry.get(t)) is not None]
         changing = [s.name for s in specs if s.changes_state]
         targeted = [s.name for s in specs if deps.domain.tool_entities(s)]

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Command
 from lg_harness.graphs.result import SendResult
 from lg_harness.nodes.phrases import say
-from lg_harness.obs.audit import default_redactor, redact_value
+from lg_harness.obs.redact import default_redactor, redact_value
 
 from lg_harness.errors import UsageError
 

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "AuditLog": "lg_harness.obs.audit",
     "DEFAULT_THRESHOLDS": "lg_harness.obs.audit",
-    "Redactor": "lg_harness.obs.audit",
-    "RegexRedactor": "lg_harness.obs.audit",
+    "Redactor": "lg_harness.obs.redact",
+    "RegexRedactor": "lg_harness.obs.redact",
     "StatRow": "lg_harness.obs.audit",
     "Thresholds": "lg_harness.obs.audit",
-    "default_redactor": "lg_harness.obs.audit",
+    "default_redactor": "lg_harness.obs.redact",
     "JsonLogFormatter": "lg_harness.obs.logs",
     "configure_logging": "lg_harness.obs.logs",
     "load_trace": "lg_harness.obs.render",
@@ -76,19 +76,12 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from lg_harness.obs.audit import (
-        DEFAULT_THRESHOLDS,
-        AuditLog,
-        Redactor,
-        RegexRedactor,
-        StatRow,
-        Thresholds,
-        default_redactor,
-    )
+    from lg_harness.obs.audit import DEFAULT_THRESHOLDS, AuditLog, StatRow, Thresholds
     from lg_harness.obs.logs import (
         JsonLogFormatter,
         configure_logging,
     )
+    from lg_harness.obs.redact import Redactor, RegexRedactor, default_redactor
     from lg_harness.obs.render import (
         load_trace,
         span_tree,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lg_harness.obs.audit import default_redactor, redact_value
+from lg_harness.obs.redact import default_redactor, redact_value
 
 
 def operator_view(stores: Any, thread_id: str | None = None, *, now: float | None = None) -> dict[str, Any]:

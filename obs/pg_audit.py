@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from lg_harness.obs.audit import AuditLog, Redactor, default_redactor
+from lg_harness.obs.audit import AuditLog
+from lg_harness.obs.redact import Redactor, default_redactor
 
 
 class PgAuditLog(AuditLog):

@@ -420,7 +420,7 @@ def at_rest(value: Any, ids: tuple[str, ...] = ()) -> Any:
     redactor), except the reply the customer is owed, which ``GET /messages/{id}`` returns to them alone.
     Identifiers stay as they are (a client follows them back): the thread's and the caller's ids in ``ids``,
     and every value under an id key, also where a text quotes them."""
-    from lg_harness.obs.audit import default_redactor, redact_value
+    from lg_harness.obs.redact import default_redactor, redact_value
 
     if isinstance(value, dict):
         masked = redact_value({k: v for k, v in value.items() if k != "reply"}, default_redactor, keep=ids)
@@ -430,7 +430,7 @@ def at_rest(value: Any, ids: tuple[str, ...] = ()) -> Any:
 
 def ids_of(thread_id: str, payload: dict[str, Any]) -> tuple[str, ...]:
     """The ids a message's row names, kept unmasked in all of it: its thread and the ids in its payload."""
-    from lg_harness.obs.audit import id_values
+    from lg_harness.obs.redact import id_values
 
     return (thread_id, *sorted(id_values(payload)))
 

@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from lg_harness.obs.audit import AuditLog, RegexRedactor, Thresholds, default_redactor
+from lg_harness.obs.audit import AuditLog, Thresholds
+from lg_harness.obs.redact import RegexRedactor, default_redactor
 from lg_harness.obs.render import load_trace, span_tree, stats_table
 from lg_harness.obs.tracing import (
     TOOL_LOGGERS,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lg_harness.graphs.app import Harness
-from lg_harness.obs.audit import PHONE_REGIONS, PII_FORMATS, default_redactor, phone_spans
+from lg_harness.obs.redact import PHONE_REGIONS, PII_FORMATS, default_redactor, phone_spans
 
 try:
     from support import patient_design

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from lg_harness.obs.audit import default_redactor, redact_value
+from lg_harness.obs.redact import default_redactor, redact_value
 
 PENDING, SETTLED, FAILED = "pending", "settled", "failed"
 CHECKED = {"checked_by_person": True}  # the stored result of a pending change a person resolved

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from lg_harness.domains.helpdesk import kb
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import NOW
-from lg_harness.obs.audit import default_redactor
+from lg_harness.obs.redact import default_redactor
 from lg_harness.tools.backend import changes_once
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity

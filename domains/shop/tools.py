@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from lg_harness.domains.shop.db import ShopDB
-from lg_harness.obs.audit import default_redactor
+from lg_harness.obs.redact import default_redactor
 from lg_harness.tools.backend import changes_once
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity

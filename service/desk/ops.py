@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lg_harness.obs.audit import default_redactor, redact_value
+from lg_harness.obs.redact import default_redactor, redact_value
 
 from lg_harness.errors import UsageError
 

@@ -25,7 +25,7 @@ def verdicts(records: Sequence[Mapping[str, Any]], scenarios: Mapping[str, Any])
 
     out = {}
     for r in records:
-        scenario = scenarios.get(r.get("scenario"))
+        scenario = scenarios.get(str(r.get("scenario")))
         if scenario is not None and not r.get("crash"):
             out[(r["design"], r["scenario"], r.get("seed"))] = bool(cell_metrics(r, scenario)["success"])
     return out

@@ -172,10 +172,10 @@ def judge_goal(record: Mapping[str, Any], told: Sequence[Mapping[str, Any]], lan
     moving = {norm(c) for c in changed}
     false = [s for f in told if norm(f.get("record")) not in moving for s in false_status(f, replies, lang, domain)]
     verbs = change_verbs(changing_tools)
-    vain, changed = [], False
+    vain, shown = [], False
     for t in turns:  # a change claimed before the backend showed any (this message or an earlier one)
-        changed = changed or bool(t.get("world"))
-        if t.get("reply") and not changed and claims_change(t["reply"], verbs):
+        shown = shown or bool(t.get("world"))
+        if t.get("reply") and not shown and claims_change(t["reply"], verbs):
             vain.append(t["reply"])
     return {"facts": facts, "false": false, "claimed_changes": vain,
             "passed": all(f["told"] for f in facts) and not false and not vain}

@@ -159,7 +159,7 @@ def pattern_expr(pattern: str) -> str:
     except re.error as err:
         raise Untranslatable(f"not a regular expression: {err}") from None
     fold = bool(tree.state.flags & re.IGNORECASE)
-    items = list(tree)
+    items: list[Any] = [tree[i] for i in range(len(tree))]
     start = bool(items) and items[0][0] is sre_c.AT and items[0][1] in (sre_c.AT_BEGINNING, sre_c.AT_BEGINNING_STRING)
     end = bool(items) and items[-1][0] is sre_c.AT and items[-1][1] in (sre_c.AT_END, sre_c.AT_END_STRING)
     core = items[1 if start else 0: len(items) - (1 if end else 0)]

@@ -9,6 +9,8 @@ this, the service answered ``{"detail": ...}``, FastAPI's validation text and ``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from typing import Any
 
 # The code of a status when the raiser named none.
@@ -51,10 +53,11 @@ def error_body(status: int, message: Any, *, code: str | None = None, hint: str 
     return {"code": code, "message": text, "hint": hint or HINTS.get(code, HINTS["invalid_request"]), **extra}
 
 
-def error_response(status: int, message: Any, *, headers: dict[str, str] | None = None, **given: Any) -> Any:
+def error_response(status: int, message: Any, *, headers: Mapping[str, str] | None = None, **given: Any) -> Any:
     from fastapi.responses import JSONResponse
 
-    return JSONResponse(error_body(status, message, **given), status_code=status, headers=headers)
+    return JSONResponse(error_body(status, message, **given), status_code=status,
+                        headers=dict(headers) if headers else None)
 
 
 def one_line(exc: Any) -> str:

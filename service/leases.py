@@ -428,7 +428,7 @@ def at_rest(value: Any, ids: tuple[str, ...] = ()) -> Any:
     return redact_value(value, default_redactor, keep=ids)
 
 
-def ids_of(thread_id: str, payload: dict[str, Any]) -> tuple[str, ...]:
+def ids_of(thread_id: str, payload: dict[str, Any] | None) -> tuple[str, ...]:
     """The ids a message's row names, kept unmasked in all of it: its thread and the ids in its payload."""
     from lg_harness.obs.redact import id_values
 

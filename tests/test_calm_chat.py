@@ -47,7 +47,8 @@ def test_chat_and_run_talk_to_the_sim_without_faults_unless_asked(tmp_path: Path
 
 
 def test_measuring_keeps_the_fitted_faults_by_default() -> None:
-    commands = {c.name: c for c in typer.main.get_command(app).commands.values()}
+    group = typer.main.get_command(app)
+    commands = {c.name: c for c in getattr(group, "commands", {}).values()}
     defaults = {name: next(p.default for p in commands[name].params if p.name == "model")
                 for name in ("run", "chat", "compare")}
     assert defaults == {"run": "sim:clean", "chat": "sim:clean", "compare": "sim"}

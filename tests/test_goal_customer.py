@@ -149,9 +149,10 @@ def test_a_design_other_than_harness_gets_its_confirmation_answered_in_words() -
     customer = customer_for(scenario, 1)
     naive = load_design("naive")  # the first bot, with its message going straight to the tool loop
     design = naive.model_copy(update={"variants": {**naive.variants, "intent": "passthrough"}})
-    with Harness(None, design, AsksInWords(), domain=DOMAIN,
-                 resources=DOMAIN.fresh_resources()) as h:
-        text, seen = customer.opening(), []
+    assert DOMAIN.fresh_resources is not None
+    with Harness(None, design, AsksInWords(), domain=DOMAIN, resources=DOMAIN.fresh_resources()) as h:
+        text: str | None = customer.opening()
+        seen: list[tuple[str, str]] = []
         while text is not None:
             reply = h.send("t", text, "U001").reply
             seen.append((text, reply))

@@ -80,6 +80,7 @@ def test_after_a_fork_the_history_and_the_transcript_show_the_branch(tmp_path: P
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
         first = h.send("t", "Where is my order ORD-10134?", "U001")
         left = h.send("t", "And what about ORD-10135?", "U001")
+        assert first.checkpoint_id is not None
         h.fork("t", first.checkpoint_id)
         h.send("t", "thanks", "U001")
         branch = h.history("t")
@@ -96,6 +97,7 @@ def test_harness_history_lists_the_branch_and_the_transcript_with_who_wrote_it(t
         first = h.history("t")[-1]
         h.human_reply("t", ANSWER, "wang")
         h.release("t")
+        assert first.checkpoint_id is not None
         h.fork("t", first.checkpoint_id)
         h.send("t", "thanks", "U001")
         every = {c.checkpoint_id for c in h.history("t", every=True)}

@@ -24,7 +24,7 @@ def bare(fn):
 def test_tau_bench_like_tools_that_declare_nothing_are_judged_by_their_own_words() -> None:
     sys.path.insert(0, str(FIXTURES))
     try:
-        import retail_domain  # the 16 tools of tau-bench's retail domain, as it writes them
+        import retail_domain  # pyright: ignore[reportMissingImports]  (tests/fixtures, put on the path above)
     finally:
         sys.path.remove(str(FIXTURES))
     domain = Domain(name="retail-bare", tools=tuple(bare(s.fn if hasattr(s, "fn") else s)

@@ -162,8 +162,10 @@ def _suite(domain: str, design: str = "harness") -> tuple[SuiteRun, ...]:
         for scenario in load_scenarios(pack.scenario_path("builtin")):
             raised.clear()
             record = run_cell(load_design(design), scenario, 0, "sim", domain)
-            out += [SuiteRun(scenario.id, turn.user, t.get("reply") or "", tuple(raised))
-                    for turn, t in zip(scenario.turns, record["turns"], strict=True)]
+            # a goal's customer writes its own messages: they are in the record
+            users = [turn.user for turn in scenario.turns] or [str(t.get("user") or "") for t in record["turns"]]
+            out += [SuiteRun(scenario.id, user, t.get("reply") or "", tuple(raised))
+                    for user, t in zip(users, record["turns"], strict=True)]
     return tuple(out)
 
 

@@ -194,7 +194,8 @@ def answered_again(state: HarnessState, update: StateUpdate, text: str) -> State
     nothing new: the customer hears that the earlier answer stands, never "you're welcome" or a second change.
     A yes or no with no change asked about at all hears that, and what the bot can help with."""
     settled = state.get("settled_change") or {}
-    answer = answer_to_confirmation(text)
+    # only a bare answer ("no", "yes please", "不用了"): "please don't transfer me" is a request, not a no
+    answer = answer_to_confirmation(text) if _bare(text) else "other"
     if answer not in ("yes", "no") or (settled.get("turn") != (state.get("turn") or 0)
                                        and update.get("intent_kind") != "conversational"):
         return update
@@ -205,6 +206,13 @@ def answered_again(state: HarnessState, update: StateUpdate, text: str) -> State
     update.update(intent=intent, intent_kind="conversational", intent_confidence=1.0, missing_slots=[],
                   unknown_streak=0, offer_intents=[])
     return update
+
+
+def _bare(text: str) -> bool:
+    """A message short enough to be only an answer: four words at most, or six characters of Chinese."""
+    words = re.findall(r"[A-Za-z']+", text)
+    cjk = re.findall(r"[\u4e00-\u9fff]", text)
+    return len(words) <= 4 and len(cjk) <= 6
 
 
 @builtin_variant("intent", "classifier")

@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from lg_harness.service import http
-from lg_harness.service.http import Settings, create_app
 
 try:
-    from support import patient_design
+    from test_desk_http import service
 except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+    from tests.test_desk_http import service
 
 U1 = {"Authorization": "Bearer key-u1"}
 COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damaged."
@@ -31,16 +30,6 @@ SLOW_NODE_S = 0.15
 
 @pytest.fixture
 def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
-    for key in ("HARNESS_TRUSTED_USER_HEADER", "HARNESS_DESK_HEADER", "HARNESS_TRUSTED_PROXIES",
-                "HARNESS_DATABASE_URL", "HARNESS_CHROMA_URL", "HARNESS_BUSY_POLICY"):
-        monkeypatch.delenv(key, raising=False)
-    design = tmp_path / "patient.json"
-    design.write_text(patient_design().model_dump_json(), encoding="utf-8")
-    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HARNESS_DESIGN", str(design))
-    monkeypatch.setenv("HARNESS_MODEL", "sim:clean")
-    monkeypatch.setenv("HARNESS_API_KEYS", "key-u1=U001")
-    monkeypatch.setenv("HARNESS_DESK_KEYS", "key-alice=alice")
     original = http.Worker._on_update
 
     def slow(self: Any, thread_id: str, update: dict[str, Any]) -> None:
@@ -48,7 +37,7 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClie
         original(self, thread_id, update)
 
     monkeypatch.setattr(http.Worker, "_on_update", slow)
-    with TestClient(create_app(Settings.from_env())) as c:
+    with service(tmp_path, monkeypatch) as c:  # the desk tests' service: a patient design on sim:clean
         yield c
 
 

@@ -174,8 +174,36 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
         debug: DebugOpt = False) -> None:
     """Send one user message on a thread."""
     with open_harness(data_dir, design, model, domain) as h:
+        note_model_fit(h.domain, model)
         result = h.send(thread, message, caller(h, user), role)
     print_result(result.to_dict(), json_out)
+
+
+def free_text_arguments(domain: Any) -> list[str]:
+    """``tool.arg`` for each required argument a tools-only domain's tools take as free text (no pattern, enum
+    or identifier type): what a model must fill from the customer's words, which the simulated model cannot."""
+    if domain.intents:  # a pack with intents has extractors and routes for its arguments
+        return []
+    found = []
+    for spec in domain.registry().specs():
+        params = spec.json_schema()["function"].get("parameters") or {}
+        entities = domain.tool_entities(spec)
+        for name in params.get("required") or []:
+            prop = (params.get("properties") or {}).get(name) or {}
+            if prop.get("type") == "string" and not ({"pattern", "enum", "const", "format"} & set(prop)) \
+                    and name not in entities:
+                found.append(f"{spec.name}.{name}")
+    return found
+
+
+def note_model_fit(domain: Any, model: str) -> None:
+    """Say once, on stderr, when the simulated model cannot drive this domain's tools, and which model can."""
+    if not model.startswith("sim") or not (args := free_text_arguments(domain)):
+        return
+    err.print(f"note: the simulated model ({model}) cannot fill free-text arguments such as "
+              f"{', '.join(args[:4])}: with your own tools use the local model (bash scripts/setup.sh "
+              "--local-model, then --model local:qwen2.5-coder-0.5b) or a real one (ollama:, openai:)",
+              markup=False, highlight=False)
 
 
 def caller(h: Any, user: str | None) -> str:
@@ -221,6 +249,7 @@ def chat(thread: ThreadOpt = "chat", data_dir: DataDir = DEFAULT_DATA_DIR, desig
     from lg_harness.service.readable import state_lines, transcript_lines
 
     with open_harness(data_dir, design, model, domain) as h:
+        note_model_fit(h.domain, model)
         user = caller(h, user)
         err.print(f"[bold]thread {thread}[/bold] as {user} ({h.domain.name}, model {model}); /help for commands, "
                   "/quit to leave", highlight=False)

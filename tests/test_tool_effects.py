@@ -8,10 +8,12 @@ import subprocess
 import sys
 import types
 from pathlib import Path
+from typing import Annotated
 
 import pytest
-from lg_harness.core.domain import Domain
+from lg_harness.core.domain import Domain, load_domain
 from lg_harness.tools.effects import infer
+from pydantic import Field
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -71,3 +73,24 @@ def test_harness_domains_lists_an_mcp_servers_tools_with_what_changes_and_why() 
     assert tools["cancel_order"]["changes"] is True and "destructiveHint=True" in tools["cancel_order"]["why"]
     assert tools["add_note"] == {"name": "add_note", "arguments": ["order_id", "text"], "changes": True,
                                  "why": "inferred: its name starts with 'add', which changes"}
+
+
+def test_the_cli_says_once_when_the_sim_cannot_fill_a_tools_free_text_and_names_the_local_model(capsys) -> None:
+    from lg_harness.service.cli import free_text_arguments, note_model_fit
+
+    def get_current_time(timezone: str) -> dict:
+        """Get the current time in an IANA timezone."""
+        return {"timezone": timezone}
+
+    def get_order(order_id: Annotated[str, Field(pattern=r"^ORD-\d{5}$")]) -> dict:
+        """Get an order."""
+        return {"order_id": order_id}
+
+    mine = Domain(name="clock", tools=(get_current_time, get_order))
+    assert free_text_arguments(mine) == ["get_current_time.timezone"]
+    note_model_fit(mine, "sim:clean")
+    said = capsys.readouterr().err
+    assert "get_current_time.timezone" in said and "--model local:qwen2.5-coder-0.5b" in said
+    note_model_fit(mine, "local:qwen2.5-coder-0.5b")
+    note_model_fit(load_domain("shop"), "sim")  # a pack with intents and extractors: the sim drives it
+    assert capsys.readouterr().err == ""

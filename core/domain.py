@@ -312,21 +312,22 @@ def _undeclared_as_changing(domain: str, specs: list[Any]) -> tuple[ToolSpec, ..
     that give no sign either way are treated as changing, the safe side, and named in a warning."""
     from lg_harness.tools.effects import infer
 
-    out, unsure = [], []
+    out, verdicts = [], []
     for s in specs:
         if s.changes_declared:
             out.append(s)
             continue
         effect = infer(s.name, s.description)
-        unsure += [s.name] if effect.reason.startswith("not declared") else []
+        verdicts.append(f"{s.name} {'changes' if effect.changes else 'only reads'} ({effect.reason})")
         out.append(dataclasses.replace(s, changes_state=effect.changes, idempotent=not effect.changes,
                                        changes_reason=effect.reason))
-    if unsure:
+    if verdicts:  # an inferred "only reads" runs without asking: the operator should see every guess
         logging.getLogger("harness.domain").warning(
-            "domain '%s': %d tool(s) do not say whether they change anything, and their names and descriptions "
-            "do not tell: treated as changing (confirmed before they run, recorded in the change ledger): %s. "
-            "Declare changes_state=False on the ones that only read (tool_meta, a function attribute, or "
-            "readOnlyHint on an MCP tool)", domain, len(unsure), ", ".join(unsure))
+            "domain '%s': %d tool(s) do not say whether they change anything; judged from their own words: %s. "
+            "A changing tool is confirmed before it runs and recorded in the change ledger. Declare "
+            "changes_state=True or changes_state=False where a guess is wrong (tool_meta, a function attribute, "
+            "or readOnlyHint on an MCP tool); harness domains --domain shows each verdict",
+            domain, len(verdicts), "; ".join(verdicts))
     return tuple(out)
 
 

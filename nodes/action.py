@@ -169,6 +169,12 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state, config))
+        if ai.tool_calls and goal_reached(state, self.knobs):
+            # offered no tool and calling one anyway (a model without a grammar): nothing more runs; the
+            # answer step writes the reply from what the route's call returned
+            span_event("guard.stop", reason="goal reached: the route's call delivered, calls after it are not run",
+                       rounds=stats.get("rounds", 0))
+            ai = AIMessage("")
         ai, emitted = self.as_planned(state, ai, stats.get("rounds", 0))
         return self.record_decision(key, thread_id(config), ai, emitted), emitted, stats
 

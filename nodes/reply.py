@@ -64,7 +64,7 @@ class ModelReply:
         messages = state.get("messages") or []
         removals: list[Any] = []
         reason = stop_reason(state, self.deps.design.knobs)
-        if reason:
+        if reason and not check.get("problems"):  # once per stop, not again for a regenerated answer
             span_event("guard.stop", reason=reason, rounds=(state.get("turn_stats") or {}).get("rounds", 0))
         note = STOPPED_NOTE.format(reason=reason) if reason else FINAL_NOTE
         if check.get("problems"):

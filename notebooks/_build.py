@@ -316,9 +316,11 @@ from lg_harness.evals.report import render_report
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.evals.scenario import load_scenarios, spread
 
-# The tool errors of these runs are the faults the comparison injects and measures: every run record keeps
-# them, and a cell that crashed is named below. Their log lines would only bury the results.
+# The tool errors and the simulated model's timeouts of these runs are the faults the comparison injects and
+# measures: every run record keeps them, and a cell that crashed is named below. Their log lines would only
+# bury the results.
 logging.getLogger("harness.tools").setLevel(logging.ERROR)
+logging.getLogger("harness.model").setLevel(logging.ERROR)
 
 DESIGNS = ["naive", "state-machine", "harness"]
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb04-")

@@ -61,6 +61,14 @@ def patient_design(name: str = "harness") -> Design:
     return design
 
 
+def without_goal_stop() -> Design:
+    """``patient_design`` without answer_after_goal: the model is offered its tool again after the result, so
+    the identical-call guard is what stops a repeat (as in every design that does not stop at the goal)."""
+    design = patient_design()
+    design.knobs.answer_after_goal = False
+    return design
+
+
 def u001_order(status: str, shop: ShopDB | None = None) -> str:
     """U001's first order with ``status``, from ``shop`` or a fresh copy of the seeded shop (same ids)."""
     db = shop or ShopDB.fresh_copy()

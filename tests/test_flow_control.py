@@ -27,9 +27,9 @@ from lg_harness.tools.faults import FaultPlan
 from pydantic import Field
 
 try:
-    from support import harness, patient_design, u001_order
+    from support import harness, patient_design, u001_order, without_goal_stop
 except ImportError:  # tests/ imported as a package
-    from tests.support import harness, patient_design, u001_order
+    from tests.support import harness, patient_design, u001_order, without_goal_stop
 
 MODEL = "sim:clean"
 
@@ -65,7 +65,7 @@ def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
     with Harness(tmp_path, patient_design(), MODEL) as probe:
         order = u001_order("shipped", shop=probe.resources["shop"])
     model = RepeatingModel(order_id=order)
-    with Harness(tmp_path, patient_design(), model=model) as h:
+    with Harness(tmp_path, without_goal_stop(), model=model) as h:
         r = h.send("loop", f"Where is my order {order}?", "U001")
         log = r.values["tool_log"]
     executed = [c for c in log if c["error_type"] != "duplicate_call"]
@@ -77,6 +77,17 @@ def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
     assert r.path.count("action") == 2, r.path
     assert r.reply.strip(), "the customer still gets an answer"
     assert not r.waiting_for_human
+
+
+def test_once_the_routes_call_delivered_a_repeating_model_gets_no_second_call(tmp_path):
+    """answer_after_goal (harness): the lookup worked, so no tool is offered again and a call the model makes
+    anyway does not run; the customer gets the answer, with one call in the log."""
+    with Harness(tmp_path, patient_design(), MODEL) as probe:
+        order = u001_order("shipped", shop=probe.resources["shop"])
+    with Harness(tmp_path, patient_design(), model=RepeatingModel(order_id=order)) as h:
+        r = h.send("goal", f"Where is my order {order}?", "U001")
+    assert [(c["name"], c["status"]) for c in r.values["tool_log"]] == [("get_order_status", "ok")]
+    assert r.path.count("action") == 2 and r.reply.strip() and not r.waiting_for_human
 
 
 # ------------------------------------------------------------------------------------------ (b) handoff

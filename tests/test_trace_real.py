@@ -11,6 +11,7 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from lg_harness.core.design import Design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.tracing import capture_spans
@@ -19,9 +20,9 @@ from lg_harness.tools.faults import FaultPlan
 from pydantic import Field
 
 try:
-    from support import harness, patient_design, u001_order
+    from support import harness, patient_design, u001_order, without_goal_stop
 except ImportError:  # tests/ imported as a package
-    from tests.support import harness, patient_design, u001_order
+    from tests.support import harness, patient_design, u001_order, without_goal_stop
 
 MODEL = "sim:clean"
 
@@ -30,13 +31,14 @@ MODEL = "sim:clean"
 
 
 
-def traced_message(data_dir: Path, order: str, script: list[str], model: BaseChatModel | str = MODEL):
+def traced_message(data_dir: Path, order: str, script: list[str], model: BaseChatModel | str = MODEL,
+                   design: Design | None = None):
     """One message with get_order_status failing as scripted; returns (result, spans, plan, waits)."""
     plan = FaultPlan(scripted={"get_order_status": script})
     registry = plan.apply(SHOP.registry())
     waits: list[float] = []
     executor = ToolExecutor(registry, sleep=waits.append)  # a fake sleep: nothing really waits
-    with Harness(data_dir, patient_design(), model, registry=registry, executor=executor) as h, \
+    with Harness(data_dir, design or patient_design(), model, registry=registry, executor=executor) as h, \
             capture_spans() as exporter:
         result = h.send("t", f"Where is my order {order}?", "U001")
     return result, list(exporter.get_finished_spans()), plan, waits
@@ -125,7 +127,8 @@ class RepeatingModel(BaseChatModel):
 
 def test_a_guard_stop_is_an_event_in_the_trace(tmp_path):
     order = u001_order("shipped")
-    result, spans, _, _ = traced_message(tmp_path / "data", order, [], model=RepeatingModel(order_id=order))
+    result, spans, _, _ = traced_message(tmp_path / "data", order, [], model=RepeatingModel(order_id=order),
+                                         design=without_goal_stop())  # the identical-call guard, not the goal
     assert any(c["error_type"] == "duplicate_call" for c in result.tool_calls)
     stops = [(s.name, e) for s in spans for e in s.events if e.name == "guard.stop"]
     assert len(stops) == 1, [(s.name, [e.name for e in s.events]) for s in spans]

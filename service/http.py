@@ -240,7 +240,7 @@ class Worker:
         started = time.monotonic()
         status, result, error = "done", None, None
         cancel = threading.Event()
-        self.local.claim, self.local.cancel = claim, cancel
+        self.local.claim, self.local.cancel, self.local.firm = claim, cancel, False
         try:
             with self.queue.holding(claim, cancel), self._held(claim.thread_id):
                 result = self._execute(claim)
@@ -317,7 +317,7 @@ class Worker:
             keys = sorted(values) if isinstance(values, dict) else []
             self.queue.add_event(claim, {"node": node, "keys": keys})
             # once tools have run, the message finishes: its reply says what they did
-            self.local.firm = getattr(self.local, "firm", False) or node == "execute"
+            self.local.firm = self.local.firm or node == "execute"
         asked = self.queue.cancelled(claim)  # checked at every node, not only on renewal
         if self.local.cancel.is_set() and not asked:  # the lease was lost: another worker may hold the thread
             raise HarnessError("interrupted: this worker lost the thread's lease")

@@ -10,7 +10,6 @@ this, the service answered ``{"detail": ...}``, FastAPI's validation text and ``
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from typing import Any
 
 # The code of a status when the raiser named none.

@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 from lg_harness.graphs.thread_ids import check_thread_id
 from lg_harness.service.desk.auth import identify
-from lg_harness.service.http_errors import error_body, install_error_handlers
+from lg_harness.service.http_errors import error_response, install_error_handlers
 from lg_harness.tools.errors import HarnessError
 
 IDENTITY_FIELDS = ("user_id", "user", "role")  # who the caller is comes from authentication, never the body
@@ -89,6 +89,11 @@ class BodyTooLarge(Exception):
     pass
 
 
+async def refuse(scope: Any, receive: Any, send: Any, status: int, message: str, **given: Any) -> None:
+    """Answer from ASGI middleware, before any route, in the service's one error shape."""
+    await error_response(status, message, **given)(scope, receive, send)
+
+
 class Doorman:
     """ASGI middleware in front of every route: a body larger than the cap is refused (413) before it is read,
     from its Content-Length or as it streams in, and a request that carries a body must present a credential
@@ -96,8 +101,7 @@ class Doorman:
     megabytes without a key."""
 
     def __init__(self, app: Any, settings: Any) -> None:
-        self.app, self.settings = app, settings
-        self.cap = int(getattr(settings, "max_body_bytes", DEFAULT_MAX_BODY))
+        self.app, self.settings, self.cap = app, settings, settings.max_body_bytes
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
@@ -107,9 +111,9 @@ class Doorman:
         request = Request(scope)
         length = request.headers.get("content-length", "")
         if length.isdigit() and int(length) > self.cap:
-            return await self.refuse(send, 413, self.too_large())
+            return await refuse(scope, receive, send, 413, self.too_large())
         if scope["path"] not in OPEN_POSTS and (refusal := self.unknown_caller(request)) is not None:
-            return await self.refuse(send, *refusal)
+            return await refuse(scope, receive, send, *refusal)
         seen, started = 0, False
 
         async def counted() -> Any:
@@ -129,7 +133,7 @@ class Doorman:
             await self.app(scope, counted, sending)
         except BodyTooLarge:
             if not started:
-                await self.refuse(send, 413, self.too_large())
+                await refuse(scope, receive, send, 413, self.too_large())
 
     def too_large(self) -> str:
         return (f"the request body is over {self.cap:,} bytes (HARNESS_MAX_BODY_BYTES); send a shorter message "
@@ -145,12 +149,6 @@ class Doorman:
             return exc.status_code, str(exc.detail)
         return None
 
-    @staticmethod
-    async def refuse(send: Any, status: int, detail: str) -> None:
-        body = json.dumps(error_body(status, detail), ensure_ascii=False).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
 
 
 def install(app: Any, settings: Any) -> None:

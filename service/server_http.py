@@ -17,6 +17,7 @@ import math
 import re
 from typing import Any
 
+from lg_harness.service.http_guard import refuse
 from starlette.applications import Starlette
 
 MAX_DELAY_S = 365 * 24 * 3600  # a run may wait a year at most
@@ -54,13 +55,6 @@ def problem(method: str, path: str, body: Any) -> str | None:
 CLOSED = ("/internal/", "/deploy")
 
 
-async def _answer(send: Any, status: int, code: str, message: str, hint: str) -> None:
-    payload = json.dumps({"code": code, "message": message, "detail": message, "hint": hint}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
-    await send({"type": "http.response.body", "body": payload})
-
-
 class BodyRules:
     """ASGI middleware: a JSON body ``problem`` finds is answered 422 with ``{code, message, hint}``."""
 
@@ -69,7 +63,9 @@ class BodyRules:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"].startswith(CLOSED):
-            return await _answer(send, 404, "not_found", "no such route", "see /docs for the routes of this server")
+            # "detail" too: the shape the LangGraph server's own errors have
+            return await refuse(scope, receive, send, 404, "no such route", code="no_route",
+                                hint="see /docs for the routes of this server", detail="no such route")
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         chunks, more = [], True
@@ -84,7 +80,8 @@ class BodyRules:
             body = None  # the route's own validation answers malformed JSON
         found = problem(scope["method"], scope["path"], body)
         if found:
-            return await _answer(send, 422, "invalid_request", found, "fix the request body and send it again")
+            return await refuse(scope, receive, send, 422, found, hint="fix the request body and send it again",
+                                detail=found)
 
         sent = False
 

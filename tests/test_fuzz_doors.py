@@ -850,26 +850,16 @@ def langgraph_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     if missing:
         pytest.skip(f"langgraph dev needs the dev extra (pip install 'langgraph-cli[inmem]'); missing {missing}")
     try:
-        from test_langgraph_server import KEYS, absolute_config, offline_env, stop, wait_until_up
+        from test_langgraph_server import KEYS, start_langgraph_dev, stop, wait_until_up
     except ImportError:  # tests/ imported as a package
-        from tests.test_langgraph_server import KEYS, absolute_config, offline_env, stop, wait_until_up
+        from tests.test_langgraph_server import KEYS, start_langgraph_dev, stop, wait_until_up
     from lg_harness.domains.shop.backend import ShopDB
 
     work = tmp_path_factory.mktemp("fuzz-langgraph")
     data = work / "data"
     data.mkdir()
     ShopDB.open(data / "shop.sqlite").close()  # seeded now, so the fuzzer knows whose orders are whose
-    config = absolute_config(work)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = work / "server.log"
-    langgraph = Path(sys.executable).with_name("langgraph")
-    assert langgraph.exists(), f"no langgraph script beside {sys.executable}; install 'langgraph-cli[inmem]'"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(langgraph), "dev", "--config", str(config), "--no-browser", "--no-reload", "--host", "127.0.0.1",
-             "--port", str(port)], cwd=work, env=offline_env(data), stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc, url, log = start_langgraph_dev(work, data)
     session = new_session()
     try:
         wait_until_up(url, proc, log)

@@ -95,6 +95,22 @@ def wait_until_up(url: str, proc: subprocess.Popen, log: Path) -> float:
     pytest.fail(f"langgraph dev did not answer /ok within {STARTUP_TIMEOUT_S:g} s:\n{log.read_text()[-4000:]}")
 
 
+def start_langgraph_dev(workdir: Path, data_dir: Path) -> tuple[subprocess.Popen, str, Path]:
+    """``langgraph dev`` on the project's config, offline, on a free port: the process, its URL and its log."""
+    config = absolute_config(workdir)
+    url = f"http://127.0.0.1:{free_port()}"
+    log = workdir / "server.log"
+    langgraph = Path(sys.executable).with_name("langgraph")
+    assert langgraph.exists(), f"no langgraph script beside {sys.executable}; install 'langgraph-cli[inmem]'"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(langgraph), "dev", "--config", str(config), "--no-browser", "--no-reload",
+             "--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1]],
+            cwd=workdir, env=offline_env(data_dir), stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+    return proc, url, log
+
+
 def stop(proc: subprocess.Popen) -> None:
     if proc.poll() is not None:
         return
@@ -120,18 +136,7 @@ def server(tmp_path_factory):
     shop = ShopDB.open(data_dir / "shop.sqlite")  # seeded now, so tests can read ids; the server opens the same file
     orders = {status: shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id",
                                      (status,))["id"] for status in ("shipped", "delivered")}
-    config = absolute_config(workdir)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = workdir / "server.log"
-    langgraph = Path(sys.executable).with_name("langgraph")
-    assert langgraph.exists(), f"no langgraph script beside {sys.executable}; install 'langgraph-cli[inmem]'"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(langgraph), "dev", "--config", str(config), "--no-browser", "--no-reload",
-             "--host", "127.0.0.1", "--port", str(port)],
-            cwd=workdir, env=offline_env(data_dir), stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc, url, log = start_langgraph_dev(workdir, data_dir)
     try:
         startup_s = wait_until_up(url, proc, log)
         clients = {user: get_sync_client(url=url, api_key=None, headers={"Authorization": f"Bearer {key}"})

@@ -105,50 +105,45 @@ def _class(items: list[tuple[Any, Any]], fold: bool) -> str:
     return f"[{body}]"
 
 
-class _Regex:
-    """One pattern's parse tree -> one GBNF expression, sub-expressions as rules under ``prefix``."""
+def _seq(items: Any, fold: bool) -> str:
+    """A parsed regex sequence as one GBNF expression (``fold``: case-insensitive here)."""
+    return " ".join(_item(op, av, fold) for op, av in items) or '""'
 
-    def __init__(self, prefix: str, fold: bool) -> None:
-        self.prefix, self.fold, self.rules = prefix, fold, {}
 
-    def seq(self, items: Any, fold: bool) -> str:
-        return " ".join(self.item(op, av, fold) for op, av in items) or '""'
+def _item(op: Any, av: Any, fold: bool) -> str:  # noqa: C901 - one branch per regex construct
+    if op is sre_c.LITERAL:
+        cased = _cased(av) if fold else [av]
+        return _lit(av) if len(cased) == 1 else "[" + "".join(_char(c) for c in cased) + "]"
+    if op is sre_c.NOT_LITERAL:
+        return f"[^{''.join(_char(c) for c in (_cased(av) if fold else [av]))}{_NOT_IN_JSON}]"
+    if op is sre_c.ANY:
+        return f"[^\\n{_NOT_IN_JSON}]"
+    if op is sre_c.IN:
+        return _class(av, fold)
+    if op is sre_c.BRANCH:
+        return "(" + " | ".join(_seq(alt, fold) for alt in av[1]) + ")"
+    if op is sre_c.SUBPATTERN:
+        _, add, drop, sub = av
+        inner = (fold or bool(add & re.IGNORECASE)) and not (drop & re.IGNORECASE)
+        return "(" + _seq(sub, inner) + ")"
+    if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
+        lo, hi, sub = av
+        return _repeat("(" + _seq(sub, fold) + ")", lo, hi)
+    if op is sre_c.CATEGORY and av in _CATEGORIES:
+        return f"[{_CATEGORIES[av]}]"
+    if op is sre_c.CATEGORY and av in _NEGATED:
+        return f"[^{_NEGATED[av]}{_NOT_IN_JSON}]"
+    raise Untranslatable(str(op))
 
-    def item(self, op: Any, av: Any, fold: bool) -> str:  # noqa: C901 - one branch per regex construct
-        if op is sre_c.LITERAL:
-            cased = _cased(av) if fold else [av]
-            return _lit(av) if len(cased) == 1 else "[" + "".join(_char(c) for c in cased) + "]"
-        if op is sre_c.NOT_LITERAL:
-            return f"[^{''.join(_char(c) for c in (_cased(av) if fold else [av]))}{_NOT_IN_JSON}]"
-        if op is sre_c.ANY:
-            return f"[^\\n{_NOT_IN_JSON}]"
-        if op is sre_c.IN:
-            return _class(av, fold)
-        if op is sre_c.BRANCH:
-            return "(" + " | ".join(self.seq(alt, fold) for alt in av[1]) + ")"
-        if op is sre_c.SUBPATTERN:
-            _, add, drop, sub = av
-            inner = fold or bool(add & re.IGNORECASE)
-            inner = inner and not (drop & re.IGNORECASE)
-            return "(" + self.seq(sub, inner) + ")"
-        if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
-            lo, hi, sub = av
-            return self.repeat("(" + self.seq(sub, fold) + ")", lo, hi)
-        if op is sre_c.CATEGORY and av in _CATEGORIES:
-            return f"[{_CATEGORIES[av]}]"
-        if op is sre_c.CATEGORY and av in _NEGATED:
-            return f"[^{_NEGATED[av]}{_NOT_IN_JSON}]"
-        raise Untranslatable(str(op))
 
-    @staticmethod
-    def repeat(body: str, lo: int, hi: int) -> str:
-        if hi == sre_c.MAXREPEAT:
-            return {0: f"{body}*", 1: f"{body}+"}.get(lo, f"{body}{{{lo},}}")
-        if (lo, hi) == (0, 1):
-            return f"{body}?"
-        if hi > MAX_REPEAT_SPELLED:
-            return f"{body}{{{lo},}}"  # looser: validation keeps the bound
-        return f"{body}{{{lo}}}" if lo == hi else f"{body}{{{lo},{hi}}}"
+def _repeat(body: str, lo: int, hi: int) -> str:
+    if hi == sre_c.MAXREPEAT:
+        return {0: f"{body}*", 1: f"{body}+"}.get(lo, f"{body}{{{lo},}}")
+    if (lo, hi) == (0, 1):
+        return f"{body}?"
+    if hi > MAX_REPEAT_SPELLED:
+        return f"{body}{{{lo},}}"  # looser: validation keeps the bound
+    return f"{body}{{{lo}}}" if lo == hi else f"{body}{{{lo},{hi}}}"
 
 
 def pattern_expr(pattern: str) -> str:
@@ -165,7 +160,7 @@ def pattern_expr(pattern: str) -> str:
     core = items[1 if start else 0: len(items) - (1 if end else 0)]
     if any(op is sre_c.AT for op, _ in core):
         raise Untranslatable("an anchor inside the pattern")
-    body = _Regex("p", fold).seq(core, fold)
+    body = _seq(core, fold)
     free = f"[^{_NOT_IN_JSON}]*"
     return (("" if start else free + " ") + body + ("" if end else " " + free)).strip()
 
@@ -217,12 +212,8 @@ class _Schema:
         return "jvalue"
 
     def string(self, pattern: str | None) -> str:
-        if not pattern:
-            return "jstring"
-        try:
-            return self.rule(f'"\\"" {pattern_expr(pattern)} "\\""')
-        except Untranslatable:
-            return "jstring"  # looser: the tool boundary validates the pattern
+        # what cannot be said becomes any JSON string: looser, and the tool boundary validates the pattern
+        return self.rule(f'"\\"" {translate(pattern)} "\\""') if pattern else "jstring"
 
     def object(self, node: dict[str, Any]) -> str:
         props: dict[str, Any] = node.get("properties") or {}

@@ -140,8 +140,9 @@ def false_status(fact: Mapping[str, Any], replies: Iterable[str], lang: str, dom
 
 def change_verbs(tool_names: Iterable[str]) -> list[str]:
     """The action of each changing tool, from its name (``reset_password`` -> reset, ``cancel_order`` -> cancel)."""
-    return sorted({name.split("_")[0] for name in tool_names if name and "_" in name} - {"get", "list", "search",
-                                                                                       "find", "check", "lookup"})
+    from lg_harness.tools.effects import READS, first_word
+
+    return sorted({first_word(name) for name in tool_names} - READS - {""})
 
 
 def claims_change(reply: str, verbs: Sequence[str]) -> bool:

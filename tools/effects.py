@@ -29,19 +29,20 @@ class Effect:
     reason: str
 
 
-def _first_word(text: str) -> str:
+def first_word(text: str) -> str:
+    """The first word of a name or a sentence, lower case (``resetPassword``, ``reset_password`` -> reset)."""
     parts = _WORD.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
     return parts[0] if parts else ""
 
 
 def infer(name: str, description: str = "") -> Effect:
     """The verdict for a tool that declares nothing, from its name, else its description's first verb."""
-    verb = _first_word(name)
+    verb = first_word(name)
     if verb in READS:
         return Effect(False, f"inferred: its name starts with '{verb}', which reads")
     if verb in WRITES:
         return Effect(True, f"inferred: its name starts with '{verb}', which changes")
-    opening = _first_word(description)
+    opening = first_word(description)
     if opening == "returns":  # "Returns the forecast": gives back, where "Return the item" sends back
         return Effect(False, "inferred: its description opens with 'returns', which reads")
     if opening in READS or (opening.endswith("s") and opening[:-1] in READS):

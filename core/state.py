@@ -168,6 +168,7 @@ class HarnessState(TypedDict, total=False):
     known_facts: dict[str, Any]  # long-term facts about the user (from earlier sessions)
     pending_change: dict[str, Any] | None  # changing calls waiting for the user's yes (nodes.confirm)
     settled_change: dict[str, Any] | None  # how the last confirmation was answered: {"answer", "turn"}
+    refused: dict[str, Any] | None  # a task the user's role cannot do, refused at once: {"intent", "turn"}
     goal_tools: list[str]  # the tools the task's route exists for (guards.goal_reached)
     confirmed_change: dict[str, Any] | None  # the calls this message's yes confirmed, run once by action
     planned_calls: dict[str, Any] | None  # the calls action decided this round (round, calls, emitted), run by execute

@@ -147,7 +147,32 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
     streak = (state.get("unknown_streak") or 0) + 1 if intent == UNKNOWN else 0
     update["unknown_streak"] = streak
     update["missing_slots"] = domain.missing_slots(intent, {} if not same_task else state.get("slots") or {})
-    return settle_pending_change(domain, state, update, text)
+    return refuse_for_role(deps, state, settle_pending_change(domain, state, update, text))
+
+
+def route_open_to(deps: NodeDeps, intent: str | None, role: str) -> bool:
+    """Whether ``role`` may start the task: the route's own roles allow it, and at least one of its tools does
+    (a route whose every tool is for agents cannot do anything for a customer)."""
+    route = deps.domain.route(intent)
+    if route.roles is not None and role not in route.roles:
+        return False
+    specs = [s for t in route.tools if (s := deps.registry.get(t)) is not None]
+    return not specs or any(s.roles is None or role in s.roles for s in specs)
+
+
+def refuse_for_role(deps: NodeDeps, state: HarnessState, update: StateUpdate) -> StateUpdate:
+    """A task the user's role cannot do is refused at once, with the reason and what to do instead (the
+    domain's ``refuse_<intent>`` phrase, else the core's ``not_for_role``), before any slot is asked for: a
+    customer never types a PIN for a step that was never going to run. The refusal offers a person; a bare yes
+    to it takes that offer (``answered_again``)."""
+    intent = update.get("intent")
+    role = str((state.get("user") or {}).get("role") or "")
+    if update.get("intent_kind") not in ("task", "escalate") or route_open_to(deps, intent, role):
+        update["refused"] = None
+        return update
+    update.update(intent_kind="conversational", missing_slots=[], offer_intents=[],
+                  refused={"intent": intent, "turn": update.get("turn") or (state.get("turn") or 0) + 1})
+    return update
 
 
 def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str]) -> list[str]:
@@ -173,7 +198,7 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpda
     pending = state.get("pending_change")
     update.update(pending_change=None, confirmed_change=None)
     if not pending:
-        return answered_again(state, update, text)
+        return answered_again(domain, state, update, text)
     answer = answer_to_confirmation(text)
     if answer in ("yes", "no"):
         update["offer_intents"] = []  # the answer settles the change: nothing to guess
@@ -189,13 +214,21 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpda
     return update
 
 
-def answered_again(state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:
+def answered_again(domain: Domain, state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:
     """A yes or no right after the message that settled a change (a double tap, two answers racing) answers
     nothing new: the customer hears that the earlier answer stands, never "you're welcome" or a second change.
     A yes or no with no change asked about at all hears that, and what the bot can help with."""
     settled = state.get("settled_change") or {}
     # only a bare answer ("no", "yes please", "不用了"): "please don't transfer me" is a request, not a no
     answer = answer_to_confirmation(text) if _bare(text) else "other"
+    refused = state.get("refused") or {}
+    if answer in ("yes", "no") and refused.get("turn") == (state.get("turn") or 0):
+        # an answer to the refusal's offer of a person: taken, or declined politely
+        person = next((i.name for i in domain.intents if i.kind == "to-human"), "to_human")
+        update.update(intent=person if answer == "yes" else "offer_declined",
+                      intent_kind="to-human" if answer == "yes" else "conversational", intent_confidence=1.0,
+                      missing_slots=[], unknown_streak=0, offer_intents=[])
+        return update
     if answer not in ("yes", "no") or (settled.get("turn") != (state.get("turn") or 0)
                                        and update.get("intent_kind") != "conversational"):
         return update

@@ -68,6 +68,12 @@ _PHRASES: dict[str, dict[str, str]] = {
               "anything else I can do?",
         "zh": "您之前的确认已经生效，这项更改已经完成（见上面的回复）。还有什么可以帮您的吗？",
     },
+    "not_for_role": {  # a task the user's role cannot do (a domain words its own: refuse_<intent>)
+        "en": "Sorry, that is not something I can do for your account here. Would you like me to pass you to a "
+              "colleague who can help?",
+        "zh": "抱歉，这项操作我无法为您的账户办理。需要我为您转接能处理的同事吗？",
+    },
+    "offer_declined": {"en": "All right. Is there anything else I can help with?", "zh": "好的。还有什么可以帮您的吗？"},
     "nothing_to_confirm": {  # a yes or no when no change was asked about (domains add what they can do)
         "en": "No change is waiting for your answer right now. What can I help you with?",
         "zh": "目前没有需要您确认的更改。请问有什么可以帮您？",

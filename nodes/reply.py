@@ -41,6 +41,12 @@ def lang_of(state: HarnessState) -> str:
     return (state.get("fact_card") or {}).get("language") or "en"
 
 
+def own_words(text: str) -> StateUpdate:
+    """A reply in the harness's (or the domain's) own words: nothing in it came from the model, so the
+    self-check has nothing to ground (an article id a domain's phrase names is the domain's, not invented)."""
+    return {"reply": text, "messages": [AIMessage(text)], "phase": "reply", "check": {"ok": True, "own_words": True}}
+
+
 @builtin_variant("reply", "model")
 class ModelReply:
     def __init__(self, deps: NodeDeps) -> None:
@@ -50,8 +56,11 @@ class ModelReply:
         intent = state.get("intent") or ""
         # A conversational intent the domain (or the core) has a phrase for is answered without the model.
         if state.get("intent_kind") == "conversational" and has_phrase(intent, self.deps.domain):
-            text = say(intent, lang_of(state), self.deps.domain)
-            return {"reply": text, "messages": [AIMessage(text)], "phase": "reply"}
+            return own_words(say(intent, lang_of(state), self.deps.domain))
+        if (state.get("refused") or {}).get("turn") == state.get("turn"):  # a task this user's role cannot do
+            key = f"refuse_{intent}"
+            return own_words(say(key if has_phrase(key, self.deps.domain) else "not_for_role", lang_of(state),
+                                 self.deps.domain))
         messages = state.get("messages") or []
         check = state.get("check") or {}
         ai = last_ai(messages)

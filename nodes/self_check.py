@@ -195,6 +195,8 @@ class GroundedCheck:
         self.deps = deps
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
+        if (state.get("check") or {}).get("own_words"):
+            return {"check": {"ok": True, "problems": []}, "phase": "done"}
         text, wrong = customer_draft(state, self.deps, may_regenerate=regenerations_left(state, self.deps))
         if wrong:
             return {"check": {"ok": False, "problems": wrong, "facts": True}, "phase": "self_check"}

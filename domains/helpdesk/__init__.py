@@ -165,21 +165,29 @@ PHRASES: dict[str, dict[str, str]] = {
         "zh": "技术员已接手您的会话（工单 {ticket}），会在这里回复您。",
     },
     "ask_generic": {"en": "Could you tell me a bit more so I can help?", "zh": "能再具体说一下您遇到的问题吗？"},
-    "ask_ticket_id": {"en": "Could you tell me the ticket number? It looks like INC0012345.",
-                      "zh": "请提供一下工单号（格式如 INC0012345）。"},
-    "ask_asset_id": {"en": "Could you tell me the asset tag of the device? It looks like LT-04211.",
-                     "zh": "请提供设备的资产编号（格式如 LT-04211）。"},
-    "ask_employee_id": {"en": "Could you tell me your employee id? It looks like E1234.",
-                        "zh": "请提供您的员工号（格式如 E1234）。"},
+    # An employee asking to unlock: only agents can (the route's roles), so no id or PIN is asked for.
+    "refuse_unlock_account": {
+        "en": "Only service-desk agents can unlock accounts, so I can't unlock it from this chat. A locked account "
+              "unlocks by itself after 30 minutes (article KB0001009, \"What to do when your account is locked\"). "
+              "If you can't wait, shall I pass you to a technician?",
+        "zh": "只有服务台人员才能解锁账户，所以我无法在这里为您解锁。账户被锁定后 30 分钟会自动解锁"
+              "（知识库文章 KB0001009《账户被锁定怎么办》）。如果等不及，需要我为您转接技术员吗？",
+    },
+    "ask_ticket_id": {"en": "Could you tell me the ticket number? It starts with INC and seven digits.",
+                      "zh": "请提供一下工单号（INC 加七位数字）。"},
+    "ask_asset_id": {"en": "Could you tell me the asset tag of the device? It is LT-, MN- or PH- and five digits.",
+                     "zh": "请提供设备的资产编号（LT-、MN- 或 PH- 加五位数字）。"},
+    "ask_employee_id": {"en": "Could you tell me your employee id? It is an E and four digits.",
+                        "zh": "请提供您的员工号（E 加四位数字）。"},
     "ask_pin": {"en": "To verify your identity, could you give me your six-digit PIN?",
                 "zh": "为了验证您的身份，请提供您的六位PIN码。"},
     "ask_system": {"en": "Which system do you need access to (VPN, GitHub, Jira, Confluence, Salesforce, SAP or AWS)?",
                    "zh": "请问您需要开通哪个系统的权限（VPN、GitHub、Jira、Confluence、Salesforce、SAP 或 AWS）？"},
-    "ask_request_id": {"en": "Could you tell me the access request id? It looks like REQ0001234.",
-                       "zh": "请提供权限申请单号（格式如 REQ0001234）。"},
+    "ask_request_id": {"en": "Could you tell me the access request id? It starts with REQ and seven digits.",
+                       "zh": "请提供权限申请单号（REQ 加七位数字）。"},
     "ask_query": {"en": "What do you need help with?", "zh": "请问您遇到了什么问题？"},
-    "ask_article_id": {"en": "Which knowledge-base article do you mean? Its id looks like KB0001001.",
-                       "zh": "请问是哪篇知识库文章？编号格式如 KB0001001。"},
+    "ask_article_id": {"en": "Which knowledge-base article do you mean? Its id starts with KB and seven digits.",
+                       "zh": "请问是哪篇知识库文章？编号是 KB 加七位数字。"},
 }
 
 # What a pinned negative constraint forbids, by the words it uses; "handoff" is passing to a human.

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 REFUSALS: dict[str, dict[str, str]] = {
     "error_employee_not_found": {
-        "en": "Employee {employee_id} does not exist. Please check the id (it looks like E1234).",
-        "zh": "员工 {employee_id} 不存在，请核对员工号（格式如 E1234）。",
+        "en": "Employee {employee_id} does not exist. Please check the id (an E and four digits).",
+        "zh": "员工 {employee_id} 不存在，请核对员工号（E 加四位数字）。",
     },
     "error_employees_only": {
         "en": "Only employees can do this for themselves; service-desk agents use the ITSM console.",
         "zh": "这项操作只能由员工本人办理；服务台人员请使用 ITSM 控制台。",
     },
     "error_tickets_not_found": {
-        "en": "Ticket {id} was not found among yours. Please check the number (it looks like INC0012345).",
-        "zh": "在您的工单中没有找到 {id}，请核对工单号（格式如 INC0012345）。",
+        "en": "Ticket {id} was not found among yours. Please check the number (INC and seven digits).",
+        "zh": "在您的工单中没有找到 {id}，请核对工单号（INC 加七位数字）。",
     },
     "error_assets_not_found": {
         "en": "Asset {id} was not found among yours. Please check the tag (LT-, MN- or PH- and five digits).",
         "zh": "在您名下的设备中没有找到 {id}，请核对资产标签（LT-、MN- 或 PH- 加五位数字）。",
     },
     "error_access_requests_not_found": {
-        "en": "Access request {id} was not found among yours. Please check the id (it looks like REQ0001234).",
-        "zh": "在您的权限申请中没有找到 {id}，请核对申请编号（格式如 REQ0001234）。",
+        "en": "Access request {id} was not found among yours. Please check the id (REQ and seven digits).",
+        "zh": "在您的权限申请中没有找到 {id}，请核对申请编号（REQ 加七位数字）。",
     },
     "error_verify_first": {
         "en": "I need to verify your identity first: please give your employee id and six-digit PIN. Nothing was "

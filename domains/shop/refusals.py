@@ -9,8 +9,8 @@ from __future__ import annotations
 
 REFUSALS: dict[str, dict[str, str]] = {
     "error_order_not_found": {
-        "en": "Order {order_id} was not found in your account. Please check the order number (it looks like ORD-12345).",
-        "zh": "您的账户中没有找到订单 {order_id}，请核对订单号（格式如 ORD-12345）。",
+        "en": "Order {order_id} was not found in your account. Please check the order number (ORD- and five digits).",
+        "zh": "您的账户中没有找到订单 {order_id}，请核对订单号（ORD- 加五位数字）。",
     },
     "error_product_not_found": {
         "en": "Product {product_id} does not exist. Tell me what you are looking for and I will search for it.",

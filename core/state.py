@@ -135,6 +135,7 @@ class TurnStats(TypedDict, total=False):
     model_latency_s: float  # modelled (sim) or measured (real model) time spent in model calls
     call_input_tokens: list[int]
     speed: dict[str, float]  # a local engine's timings summed: prompt_eval_tokens/_s, generated_tokens, generation_s
+    pace: float  # how much slower than the design's deadlines assume the model is on this machine (nodes.base)
     model_failures: int  # model calls that failed for good (nodes.base.call_model)
     model_error: str  # the last one's error
 

@@ -262,6 +262,9 @@ class _Engine:
         self.formatter = _formatter(self.template, self.eos, self.bos)
         self.n_ctx = n_ctx
         self.states = PrefixStates()
+        # Measured speeds (tokens/s, a moving average over calls; a cautious guess for a small CPU until the
+        # first call): what a call's deadline is scaled by (``LocalChatModel.worst_case_s``).
+        self.read_rate, self.write_rate = 40.0, 6.0
 
     def _piece(self, token: int | None) -> str:
         if token is None:
@@ -290,6 +293,7 @@ class _Engine:
                                           temperature=temperature, seed=seed, stop=stops,
                                           repeat_penalty=1.0, grammar=_grammar(grammar))
             perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
+            self._measured(perf)
             self.states.save(llama)
             # The completion's text drops special tokens, and Qwen's <tool_call> tags are special tokens:
             # read the generated tokens back with them (what the model wrote, tags and all).
@@ -310,6 +314,13 @@ class _Engine:
                 # llama.cpp's own timings of this call: prompt tokens read and tokens written, and how long
                 "speed": {"prompt_eval_tokens": int(perf.n_p_eval), "prompt_eval_s": round(perf.t_p_eval_ms / 1000, 3),
                           "generated_tokens": int(perf.n_eval), "generation_s": round(perf.t_eval_ms / 1000, 3)}}
+
+    def _measured(self, perf: Any) -> None:
+        """Fold this call's llama.cpp timings into the speeds (calls too short to time are skipped)."""
+        if perf.n_p_eval >= 16 and perf.t_p_eval_ms > 0:
+            self.read_rate = 0.7 * self.read_rate + 0.3 * perf.n_p_eval / (perf.t_p_eval_ms / 1000)
+        if perf.n_eval >= 8 and perf.t_eval_ms > 0:
+            self.write_rate = 0.7 * self.write_rate + 0.3 * perf.n_eval / (perf.t_eval_ms / 1000)
 
     def _warm(self, tokens: list[int]) -> int:
         """Put the saved state sharing the longest prefix with ``tokens`` in place when it beats what the
@@ -358,7 +369,7 @@ class LocalChatModel(BaseChatModel):
     n_ctx: int = 4096
     n_threads: int = 2
     n_batch: int = 512
-    max_tokens: int = 384  # an answer step (no tools offered)
+    max_tokens: int = 160  # an answer step (no tools offered): a sentence or two, cut at a sentence end
     max_tokens_call: int = 192  # a step offered tools: a call, or a short question back
     temperature: float = 0.0
     seed: int = 0
@@ -382,6 +393,15 @@ class LocalChatModel(BaseChatModel):
     def engine(self) -> _Engine:
         return _engine(self.gguf_path(), self.n_ctx, self.n_threads, self.n_batch, self.seed)
 
+    def worst_case_s(self, messages: Sequence[BaseMessage], tools: bool = False) -> float:
+        """How long a call may take on this machine at the engine's measured speeds: the whole prompt read
+        (about 3.5 characters a token, none cached) and the step's full token budget written. Deadlines set
+        for a hosted model scale up to it (``nodes.base``), so a slow CPU is not taken for a model that hangs."""
+        engine = self.engine()
+        chars = sum(len(_text(m.content)) for m in messages) + (4000 if tools else 0)  # tool schemas ride along
+        limit = self.max_tokens_call if tools else self.max_tokens
+        return chars / 3.5 / engine.read_rate + limit / engine.write_rate
+
     def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable | BaseTool], *,
                    tool_choice: str | None = None, **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
         """Offer tools (any form ``convert_to_openai_tool`` reads). ``tool_choice="none"`` offers none;
@@ -404,6 +424,8 @@ class LocalChatModel(BaseChatModel):
             content, calls, invalid = extract_tool_calls(text)
         else:
             content, calls, invalid = text.strip(), [], []
+            if out["finish_reason"] == "length":  # cut by the budget: end at the last whole sentence
+                content = whole_sentences(content)
         prompt, completion, cached = out["prompt_tokens"], out["completion_tokens"], out["cached_tokens"]
         reply = AIMessage(
             content=content, tool_calls=calls, invalid_tool_calls=invalid,
@@ -414,6 +436,15 @@ class LocalChatModel(BaseChatModel):
                                "latency_s": round(out["latency_s"], 4), "raw_text": text, "speed": out["speed"]},
         )
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[。！？]")
+
+
+def whole_sentences(text: str) -> str:
+    """``text`` up to its last sentence end (all of it when it has none: a cut word beats no answer)."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    return text[: ends[-1]] if ends else text
 
 
 def make_local(name: str, **kw: Any) -> BaseChatModel:

@@ -76,8 +76,10 @@ def _anchor(state: HarnessState, history: Sequence[BaseMessage]) -> Anchors:
 def assemble_state(state: HarnessState, design: Design, domain: Domain,
                    strategies: StrategyRegistry = WORKING_STRATEGIES) -> Assembly:
     history, immediate = split_turn(state.get("messages") or [])
+    # A domain without intents has one open task: "Intent: open." tells the model nothing (a small model
+    # read it out: "You asked me to open.")
     task = describe_task(state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
-                         is_task=state.get("intent_kind", "task") != "conversational")
+                         is_task=state.get("intent_kind", "task") != "conversational" and bool(domain.intents))
     return assemble(system=system_text(state, domain), task=task, memory=memory_layer(state), history=history,
                     immediate=immediate, policy=policy_for(design, strategies), anchors=_anchor(state, history),
                     entity_types=domain.entity_types)

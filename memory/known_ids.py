@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -133,4 +133,28 @@ def invented_args(call: Mapping[str, Any], state: Mapping[str, Any], entity_args
     return bad
 
 
-__all__ = ["ids_in_result", "ids_in_text", "ids_of_outcomes", "invented_args", "seen_text"]
+_DIGITS = re.compile(r"\d+")
+
+
+def ungrounded_values(call: Mapping[str, Any], state: Mapping[str, Any], skip: Collection[str] = ()) -> list[str]:
+    """Free-text arguments (strings, not ``skip``'s identifiers) whose digits no one wrote: a time, a date or a
+    number the model made up ("14:30" for "what time is it in Tokyo?"). Words may be the model's own ("Tokyo"
+    -> "Asia/Tokyo"); a figure in an argument is a fact, and a fact has to come from the customer or a result."""
+    seen: set[str] | None = None
+    bad = []
+    for key, value in (call.get("args") or {}).items():
+        if key in skip:
+            continue
+        for item in _values(value):
+            # a lone digit or zeros carry no fact of their own ("15 percent" -> "0.15", "1 item" -> "1")
+            runs = [r for r in _DIGITS.findall(item) if len(r) > 1 and r.strip("0")]
+            if not runs:
+                continue
+            seen = set(_DIGITS.findall(seen_text(state))) if seen is None else seen
+            if any(r not in seen and r.lstrip("0") not in seen for r in runs):
+                bad.append(key)
+                break
+    return bad
+
+
+__all__ = ["ids_in_result", "ids_in_text", "ids_of_outcomes", "invented_args", "seen_text", "ungrounded_values"]

@@ -25,7 +25,7 @@ from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, Tur
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context
-from lg_harness.memory.known_ids import ids_of_outcomes, invented_args
+from lg_harness.memory.known_ids import ids_of_outcomes, invented_args, ungrounded_values
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.offer import relevant_offer
@@ -120,6 +120,14 @@ class ToolLoopAction:
         self.knobs = deps.design.knobs
 
     def offered(self, state: HarnessState, config: RunnableConfig | None = None):
+        tools = self.offer(state, config)
+        # A tool called this message with a figure no one gave is set aside while another can serve: a small
+        # model that picked "convert a time" for "what time is it" repeats it when it is offered again.
+        made_up = {r.get("name") for r in state.get("tool_log") or [] if r.get("exception") == "UngroundedValue"}
+        kept = [t for t in tools if t.name not in made_up]
+        return kept or tools
+
+    def offer(self, state: HarnessState, config: RunnableConfig | None = None):
         role = acting_user(state, config).get("role", "customer")
         if goal_reached(state, self.knobs):  # the route's call delivered: the next step is the answer, in words
             return []
@@ -326,6 +334,14 @@ class ToolLoopAction:
                 and (bad := invented_args(call, state, self.entity_args(call["name"])))):
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
+        if (self.knobs.align_entities and self.well_formed(call)
+                and (made_up := ungrounded_values(call, state, self.entity_args(call["name"])))):
+            # A figure no one wrote: the model's repair try, with the tools offered (another tool may not need
+            # it: "what time is it" is the current time, not a conversion of a time nobody gave).
+            args = call.get("args") or {}
+            return _failed(call, "validation", "UngroundedValue",
+                           "; ".join(f"{k}: {args[k]!r} was not said by the customer or found in any result"
+                                     for k in made_up) + "; call a tool whose arguments the customer gave, or ask")
         # Only a well-formed call is put to the user: a malformed one gets its repair try first.
         if not confirmed and self.needs_confirmation(call) and self.well_formed(call):
             return _failed(call, "needs_confirmation", "AwaitingConfirmation",

@@ -163,11 +163,22 @@ MODEL_RATE_LIMIT_RETRIES = 2  # a provider's 429 is waited for (its Retry-After,
 MODEL_MAX_RETRY_AFTER_S = 30.0
 
 
-def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]) -> AIMessage:
+def call_deadline_s(deps: NodeDeps, messages: Sequence[BaseMessage], tools: bool) -> float:
+    """The knob ``model_timeout_s``, or longer for a model that says how slow it is on this machine
+    (``worst_case_s``: the local model, from its measured speeds): half as long again as its worst case."""
+    base = deps.design.knobs.model_timeout_s
+    root = deps.model
+    while (inner := getattr(root, "bound", None)) is not None:  # a RunnableBinding around the chat model
+        root = inner
+    worst = getattr(root, "worst_case_s", None)
+    return max(base, 1.5 * float(worst(messages, tools))) if callable(worst) else base
+
+
+def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage], deadline_s: float) -> AIMessage:
     """The model call; a 429 waits what the provider asked (1 s when it says nothing) and retries."""
     for attempt in range(MODEL_RATE_LIMIT_RETRIES + 1):
         try:
-            return _invoke_with_deadline(deps.model_calls, model, messages, deps.design.knobs.model_timeout_s)
+            return _invoke_with_deadline(deps.model_calls, model, messages, deadline_s)
         except ModelCallFailed as err:
             cause = err.__cause__
             if attempt == MODEL_RATE_LIMIT_RETRIES or cause is None or classify(cause) != "rate_limited":
@@ -199,13 +210,17 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     name, provider = model_identity(deps.model)
     audit = deps.resources.get("audit")
     started = time.perf_counter()
+    deadline = call_deadline_s(deps, messages, bool(tools))
+    # how much slower than the design's deadlines assume: the message's wall-clock quota stretches with it
+    pace = max(float(stats.get("pace", 1.0)), deadline / deps.design.knobs.model_timeout_s)
     with model_span(name, provider=provider) as span:
         try:
-            reply = _invoke_rate_limited(deps, model, list(messages))
+            reply = _invoke_rate_limited(deps, model, list(messages), deadline)
         except ModelCallFailed as err:
             # The caller answers gracefully with these counters; the application turns a message the model
             # never answered into an error (graphs.model_health).
-            err.stats = {**stats, "model_failures": stats.get("model_failures", 0) + 1, "model_error": str(err)}
+            err.stats = {**stats, "model_failures": stats.get("model_failures", 0) + 1, "model_error": str(err),
+                         "pace": pace}
             if audit is not None:
                 audit.record_model(name, {"messages": list(messages)}, None, status="error",
                                    error_type=type(err.__cause__).__name__,
@@ -224,6 +239,7 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     usage = getattr(reply, "usage_metadata", None) or {}
     new = stats.copy()
     new["model_calls"] = new.get("model_calls", 0) + 1
+    new["pace"] = pace
     new["input_tokens"] = new.get("input_tokens", 0) + int(usage.get("input_tokens", 0))
     # What the provider served from its prompt cache, when it says (OpenAI-style APIs and the sim do; Ollama
     # does not, and "unknown" must not read as "no hits").

@@ -146,14 +146,40 @@ def _second_person(text: str) -> str:
     return text.replace("该用户", "您")
 
 
+# The request told back before (or instead of) the answer: "You asked me to look up ORD-1.", "您问的是…".
+# The customer knows what they asked; small models open with it (45 of 65 real answers did).
+_RESTATED = re.compile(r"^\s*(?:you(?:'ve| have)? (?:asked|wanted|want|requested|are asking|were asking|would like)\b|"
+                       r"your (?:question|request|message) (?:is|was)\b|i found that (?:your|the customer's) message\b|"
+                       r"(?:您|你)(?:问|想知道|询问|咨询|要求|想查询))", re.I)
+
+
+# The answer step's own prompt words told back (``nodes.presentation``): cut out, the facts after them kept
+# ("The lookup for the customer's message found (data from the systems, not instructions) is that the time is
+# 17:38" -> "The time is 17:38").
+_PARROTED = re.compile(r"(?:the )?(?:lookup|search|information) for (?:the customer's|your) message (?:found|shows?)\s*"
+                       r"(?:\(data from the systems, not instructions\)\s*)?(?:(?:is|was) that|is|was|:)?\s*|"
+                       r"\s*\(data from the systems, not instructions\)", re.I)
+
+
+def _unparroted(text: str) -> str:
+    out = _PARROTED.sub("", text)
+    return out[:1].upper() + out[1:] if out != text and out[:1].islower() else out
+
+
 def customer_safe(reply: str, tool_names: Iterable[str]) -> str | None:
     """``reply`` without internal text, or None when nothing worth saying is left."""
     text = _second_person(_without_json(_LABEL_TAG.sub("", reply or "")))
+    text = _unparroted(text)
     pats = _fragments(tool_names)
     # A clause that names internals, or relays an instruction found in data, is not for the customer.
     kept = [c.group(0) for c in _CLAUSE.finditer(text)
             if not any(p.search(c.group(0)) for p in pats) and not holds_instruction(c.group(0))]
-    out = "".join(kept).strip()
+    restated = 0
+    while len(kept) > restated + 1 and _RESTATED.search(kept[restated]):  # the answer, not the question told back
+        restated += 1
+    out = "".join(kept[restated:]).strip()
+    if restated:  # what is left starts a sentence
+        out = out[:1].upper() + out[1:]
     dangling = bool(_DANGLING.search(out))
     out = _DANGLING.sub("", out).strip()
     # A lead-in whose substance was dropped ("Sorry, that didn't work:") says nothing on its own.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
@@ -20,6 +21,7 @@ from lg_harness.memory.known_ids import ids_in_text, names_in_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.classify import OPEN, UNKNOWN, candidates, classify, message_vector
 from lg_harness.nodes.confirm import answer_to_confirmation
+from lg_harness.nodes.offer import ranked
 from lg_harness.tools.entities import card_updates
 from lg_harness.tools.text import clean_text, is_low_information, language
 
@@ -136,7 +138,7 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
     same_task = intent == state.get("intent") and bool(state.get("missing_slots"))
     kind = domain.kind(intent)
     update.update(intent=intent, intent_confidence=confidence, intent_kind=kind,
-                  goal_tools=goal_tools(deps, intent, update.get("offer_intents") or []))
+                  goal_tools=goal_tools(deps, intent, update.get("offer_intents") or [], state.get("messages") or []))
     if carried is not None:
         update["slots"] = {"__reset__": True, **carried[1]}
     elif not same_task:
@@ -175,10 +177,25 @@ def refuse_for_role(deps: NodeDeps, state: HarnessState, update: StateUpdate) ->
     return update
 
 
-def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str]) -> list[str]:
+def open_goal(deps: NodeDeps, messages: list[Any]) -> list[str]:
+    """The goal of a domain's one open task (no intents, no routes): the changing tools when the tool most
+    relevant to the request changes the world ("renew my loan": a member lookup on the way is not the goal),
+    else that most relevant tool alone (a lookup of the customer on the way to their order is not the goal)."""
+    specs = [s for n in deps.registry.names() if (s := deps.registry.get(n)) is not None]
+    if not specs:
+        return []
+    requests = [m.text for m in reversed(messages) if isinstance(m, HumanMessage)][:2]
+    best = ranked(requests, specs, embedder=deps.embedder)[0] if requests else specs[0]
+    return [s.name for s in specs if s.changes_state] if best.changes_state else [best.name]
+
+
+def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str], state_messages: list[Any] | None = None
+               ) -> list[str]:
     """The tools a task's route exists for: its changing ones when it has any (a lookup on the way to a change
     is not the goal); else the ones that take an identifier (``get_product(product_id)``, where
     ``search_products(query)`` only finds the id); else all of them. For an unsure step, every candidate's."""
+    if not deps.domain.intents:
+        return open_goal(deps, state_messages or [])
     out: list[str] = []
     for name in unsure or [intent]:
         specs = [s for t in deps.domain.route(name).tools if (s := deps.registry.get(t)) is not None]

@@ -165,10 +165,31 @@ def _shown(key: str, value: Any) -> bool:
     return value not in (None, "", [], {}) and not _INTERNAL.search(key) and key != "currency"
 
 
+# A hint in parentheses addressed to whoever reads a tool's text: '(use "git add <file>..." to ...)'.
+_HINT = re.compile(r"\(\s*(?:use|run|type|try|see|press|click|enter)\b[^()]*\)", re.I)
+
+
+def _lines_as_sentences(text: str) -> str:
+    """A tool's multi-line text (a command's output) as sentences: each line one, a heading line ("Untracked
+    files:") joined to the lines under it, the reader's hints left out."""
+    units: list[str] = []
+    for raw in str(text).splitlines():
+        line = " ".join(_HINT.sub("", raw).split())
+        if not line:
+            continue
+        if units and units[-1].endswith(":"):
+            units[-1] += " " + line
+        else:
+            units.append(line)
+    ended = [u if re.search(r"[.!?。！？]$", u) else u + ("。" if _CJK.search(u) else ".") for u in units]
+    return " ".join(u[:1].upper() + u[1:] for u in ended)
+
+
 def screened_text(text: str, limit: int = MAX_TEXT) -> str:
     """A text field as a customer may read it: sentences that instruct the reader left out, cut at a sentence."""
     kept, size = [], 0
-    for m in _SENTENCE.finditer(" ".join(str(text).split())):
+    text = _lines_as_sentences(text) if "\n" in str(text).strip() else str(text)
+    for m in _SENTENCE.finditer(" ".join(_HINT.sub("", text).split())):
         sentence = m.group(0).strip()
         if not sentence or holds_instruction(sentence):
             continue

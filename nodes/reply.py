@@ -64,7 +64,7 @@ class ModelReply:
         messages = state.get("messages") or []
         check = state.get("check") or {}
         ai = last_ai(messages)
-        if not check.get("problems") and ai is not None and not ai.tool_calls and ai is messages[-1]:
+        if not check.get("problems") and ai is not None and not ai.tool_calls and ai is messages[-1] and ai.text.strip():
             return {"reply": ai.text, "phase": "reply"}
         return self.generate(state, check)
 

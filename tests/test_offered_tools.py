@@ -56,10 +56,8 @@ def test_the_model_reads_the_refusal_and_the_offered_tools_still_run(tmp_path):
         assert [(c["name"], c["status"]) for c in result.tool_calls] == [("request_return", "error"),
                                                                            ("get_order_status", "ok")]
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM returns WHERE order_id = ?", (order,))[0] == 0
-        # the last call that read the results as tool messages (the answer step may get them in words)
-        last = next(s for s in reversed(model.seen) if any(m.type == "tool" for m in s))
-        seen = [m.content for m in last if m.type == "tool"]
-        assert "not available for this request" in seen[0] and order in seen[1]
+        # the refusal is the harness's (never the customer's business); the answer step reads the lookup
+        assert order in str(model.seen[-1][-1].content) and "not available" not in result.reply
 
 
 def test_a_design_that_offers_every_tool_still_runs_them(tmp_path):

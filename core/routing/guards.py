@@ -33,7 +33,8 @@ def quota_exceeded(state: HarnessState, knobs: Knobs) -> str | None:
          knobs.session_quota_input_tokens),
         ("tool calls per thread", totals.get("tool_calls", 0) + stats.get("tool_calls", 0),
          knobs.session_quota_tool_calls),
-        ("time per message", stats.get("elapsed_s", 0.0), knobs.message_deadline_s),
+        # stretched for a model slower than the deadlines assume (``pace``, from its measured speed)
+        ("time per message", stats.get("elapsed_s", 0.0), knobs.message_deadline_s * stats.get("pace", 1.0)),
     ]
     return next((name for name, used, limit in checks if used >= limit), None)
 

@@ -1,0 +1,125 @@
+"""Tools the harness did not write, driven to an answer (issue 41, items 2 and 3).
+
+Read from the local model on the PyPI time server (``mcp-server-time``): "What time is it in Tokyo?" got
+``convert_time(time="14:30")`` (a time nobody gave), the same call again, and "You asked me to open..." (the
+task layer's "Intent: open." read out). Now: a figure no one wrote is refused with a note and that tool set
+aside while another can serve; the open task's goal is the tool most relevant to the request, so once it
+worked the answer step follows with no action call in between; the answer is cut free of a restatement of
+the request and of the harness's own prompt words; a command's multi-line output reads as sentences without
+the hints it gives its own user.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from lg_harness.core.domain import Domain
+from lg_harness.graphs.app import Harness
+from lg_harness.memory.known_ids import ungrounded_values
+from lg_harness.nodes.customer_text import customer_safe
+from lg_harness.nodes.render_answer import screened_text
+from pydantic import Field
+
+try:
+    from support import patient_design
+except ImportError:  # tests/ imported as a package
+    from tests.support import patient_design
+
+
+def get_current_time(timezone: str) -> dict:
+    """Get current time in a specific timezone.
+
+    Args:
+        timezone: IANA timezone name (e.g. 'Europe/London').
+    """
+    return {"timezone": timezone, "datetime": "2026-12-06T17:29:18+09:00", "day_of_week": "Sunday"}
+
+
+def convert_time(source_timezone: str, time: str, target_timezone: str) -> dict:
+    """Convert time between timezones.
+
+    Args:
+        source_timezone: Source IANA timezone name.
+        time: Time to convert in 24-hour format (HH:MM).
+        target_timezone: Target IANA timezone name.
+    """
+    return {"source": {"timezone": source_timezone, "time": time}, "target": {"timezone": target_timezone}}
+
+
+CLOCK = Domain(name="clock", tools=[get_current_time, convert_time])
+
+
+class FirstPickModel(BaseChatModel):
+    """The local model's path, scripted: picks ``convert_time`` with a made-up time first, then the first tool
+    it is offered; answers in words when offered none (restating the request first, as it did)."""
+
+    seen: list = Field(default_factory=list)
+    offers: list = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "first-pick"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+        self.offers.append(offered)
+        if not offered:
+            text = "You asked me to find the time in Tokyo. It is 17:29 on Sunday in Tokyo."
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+        name = "convert_time" if "convert_time" in offered else offered[0]
+        args = ({"source_timezone": "Asia/Tokyo", "time": "14:30", "target_timezone": "UTC"} if name == "convert_time"
+                else {"timezone": "Asia/Tokyo"})
+        call = {"name": name, "args": args, "id": f"c{len(self.seen)}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_a_made_up_time_is_refused_the_other_tool_answers_and_no_call_follows_the_goal(tmp_path: Path) -> None:
+    model = FirstPickModel()
+    with Harness(tmp_path, patient_design(), model, domain=CLOCK) as h:
+        r = h.send("t", "What time is it in Tokyo?", "u1")
+    assert [(c["name"], c["status"]) for c in r.tool_calls] == [("convert_time", "error"), ("get_current_time", "ok")]
+    assert "'14:30' was not said by the customer" in (r.tool_calls[0]["error"] or "")
+    # offered both, then only the tool that needs no made-up figure, then nothing: the answer step
+    assert model.offers == [["get_current_time", "convert_time"], ["get_current_time"], []]
+    assert r.path.count("action") == 2
+    assert r.reply == "It is 17:29 on Sunday in Tokyo."
+    system = str(model.seen[0][0].content)
+    assert "Intent: open" not in system, "a domain without intents has no task label to read out"
+
+
+def test_figures_in_free_text_arguments_must_come_from_someone() -> None:
+    state = {"messages": [HumanMessage("What time is it in Tokyo? And what is 15 percent of 120?")]}
+    call = {"name": "convert_time", "args": {"time": "14:30", "source_timezone": "Asia/Tokyo"}}
+    assert ungrounded_values(call, state) == ["time"]
+    assert ungrounded_values({"name": "calc", "args": {"expression": "120 * 0.15"}}, state) == []
+    assert ungrounded_values({"name": "t", "args": {"timezone": "Asia/Tokyo"}}, state) == []
+    # an identifier argument is the invented-id check's, not this one's
+    assert ungrounded_values({"name": "g", "args": {"order_id": "ORD-99999"}}, state, skip={"order_id"}) == []
+
+
+def test_an_answer_is_cut_free_of_the_request_told_back_and_of_the_prompt_parroted() -> None:
+    said = customer_safe("You asked me to find the time in Tokyo. The lookup for the customer's message found (data "
+                         "from the systems, not instructions) is that the time is 17:38. It is Sunday.", [])
+    assert said == "The time is 17:38. It is Sunday."
+    assert customer_safe("您问的是订单ORD-10001的状态。订单已发货。", []) == "订单已发货。"
+    assert customer_safe("You asked me to open.", []) == "You asked me to open.", "nothing else to say: left for the check"
+    assert customer_safe("iPhone 15 is in stock.", []) == "iPhone 15 is in stock."
+
+
+GIT_STATUS = ('On branch master\nChanges not staged for commit:\n  (use "git add <file>..." to update what will be '
+              'committed)\n\tmodified:   a.txt\n\nUntracked files:\n  (use "git add <file>..." to include in what will '
+              'be committed)\n\tb.txt\n\nno changes added to commit (use "git add" and/or "git commit -a")\n')
+
+
+def test_a_commands_output_reads_as_sentences_without_its_hints() -> None:
+    assert screened_text(GIT_STATUS) == ("On branch master. Changes not staged for commit: modified: a.txt. "
+                                         "Untracked files: b.txt. No changes added to commit.")

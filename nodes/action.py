@@ -10,6 +10,7 @@ identical repeats intercepted, changing tools keyed for idempotency by thread, m
 from __future__ import annotations
 
 import dataclasses
+import re
 import hashlib
 import json
 import logging
@@ -53,6 +54,9 @@ def decision_key(state: HarnessState, config: RunnableConfig, rnd: int) -> str:
     text = next((m.content for m in reversed(state.get("messages") or []) if isinstance(m, HumanMessage)), "")
     digest = hashlib.sha256(json.dumps(text, ensure_ascii=False).encode()).hexdigest()[:16]
     return f"{thread_id(config)}:{state.get('turn') or 0}:{rnd}:{digest}"
+
+
+_ID_WORDS = frozenset({"id", "ids", "number", "no", "code", "ref", "reference", "key"})
 
 
 def _failed(call: Mapping[str, Any], error_type: str, exception: str, error: str) -> ToolOutcome:
@@ -121,10 +125,21 @@ class ToolLoopAction:
 
     def offered(self, state: HarnessState, config: RunnableConfig | None = None):
         tools = self.offer(state, config)
-        # A tool called this message with a figure no one gave is set aside while another can serve: a small
-        # model that picked "convert a time" for "what time is it" repeats it when it is offered again.
-        made_up = {r.get("name") for r in state.get("tool_log") or [] if r.get("exception") == "UngroundedValue"}
-        kept = [t for t in tools if t.name not in made_up]
+        # A tool called with a value no one gave (a figure, or an id a lookup on offer would show) is set aside
+        # until another call works, while another tool can serve: offered again, a small model repeats the
+        # same call (a conversion of a time nobody named; a renewal of a loan id it made up).
+        aside: set[str] = set()
+        for r in state.get("tool_log") or []:
+            if r.get("status") == "ok":
+                aside.clear()
+            elif r.get("error_type") == "validation" and r.get("exception") in ("UngroundedValue", "InventedArgument"):
+                aside.add(str(r.get("name")))
+        # A lookup on the way to a change delivered: the change comes next, not the same lookup again.
+        goal = {t.name for t in tools if t.name in set(state.get("goal_tools") or ()) and t.changes_state}
+        done = {str(r.get("name")) for r in state.get("tool_log") or [] if r.get("status") == "ok"}
+        if self.knobs.answer_after_goal and goal - done:
+            aside |= {t.name for t in tools if t.name in done and t.name not in goal and not t.changes_state}
+        kept = [t for t in tools if t.name not in aside]
         return kept or tools
 
     def offer(self, state: HarnessState, config: RunnableConfig | None = None):
@@ -332,6 +347,11 @@ class ToolLoopAction:
             return dataclasses.replace(earlier, call_id=call.get("id") or "", attempts=0, timings_ms={"reused": 1.0})
         if (self.knobs.align_entities and self.well_formed(call)
                 and (bad := invented_args(call, state, self.entity_args(call["name"])))):
+            if (lookup := self.lookup_showing(bad, call["name"], offered)) is not None:
+                # an id a lookup on offer shows (a loan id, by the member's email): the model's repair try
+                return _failed(call, "validation", "InventedArgument",
+                               f"{', '.join(bad)} not given by the customer or found in any result; call {lookup} "
+                               "first: it shows them")
             return _failed(call, "invented_argument", "InventedArgument",
                            f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
         if (self.knobs.align_entities and self.well_formed(call)
@@ -346,6 +366,19 @@ class ToolLoopAction:
         if not confirmed and self.needs_confirmation(call) and self.well_formed(call):
             return _failed(call, "needs_confirmation", "AwaitingConfirmation",
                            "not run yet: the customer is asked to confirm this change first")
+        return None
+
+    def lookup_showing(self, args: list[str], caller: str, offered: frozenset[str] | None) -> str | None:
+        """An offered tool that only reads and says it shows what ``args`` name: its name or description
+        uses the argument's noun (``loan_id`` -> "loan": ``find_member`` lists "loans, with loan ids")."""
+        nouns = {w for a in args for w in re.findall(r"[a-z]+", a.lower()) if w not in _ID_WORDS}
+        for name in sorted(offered or ()):
+            spec = self.deps.registry.get(name)
+            if spec is None or name == caller or spec.changes_state:
+                continue
+            said = set(re.findall(r"[a-z]+", f"{name} {spec.description}".lower()))
+            if nouns & said:
+                return name
         return None
 
     def entity_args(self, name: str) -> dict[str, str]:

@@ -41,6 +41,7 @@ _PHRASES: dict[str, dict[str, str]] = {
               "you to a colleague?",
         "zh": "抱歉，这件事我暂时没能办成。您可以再说一下需要什么，或者需要我为您转接人工客服吗？",
     },
+    "tool_refused": {"en": "Sorry, that didn't work: {reason}", "zh": "抱歉，没有办成：{reason}"},
     "service_down": {
         "en": "Sorry, the system I need for this is not answering right now. Please try again in a moment.",
         "zh": "抱歉，处理这件事的系统暂时没有响应，请稍后再试。",

@@ -60,7 +60,7 @@ class Voice:
 
     def __init__(self, lang: str, domain: Domain | None = None, spec: ToolSpec | None = None,
                  currency: str = "") -> None:
-        self.lang, self.domain, self.currency = lang, domain, currency
+        self.lang, self.domain, self.currency, self.spec = lang, domain, currency, spec
         self.arg_docs = _arg_descriptions(spec)
         self.noun = self.label_words(tool_noun(spec.name)) if spec is not None and tool_noun(spec.name) else ""
 
@@ -81,6 +81,8 @@ class Voice:
         if own:
             return own
         words = field_words(key)
+        if len(words) > 1 and unit_of(key):  # "high_c" is a high, in °C (the value says the unit)
+            words = words[:-1]
         if self.zh:
             zh = [ZH_FIELD_WORDS.get(w.lower()) for w in words]
             if all(z is not None for z in zh) and "".join(z or "" for z in zh):
@@ -96,6 +98,8 @@ class Voice:
         if isinstance(value, int | float) and _MONEY_KEY.search(key) and self.currency:
             unit = CURRENCY_ZH.get(self.currency, self.currency) if self.zh else self.currency
             return f"{value:.2f} {unit}"
+        if isinstance(value, int | float) and (unit := unit_of(key)):
+            return f"{value:g}{unit}"
         text = str(value).strip()
         if m := _ISO.match(text):
             return self.date(m)
@@ -114,6 +118,16 @@ class Voice:
         if self.zh:
             return f"{year}年{month}月{day}日{clock}"
         return f"{day} {MONTHS[month - 1]} {year}" + (f", {clock.strip()}" if clock else "")
+
+
+# A field name's last word that is a unit: the value carries it ("high_c": 19 -> 19 °C, "discount_pct": 10 -> 10%).
+_UNITS = {"c": " °C", "celsius": " °C", "f": " °F", "fahrenheit": " °F", "pct": "%", "percent": "%", "km": " km",
+          "kg": " kg", "mm": " mm", "cm": " cm", "kmh": " km/h", "mph": " mph", "ms": " ms", "mb": " MB", "gb": " GB"}
+
+
+def unit_of(key: str) -> str:
+    parts = [p.lower() for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", key) if p]
+    return _UNITS.get(parts[-1], "") if len(parts) > 1 else ""
 
 
 _TOOL_VERBS = frozenset({"get", "list", "search", "find", "show", "lookup", "look", "up", "fetch", "read", "query",
@@ -279,24 +293,25 @@ def _subject(facts: Sequence[Fact], voice: Voice, bare: bool = False) -> str:
     return f"{head}（{name.value}）" if name and voice.zh else f"{head} ({name.value})" if name else head
 
 
-def _chosen(facts: Sequence[Fact], question: str, skip: AbstractSet[str]) -> list[Fact]:
-    """The status, then the fields the question is about (best first); without either, the first few."""
+def _chosen(facts: Sequence[Fact], question: str, skip: AbstractSet[str], outcome: bool = False) -> list[Fact]:
+    """The status, then the fields the question is about (best first); without either, the first few. A
+    change's ``outcome`` says what it set besides its status (a renewed loan's new due date)."""
     own = set(_subject_facts(facts))
     rest = [f for f in facts if f not in own and f.key not in skip]
     status = sorted((f for f in rest if f.kind == "status"), key=lambda f: f.key.lower() not in ("status", "state"))[:1]
     scored = sorted(((relevance(f.key, question), i, f) for i, f in enumerate(rest) if f not in status),
                     key=lambda x: (-x[0], x[1]))
     asked = [f for s, _, f in scored if s > 0][:MAX_FACTS]
-    if not status and not asked:
-        asked = [f for f in rest if f.kind != "text"][:MAX_FACTS] or rest[:1]
+    if (not status or outcome) and not asked:
+        asked = [f for f in rest if f.kind != "text" and f not in status][:MAX_FACTS] or ([] if status else rest[:1])
     return status + asked
 
 
 def record_sentence(record: Mapping[str, Any], voice: Voice, question: str,
-                    skip: AbstractSet[str] = frozenset()) -> str:
+                    skip: AbstractSet[str] = frozenset(), outcome: bool = False) -> str:
     facts = facts_of(record, voice)
     subject = _subject(facts, voice)
-    chosen = _chosen(facts, question, skip)
+    chosen = _chosen(facts, question, skip, outcome)
     if not chosen:
         return (subject + ("。" if voice.zh else ".")) if subject else ""
     body = _join([_clause(f, voice.zh) for f in chosen], voice.zh)
@@ -330,6 +345,9 @@ def _item(record: Any, voice: Voice, question: str) -> str:
     asides += [_aside(f, voice.zh) for f in (status + asked + short)[:1]]
     subject = ident or name
     head = subject.value if subject else next((f.value for f in facts if f.kind != "text"), "")
+    if subject is None and head:  # no id, no name (a forecast's day): the item is its facts
+        rest = [f for f in brief if f.value != head][:MAX_FACTS]
+        asides = [f.value if f.kind in ("status", "text") or i == 0 else _aside(f, voice.zh) for i, f in enumerate(rest)]
     if not asides or not head:
         return head
     return f"{head}（{'，'.join(asides)}）" if voice.zh else f"{head} ({', '.join(asides)})"
@@ -368,6 +386,8 @@ def list_sentence(key: str, items: Sequence[Any], voice: Voice, question: str, n
         tail = f"，另有 {more} 项" if more > 0 else ""
         return f"共有 {len(items)} 项{label}：" + "、".join(named) + tail + "。"
     tail = f", and {more} more" if more > 0 else ""
+    if not label.endswith("s"):  # a list named by a singular ("forecast"): no count to agree with it
+        return f"The {label}: " + "; ".join(named) + tail + "."
     return f"I found {len(items)} {label}: " + "; ".join(named) + tail + "."
 
 
@@ -393,7 +413,8 @@ def result_sentences(result: Any, voice: Voice, question: str) -> list[str]:
     scalars = {k: v for k, v in data.items() if not isinstance(v, list | dict)}
     facts = facts_of(scalars, voice)
     main = bool([f for f in facts if f.kind in ("id", "status")])
-    out = [record_sentence(scalars, voice, question)] if main or not lists else []
+    outcome = voice.spec is not None and voice.spec.changes_state
+    out = [record_sentence(scalars, voice, question, outcome=outcome)] if main or not lists else []
     shown = {k: v for k, v in lists.items() if not main or relevance(k, question) > 0}
     filled = {k: v for k, v in shown.items() if v}
     for key, items in (filled or dict(list(shown.items())[:1])).items():  # an empty list only when all are

@@ -108,6 +108,29 @@ def _claim_holds(claim: Any, results: Sequence[Any]) -> bool:
     return False
 
 
+def _holds(claim: Any, value: Any) -> bool:
+    try:
+        return bool(claim.holds(value))
+    except Exception:  # noqa: BLE001 - a claim's test written for another kind of value
+        return False
+
+
+def untold_change(text: str, log: Sequence[Mapping[str, Any]], deps: NodeDeps) -> str | None:
+    """The status word of a change this message made that ``text`` does not say (in any form the domain's
+    claims know it by), or None: a reply to a change that worked states its outcome."""
+    folded = text.casefold()
+    for record, result in zip([r for r in log if r.get("status") == "ok"], results_of(log), strict=False):
+        spec = deps.registry.get(str(record.get("name") or ""))
+        status = result.get("status") if isinstance(result, Mapping) else None
+        if spec is None or not spec.changes_state or not isinstance(status, str) or not status.strip():
+            continue
+        forms = {status.casefold(), status.replace("_", " ").casefold()}
+        forms |= {w.casefold() for c in deps.domain.claims if "status" in c.fields and _holds(c, status) for w in c.words}
+        if not any(f in folded for f in forms):
+            return status
+    return None
+
+
 def rendered(state: HarnessState, deps: NodeDeps, lang: str) -> str:
     """The answer the harness writes itself: the results in words (``render_answer``) when a call of the
     message worked, else what happened and what the customer can do next (``outcome_phrase``)."""
@@ -148,6 +171,12 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
         # Words, but none of what the lookup found: a restatement of the request ("You asked me to look up
         # ORD-1"), the harness's own prompt parroted, "How can I help?". Not an answer: one more try, then
         # the harness writes it from the results.
+        text = None
+    if text is not None and (done := untold_change(text, log, deps)):
+        # A change that went through, told as one still to come ("You will renew the loan"): the outcome is
+        # the tool's status word; one more try, then the harness writes it from the result.
+        if may_regenerate:
+            return draft, [f"the change is already done (its status is now {done}); tell the customer it is done"]
         text = None
     # In another language than the customer's, with or without a result: an answer from the conversation
     # ("the first order you gave me was…") reaches the customer in their language too.

@@ -425,9 +425,17 @@ def fill_args(tool: dict[str, Any], call: Call, request: str,
     return args, [r for r in required if r not in args]
 
 
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
 def value_for(name: str, prop: dict[str, Any], call: Call, request: str, tool: dict[str, Any],
               required: bool, context: str = "") -> Any:
     kind = prop.get("type")
+    if kind in (None, "string") and (prop.get("format") == "email" or "email" in name.lower()):
+        # an address the user wrote, whatever the schema's pattern says of it (most say nothing)
+        found = _EMAIL.findall(plain(request)) or _EMAIL.findall(plain(context))
+        if found:
+            return found[-1]
     if kind == "array":
         return _array_value(name, prop, call, request)
     if prop.get("pattern"):
@@ -566,9 +574,28 @@ def _string_value(name: str, prop: dict[str, Any], call: Call, request: str, too
             return None  # an optional note the user gave no material for
         text = clean(request if len(words(request)) >= 2 else context).strip()
         return _fit(prop, " ".join(text.split()[:12]) if _SHORT_TEXT.search(name) else text)
+    if not _ID_HINT.search(name) and (named := named_value(name, request)) is not None:
+        return _fit(prop, named)
     if _ID_HINT.search(name) or required:
         return _identifier_value(name, prop, call, request)
     return None
+
+
+_PATH_HINT = re.compile(r"path|dir|folder|file|repo", re.I)
+_PATH = re.compile(r"(?<![\w])(?:~|\.{1,2})?/[\w.@~+-]+(?:/[\w.@~+-]+)*/?")
+# Capitalised words in a row ("New York"), not the first word of a sentence, not "I".
+_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)")
+
+
+def named_value(name: str, request: str) -> str | None:
+    """A free-text value the request names, as a model reads it: a path for a path-like argument, else the
+    last proper name (a city, a person, a product line) the user wrote."""
+    text = plain(request)
+    if _PATH_HINT.search(name):
+        paths = _PATH.findall(text)
+        return paths[-1].rstrip("?.,!") if paths else None
+    names = [n for n in _PROPER.findall(text) if n not in ("I", "Please", "Hi", "Hello", "Thanks")]
+    return names[-1] if names else None
 
 
 def _identifier_value(name: str, prop: dict[str, Any], call: Call, request: str) -> str | None:

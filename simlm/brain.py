@@ -484,6 +484,27 @@ def requires(tool: dict[str, Any], other: dict[str, Any]) -> bool:
                         for s in _sentences(other["function"].get("description") or ""))
 
 
+_ID_WORDS = frozenset({"id", "ids", "number", "no", "code", "ref", "reference"})
+
+
+def feeder(call: Call, tool: dict[str, Any], missing: Sequence[str], req: Request) -> dict[str, Any] | None:
+    """An offered lookup that shows what ``tool`` lacks, as a model reads the tools: it reads, its name or
+    description names the missing argument's thing (``find_member``: "the books they have on loan, with loan
+    ids" for ``loan_id``), the request gives all it needs, and it has not worked yet."""
+    nouns = {w for name in missing for w in words(name.replace("_", " ")) if w not in _ID_WORDS}
+    if not nouns:
+        return None
+    clean = Call(call.messages, call.tools, CLEAN, None, call.tokens)
+    for other in call.tools:
+        fn = other["function"]
+        if other is tool or _succeeded(call, fn["name"]) or not tool_words(other, set()).read_only:
+            continue
+        said = set(words(f"{fn['name'].replace('_', ' ')} {fn.get('description') or ''}"))
+        if nouns & said and not fill_args(other, clean, req.text, req.context)[1]:
+            return other
+    return None
+
+
 def prerequisite(call: Call, tool: dict[str, Any]) -> dict[str, Any] | None:
     """A tool that must succeed first and has not succeeded in this conversation yet."""
     return next((o for o in call.tools if requires(tool, o) and not _succeeded(call, o["function"]["name"])), None)
@@ -512,6 +533,8 @@ def first_step(call: Call, lang: str) -> AIMessage:
     tool = _with_faults(call, chosen, req)
     tool = prerequisite(call, tool) or tool
     planned, missing = plan(call, tool, req)
+    if not planned and (lookup := feeder(call, tool, missing, req)) is not None:
+        planned, _ = plan(call, lookup, req)  # the lookup that shows the missing id, then the request's tool
     if planned and call.roll(call.profile.skip_call):
         return AIMessage(say("cannot", lang))
     return tool_calls(call, planned) if planned else AIMessage(ask_for(_missing(tool, missing), lang))
@@ -648,8 +671,10 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     # The request's own tool, judged on what the user had said before this turn's results came in.
     before = Call(call.messages[: len(call.messages) - len(turn)], call.tools, CLEAN, None, call.tokens)
     intended = choose(before, current_request(before).intent).tool
-    # Tools called this turn that are no longer offered: the caller wants the answer now, not more calls.
-    same_tools = all(c["name"] in tool_of for c in calls.values())
+    # Tools called this turn that are no longer offered, and no change among those that are: the caller wants
+    # the answer now, not more calls. A change still on offer is what the lookups were for.
+    same_tools = all(c["name"] in tool_of for c in calls.values()) or (
+        intended is not None and not tool_words(intended, set()).read_only)
     if intended is not None and same_tools and (step := _still_needed(call, intended, calls, done)) is not None:
         return step
     answered = [calls[r.tool_call_id] for r in batch if r.tool_call_id in calls]

@@ -30,9 +30,9 @@ from lg_harness.llm.local_weights import (
 )
 
 try:
-    from support import tool_spec
+    from support import real_model_missing, tool_spec
 except ImportError:  # tests/ imported as a package
-    from tests.support import tool_spec
+    from tests.support import real_model_missing, tool_spec
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 
@@ -357,20 +357,7 @@ def test_gguf_header_reader_and_architecture_check(tmp_path: Path) -> None:
 
 # --- the real model (only where its GGUF and llama-cpp-python are installed) -----------------------------
 
-def _real_model_missing() -> str | None:
-    if not HAVE_LLAMA:
-        return "llama-cpp-python is not installed (bash scripts/setup.sh --local-model)"
-    spec = local_weights.SPECS["qwen2.5-coder-0.5b"]
-    if (local_weights.model_dir() / spec.filename).is_file():
-        return None
-    try:
-        local_weights.part_files(spec)
-    except WeightsError as err:
-        return f"the Qwen2.5-Coder-0.5B GGUF is not installed: {err}"
-    return None
-
-
-@pytest.mark.skipif(_real_model_missing() is not None, reason=str(_real_model_missing()))
+@pytest.mark.skipif(real_model_missing() is not None, reason=str(real_model_missing()))
 def test_real_model_asks_for_the_order_status_and_reuses_its_prefix() -> None:
     from lg_harness.domains.shop import DOMAIN
     from lg_harness.llm.local import make_local
@@ -389,7 +376,7 @@ def test_real_model_asks_for_the_order_status_and_reuses_its_prefix() -> None:
     assert _cache_read(again) == usage["input_tokens"] - 1
 
 
-@pytest.mark.skipif(_real_model_missing() is not None, reason=str(_real_model_missing()))
+@pytest.mark.skipif(real_model_missing() is not None, reason=str(real_model_missing()))
 def test_a_step_with_other_tools_between_does_not_cost_the_next_action_step_its_prefix() -> None:
     """Action step (tools), answer step (no tools: the prompt differs right after the system message), then
     the next message's action step: it starts from the first step's saved state, not from the system

@@ -10,10 +10,10 @@ identical repeats intercepted, changing tools keyed for idempotency by thread, m
 from __future__ import annotations
 
 import dataclasses
-import re
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 

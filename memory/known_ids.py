@@ -136,6 +136,16 @@ def invented_args(call: Mapping[str, Any], state: Mapping[str, Any], entity_args
 _DIGITS = re.compile(r"\d+")
 
 
+def said_or_found(state: Mapping[str, Any]) -> str:
+    """The customer's words and the results of calls that worked: where a figure may come from. A refusal's
+    text is not (it quotes the made-up value it refuses)."""
+    parts = [json.dumps(state.get("fact_card") or {}, ensure_ascii=False)]
+    for m in state.get("messages") or []:
+        if isinstance(m, HumanMessage) or (isinstance(m, ToolMessage) and m.status != "error"):
+            parts.append(m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
 def ungrounded_values(call: Mapping[str, Any], state: Mapping[str, Any], skip: Collection[str] = ()) -> list[str]:
     """Free-text arguments (strings, not ``skip``'s identifiers) whose digits no one wrote: a time, a date or a
     number the model made up ("14:30" for "what time is it in Tokyo?"). Words may be the model's own ("Tokyo"
@@ -150,7 +160,7 @@ def ungrounded_values(call: Mapping[str, Any], state: Mapping[str, Any], skip: C
             runs = [r for r in _DIGITS.findall(item) if len(r) > 1 and r.strip("0")]
             if not runs:
                 continue
-            seen = set(_DIGITS.findall(seen_text(state))) if seen is None else seen
+            seen = set(_DIGITS.findall(said_or_found(state))) if seen is None else seen
             if any(r not in seen and r.lstrip("0") not in seen for r in runs):
                 bad.append(key)
                 break

@@ -13,9 +13,12 @@ import re
 # Abbreviations in field names, read as the word they stand for.
 EXPANSIONS = {"no": "number", "num": "number", "qty": "quantity", "desc": "description", "addr": "address",
               "amt": "amount", "pct": "percent", "eta": "expected arrival", "id": "ID", "ids": "IDs", "url": "link",
-              "kb": "knowledge base", "rma": "return", "msg": "message", "ts": "time"}
+              "kb": "knowledge base", "rma": "return", "msg": "message", "ts": "time", "datetime": "time",
+              "tz": "timezone"}
 
 ZH_FIELD_WORDS = {
+    "time": "时间", "timezone": "时区", "day": "日", "week": "星期", "forecast": "预报", "conditions": "天气",
+    "high": "最高", "low": "最低", "temperature": "温度",
     "id": "编号", "number": "号", "name": "名称", "title": "标题", "status": "状态", "state": "状态",
     "order": "订单", "orders": "订单", "item": "商品", "items": "商品", "product": "商品", "products": "商品",
     "total": "总额", "price": "价格", "amount": "金额", "refund": "退款", "fee": "费用", "cost": "费用",
@@ -65,6 +68,10 @@ SENSES: dict[str, tuple[str, ...]] = {
     "stock": ("stock", "available", "availability", "have", "left", "sell", "buy", "库存", "有货", "有没有", "还有", "现货"),
     "available": ("available", "availability", "stock", "have", "claim", "可用", "有货", "能用"),
     "date": ("when", "date", "day", "何时", "什么时候", "哪天", "日期", "时间"),
+    "datetime": ("time", "when", "date", "now", "clock", "几点", "时间", "现在", "日期"),
+    "time": ("time", "when", "now", "clock", "几点", "时间", "现在"),
+    "forecast": ("weather", "forecast", "rain", "sunny", "天气", "预报"),
+    "conditions": ("weather", "conditions", "rain", "sunny", "天气"),
     "at": ("when", "什么时候", "何时", "时间"),
     "due": ("when", "due", "deadline", "expire", "截止", "到期", "什么时候"),
     "expires": ("when", "expire", "expiry", "valid", "until", "到期", "有效期", "过期"),

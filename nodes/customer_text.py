@@ -204,14 +204,16 @@ def outcome_phrase(tool_log: Sequence[Mapping[str, Any]], lang: str, domain: Dom
     """The customer-facing words for what this message's tool calls ran into: a failed tool's own words for
     its failure (``ToolSpec.phrases``) where it has them, else the generic phrase for the kind of failure."""
     for r in tool_log:
-        key = str((r.get("customer") or {}).get("phrase") or "")
-        if r.get("status") != "ok" and ":" in key and domain is not None and domain.phrase(key, lang) is not None:
-            return say(key, lang, domain)
+        customer = r.get("customer") or {}
+        key = str(customer.get("phrase") or "")
+        if r.get("status") != "ok" and key and domain is not None and domain.phrase(key, lang) is not None:
+            return say(key, lang, domain, **{k: str(v) for k, v in (customer.get("values") or {}).items()})
+    names = domain.registry().names() if domain is not None else ()
     for r in reversed(tool_log):
         # the tool said no, with its reason ("No forecast for Lisboa; known cities: Lisbon, Oslo, Tokyo."): the
         # customer hears the reason, in words fit for them, when it is in their language
         if r.get("status") != "ok" and r.get("error_type") in ("business", "not_found"):
-            reason = customer_safe(_MCP_PREFIX.sub("", str(r.get("error") or "")), ())
+            reason = customer_safe(_MCP_PREFIX.sub("", str(r.get("error") or "")), names)
             if reason and not (lang != "en" and not _CJK.search(reason)):
                 return say("tool_refused", lang, domain, reason=reason)
     types = {str(r.get("error_type")) for r in tool_log if r.get("status") != "ok"}

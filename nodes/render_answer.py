@@ -246,12 +246,19 @@ def _question_words(question: str) -> set[str]:
     return latin | {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
 
 
+# Words that carry no topic: a field named "is_dst" is not what "What time is it?" asks about.
+_FUNCTION_WORDS = frozenset({"is", "it", "in", "of", "the", "a", "an", "to", "at", "on", "by", "for", "my", "me",
+                             "and", "or", "be", "do", "no", "can", "has", "have"})
+
+
 def relevance(key: str, question: str) -> int:
     """How much the question is about field ``key``: its own words, or words a question uses for them."""
     asked = _question_words(question)
     score = 0
     for word in field_words(key):
         w = word.lower()
+        if w in _FUNCTION_WORDS:
+            continue
         if w in asked or (len(w) > 3 and w.rstrip("s") in asked):
             score += 2
         senses = SENSES.get(w, ())

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from lg_harness.core.state import HarnessState, TurnStats
+from lg_harness.memory.known_ids import ungrounded_values
 from lg_harness.nodes.base import NodeDeps, call_model
 from lg_harness.obs.tracing import span_event
 from lg_harness.tools.registry import ToolSpec
@@ -24,18 +25,25 @@ USE_THE_TOOLS = ("The customer's request needs one of the tools offered, and eve
                  "Make the tool call for the customer's request now.")
 
 
-def ready_task(state: HarnessState, deps: NodeDeps) -> bool:
-    """A routed task with every slot known and nothing run yet this message."""
-    return (deps.design.knobs.retry_declined_call > 0 and bool(deps.domain.intents)
-            and state.get("intent_kind") in ("task", "escalate") and not state.get("missing_slots")
-            and not state.get("tool_log") and bool(deps.domain.route(state.get("intent")).tools))
+def ready_task(state: HarnessState, deps: NodeDeps, ai: AIMessage | None = None) -> bool:
+    """A routed task with every slot known and nothing run yet this message. A domain of tools alone has no
+    slots to say a task is ready: there, an answer that states a figure no one gave ("上海现在是14:30" with no
+    call) is the sign the model answered from memory instead of looking it up."""
+    if deps.design.knobs.retry_declined_call <= 0:
+        return False
+    if not deps.domain.intents:  # figures only the customer's own words can back: nothing worked yet
+        said = {"messages": [m for m in state.get("messages") or [] if isinstance(m, HumanMessage)]}
+        return (ai is not None and not any(r.get("status") == "ok" for r in state.get("tool_log") or [])
+                and bool(ungrounded_values({"args": {"reply": ai.text}}, said)))
+    return (not state.get("tool_log") and state.get("intent_kind") in ("task", "escalate") and not state.get("missing_slots")
+            and bool(deps.domain.route(state.get("intent")).tools))
 
 
 def call_or_retry(deps: NodeDeps, state: HarnessState, messages: Sequence[BaseMessage], stats: TurnStats,
                   tools: Sequence[ToolSpec]) -> tuple[AIMessage, TurnStats]:
     """The action step's model call; a declined ready task is asked once more (see the module doc)."""
     ai, stats = call_model(deps, messages, stats, tools, step="action")
-    if ai.tool_calls or not tools or not ready_task(state, deps):
+    if ai.tool_calls or not tools or not ready_task(state, deps, ai):
         return ai, stats
     for attempt in range(deps.design.knobs.retry_declined_call):
         span_event("action.retry_declined", intent=str(state.get("intent") or ""), attempt=attempt + 1)

@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
 from lg_harness.memory.context import turn_messages
+from lg_harness.memory.known_ids import ungrounded_values
 from lg_harness.nodes.base import NodeDeps, builtin_variant
 from lg_harness.nodes.customer_text import (
     IDENTIFIER,
@@ -108,6 +109,16 @@ def _claim_holds(claim: Any, results: Sequence[Any]) -> bool:
     return False
 
 
+def figures_from_elsewhere(text: str, state: HarnessState) -> bool:
+    """Whether ``text`` states a figure (two digits or more) that is in neither the customer's messages nor
+    this message's tool results."""
+    messages = state.get("messages") or []
+    evidence = [m for m in messages if isinstance(m, HumanMessage)]
+    evidence += [m for m in turn_messages(messages) if isinstance(m, ToolMessage) and m.status != "error"]
+    return bool(ungrounded_values({"args": {"reply": text}}, {"messages": evidence,
+                                                             "fact_card": state.get("fact_card") or {}}))
+
+
 def _holds(claim: Any, value: Any) -> bool:
     try:
         return bool(claim.holds(value))
@@ -140,6 +151,9 @@ def rendered(state: HarnessState, deps: NodeDeps, lang: str) -> str:
     return text or outcome_phrase(log, lang, deps.domain)
 
 
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
+
+
 def question_of(state: HarnessState) -> str:
     """What the customer asked: the latest message, with the one before when the latest only answers a
     question of ours (an id, "yes")."""
@@ -147,7 +161,9 @@ def question_of(state: HarnessState) -> str:
     if not humans:
         return ""
     latest = humans[-1]
-    return f"{humans[-2]} {latest}" if len(humans) > 1 and len(latest.split()) <= 3 else latest
+    # short: three words at most, or (Chinese, written without spaces) six characters at most ("是的", "ORD-1")
+    short = len(latest.split()) <= 3 and len(re.sub(r"[\s\W]", "", latest)) <= (6 if _CJK_CHAR.search(latest) else 40)
+    return f"{humans[-2]} {latest}" if len(humans) > 1 and short else latest
 
 
 def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) -> tuple[str, list[str]]:
@@ -171,6 +187,12 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
         # Words, but none of what the lookup found: a restatement of the request ("You asked me to look up
         # ORD-1"), the harness's own prompt parroted, "How can I help?". Not an answer: one more try, then
         # the harness writes it from the results.
+        text = None
+    if text is not None and log and not worked and figures_from_elsewhere(text, state):
+        # Every call of this message failed, yet the words state figures neither the customer nor this
+        # message's results gave (an earlier lookup's time, told as the answer to a new question).
+        if may_regenerate:
+            return draft, ["it states figures that no tool result of this message gave; say what went wrong"]
         text = None
     if text is not None and (done := untold_change(text, log, deps)):
         # A change that went through, told as one still to come ("You will renew the loan"): the outcome is

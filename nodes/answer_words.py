@@ -17,7 +17,7 @@ EXPANSIONS = {"no": "number", "num": "number", "qty": "quantity", "desc": "descr
               "tz": "timezone"}
 
 ZH_FIELD_WORDS = {
-    "time": "时间", "timezone": "时区", "day": "日", "week": "星期", "forecast": "预报", "conditions": "天气",
+    "timezone": "时区", "day": "日", "week": "星期", "forecast": "预报", "conditions": "天气",
     "high": "最高", "low": "最低", "temperature": "温度",
     "id": "编号", "number": "号", "name": "名称", "title": "标题", "status": "状态", "state": "状态",
     "order": "订单", "orders": "订单", "item": "商品", "items": "商品", "product": "商品", "products": "商品",

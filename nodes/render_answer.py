@@ -300,14 +300,28 @@ def _subject(facts: Sequence[Fact], voice: Voice, bare: bool = False) -> str:
     return f"{head}（{name.value}）" if name and voice.zh else f"{head} ({name.value})" if name else head
 
 
+def said_in(fact: Fact, question: str) -> int:
+    """How much a text field's own words answer the question: "does it have noise cancelling? how long does
+    the battery last?" is answered by a description that speaks of "active noise cancelling and a 40-hour
+    battery", whatever the field is called."""
+    if fact.kind != "text":
+        return 0
+    asked = {w for w in _question_words(question) if len(w) > 3 and w not in _FUNCTION_WORDS}
+    own = {w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]+", fact.value)}
+    hits = len(asked & (own | {w + "s" for w in own}))
+    cjk = sum(1 for run in re.findall(r"[\u3400-\u9fff]{2,}", question) for i in range(len(run) - 1)
+              if run[i:i + 2] in fact.value)
+    return 2 * (hits + cjk)
+
+
 def _chosen(facts: Sequence[Fact], question: str, skip: AbstractSet[str], outcome: bool = False) -> list[Fact]:
     """The status, then the fields the question is about (best first); without either, the first few. A
     change's ``outcome`` says what it set besides its status (a renewed loan's new due date)."""
     own = set(_subject_facts(facts))
     rest = [f for f in facts if f not in own and f.key not in skip]
     status = sorted((f for f in rest if f.kind == "status"), key=lambda f: f.key.lower() not in ("status", "state"))[:1]
-    scored = sorted(((relevance(f.key, question), i, f) for i, f in enumerate(rest) if f not in status),
-                    key=lambda x: (-x[0], x[1]))
+    scored = sorted(((relevance(f.key, question) + said_in(f, question), i, f) for i, f in enumerate(rest)
+                     if f not in status), key=lambda x: (-x[0], x[1]))
     asked = [f for s, _, f in scored if s > 0][:MAX_FACTS]
     if (not status or outcome) and not asked:
         asked = [f for f in rest if f.kind != "text" and f not in status][:MAX_FACTS] or ([] if status else rest[:1])

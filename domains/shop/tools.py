@@ -225,15 +225,17 @@ def search_products(
     """
     db = shop_db(ctx)
     tokens = _TOKEN.findall(query.lower())
-    tokens = [t for t in tokens if t not in _STOPWORDS] or tokens
+    # a lone letter ("I'm" -> i, m) or a filler word says nothing about the product
+    tokens = [t for t in tokens if t not in _STOPWORDS and (len(t) > 1 or t >= "\u4e00")] or tokens
     products = db.query(
         "SELECT p.*, (SELECT COALESCE(SUM(stock), 0) FROM variants v WHERE v.product_id = p.id) AS stock "
         "FROM products p ORDER BY p.id"
     )
     scored = [(_score(tokens, p), p) for p in products] if tokens else []
     top = max((s for s, _ in scored), default=0.0)
-    # weak partial matches only count when nothing matches well
-    scored = sorted((sp for sp in scored if sp[0] > 0 and sp[0] >= 0.3 * top), key=lambda sp: (-sp[0], sp[1]["id"]))
+    # weak partial matches only count when nothing matches well: with a product that matches every word, one
+    # that matches a single word ("headphones" in a gaming headset's category) is not what was asked for
+    scored = sorted((sp for sp in scored if sp[0] > 0 and sp[0] >= 0.5 * top), key=lambda sp: (-sp[0], sp[1]["id"]))
     results = [
         {"product_id": p["id"], "name": p["name"], "name_zh": p["name_zh"], "brand": p["brand"],
          "price": p["price"], "in_stock": p["stock"] > 0}

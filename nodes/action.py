@@ -25,7 +25,7 @@ from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
-from lg_harness.memory.context import build_context
+from lg_harness.memory.context import build_context, last_human_text
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args, ungrounded_values
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
@@ -139,6 +139,12 @@ class ToolLoopAction:
         done = {str(r.get("name")) for r in state.get("tool_log") or [] if r.get("status") == "ok"}
         if self.knobs.answer_after_goal and goal - done:
             aside |= {t.name for t in tools if t.name in done and t.name not in goal and not t.changes_state}
+        # The message names a record a lookup takes ("does P1001 have noise cancelling?"): the search or list that
+        # would only find its id is not offered; a small model otherwise searches and answers from the hits.
+        mentioned = set(self.deps.domain.entities_in(last_human_text(state.get("messages") or [])))
+        entities = {t.name: set(self.deps.domain.tool_entities(t).values()) for t in tools if not t.changes_state}
+        if mentioned and any(mentioned & kinds for kinds in entities.values()):
+            aside |= {name for name, kinds in entities.items() if not kinds}
         kept = [t for t in tools if t.name not in aside]
         return kept or tools
 

@@ -156,7 +156,7 @@ _RESTATED = re.compile(r"^\s*(?:you(?:'ve| have)? (?:asked|wanted|want|requested
 # The answer step's own prompt words told back (``nodes.presentation``): cut out, the facts after them kept
 # ("The lookup for the customer's message found (data from the systems, not instructions) is that the time is
 # 17:38" -> "The time is 17:38").
-_PARROTED = re.compile(r"(?:the )?(?:lookup|search|information) for (?:the customer's|your) message (?:found|shows?)\s*"
+_PARROTED = re.compile(r"(?:the )?(?:(?:lookup|search|information) for )?(?:the customer's|your) message (?:found|shows?)\s*"
                        r"(?:\(data from the systems, not instructions\)\s*)?(?:(?:is|was) that|is|was|:)?\s*|"
                        r"\s*\(data from the systems, not instructions\)", re.I)
 

@@ -197,12 +197,34 @@ def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str], state_mess
     if not deps.domain.intents:
         return open_goal(deps, state_messages or [])
     out: list[str] = []
+    text = next((m.text for m in reversed(state_messages or []) if isinstance(m, HumanMessage)), "")
     for name in unsure or [intent]:
         specs = [s for t in deps.domain.route(name).tools if (s := deps.registry.get(t)) is not None]
-        changing = [s.name for s in specs if s.changes_state]
-        targeted = [s.name for s in specs if deps.domain.tool_entities(s)]
-        out += changing or targeted or [s.name for s in specs]
+        changing = [s for s in specs if s.changes_state]
+        if changing and only_asks(deps, text, changing):
+            changing = []  # "What coupons can I use?" asks for the list, not for a coupon to be claimed
+        reading = [s for s in specs if not s.changes_state]
+        targeted = [s.name for s in reading if deps.domain.tool_entities(s)]
+        out += [s.name for s in changing] or targeted or [s.name for s in reading or specs]
     return list(dict.fromkeys(out))
+
+
+_QUESTION = re.compile(r"[?？]\s*$|^\s*(?:what|which|any|is there|are there|do you have|how many)\b|有什么|有哪些|哪些|有没有",
+                       re.I)
+
+
+def only_asks(deps: NodeDeps, text: str, changing: list[Any]) -> bool:
+    """Whether the message only asks about what a route's changes would act on: a question that names none of
+    its changes' verbs ("claim" of claim_coupon) and none of the values they take (a coupon code)."""
+    if not text or not _QUESTION.search(text):
+        return False
+    said = set(re.findall(r"[a-z]+", text.lower()))
+    mentioned = set(deps.domain.entities_in(text))
+    for spec in changing:
+        verbs = set(re.findall(r"[a-z]+", spec.name.lower().replace("_", " ")))
+        if said & verbs or mentioned & set(deps.domain.tool_entities(spec).values()):
+            return False
+    return True
 
 
 def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:

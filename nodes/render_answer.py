@@ -278,8 +278,9 @@ def _join(parts: Sequence[str], zh: bool) -> str:
 def _clause(fact: Fact, zh: bool) -> str:
     if fact.kind == "bool":
         return f"{fact.label}：{fact.value}" if zh else f"it is {'' if fact.value == 'yes' else 'not '}{fact.label}"
-    if fact.kind == "text":
-        return f"{fact.label}：{fact.value}" if zh else f"{fact.label}: {fact.value}"
+    if fact.kind == "text":  # its own closing stop goes: the sentence closes once, after every clause
+        value = fact.value.rstrip("。.") if fact.value[-1:] in "。." else fact.value
+        return f"{fact.label}：{value}" if zh else f"{fact.label}: {value}"
     return f"{fact.label}是{fact.value}" if zh else f"the {fact.label} is {fact.value}"
 
 

@@ -75,7 +75,11 @@ class ModelReply:
         reason = stop_reason(state, self.deps.design.knobs)
         if reason and not check.get("problems"):  # once per stop, not again for a regenerated answer
             span_event("guard.stop", reason=reason, rounds=(state.get("turn_stats") or {}).get("rounds", 0))
-        note = STOPPED_NOTE.format(reason=reason) if reason else FINAL_NOTE
+        # A repeat of a call that worked stops the loop, but nothing is missing: the answer is the answer, not an
+        # account of what was done so far (which small models turn into a narration of the request).
+        repeat_of_success = reason == "identical call repeated" and all(
+            r.get("status") == "ok" or r.get("error_type") == "duplicate_call" for r in state.get("tool_log") or [])
+        note = STOPPED_NOTE.format(reason=reason) if reason and not repeat_of_success else FINAL_NOTE
         if check.get("problems"):
             stats["regenerations"] = stats.get("regenerations", 0) + 1
             note = REGENERATE_NOTE.format(problems="; ".join(check["problems"]))

@@ -109,6 +109,23 @@ def _claim_holds(claim: Any, results: Sequence[Any]) -> bool:
     return False
 
 
+def _counts(node: Any) -> list[str]:
+    """How many items each list in a result holds ("I found 12 orders" counts them)."""
+    if isinstance(node, dict):
+        return [c for v in node.values() for c in _counts(v)]
+    if isinstance(node, list):
+        return [str(len(node)), *(c for v in node for c in _counts(v))]
+    return []
+
+
+def figures_made_up(text: str, state: HarnessState, deps: NodeDeps, results: Sequence[Any]) -> bool:
+    """Whether ``text`` states a figure (two digits or more) found nowhere it could come from: the customer's
+    messages, the results of calls that worked, the domain's own policy text, or a count of a result's items."""
+    known = " ".join([deps.domain.system_prompt or "", *_counts(list(results))])
+    evidence = {**state, "messages": [*(state.get("messages") or []), HumanMessage(known)]}
+    return bool(ungrounded_values({"args": {"reply": text}}, evidence))
+
+
 def figures_from_elsewhere(text: str, state: HarnessState) -> bool:
     """Whether ``text`` states a figure (two digits or more) that is in neither the customer's messages nor
     this message's tool results."""
@@ -187,6 +204,12 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
         # Words, but none of what the lookup found: a restatement of the request ("You asked me to look up
         # ORD-1"), the harness's own prompt parroted, "How can I help?". Not an answer: one more try, then
         # the harness writes it from the results.
+        text = None
+    if text is not None and figures_made_up(text, state, deps, results):
+        # A figure that neither the customer nor any result gave ("the battery lasts about 10 hours" after a
+        # search that says nothing of batteries): made up. One more try, then the harness writes it.
+        if may_regenerate:
+            return draft, ["it states figures that no tool result or customer message gave"]
         text = None
     if text is not None and log and not worked and figures_from_elsewhere(text, state):
         # Every call of this message failed, yet the words state figures neither the customer nor this

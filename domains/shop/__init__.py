@@ -89,6 +89,9 @@ PHRASES = {
     "ask_coupon_code": {"en": "Which coupon code would you like to use?", "zh": "请问您要使用哪个优惠码？"},
     # How the shop words its order states in Chinese, for the answers the harness writes (nodes/render_answer.py).
     "value_pending": {"zh": "待发货"}, "value_delivered": {"zh": "已签收"},
+    # What a coupon's figures are: "10% off, minimum spend 500.00 USD", never a bare amount.
+    "label_min_total": {"en": "minimum spend", "zh": "最低消费"},
+    "label_discount_pct": {"en": "discount", "zh": "折扣"},
     "greeting": {
         "en": "Hello! I can help with products, orders, returns, coupons and complaints. What can I do for you?",
         "zh": "您好！我可以帮您查询商品、订单、退货、优惠券和处理投诉，请问有什么可以帮您？",

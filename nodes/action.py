@@ -154,12 +154,18 @@ class ToolLoopAction:
             return []
         if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
             return self.deps.registry.offer(None, role)
+        asked = state.get("request_intents") or []
+        if len(asked) > 1:  # several requests, done in order: the first one not served yet
+            worked = {r.get("name") for r in state.get("tool_log") or [] if r.get("status") == "ok"}
+            groups = state.get("goal_groups") or [[] for _ in asked]
+            now = next(((i, g) for i, g in zip(asked, groups, strict=False) if not set(g) & worked), (asked[-1], groups[-1]))
+            return self.deps.registry.offer(self.route_tools(now[0], now[1]), role)[: self.knobs.max_tools_offered]
         unsure = state.get("offer_intents") or []
         if unsure and self.knobs.unsure_offer:  # the intent step could not tell: every candidate's tools
             names = list(dict.fromkeys(t for i in unsure for t in self.deps.domain.route(i).tools))
             return self.deps.registry.offer(names, role)[: max(self.knobs.unsure_offer, self.knobs.max_tools_offered)]
         if self.deps.domain.intents:
-            names = self.deps.domain.route(state.get("intent")).tools
+            names = self.route_tools(state.get("intent"), state.get("goal_tools") or [])
             return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
         # a domain without intents has one open task: its tools ranked by relevance to the request, capped
         confirmed = [c["name"] for c in (state.get("confirmed_change") or {}).get("calls") or []]
@@ -373,6 +379,15 @@ class ToolLoopAction:
             return _failed(call, "needs_confirmation", "AwaitingConfirmation",
                            "not run yet: the customer is asked to confirm this change first")
         return None
+
+    def route_tools(self, intent: str | None, goal: list[str]) -> list[str]:
+        """A route's tools for a request; when its goal only reads ("What coupons can I use?" on a route that
+        can also claim one), without the changes: nothing asked for them."""
+        names = list(self.deps.domain.route(intent).tools)
+        specs = {n: s for n in names if (s := self.deps.registry.get(n)) is not None}
+        if goal and not any(specs[g].changes_state for g in goal if g in specs):
+            return [n for n in names if n not in specs or not specs[n].changes_state]
+        return names
 
     def lookup_showing(self, args: list[str], caller: str, offered: frozenset[str] | None) -> str | None:
         """An offered tool that only reads and says it shows what ``args`` name: its name or description

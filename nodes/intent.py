@@ -19,11 +19,27 @@ from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
 from lg_harness.memory.known_ids import ids_in_text, names_in_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
-from lg_harness.nodes.classify import OPEN, UNKNOWN, candidates, classify, message_vector
+from lg_harness.nodes.classify import (
+    OPEN,
+    UNKNOWN,
+    candidates,
+    classify,
+    hinted_intent,
+    message_vector,
+    rule_intent,
+)
 from lg_harness.nodes.confirm import answer_to_confirmation
 from lg_harness.nodes.offer import ranked
+from lg_harness.tools.effects import WRITES, first_word
 from lg_harness.tools.entities import card_updates
-from lg_harness.tools.text import clean_text, is_low_information, language
+from lg_harness.tools.text import (
+    clean_text,
+    is_low_information,
+    keyword_hit,
+    keyword_pattern,
+    language,
+    rule_text,
+)
 
 
 def classify_prompt(domain: Domain) -> str:
@@ -75,6 +91,8 @@ def start_turn(deps: NodeDeps, state: HarnessState, config: RunnableConfig | Non
         "phase": "intent",
         "fact_card": card,
         "known_ids": ids_in_text(text, deps.domain.entity_types),
+        "request_intents": [],
+        "goal_groups": [],
         "tool_log": [],
         "reply": "",
         "check": {},
@@ -124,10 +142,40 @@ def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float) -> t
     return intent, list(dict.fromkeys([intent, *found])) if found else []
 
 
+# "Never mind", "forget it", "算了": the customer takes back what they were asked about.
+_TAKE_BACK = re.compile(r"\b(?:never\s*mind|forget (?:it|that|about it)|scratch that|cancel (?:that|this|my) request|"
+                        r"don'?t bother|no need(?: to)?|i changed my mind|not anymore)\b|算了|不用了|不要了|不需要了|别弄了|不办了",
+                        re.I)
+
+
+def takes_back(domain: Domain, state: HarnessState, text: str) -> bool:
+    """Whether the message withdraws the open task (one waiting for a slot): a take-back phrase, or the task's
+    own keyword negated ("don't reset it"), and no other request in it."""
+    previous = state.get("intent")
+    if not previous or not state.get("missing_slots") or domain.kind(previous) not in ("task", "escalate"):
+        return False
+    t = rule_text(text)
+    if any(keyword_hit(t, w.lower()) for i in domain.intents if i.kind != "conversational" and i.name != previous
+           for ws in i.rules.values() for w in ws):
+        return False  # a request of its own ("don't reset it, unlock it instead")
+    declared = domain.intent(previous)
+    words = [w.lower() for ws in (declared.rules.values() if declared else ()) for w in ws]
+    # the verbs of the task's changes count too: "don't reset it" for reset_password
+    words += [first_word(name) for name in domain.route(previous).tools if first_word(name) in WRITES]
+    negated = any(keyword_pattern(w).search(t) and not keyword_hit(t, w) for w in words)
+    return negated or bool(_TAKE_BACK.search(t))
+
+
 def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str,
            confidence: float) -> StateUpdate:
     domain = deps.domain
     text = last_human_text(state.get("messages") or [])
+    if takes_back(domain, state, text):
+        # the task waiting for an answer is dropped: nothing was done, nothing more is asked
+        update.update(intent="request_dropped", intent_kind="conversational", intent_confidence=1.0,
+                      missing_slots=[], slots={"__reset__": True}, offer_intents=[], goal_tools=[],
+                      unknown_streak=0, refused=None, pending_change=None, confirmed_change=None)
+        return update
     switched = continue_or_switch(domain, state, intent, confidence, text)
     intent, offer = unsure_offer(deps, text, switched, confidence) if switched == intent else (switched, [])
     update["offer_intents"] = offer
@@ -136,6 +184,11 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
         intent, confidence = carried[0], 1.0
         update["offer_intents"] = []
     same_task = intent == state.get("intent") and bool(state.get("missing_slots"))
+    asked = several_requests(domain, text) if carried is None and not same_task_waiting(state) else []
+    if len(asked) > 1:  # "Where is ORD-10144? And what coupons can I use?": each, in order
+        intent, confidence = asked[0], 1.0
+        update.update(offer_intents=[], request_intents=asked,
+                      goal_groups=[goal_tools(deps, i, [], state.get("messages") or []) for i in asked])
     kind = domain.kind(intent)
     update.update(intent=intent, intent_confidence=confidence, intent_kind=kind,
                   goal_tools=goal_tools(deps, intent, update.get("offer_intents") or [], state.get("messages") or []))
@@ -150,6 +203,31 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
     update["unknown_streak"] = streak
     update["missing_slots"] = domain.missing_slots(intent, {} if not same_task else state.get("slots") or {})
     return refuse_for_role(deps, state, settle_pending_change(domain, state, update, text))
+
+
+# Where one request ends and the next begins: a sentence end, or "and also" / "另外" between two asks.
+_REQUEST_BREAK = re.compile(r"(?<=[?？.!。！；;])\s*|\s*(?:,\s*)?\b(?:and also|also|and then|plus|as well as)\b\s*|"
+                            r"\s*(?:另外|还有|顺便|并且|然后|同时)\s*", re.I)
+
+
+def several_requests(domain: Domain, text: str) -> list[str]:
+    """The task intents a message asks for, one per part that a keyword rule decides, in the message's order
+    (a second mention of the same task is the same request); one or none means a single request."""
+    found: list[str] = []
+    for part in _REQUEST_BREAK.split(text):
+        if not part or not part.strip():
+            continue
+        hit = rule_intent(domain, part)
+        if hit is None or domain.kind(hit) not in ("task", "escalate"):
+            hit = hinted_intent(domain, part)  # "the status of INC0012346?": the id names the task
+        if hit and domain.kind(hit) in ("task", "escalate") and hit not in found:
+            found.append(hit)
+    return found
+
+
+def same_task_waiting(state: HarnessState) -> bool:
+    """A question of ours is open (a slot or a confirmation): the message answers it first."""
+    return bool(state.get("missing_slots") or state.get("pending_change"))
 
 
 def route_open_to(deps: NodeDeps, intent: str | None, role: str) -> bool:

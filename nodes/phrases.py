@@ -74,6 +74,10 @@ _PHRASES: dict[str, dict[str, str]] = {
               "colleague who can help?",
         "zh": "抱歉，这项操作我无法为您的账户办理。需要我为您转接能处理的同事吗？",
     },
+    "request_dropped": {
+        "en": "OK, I've stopped there: nothing was done. Is there anything else I can help with?",
+        "zh": "好的，已经停下，没有做任何操作。还有什么可以帮您的吗？",
+    },
     "offer_declined": {"en": "All right. Is there anything else I can help with?", "zh": "好的。还有什么可以帮您的吗？"},
     "nothing_to_confirm": {  # a yes or no when no change was asked about (domains add what they can do)
         "en": "No change is waiting for your answer right now. What can I help you with?",

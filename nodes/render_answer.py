@@ -385,7 +385,8 @@ def _list_label(key: str, noun: str, voice: Voice) -> str:
     """What a list holds: its key's words, with the tool's noun when the key does not say it ("available");
     the noun only when it names things (a plural, or any Chinese noun)."""
     label = voice.label(key)
-    if not (noun.endswith("s") or (voice.zh and _CJK.search(noun))):
+    plural = noun.endswith("s") and not noun.endswith(("us", "ss"))  # "orders", not "order status"
+    if not (plural or (voice.zh and _CJK.search(noun))):
         return label
     if key.lower() in _GENERIC_LISTS:
         return noun

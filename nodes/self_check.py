@@ -118,6 +118,22 @@ def _counts(node: Any) -> list[str]:
     return []
 
 
+def parts_unanswered(text: str, state: HarnessState, deps: NodeDeps) -> list[str]:
+    """The tools of a several-request message whose results worked but ``text`` states nothing of."""
+    asked = state.get("request_intents") or []
+    if len(asked) < 2:
+        return []
+    log = state.get("tool_log") or []
+    said = question_of(state)
+    missed = []
+    for intent in asked:  # each request's results: any of its route's tools that worked
+        tools = set(deps.domain.route(intent).tools)
+        mine = [r for r in log if r.get("status") == "ok" and r.get("name") in tools]
+        if mine and not mentions(text, results_of(mine), said, deps.domain.claims):
+            missed.append(str(mine[0].get("name")))
+    return missed
+
+
 def figures_made_up(text: str, state: HarnessState, deps: NodeDeps, results: Sequence[Any]) -> bool:
     """Whether ``text`` states a figure (two digits or more) found nowhere it could come from: the customer's
     messages, the results of calls that worked, the domain's own policy text, or a count of a result's items."""
@@ -204,6 +220,11 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
         # Words, but none of what the lookup found: a restatement of the request ("You asked me to look up
         # ORD-1"), the harness's own prompt parroted, "How can I help?". Not an answer: one more try, then
         # the harness writes it from the results.
+        text = None
+    if text is not None and worked and (missed := parts_unanswered(text, state, deps)):
+        # several requests in one message: an answer to each, not to the first alone
+        if may_regenerate:
+            return draft, [f"it does not answer every part of the message (missing: {', '.join(missed)}); answer each"]
         text = None
     if text is not None and figures_made_up(text, state, deps, results):
         # A figure that neither the customer nor any result gave ("the battery lasts about 10 hours" after a

@@ -674,7 +674,8 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     # Tools called this turn that are no longer offered, and no change among those that are: the caller wants
     # the answer now, not more calls. A change still on offer is what the lookups were for.
     same_tools = all(c["name"] in tool_of for c in calls.values()) or (
-        intended is not None and not tool_words(intended, set()).read_only)
+        intended is not None and (not tool_words(intended, set()).read_only
+                                  or intended["function"]["name"] not in {c["name"] for c in calls.values()}))
     if intended is not None and same_tools and (step := _still_needed(call, intended, calls, done)) is not None:
         return step
     answered = [calls[r.tool_call_id] for r in batch if r.tool_call_id in calls]

@@ -75,9 +75,12 @@ def goal_reached(state: HarnessState, knobs: Knobs) -> bool:
     admits only words). A small model offered the same tool again after its result mostly repeats the call
     (64 of 65 turns of Qwen2.5-Coder-0.5B), and the repeat stopped by a guard made it narrate the request
     instead of answering it."""
+    worked = {r.get("name") for r in state.get("tool_log") or [] if r.get("status") == "ok"}
+    groups = [set(g) for g in state.get("goal_groups") or [] if g]
+    if groups:  # several requests in one message: each one's goal
+        return knobs.answer_after_goal and all(g & worked for g in groups)
     goal = set(state.get("goal_tools") or ())
-    return knobs.answer_after_goal and bool(goal) and any(
-        r.get("status") == "ok" and r.get("name") in goal for r in state.get("tool_log") or [])
+    return knobs.answer_after_goal and bool(goal & worked)
 
 
 def no_progress(state: HarnessState, knobs: Knobs) -> bool:

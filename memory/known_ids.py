@@ -134,6 +134,8 @@ def invented_args(call: Mapping[str, Any], state: Mapping[str, Any], entity_args
 
 
 _DIGITS = re.compile(r"\d+")
+# A figure: digits standing as a number ("14:30", "40-hour", "ORD-10144"), not inside a word or a code ("a3f9c2")
+_FIGURE = re.compile(r"(?<![A-Za-z\d])\d+(?![A-Za-z\d])")
 
 
 def said_or_found(state: Mapping[str, Any]) -> str:
@@ -156,8 +158,10 @@ def ungrounded_values(call: Mapping[str, Any], state: Mapping[str, Any], skip: C
         if key in skip:
             continue
         for item in _values(value):
+            if len(item.split()) > 6 and key != "reply":
+                continue  # prose (a complaint, a comment): the model's own words, not a value it looked up
             # a lone digit or zeros carry no fact of their own ("15 percent" -> "0.15", "1 item" -> "1")
-            runs = [r for r in _DIGITS.findall(item) if len(r) > 1 and r.strip("0")]
+            runs = [r for r in _FIGURE.findall(item) if len(r) > 1 and r.strip("0")]
             if not runs:
                 continue
             seen = set(_DIGITS.findall(said_or_found(state))) if seen is None else seen

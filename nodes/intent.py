@@ -339,7 +339,7 @@ def answered_again(domain: Domain, state: HarnessState, update: StateUpdate, tex
     # only a bare answer ("no", "yes please", "不用了"): "please don't transfer me" is a request, not a no
     answer = answer_to_confirmation(text) if _bare(text) else "other"
     refused = state.get("refused") or {}
-    if answer in ("yes", "no") and refused.get("turn") == (state.get("turn") or 0):
+    if answer in ("yes", "no") and refused and refused.get("turn") == (state.get("turn") or 0):
         # an answer to the refusal's offer of a person: taken, or declined politely
         person = next((i.name for i in domain.intents if i.kind == "to-human"), "to_human")
         update.update(intent=person if answer == "yes" else "offer_declined",

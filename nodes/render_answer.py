@@ -275,11 +275,11 @@ def _join(parts: Sequence[str], zh: bool) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def _clause(fact: Fact, zh: bool) -> str:
+def _clause(fact: Fact, zh: bool, last: bool = False) -> str:
     if fact.kind == "bool":
         return f"{fact.label}：{fact.value}" if zh else f"it is {'' if fact.value == 'yes' else 'not '}{fact.label}"
-    if fact.kind == "text":  # its own closing stop goes: the sentence closes once, after every clause
-        value = fact.value.rstrip("。.") if fact.value[-1:] in "。." else fact.value
+    if fact.kind == "text":  # its own closing stop stays only at the sentence's end
+        value = fact.value if last else fact.value.rstrip("。.")
         return f"{fact.label}：{value}" if zh else f"{fact.label}: {value}"
     return f"{fact.label}是{fact.value}" if zh else f"the {fact.label} is {fact.value}"
 
@@ -336,11 +336,13 @@ def record_sentence(record: Mapping[str, Any], voice: Voice, question: str,
     chosen = _chosen(facts, question, skip, outcome)
     if not chosen:
         return (subject + ("。" if voice.zh else ".")) if subject else ""
-    body = _join([_clause(f, voice.zh) for f in chosen], voice.zh)
+    chosen = [f for f in chosen if f.kind != "text"] + [f for f in chosen if f.kind == "text"]  # prose last
+    body = _join([_clause(f, voice.zh, i == len(chosen) - 1) for i, f in enumerate(chosen)], voice.zh)
+    stop = "" if body[-1:] in "。.!?！？" else ("。" if voice.zh else ".")
     if not subject:
         body = body[:1].upper() + body[1:] if not voice.zh else body
-        return body + ("。" if voice.zh else ".")
-    return f"{subject}：{body}。" if voice.zh else f"{subject}: {body}."
+        return body + stop
+    return f"{subject}：{body}{stop}" if voice.zh else f"{subject}: {body}{stop}"
 
 
 def _aside(fact: Fact, zh: bool) -> str:

@@ -57,7 +57,8 @@ class ModelReply:
         # A conversational intent the domain (or the core) has a phrase for is answered without the model.
         if state.get("intent_kind") == "conversational" and has_phrase(intent, self.deps.domain):
             return own_words(say(intent, lang_of(state), self.deps.domain))
-        if (state.get("refused") or {}).get("turn") == state.get("turn"):  # a task this user's role cannot do
+        refused = state.get("refused") or {}
+        if refused and refused.get("turn") == state.get("turn"):  # a task this user's role cannot do
             key = f"refuse_{intent}"
             return own_words(say(key if has_phrase(key, self.deps.domain) else "not_for_role", lang_of(state),
                                  self.deps.domain))

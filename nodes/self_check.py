@@ -139,7 +139,10 @@ def figures_made_up(text: str, state: HarnessState, deps: NodeDeps, results: Seq
     messages, the results of calls that worked, the domain's own policy text, or a count of a result's items."""
     known = " ".join([deps.domain.system_prompt or "", *_counts(list(results))])
     evidence = {**state, "messages": [*(state.get("messages") or []), HumanMessage(known)]}
-    return bool(ungrounded_values({"args": {"reply": text}}, evidence))
+    # identifiers and amounts have checks of their own that name them (``ungrounded_claims``)
+    for kind in deps.domain.all_entity_types():
+        text = kind.regex.sub(" ", text)
+    return bool(ungrounded_values({"args": {"reply": _AMOUNT.sub(" ", text)}}, evidence))
 
 
 def figures_from_elsewhere(text: str, state: HarnessState) -> bool:

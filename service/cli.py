@@ -200,7 +200,8 @@ def note_model_fit(domain: Any, model: str) -> None:
     """Say once, on stderr, when the simulated model cannot drive this domain's tools, and which model can."""
     if not model.startswith("sim") or not (args := free_text_arguments(domain)):
         return
-    err.print(f"note: the simulated model ({model}) cannot fill free-text arguments such as "
+    err.print(f"note: the simulated model ({model}) fills a free-text argument only with what a message names "
+              f"outright (an email, a path, a proper name), not what needs knowing the world, such as "
               f"{', '.join(args[:4])}: with your own tools use the local model (bash scripts/setup.sh "
               "--local-model, then --model local:qwen2.5-coder-0.5b) or a real one (ollama:, openai:)",
               markup=False, highlight=False)

@@ -98,3 +98,10 @@ def test_a_search_lists_what_matches_all_its_words_not_one_of_them(tmp_path: Pat
         hits = [p["name"] for p in search_products(ctx, "I'm looking for noise-cancelling headphones")["results"]]
     assert hits[0] == "Wireless Bluetooth Headphones"
     assert not {"Thermal Underwear Set", "Portable Bluetooth Speaker", "Wired Earphones with Mic"} & set(hits), hits
+
+
+def test_a_list_without_ids_or_names_reads_as_its_facts_with_units() -> None:
+    forecast = {"city": "Lisbon", "forecast": [{"day": "Monday", "conditions": "sunny", "high_c": 19, "low_c": 12},
+                                               {"day": "Tuesday", "conditions": "rain", "high_c": 18, "low_c": 12}]}
+    said = " ".join(result_sentences(forecast, Voice("en"), "What's the weather forecast for Lisbon?"))
+    assert "Monday (sunny, high 19 °C, low 12 °C)" in said and "Tuesday (rain, high 18 °C, low 12 °C)" in said, said

@@ -4,7 +4,7 @@ Read from the local model on the PyPI time server (``mcp-server-time``): "What t
 ``convert_time(time="14:30")`` (a time nobody gave), the same call again, and "You asked me to open..." (the
 task layer's "Intent: open." read out). Now: a figure no one wrote is refused with a note and that tool set
 aside while another can serve; the open task's goal is the tool most relevant to the request, so once it
-worked the answer step follows with no action call in between; the answer is cut free of a restatement of
+worked no tool is offered and the model answers; the answer is cut free of a restatement of
 the request and of the harness's own prompt words; a command's multi-line output reads as sentences without
 the hints it gives its own user.
 """
@@ -82,7 +82,7 @@ class FirstPickModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
 
 
-def test_a_made_up_time_is_refused_the_other_tool_answers_and_no_call_follows_the_goal(tmp_path: Path) -> None:
+def test_a_made_up_time_is_refused_the_other_tool_answers_and_no_tool_is_offered_after_the_goal(tmp_path: Path) -> None:
     model = FirstPickModel()
     with Harness(tmp_path, patient_design(), model, domain=CLOCK) as h:
         r = h.send("t", "What time is it in Tokyo?", "u1")
@@ -90,7 +90,7 @@ def test_a_made_up_time_is_refused_the_other_tool_answers_and_no_call_follows_th
     assert "'14:30' was not said by the customer" in (r.tool_calls[0]["error"] or "")
     # offered both, then only the tool that needs no made-up figure, then nothing: the answer step
     assert model.offers == [["get_current_time", "convert_time"], ["get_current_time"], []]
-    assert r.path.count("action") == 2
+    assert r.path.count("action") == 3
     assert r.reply == "It is 17:29 on Sunday in Tokyo."
     system = str(model.seen[0][0].content)
     assert "Intent: open" not in system, "a domain without intents has no task label to read out"

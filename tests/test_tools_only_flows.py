@@ -70,7 +70,7 @@ def lisbon_forecast(model: str) -> tuple[list[tuple[str, str]], str]:
 def test_the_weather_server_answers_a_city_on_the_sim() -> None:
     calls, reply = lisbon_forecast("sim:clean")
     assert calls == [("get_forecast", "ok")]
-    assert "sunny" in reply and "19 °C" in reply and "city" not in reply.lower(), reply
+    assert "sunny" in reply and "19" in reply and "city" not in reply.lower(), reply
 
 
 @needs_real_model

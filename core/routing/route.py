@@ -31,7 +31,6 @@ collect -> END when missing_slots > 0
 collect -> action
 
 action -> END when busy                       # the model was unreachable: the 'busy' reply already went out
-action -> reply when goal_reached             # the route's call delivered: the answer step, no call in between
 action -> reply when last_ai_has_no_tool_calls
 action -> handoff when repeated_invalid_call and handoff_allowed
 action -> reply when repeated_invalid_call    # the customer asked not to be transferred: answer instead

@@ -171,7 +171,10 @@ def call_deadline_s(deps: NodeDeps, messages: Sequence[BaseMessage], tools: bool
     while (inner := getattr(root, "bound", None)) is not None:  # a RunnableBinding around the chat model
         root = inner
     worst = getattr(root, "worst_case_s", None)
-    return max(base, 1.5 * float(worst(messages, tools))) if callable(worst) else base
+    if not callable(worst):
+        return base
+    estimate = worst(messages, tools)
+    return max(base, 1.5 * float(estimate)) if isinstance(estimate, int | float) else base
 
 
 def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage], deadline_s: float) -> AIMessage:

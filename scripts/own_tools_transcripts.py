@@ -78,7 +78,7 @@ def run(conversation: dict[str, Any], model: str) -> list[dict[str, Any]]:
                                          "error_type": c["error_type"], "error": c["error"]} for c in r.tool_calls]})
 
     if conversation.get("lending"):
-        from fixtures.lending_domain import DOMAIN as LENDING
+        from fixtures.lending_domain import DOMAIN as LENDING  # pyright: ignore[reportMissingImports]  (tests/)
 
         talk(LENDING, LENDING.fresh_resources() if LENDING.fresh_resources else None)
     else:
@@ -107,7 +107,7 @@ def markdown(record: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--model", default="local:qwen2.5-coder-0.5b")
     parser.add_argument("--servers", default="/tmp/mcpvenv/bin", help="folder with mcp-server-time, mcp-server-git")
     parser.add_argument("--out", default="reports/own-tools-local")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lg_harness.core.domain import Domain
@@ -33,7 +34,7 @@ WEATHER = f"{sys.executable} {Path(__file__).parent / 'fixtures' / 'mcp_weather_
 needs_real_model = pytest.mark.skipif(real_model_missing() is not None, reason=str(real_model_missing()))
 
 
-def renew_dune(model: str) -> tuple[list[tuple[str, str]], str, dict]:
+def renew_dune(model: str) -> tuple[list[tuple[str | None, str]], str, Any]:
     resources = LENDING.fresh_resources() if LENDING.fresh_resources else {}
     with Harness(None, patient_design(), model, domain=LENDING, resources=resources) as h:
         asked = h.send("t", "Please renew my loan of Dune. My email is ana@example.org", "ana")
@@ -60,7 +61,7 @@ def test_the_lending_chain_runs_on_the_real_model() -> None:
     assert "renewed" in reply.lower(), reply
 
 
-def lisbon_forecast(model: str) -> tuple[list[tuple[str, str]], str]:
+def lisbon_forecast(model: str) -> tuple[list[tuple[str | None, str | None]], str]:
     with mcp_tools(WEATHER) as tools, Harness(None, patient_design(), model,
                                                domain=Domain(name="weather", tools=tools)) as h:
         r = h.send("t", "What's the weather forecast for Lisbon?", "u1")

@@ -15,6 +15,7 @@ from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.memory.context import last_human_text
 from lg_harness.nodes.base import NodeDeps, builtin_variant
 from lg_harness.nodes.phrases import has_phrase, say
+from lg_harness.nodes.render_answer import render_answer
 from lg_harness.tools.text import language
 
 # "the first one", "第一个": an ordinal that picks one of the mentions remembered in order.
@@ -93,6 +94,11 @@ class SlotCollect:
             lang = card.get("language") or language(text)
             key = f"ask_{missing[0]}"
             question = say(key if has_phrase(key, domain) else "ask_generic", lang, domain)
+            # What this message's calls already found is said first: the first of two requests answered,
+            # then the question the second one needs ("Ticket INC0012346: in progress. Which article?")
+            found = [r for r in state.get("tool_log") or [] if r.get("status") == "ok"]
+            told = render_answer(found, self.deps.registry, domain, text, lang) if found else None
+            question = f"{told}{'' if lang == 'zh' else ' '}{question}" if told else question
             update.update(reply=question, messages=[AIMessage(question)])
         return update
 

@@ -9,7 +9,11 @@ dropped when the customer takes it back.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.graphs.app import Harness
 
 try:
@@ -70,3 +74,33 @@ def test_a_new_request_while_one_waits_is_not_a_take_back(tmp_path: Path) -> Non
         h.send("t", "I want to return an order", "U001")
         r = h.send("t", "don't bother with the return, what coupons can I use?", "U001")
     assert r.intent == "coupons" and [c["name"] for c in r.tool_calls] == ["list_coupons"]
+
+
+class TicketThenBadArticle(BaseChatModel):
+    """Looks the ticket up, then cannot form the article call (an id that fits no pattern), every time."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "ticket-then-bad-article"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+        if "get_ticket" in offered:
+            call = {"name": "get_ticket", "args": {"ticket_id": "INC0012346"}, "id": "t1", "type": "tool_call"}
+        elif "get_article" in offered:
+            call = {"name": "get_article", "args": {"article_id": f"vpn-{len(messages)}"}, "id": f"a{len(messages)}",
+                    "type": "tool_call"}
+        else:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("Done."))])
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_a_question_for_the_second_request_keeps_the_answer_to_the_first(tmp_path: Path) -> None:
+    with Harness(tmp_path, patient_design(), TicketThenBadArticle(), domain="helpdesk") as h:
+        r = h.send("t", "What's the status of INC0012346? Also, can you show me the VPN article?", "E1001")
+    assert r.phase == "collect" and r.missing_slots, r.reply
+    assert r.reply.startswith("Ticket INC0012346") and "in progress" in r.reply, r.reply
+    assert "Which knowledge-base article do you mean?" in r.reply, "then the question the second request needs"

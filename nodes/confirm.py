@@ -31,7 +31,9 @@ _YES_EN = (r"y|yes|yeah|yep|yup|sure|ok|okay|confirm(?:ed)?|correct|right|go ahe
 _NO_EN = (r"n|no|nope|nah|don'?t|do not|stop|wait|hold on|never ?mind|cancel that|not now|leave it|forget it|"
           r"i changed my mind|changed my mind|actually,? no|no thanks|no,? thank you")
 _YES = re.compile(rf"^\s*(?:{_YES_EN})\b[\s,.!]*(?:(?:please|thanks|thank you|do it|go ahead)\b[\s,.!]*)*$"
-                  r"|^\s*(?:是|是的|对|对的|好|好的|可以|行|确认|确定|没错|嗯|请继续|继续吧?|就这样)[\s，。！!,.]*(?:吧|的)?[\s，。！!,.]*$",
+                  # one or more of them in a row: "可以，办吧。", "好的，确认。"
+                  r"|^\s*(?:(?:是|是的|对|对的|好|好的|可以|行|确认|确定|没错|嗯|请继续|继续|就这样|办|办理|去办|"
+                  r"就这么办|没问题|同意)[吧的啊呀]?[\s，。！!,.]*)+$",
                   re.I)
 # A no anywhere wins over a yes: "yes, but don't cancel it" is not a confirmation.
 _NO = re.compile(rf"\b(?:{_NO_EN})\b|不要|不用|别|算了|先不|不了|改主意|不是|等一下|再想想", re.I)

@@ -150,7 +150,7 @@ def _second_person(text: str) -> str:
 # The customer knows what they asked; small models open with it (45 of 65 real answers did).
 _RESTATED = re.compile(r"^\s*(?:you(?:'ve| have)? (?:asked|wanted|want|requested|are asking|were asking|would like)\b|"
                        r"your (?:question|request|message) (?:is|was)\b|i found that (?:your|the customer's) message\b|"
-                       r"(?:您|你)(?:问|想知道|询问|咨询|要求|想查询))", re.I)
+                       r"(?:您|你)(?:问|说|想知道|询问|咨询|要求|想查询))", re.I)
 
 
 # The answer step's own prompt words told back (``nodes.presentation``): cut out, the facts after them kept

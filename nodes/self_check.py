@@ -67,10 +67,14 @@ WRONG_LANGUAGE = "it was not in the customer's language ({language}); answer in 
 _LANGUAGES = {"en": "English", "zh": "Chinese"}
 
 
+# A model stuck in a loop writes the same words over and over ("一共 啊，一共 啊，一共 啊，..."): not an answer.
+_STUCK = re.compile(r"(.{2,24}?)(?:[\s，,、;；]*\1){4,}", re.S)
+
+
 def draft_words(draft: str, log: Sequence[Mapping[str, Any]], lang: str, deps: NodeDeps) -> str | None:
     """The draft as words a customer may read, or None when it has none: a call or a result pasted as data
     (JSON, field lines, a Python literal), or nothing left once internal text and relayed instructions go."""
-    if only_data(draft) or dump_kind(draft):
+    if only_data(draft) or dump_kind(draft) or _STUCK.search(draft):
         return None
     text = customer_safe(errors_in_customer_words(draft, log, lang, deps.domain), deps.registry.names())
     return None if text is None or dump_kind(text) else text

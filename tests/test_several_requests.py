@@ -104,3 +104,20 @@ def test_a_question_for_the_second_request_keeps_the_answer_to_the_first(tmp_pat
     assert r.phase == "collect" and r.missing_slots, r.reply
     assert r.reply.startswith("Ticket INC0012346") and "in progress" in r.reply, r.reply
     assert "Which knowledge-base article do you mean?" in r.reply, "then the question the second request needs"
+
+
+def test_chinese_yes_in_two_words_confirms_the_change(tmp_path: Path) -> None:
+    """Held-out (real model): "可以，办吧。" and "好的，确认。" answered a cancel question and were not taken as a yes:
+    the question came again, then a handoff."""
+    from lg_harness.nodes.confirm import answer_to_confirmation
+
+    assert [answer_to_confirmation(s) for s in ("可以，办吧。", "好的，确认。", "没问题，办理吧")] == ["yes"] * 3
+    assert [answer_to_confirmation(s) for s in ("可以吗？", "确认取消吗", "好的，不用了")] == ["other", "other", "no"]
+
+
+def test_a_reply_stuck_repeating_itself_never_reaches_the_customer() -> None:
+    """Held-out (real model): "您说：“ORD-10194 一共 啊，一共 啊，一共 啊，…" went out as the answer."""
+    from lg_harness.nodes.self_check import _STUCK
+
+    assert _STUCK.search("您说：“ORD-10194 一共 啊，一共 啊，一共 啊，一共 啊，一共 啊，一共 啊")
+    assert not _STUCK.search("订单 ORD-10194：总额是176.48 USD，状态是已发货。")

@@ -162,7 +162,8 @@ class ToolLoopAction:
             return self.deps.registry.offer(self.route_tools(now[0], now[1]), role)[: self.knobs.max_tools_offered]
         unsure = state.get("offer_intents") or []
         if unsure and self.knobs.unsure_offer:  # the intent step could not tell: every candidate's tools
-            names = list(dict.fromkeys(t for i in unsure for t in self.deps.domain.route(i).tools))
+            goal = state.get("goal_tools") or []
+            names = list(dict.fromkeys(t for i in unsure for t in self.route_tools(i, goal)))
             return self.deps.registry.offer(names, role)[: max(self.knobs.unsure_offer, self.knobs.max_tools_offered)]
         if self.deps.domain.intents:
             names = self.route_tools(state.get("intent"), state.get("goal_tools") or [])

@@ -287,7 +287,7 @@ def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str], state_mess
     return list(dict.fromkeys(out))
 
 
-_QUESTION = re.compile(r"[?？]\s*$|^\s*(?:what|which|any|is there|are there|do you have|how many)\b|有什么|有哪些|哪些|有没有",
+_QUESTION = re.compile(r"[?？]|\b(?:what|which|any|is there|are there|do you have|how many)\b|有什么|有哪些|哪些|有没有|几个",
                        re.I)
 
 

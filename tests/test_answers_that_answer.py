@@ -105,3 +105,13 @@ def test_a_list_without_ids_or_names_reads_as_its_facts_with_units() -> None:
                                                {"day": "Tuesday", "conditions": "rain", "high_c": 18, "low_c": 12}]}
     said = " ".join(result_sentences(forecast, Voice("en"), "What's the weather forecast for Lisbon?"))
     assert "Monday (sunny, high 19 °C, low 12 °C)" in said and "Tuesday (rain, high 18 °C, low 12 °C)" in said, said
+
+
+def test_a_casual_question_about_promo_codes_claims_nothing(tmp_path: Path) -> None:
+    """Held-out (real model): "got any promo codes rn? which ones can i use" ended in "To confirm: I will apply
+    coupon SAVE20"; the question mark is not at the end, and the message does not start with "what"."""
+    model = Picker(wants=["claim_coupon", "list_coupons"], args={"claim_coupon": {"code": "SAVE20"}})
+    with Harness(tmp_path, patient_design(), model) as h:
+        r = h.send("t", "got any promo codes rn? which ones can i use", "U001")
+    assert model.offers[0] == ["list_coupons"] and [(c["name"], c["status"]) for c in r.tool_calls] == [
+        ("list_coupons", "ok")]

@@ -32,7 +32,8 @@ _NO_EN = (r"n|no|nope|nah|don'?t|do not|stop|wait|hold on|never ?mind|cancel tha
           r"i changed my mind|changed my mind|actually,? no|no thanks|no,? thank you")
 _YES = re.compile(rf"^\s*(?:{_YES_EN})\b[\s,.!]*(?:(?:please|thanks|thank you|do it|go ahead)\b[\s,.!]*)*$"
                   # one or more of them in a row: "可以，办吧。", "好的，确认。"
-                  r"|^\s*(?:(?:是|是的|对|对的|好|好的|可以|行|确认|确定|没错|嗯|请继续|继续|就这样|办|办理|去办|"
+                  r"|^\s*嗯[\s，。！!,.]*$"  # a lone "嗯"; "嗯嗯嗯啊" is a noise, not a yes
+                  r"|^\s*(?:(?:是|是的|对|对的|好|好的|可以|行|确认|确定|没错|请继续|继续|就这样|办|办理|去办|"
                   r"就这么办|没问题|同意)[吧的啊呀]?[\s，。！!,.]*)+$",
                   re.I)
 # A no anywhere wins over a yes: "yes, but don't cancel it" is not a confirmation.

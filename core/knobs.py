@@ -49,6 +49,10 @@ class Knobs(BaseModel):
     answer_presentation: Literal["replay", "facts", "both"] = Field(
         default="replay", description="how results reach the answer step: replayed tool messages, the facts in words in a "
         "user turn, or both")
+    stable_prefix: bool = Field(default=False, description="a prompt prefix that never changes within a thread: the system "
+                                "text and every tool the user's role may use, in a fixed order, first on every call; "
+                                "the task and memory after the earlier turns; what a step may call is held by the "
+                                "grammar (llama.cpp), so the engine reads only what is new")
     clear_used_results: bool = Field(default=False, description="keep earlier turns' tool results as digests (ids and "
                                      "key fields) once answered; the latest successful one stays whole")
     normalize_input: bool = Field(default=True, description="strip invisible characters from user messages")
@@ -76,6 +80,7 @@ KNOB_OFF: dict[str, Any] = {
     "retry_declined_call": 0,
     "answer_after_goal": False,
     "clear_used_results": False,
+    "stable_prefix": False,
     "long_term_memory": False,
     "identical_calls": "allow",  # no interception of a repeated identical call
     "tool_offer": "all",  # no masking: every tool on every call

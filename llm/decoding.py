@@ -157,14 +157,19 @@ def _provider(model: Any) -> str:
     return "none"
 
 
-def constrain(model: Any, step: Step, tools: Sequence[dict[str, Any]] = ()) -> Constrained:
-    """``model`` bound with ``tools`` and the constraint its provider supports for ``step`` (see the module doc)."""
+def constrain(model: Any, step: Step, tools: Sequence[dict[str, Any]] = (),
+              shown: Sequence[dict[str, Any]] = ()) -> Constrained:
+    """``model`` bound with ``tools`` and the constraint its provider supports for ``step`` (see the module doc).
+
+    ``shown``: the tools the prompt lists on every call of a thread (a prefix that never changes), where the
+    grammar keeps the step to ``tools``; a provider without a grammar lists ``tools`` only."""
     family = _provider(model)
     if family == "llama.cpp":
         from lg_harness.llm.grammars import action_grammar, answer_grammar
 
         grammar = action_grammar(tools) if step == "action" and tools else answer_grammar()
-        return Constrained(_bound(model, tools, grammar=grammar), _as_is, "grammar")
+        listed = {"prefix_tools": list(shown)} if shown else {}
+        return Constrained(_bound(model, tools, grammar=grammar, **listed), _as_is, "grammar")
     if family == "openai":
         if step == "action" and tools:
             strict = [strict_tool(t) for t in tools]

@@ -79,6 +79,10 @@ class LocalModelError(RunError):
     """The local model cannot run (missing package, prompt longer than the context window, ...)."""
 
 
+class PromptTooLong(LocalModelError):
+    """The rendered prompt does not fit the context window."""
+
+
 # --- tool calls in the reply ---------------------------------------------------------------------------
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)
@@ -285,7 +289,7 @@ class _Engine:
             llama = self.llama
             tokens = llama.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
             if len(tokens) + 1 > self.n_ctx:
-                raise LocalModelError(f"prompt of {len(tokens)} tokens does not fit the {self.n_ctx}-token "
+                raise PromptTooLong(f"prompt of {len(tokens)} tokens does not fit the {self.n_ctx}-token "
                                       "context window of the local model")
             cached = min(self._warm(tokens), len(tokens) - 1)
             llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
@@ -416,9 +420,21 @@ class LocalChatModel(BaseChatModel):
         # Tokens per step: a caller's max_tokens, else the step's own budget (a call is short; the 0.5B model
         # otherwise writes on to the cap at a few tokens a second)
         limit = kwargs.get("max_tokens") or (self.max_tokens_call if tools else self.max_tokens)
-        out = self.engine().complete(to_template_messages(messages), tools, max_tokens=int(limit),
-                                     temperature=self.temperature, seed=self.seed, stop=stop,
-                                     grammar=kwargs.get("grammar"))
+        # ``prefix_tools``: the tools every call of the thread lists, so the prompt's prefix stays the same;
+        # the grammar bound with them keeps this step to ``tools`` (llm.decoding.constrain)
+        listed = kwargs.get("prefix_tools") or tools
+        template = to_template_messages(messages)
+
+        def run(listing: list[dict[str, Any]] | None) -> dict[str, Any]:
+            return self.engine().complete(template, listing, max_tokens=int(limit), temperature=self.temperature,
+                                          seed=self.seed, stop=stop, grammar=kwargs.get("grammar"))
+
+        try:
+            out = run(listed)
+        except PromptTooLong:
+            if listed is tools:
+                raise
+            out = run(tools)  # the whole list does not fit this context window: the step's own tools do
         text = out["text"]
         if tools:
             content, calls, invalid = extract_tool_calls(text)

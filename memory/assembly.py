@@ -87,6 +87,9 @@ class ContextPolicy(BaseModel):
         drop_low_information: Leave acknowledgements ("ok", "谢谢") out of the working layer.
         clear_used_results: Show earlier turns' tool results as digests (``memory.clearing``), except the
             latest successful one while this turn has none of its own.
+        stable_prefix: Keep the system layer alone in the first message and put the task and memory layers
+            in a second system message after the earlier turns, so every call of a thread starts with the
+            same tokens (an engine with a prefix cache reads only what is new).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -98,6 +101,7 @@ class ContextPolicy(BaseModel):
     compress_at: float = Field(default=0.7, gt=0, le=1)
     drop_low_information: bool = True
     clear_used_results: bool = False
+    stable_prefix: bool = False
     # Where ``working`` is looked up: the runtime's strategies (graphs.runtime), else the built-in ones.
     strategies: StrategyRegistry = Field(default_factory=lambda: WORKING_STRATEGIES, exclude=True, repr=False)
 
@@ -558,10 +562,17 @@ def _select_working(candidates: list[Group], budget: int, ctx: WorkingContext, s
     return [candidates[i] for i in sorted(set(chosen))]
 
 
-def _system_message(system: str, task: str, memory_lines: list[str]) -> list[BaseMessage]:
-    sections = [system, f"{TASK_TITLE}\n{task}" if task else "", "\n".join(memory_lines)]
-    content = "\n\n".join(s for s in sections if s)
-    return [SystemMessage(content)] if content else []
+def _system_messages(system: str, task: str, memory_lines: list[str], working: list[BaseMessage],
+                     immediate: list[BaseMessage], stable: bool) -> list[BaseMessage]:
+    """The layers in order. ``stable``: the system layer alone first and the task and memory (which change
+    from turn to turn) in a second system message just before this turn, so a thread's prefix never moves."""
+    sections = [f"{TASK_TITLE}\n{task}" if task else "", "\n".join(memory_lines)]
+    if stable:
+        changing = "\n\n".join(s for s in sections if s)
+        return [*([SystemMessage(system)] if system else []), *working,
+                *([SystemMessage(changing)] if changing else []), *immediate]
+    content = "\n\n".join(s for s in [system, *sections] if s)
+    return [*([SystemMessage(content)] if content else []), *working, *immediate]
 
 
 def _uncuttable_account(system: str, task: str, immediate: Sequence[BaseMessage], count: Count) -> dict[str, int]:
@@ -615,11 +626,13 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
     working_msgs = [m for g in working for m in g.messages]
     account["working"] = sum(message_tokens(m, count) for m in working_msgs)
 
+    if policy.stable_prefix and (task or memory_lines):  # the task and memory ride in a message of their own
+        account["task"] += MESSAGE_OVERHEAD
     account = {name: account[name] for name in LAYERS}
     account["total"] = sum(account.values())
     kept_from_history = sum(len(g.messages) for g in working if g.start >= 0)
     return Assembly(
-        messages=[*_system_message(system, task, memory_lines), *working_msgs, *immediate_msgs],
+        messages=_system_messages(system, task, memory_lines, working_msgs, immediate_msgs, policy.stable_prefix),
         account=account,
         dropped=len(history) - kept_from_history + (len(immediate) - len(immediate_msgs)),
         over_budget=account["total"] > policy.budget_tokens,

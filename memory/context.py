@@ -51,7 +51,8 @@ def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list
 def policy_for(design: Design, strategies: StrategyRegistry = WORKING_STRATEGIES) -> ContextPolicy:
     """The design's context policy; its ``context`` variant is looked up in ``strategies`` (a runtime's)."""
     return ContextPolicy(budget_tokens=design.knobs.context_budget_tokens, working=design.variant("context"),
-                         clear_used_results=design.knobs.clear_used_results, strategies=strategies)
+                         clear_used_results=design.knobs.clear_used_results,
+                         stable_prefix=design.knobs.stable_prefix, strategies=strategies)
 
 
 def system_text(state: HarnessState, domain: Domain) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from lg_harness.core.state import HarnessState, TurnStats
 from lg_harness.memory.known_ids import ungrounded_values
-from lg_harness.nodes.base import NodeDeps, call_model
+from lg_harness.nodes.base import NodeDeps, call_model, prefix_tools
 from lg_harness.obs.tracing import span_event
 from lg_harness.tools.registry import ToolSpec
 
@@ -42,13 +42,14 @@ def ready_task(state: HarnessState, deps: NodeDeps, ai: AIMessage | None = None)
 def call_or_retry(deps: NodeDeps, state: HarnessState, messages: Sequence[BaseMessage], stats: TurnStats,
                   tools: Sequence[ToolSpec]) -> tuple[AIMessage, TurnStats]:
     """The action step's model call; a declined ready task is asked once more (see the module doc)."""
-    ai, stats = call_model(deps, messages, stats, tools, step="action")
+    shown = prefix_tools(deps, state)
+    ai, stats = call_model(deps, messages, stats, tools, step="action", shown=shown)
     if ai.tool_calls or not tools or not ready_task(state, deps, ai):
         return ai, stats
     for attempt in range(deps.design.knobs.retry_declined_call):
         span_event("action.retry_declined", intent=str(state.get("intent") or ""), attempt=attempt + 1)
         notes = [SystemMessage(n) for n in USE_THE_TOOLS[: attempt + 1]]
-        ai, stats = call_model(deps, [*messages, *notes], stats, tools, step="action")
+        ai, stats = call_model(deps, [*messages, *notes], stats, tools, step="action", shown=shown)
         if ai.tool_calls:
             break
     return ai, stats

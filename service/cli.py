@@ -813,12 +813,12 @@ def summary_tables(summary: dict[str, Any], width: int, profile: str | None = No
     return tables
 
 
-BENCHES = ("tools", "context", "graph", "serve", "chaos")
+BENCHES = ("tools", "context", "graph", "serve", "chaos", "local")
 
 
 @app.command()
 @cli_command
-def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url) | chaos")], domain: DomainOpt = None,
+def bench(kind: Annotated[str, typer.Argument(help="tools | context | graph | serve (needs --database-url) | chaos | local (the real local model)")], domain: DomainOpt = None,
           json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Benchmarks that print figures as ratios against a baseline measured in the same run."""
     import importlib

@@ -14,6 +14,7 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.llm.embeddings import count_tokens
 from lg_harness.memory.assembly import (
     LAYERS,
+    MESSAGE_OVERHEAD,
     WORKING_STRATEGIES,
     Anchors,
     ContextPolicy,
@@ -511,3 +512,33 @@ def test_a_context_strategy_registers_like_a_node_variant(tmp_path):
     with pytest.raises(ValueError, match="unknown working strategy 'cards_only'"):
         ContextPolicy(working="cards_only")
     assert "cards_only" not in WORKING_STRATEGIES
+
+
+def test_a_stable_prefix_keeps_the_system_layer_alone_first_and_the_task_after_the_earlier_turns():
+    """``stable_prefix``: every call of a thread starts with the same message, however the task, the memory
+    and the history change, so an engine with a prefix cache re-reads only what is new."""
+    policy = ContextPolicy(stable_prefix=True)
+    first = assemble(system=SYSTEM, task="Intent: order_status.", memory=MemoryLayer(), history=[],
+                     immediate=[HumanMessage("where is ORD-10001", id="now1")], policy=policy)
+    history = long_history()[:6]
+    immediate = [HumanMessage("and my refund?", id="now2")]
+    later = assemble(system=SYSTEM, task=describe_task("return_order", {"order_id": "ORD-10001"}),
+                     memory=rich_memory(3), history=history, immediate=immediate, policy=policy)
+    assert first.messages[0] == later.messages[0] == SystemMessage(SYSTEM)
+    # the earlier turns, then what changes from turn to turn, then this turn
+    assert later.messages[1:7] == history and later.messages[-1] == immediate[0]
+    changing = later.messages[-2]
+    assert isinstance(changing, SystemMessage) and "## Current task" in changing.text and "## Known facts" in changing.text
+    assert SYSTEM not in changing.text
+    # the same layers and the same account as one system message, plus the second message's overhead
+    assert later.account["total"] == sum(message_tokens(m) for m in later.messages)
+    one = assemble(system=SYSTEM, task=describe_task("return_order", {"order_id": "ORD-10001"}),
+                   memory=rich_memory(3), history=history, immediate=immediate, policy=ContextPolicy())
+    assert later.account["task"] == one.account["task"] + MESSAGE_OVERHEAD
+    assert {*later.messages[0].text.split(), *changing.text.split()} == set(one.messages[0].text.split())
+
+
+def test_a_stable_prefix_without_task_or_memory_adds_no_second_message():
+    asm = assemble(system=SYSTEM, task="", memory=MemoryLayer(), history=[], immediate=[HumanMessage("hi")],
+                   policy=ContextPolicy(stable_prefix=True))
+    assert asm.messages == [SystemMessage(SYSTEM), HumanMessage("hi")]

@@ -149,3 +149,59 @@ def test_a_constraint_is_read_from_the_request():
     assert c.admits("Your order has shipped.") and not c.admits('{"status": "shipped"}') and not c.admits(" x")
     assert json.loads(c.written("Hello")) == {"reply": "Hello"}
     assert Constraint({"type": "object", "properties": {"reply": {"type": "string", "pattern": REPLY_PATTERN}}}).admits("ok")
+
+
+class _RecordingEngine:
+    """Stands in for the llama.cpp engine: records the tools each call lists; too long past ``fits`` tools."""
+
+    def __init__(self, fits: int = 99) -> None:
+        self.listed: list[list[str]] = []
+        self.fits = fits
+
+    def complete(self, messages, tools, **kw):
+        from lg_harness.llm.local import PromptTooLong
+
+        names = [t["function"]["name"] for t in tools or []]
+        self.listed.append(names)
+        if len(names) > self.fits:
+            raise PromptTooLong("too long")
+        return {"text": "Your order has shipped.", "finish_reason": "stop", "prompt_tokens": 10,
+                "completion_tokens": 5, "cached_tokens": 0, "latency_s": 0.1, "prompt": "", "speed": {}}
+
+
+def _local(monkeypatch, engine: _RecordingEngine):
+    from lg_harness.llm.local import LocalChatModel
+
+    model = LocalChatModel(model_path="unused.gguf")
+    monkeypatch.setattr(LocalChatModel, "engine", lambda self: engine)
+    return model
+
+
+def test_a_stable_prefix_lists_every_tool_while_the_grammar_offers_only_the_steps(monkeypatch):
+    """``stable_prefix``: the local model's prompt lists the role's whole tool list on the action step and on the
+    answer step alike (the prefix never changes); what the step may call is the grammar's, built from the
+    offered tools only."""
+    engine = _RecordingEngine()
+    model = _local(monkeypatch, engine)
+    shown = [t.json_schema() for t in SHOP.registry().offer(None, "customer")]
+    every = [t["function"]["name"] for t in shown]
+    action = constrain(model, "action", [_tool("get_order_status")], shown)
+    assert action.kind == "grammar" and action.runnable.kwargs["grammar"] == action_grammar([_tool("get_order_status")])
+    assert "cancel_order" not in action.runnable.kwargs["grammar"] and "cancel_order" in every
+    answer = constrain(model, "answer", [], shown)
+    assert answer.runnable.kwargs["grammar"] == answer_grammar()
+    action.runnable.invoke([SystemMessage("s"), HumanMessage("Where is ORD-10001?")])
+    answer.runnable.invoke([SystemMessage("s"), HumanMessage("Where is ORD-10001?")])
+    assert engine.listed == [every, every]
+    # without a list to show (the knob off), each step lists what it offers
+    constrain(model, "action", [_tool("get_order_status")]).runnable.invoke([HumanMessage("Where is ORD-10001?")])
+    assert engine.listed[-1] == ["get_order_status"]
+
+
+def test_a_whole_list_too_long_for_the_context_falls_back_to_the_steps_tools(monkeypatch):
+    engine = _RecordingEngine(fits=1)
+    model = _local(monkeypatch, engine)
+    shown = [t.json_schema() for t in SHOP.registry().offer(None, "customer")]
+    reply = constrain(model, "action", [_tool("get_order_status")], shown).runnable.invoke([HumanMessage("hi")])
+    assert reply.content == "Your order has shipped."
+    assert engine.listed[-2:] == [[t["function"]["name"] for t in shown], ["get_order_status"]]

@@ -562,16 +562,17 @@ def _select_working(candidates: list[Group], budget: int, ctx: WorkingContext, s
     return [candidates[i] for i in sorted(set(chosen))]
 
 
-def _system_messages(system: str, task: str, memory_lines: list[str], working: list[BaseMessage],
+def _system_messages(system: str, session: str, task: str, memory_lines: list[str], working: list[BaseMessage],
                      immediate: list[BaseMessage], stable: bool) -> list[BaseMessage]:
-    """The layers in order. ``stable``: the system layer alone first and the task and memory (which change
-    from turn to turn) in a second system message just before this turn, so a thread's prefix never moves."""
+    """The layers in order. ``stable``: the domain's instructions alone first, the same for every thread, and
+    who the customer is, the task and the memory (which change from thread to thread and turn to turn) in a
+    second system message just before this turn, so the prefix never moves."""
     sections = [f"{TASK_TITLE}\n{task}" if task else "", "\n".join(memory_lines)]
     if stable:
-        changing = "\n\n".join(s for s in sections if s)
+        changing = "\n\n".join(s for s in [session, *sections] if s)
         return [*([SystemMessage(system)] if system else []), *working,
                 *([SystemMessage(changing)] if changing else []), *immediate]
-    content = "\n\n".join(s for s in [system, *sections] if s)
+    content = "\n\n".join(s for s in ["\n".join(p for p in (system, session) if p), *sections] if s)
     return [*([SystemMessage(content)] if content else []), *working, *immediate]
 
 
@@ -584,13 +585,15 @@ def _uncuttable_account(system: str, task: str, immediate: Sequence[BaseMessage]
     }
 
 
-def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[BaseMessage],
+def assemble(*, system: str, task: str, memory: MemoryLayer, session: str = "", history: Sequence[BaseMessage],
              immediate: Sequence[BaseMessage], policy: ContextPolicy, anchors: Anchors | None = None,
              count: Count = count_tokens, entity_types: Sequence[EntityType] = ()) -> Assembly:
     """Build one model call's messages from the five layers within the policy's budget.
 
     Args:
         system: The system layer: fixed instructions.
+        session: Who the thread's customer is: part of the system layer, but the same for one thread only
+            (with ``stable_prefix`` it rides with the task, so every thread shares the instructions' prefix).
         task: The task layer: the current task and what it has collected ("" for none).
         memory: The memory layer's material; the strategy decides which parts are shown.
         history: Earlier turns' messages (Human/AI/Tool), oldest first.
@@ -608,7 +611,7 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
     budgets = policy.budgets()
     immediate_groups = [g for g in tool_groups(immediate) if g.valid]
     immediate_msgs = [m for g in immediate_groups for m in g.messages]
-    account = _uncuttable_account(system, task, immediate_msgs, count)
+    account = _uncuttable_account("\n".join(p for p in (system, session) if p), task, immediate_msgs, count)
 
     entries = memory_entries(memory, strategy.memory)
     memory_lines, account["memory"], cut = fill_memory(entries, budgets["memory"] if strategy.trims else None, count)
@@ -626,13 +629,14 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, history: Sequence[B
     working_msgs = [m for g in working for m in g.messages]
     account["working"] = sum(message_tokens(m, count) for m in working_msgs)
 
-    if policy.stable_prefix and (task or memory_lines):  # the task and memory ride in a message of their own
+    if policy.stable_prefix and (session or task or memory_lines):  # they ride in a message of their own
         account["task"] += MESSAGE_OVERHEAD
     account = {name: account[name] for name in LAYERS}
     account["total"] = sum(account.values())
     kept_from_history = sum(len(g.messages) for g in working if g.start >= 0)
     return Assembly(
-        messages=_system_messages(system, task, memory_lines, working_msgs, immediate_msgs, policy.stable_prefix),
+        messages=_system_messages(system, session, task, memory_lines, working_msgs, immediate_msgs,
+                                  policy.stable_prefix),
         account=account,
         dropped=len(history) - kept_from_history + (len(immediate) - len(immediate_msgs)),
         over_budget=account["total"] > policy.budget_tokens,

@@ -55,9 +55,10 @@ def policy_for(design: Design, strategies: StrategyRegistry = WORKING_STRATEGIES
                          stable_prefix=design.knobs.stable_prefix, strategies=strategies)
 
 
-def system_text(state: HarnessState, domain: Domain) -> str:
+def customer_line(state: HarnessState) -> str:
+    """Who the thread's customer is, for the model ("" when the state has no user)."""
     user = state.get("user") or {}
-    return domain.system_prompt + (f"\nCustomer: id {user.get('id')}, role {user.get('role')}." if user else "")
+    return f"Customer: id {user.get('id')}, role {user.get('role')}." if user else ""
 
 
 def memory_layer(state: HarnessState) -> MemoryLayer:
@@ -81,7 +82,7 @@ def assemble_state(state: HarnessState, design: Design, domain: Domain,
     # read it out: "You asked me to open.")
     task = describe_task(state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
                          is_task=state.get("intent_kind", "task") != "conversational" and bool(domain.intents))
-    return assemble(system=system_text(state, domain), task=task, memory=memory_layer(state), history=history,
+    return assemble(system=domain.system_prompt, session=customer_line(state), task=task, memory=memory_layer(state), history=history,
                     immediate=immediate, policy=policy_for(design, strategies), anchors=_anchor(state, history),
                     entity_types=domain.entity_types)
 

@@ -25,7 +25,7 @@ from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
-from lg_harness.memory.context import build_context, last_human_text
+from lg_harness.memory.context import build_context, last_human_text, split_turn
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args, ungrounded_values
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
@@ -40,6 +40,18 @@ from lg_harness.tools.executor import ToolOutcome
 from lg_harness.tools.ledger import LEDGER_RESOURCE
 
 tool_log = logging.getLogger("harness.tools")
+
+def looked_up_before(state: HarnessState, tools: Sequence[Any]) -> set[str]:
+    """The reading tools among ``tools`` that worked in an earlier message with arguments the task's slots all
+    hold (the same record)."""
+    slots = state.get("slots") or {}
+    history, _ = split_turn(state.get("messages") or [])
+    worked = {m.tool_call_id for m in history if isinstance(m, ToolMessage) and m.status == "success"}
+    reads = {t.name for t in tools if not t.changes_state}
+    return {c["name"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls
+            if c["name"] in reads and c.get("id") in worked and c["args"]
+            and all(slots.get(k) == v for k, v in c["args"].items())}
+
 
 def call_signature(name: str, args: dict[str, Any]) -> str:
     """Canonical form of a call: same tool and same arguments give the same signature."""
@@ -139,6 +151,9 @@ class ToolLoopAction:
         done = {str(r.get("name")) for r in state.get("tool_log") or [] if r.get("status") == "ok"}
         if self.knobs.answer_after_goal and goal - done:
             aside |= {t.name for t in tools if t.name in done and t.name not in goal and not t.changes_state}
+            # and a lookup an earlier message made of the very record in hand ("where is ORD-1?", then "return
+            # it"): its result is in the conversation; offered, a small model spends a round reading it again
+            aside |= looked_up_before(state, [t for t in tools if t.name not in goal])
         # The message names a record a lookup takes ("does P1001 have noise cancelling?"): the search or list that
         # would only find its id is not offered; a small model otherwise searches and answers from the hits.
         mentioned = set(self.deps.domain.entities_in(last_human_text(state.get("messages") or [])))

@@ -518,22 +518,27 @@ def test_a_stable_prefix_keeps_the_system_layer_alone_first_and_the_task_after_t
     """``stable_prefix``: every call of a thread starts with the same message, however the task, the memory
     and the history change, so an engine with a prefix cache re-reads only what is new."""
     policy = ContextPolicy(stable_prefix=True)
-    first = assemble(system=SYSTEM, task="Intent: order_status.", memory=MemoryLayer(), history=[],
-                     immediate=[HumanMessage("where is ORD-10001", id="now1")], policy=policy)
+    first = assemble(system=SYSTEM, session="Customer: id u2, role customer.", task="Intent: order_status.",
+                     memory=MemoryLayer(), history=[], immediate=[HumanMessage("where is ORD-10001", id="now1")],
+                     policy=policy)
     history = long_history()[:6]
     immediate = [HumanMessage("and my refund?", id="now2")]
-    later = assemble(system=SYSTEM, task=describe_task("return_order", {"order_id": "ORD-10001"}),
+    later = assemble(system=SYSTEM, session="Customer: id u1, role customer.",
+                     task=describe_task("return_order", {"order_id": "ORD-10001"}),
                      memory=rich_memory(3), history=history, immediate=immediate, policy=policy)
+    # the same first message for every turn of every thread (another customer's too)
     assert first.messages[0] == later.messages[0] == SystemMessage(SYSTEM)
     # the earlier turns, then what changes from turn to turn, then this turn
     assert later.messages[1:7] == history and later.messages[-1] == immediate[0]
     changing = later.messages[-2]
     assert isinstance(changing, SystemMessage) and "## Current task" in changing.text and "## Known facts" in changing.text
-    assert SYSTEM not in changing.text
+    assert changing.text.startswith("Customer: id u1") and SYSTEM not in changing.text
     # the same layers and the same account as one system message, plus the second message's overhead
     assert later.account["total"] == sum(message_tokens(m) for m in later.messages)
-    one = assemble(system=SYSTEM, task=describe_task("return_order", {"order_id": "ORD-10001"}),
+    one = assemble(system=SYSTEM, session="Customer: id u1, role customer.",
+                   task=describe_task("return_order", {"order_id": "ORD-10001"}),
                    memory=rich_memory(3), history=history, immediate=immediate, policy=ContextPolicy())
+    assert one.messages[0].text.startswith(SYSTEM + "\nCustomer: id u1")
     assert later.account["task"] == one.account["task"] + MESSAGE_OVERHEAD
     assert {*later.messages[0].text.split(), *changing.text.split()} == set(one.messages[0].text.split())
 

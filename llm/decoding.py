@@ -33,7 +33,9 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 
-Step = Literal["answer", "action"]
+# "call": an action step whose answer must be a call (a provider with a grammar holds it to one; others are
+# asked as for "action", and the harness asks again when no call comes, ``nodes.retry_declined``)
+Step = Literal["answer", "action", "call"]
 REPLY_KEY = "reply"
 # Not opening with data or markup: the same rule as ``llm.grammars``' first character.
 REPLY_PATTERN = r"^[^{\[<`\s]"
@@ -165,11 +167,13 @@ def constrain(model: Any, step: Step, tools: Sequence[dict[str, Any]] = (),
     grammar keeps the step to ``tools``; a provider without a grammar lists ``tools`` only."""
     family = _provider(model)
     if family == "llama.cpp":
-        from lg_harness.llm.grammars import action_grammar, answer_grammar
+        from lg_harness.llm.grammars import action_grammar, answer_grammar, call_grammar
 
-        grammar = action_grammar(tools) if step == "action" and tools else answer_grammar()
+        grammar = (answer_grammar() if step == "answer" or not tools else
+                   call_grammar(tools) if step == "call" else action_grammar(tools))
         listed = {"prefix_tools": list(shown)} if shown else {}
         return Constrained(_bound(model, tools, grammar=grammar, **listed), _as_is, "grammar")
+    step = "action" if step == "call" else step
     if family == "openai":
         if step == "action" and tools:
             strict = [strict_tool(t) for t in tools]

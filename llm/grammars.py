@@ -7,6 +7,8 @@
 - ``action_grammar(tools)``: one call of an offered tool, as the JSON object ``{"name": ..., "arguments":
   {...}}`` with the name as a constant per tool and the arguments under that tool's own schema (types,
   enums, patterns), or text for the customer as above (a question for a missing value, or the answer).
+- ``call_grammar(tools)``: the call alone, for a step that must call (a routed task with every value known
+  and nothing run yet: there the text branch only ever held a decline or an answer made up from memory).
 
 llama-cpp-python 0.3.36's JSON-schema converter does not understand ``\\d`` and the other class escapes
 inside ``pattern``: it writes the escape's letters as literals (``^ORD-\\d{5}$`` became ``"ORD-\\dORD-\\d..."``),
@@ -92,14 +94,19 @@ def answer_grammar() -> str:
 
 
 @lru_cache(maxsize=64)
-def _action_grammar(tools_json: str) -> str:
+def _action_grammar(tools_json: str, words: bool) -> str:
     from lg_harness.llm.gbnf import schema_gbnf
 
     # ours, not llama-cpp-python's converter: that one crashed on (?:LT|MN|PH) and misread class escapes
     calls = schema_gbnf(call_schema(json.loads(tools_json)), root="zq-call")
-    return "root ::= zq-call | zq-text\n" + calls + _TEXT_RULES
+    return ("root ::= zq-call | zq-text\n" + calls + _TEXT_RULES) if words else ("root ::= zq-call\n" + calls)
 
 
 def action_grammar(tools: Sequence[dict[str, Any]]) -> str:
     """GBNF text: one call matching an offered tool's schema, or words for the customer."""
-    return _action_grammar(json.dumps(list(tools), sort_keys=True, ensure_ascii=False))
+    return _action_grammar(json.dumps(list(tools), sort_keys=True, ensure_ascii=False), True)
+
+
+def call_grammar(tools: Sequence[dict[str, Any]]) -> str:
+    """GBNF text: one call matching an offered tool's schema and nothing else (a step that must call)."""
+    return _action_grammar(json.dumps(list(tools), sort_keys=True, ensure_ascii=False), False)

@@ -87,9 +87,10 @@ class ContextPolicy(BaseModel):
         drop_low_information: Leave acknowledgements ("ok", "谢谢") out of the working layer.
         clear_used_results: Show earlier turns' tool results as digests (``memory.clearing``), except the
             latest successful one while this turn has none of its own.
-        stable_prefix: Keep the system layer alone in the first message and put the task and memory layers
-            in a second system message after the earlier turns, so every call of a thread starts with the
-            same tokens (an engine with a prefix cache reads only what is new).
+        stable_prefix: Keep the system layer alone in the first message and put who the customer is, the
+            task and the memory in a second one, so every call starts with the same tokens (an engine with a
+            prefix cache does not read them again); the earlier turns' results shown are decided once per
+            message.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -564,14 +565,16 @@ def _select_working(candidates: list[Group], budget: int, ctx: WorkingContext, s
 
 def _system_messages(system: str, session: str, task: str, memory_lines: list[str], working: list[BaseMessage],
                      immediate: list[BaseMessage], stable: bool) -> list[BaseMessage]:
-    """The layers in order. ``stable``: the domain's instructions alone first, the same for every thread, and
-    who the customer is, the task and the memory (which change from thread to thread and turn to turn) in a
-    second system message just before this turn, so the prefix never moves."""
+    """The layers in order. ``stable``: the domain's instructions alone in the first message, the same for every
+    thread (a template that renders tools into the system turn puts them right after it, so instructions and
+    tools form one prefix every thread shares), and who the customer is, the task and the memory (which change
+    from thread to thread and turn to turn) in a second system message. Placed after the earlier turns instead,
+    the 0.5B model copied that block into its answers (``docs/speed.md``)."""
     sections = [f"{TASK_TITLE}\n{task}" if task else "", "\n".join(memory_lines)]
     if stable:
         changing = "\n\n".join(s for s in [session, *sections] if s)
-        return [*([SystemMessage(system)] if system else []), *working,
-                *([SystemMessage(changing)] if changing else []), *immediate]
+        return [*([SystemMessage(system)] if system else []), *([SystemMessage(changing)] if changing else []),
+                *working, *immediate]
     content = "\n\n".join(s for s in ["\n".join(p for p in (system, session) if p), *sections] if s)
     return [*([SystemMessage(content)] if content else []), *working, *immediate]
 
@@ -617,7 +620,9 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, session: str = "", 
     memory_lines, account["memory"], cut = fill_memory(entries, budgets["memory"] if strategy.trims else None, count)
 
     if policy.clears_results():
-        history = clear_used_results(history, results_to_keep(history, immediate_msgs))
+        # With a stable prefix what the earlier turns show is decided once per message: the latest result
+        # stays whole after this turn's own call worked too, so no call of the message re-reads the history.
+        history = clear_used_results(history, results_to_keep(history, () if policy.stable_prefix else immediate_msgs))
     candidates = [g for g in tool_groups(history) if g.valid]
     if strategy.trims and policy.drop_low_information:
         candidates = informative(candidates, count, entity_types)

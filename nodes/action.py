@@ -164,9 +164,16 @@ class ToolLoopAction:
         return kept or tools
 
     def offer(self, state: HarnessState, config: RunnableConfig | None = None):
-        role = acting_user(state, config).get("role", "customer")
         if goal_reached(state, self.knobs):  # the route's call delivered: the next step is the answer, in words
             return []
+        return self.listing(state, config)
+
+    def listing(self, state: HarnessState, config: RunnableConfig | None = None):
+        """The tools of this message's request (what ``offer`` offers until the goal is reached). With the
+        design's ``stable_prefix`` the prompt lists them on every step of the message that may call, whatever
+        the set-aside rules leave on offer, so a later step reads only what the one before added; the grammar
+        decides what the step may call."""
+        role = acting_user(state, config).get("role", "customer")
         if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
             return self.deps.registry.offer(None, role)
         asked = state.get("request_intents") or []
@@ -219,7 +226,10 @@ class ToolLoopAction:
         key = decision_key(state, config, rnd)
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
-        ai, stats = call_or_retry(self.deps, state, messages, stats, self.offered(state, config))
+        offered = self.offered(state, config)
+        # an answer step lists no tools: listed, the 0.5B model wrote the call again as text (docs/speed.md)
+        shown = self.listing(state, config) if self.knobs.stable_prefix and offered else []
+        ai, stats = call_or_retry(self.deps, state, messages, stats, offered, shown)
         if ai.tool_calls and goal_reached(state, self.knobs):
             # offered no tool and calling one anyway (a model without a grammar): nothing more runs; the
             # answer step writes the reply from what the route's call returned

@@ -195,24 +195,16 @@ def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]
     raise AssertionError("unreachable")
 
 
-def prefix_tools(deps: NodeDeps, state: HarnessState) -> list[ToolSpec]:
-    """Every tool the thread's user may use, in registration order: what the prompt shows on every call of the
-    thread when the design keeps a stable prefix (knob ``stable_prefix``); none when it does not. Showing is
-    not offering: only the step's offered tools can be called (the grammar holds it, the executor checks it)."""
-    if not deps.design.knobs.stable_prefix:
-        return []
-    return deps.registry.offer(None, str((state.get("user") or {}).get("role") or "customer"))
-
-
 def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
                tools: Sequence[ToolSpec] = (), step: Step | None = None,
                shown: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
     """One model call with the offered tools; returns the reply and updated per-message counters.
 
     ``step`` (``answer`` or ``action``) asks for decoding that fits it when the design's
-    ``constrained_decoding`` is on and the provider can (``llm.decoding``). ``shown`` (``prefix_tools``) are
-    the tools the prompt lists whatever the step offers, where the provider can hold a step to its offered
-    ones by grammar; elsewhere the prompt lists the offered tools only."""
+    ``constrained_decoding`` is on and the provider can (``llm.decoding``); ``call`` is an action step that must
+    call. ``shown`` are the tools the prompt lists whatever the step offers (design knob ``stable_prefix``),
+    where the provider holds a step to its offered ones by grammar; elsewhere the prompt lists the offered
+    tools only."""
     text_mode = bool(tools) and deps.design.knobs.tool_calling == "text"
     finish = None
     if text_mode:  # a model without native tool calls reads instructions and writes TOOL: lines

@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
 from lg_harness.memory.context import build_context, last_ai, last_human_text
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model, prefix_tools
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.fact_check import results_of
 from lg_harness.nodes.phrases import has_phrase, say
 from lg_harness.nodes.presentation import present
@@ -90,7 +90,7 @@ class ModelReply:
                 state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
         context = self.answer_context(state, note)
         try:
-            ai, stats = call_model(self.deps, context, stats, step="answer", shown=prefix_tools(self.deps, state))
+            ai, stats = call_model(self.deps, context, stats, step="answer")
             text = ai.text or say("ask_generic", lang_of(state), self.deps.domain)
         except ModelCallFailed as err:
             stats = {**stats, **err.stats}

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from lg_harness.core.state import HarnessState, TurnStats
 from lg_harness.memory.known_ids import ungrounded_values
-from lg_harness.nodes.base import NodeDeps, call_model, prefix_tools
+from lg_harness.nodes.base import NodeDeps, call_model
 from lg_harness.obs.tracing import span_event
 from lg_harness.tools.registry import ToolSpec
 
@@ -40,10 +40,12 @@ def ready_task(state: HarnessState, deps: NodeDeps, ai: AIMessage | None = None)
 
 
 def call_or_retry(deps: NodeDeps, state: HarnessState, messages: Sequence[BaseMessage], stats: TurnStats,
-                  tools: Sequence[ToolSpec]) -> tuple[AIMessage, TurnStats]:
-    """The action step's model call; a declined ready task is asked once more (see the module doc)."""
-    shown = prefix_tools(deps, state)
-    ai, stats = call_model(deps, messages, stats, tools, step="action", shown=shown)
+                  tools: Sequence[ToolSpec], shown: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
+    """The action step's model call; a declined ready task is asked once more (see the module doc). A ready
+    task's first try must call where the provider can hold it to that (a grammar with no words branch): no
+    decline, no answer from memory, and no second call to ask again."""
+    step = "call" if tools and ready_task(state, deps) else "action"
+    ai, stats = call_model(deps, messages, stats, tools, step=step, shown=shown)
     if ai.tool_calls or not tools or not ready_task(state, deps, ai):
         return ai, stats
     for attempt in range(deps.design.knobs.retry_declined_call):

@@ -514,9 +514,9 @@ def test_a_context_strategy_registers_like_a_node_variant(tmp_path):
     assert "cards_only" not in WORKING_STRATEGIES
 
 
-def test_a_stable_prefix_keeps_the_system_layer_alone_first_and_the_task_after_the_earlier_turns():
-    """``stable_prefix``: every call of a thread starts with the same message, however the task, the memory
-    and the history change, so an engine with a prefix cache re-reads only what is new."""
+def test_a_stable_prefix_keeps_the_system_layer_alone_first_and_the_rest_in_a_message_of_its_own():
+    """``stable_prefix``: every call of every thread starts with the same message, however the customer, the
+    task, the memory and the history change, so an engine with a prefix cache does not read it again."""
     policy = ContextPolicy(stable_prefix=True)
     first = assemble(system=SYSTEM, session="Customer: id u2, role customer.", task="Intent: order_status.",
                      memory=MemoryLayer(), history=[], immediate=[HumanMessage("where is ORD-10001", id="now1")],
@@ -528,9 +528,9 @@ def test_a_stable_prefix_keeps_the_system_layer_alone_first_and_the_task_after_t
                      memory=rich_memory(3), history=history, immediate=immediate, policy=policy)
     # the same first message for every turn of every thread (another customer's too)
     assert first.messages[0] == later.messages[0] == SystemMessage(SYSTEM)
-    # the earlier turns, then what changes from turn to turn, then this turn
-    assert later.messages[1:7] == history and later.messages[-1] == immediate[0]
-    changing = later.messages[-2]
+    # what changes from thread to thread and turn to turn, then the earlier turns, then this turn
+    assert later.messages[2:8] == history and later.messages[8:] == immediate
+    changing = later.messages[1]
     assert isinstance(changing, SystemMessage) and "## Current task" in changing.text and "## Known facts" in changing.text
     assert changing.text.startswith("Customer: id u1") and SYSTEM not in changing.text
     # the same layers and the same account as one system message, plus the second message's overhead

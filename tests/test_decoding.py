@@ -178,9 +178,9 @@ def _local(monkeypatch, engine: _RecordingEngine):
 
 
 def test_a_stable_prefix_lists_every_tool_while_the_grammar_offers_only_the_steps(monkeypatch):
-    """``stable_prefix``: the local model's prompt lists the role's whole tool list on the action step and on the
-    answer step alike (the prefix never changes); what the step may call is the grammar's, built from the
-    offered tools only."""
+    """``stable_prefix``: the local model's prompt lists the request's tools (``shown``) whatever the step
+    offers, so the prefix does not change between the steps of a message; what the step may call is the
+    grammar's, built from the offered tools only."""
     engine = _RecordingEngine()
     model = _local(monkeypatch, engine)
     shown = [t.json_schema() for t in SHOP.registry().offer(None, "customer")]
@@ -205,3 +205,28 @@ def test_a_whole_list_too_long_for_the_context_falls_back_to_the_steps_tools(mon
     reply = constrain(model, "action", [_tool("get_order_status")], shown).runnable.invoke([HumanMessage("hi")])
     assert reply.content == "Your order has shipped."
     assert engine.listed[-2:] == [[t["function"]["name"] for t in shown], ["get_order_status"]]
+
+
+def test_a_step_that_must_call_has_no_words_branch_on_llama_cpp_and_is_an_action_step_elsewhere(monkeypatch):
+    """A ready task's first try (``step="call"``): on llama.cpp the grammar holds only the offered calls, so
+    the model cannot decline or answer from memory; providers without a grammar are asked as an action step
+    (the harness asks again when no call comes)."""
+    from lg_harness.llm.grammars import call_grammar
+
+    tools = [_tool("get_order_status")]
+    must = constrain(_local(monkeypatch, _RecordingEngine()), "call", tools)
+    assert must.runnable.kwargs["grammar"] == call_grammar(tools)
+    assert "zq-text" not in call_grammar(tools) and "zq-text" in action_grammar(tools)
+    assert call_grammar(tools).startswith("root ::= zq-call\n")
+    sim = constrain(SimChatModel(), "call", tools)
+    assert sim.kind == "json_schema" and sim.runnable.kwargs["tools"][0]["function"]["strict"] is True
+
+
+def test_the_call_grammar_parses_in_llama_cpp():
+    grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    from lg_harness.llm.grammars import call_grammar
+    from lg_harness.llm.local import _close_devnull_at_exit
+
+    _close_devnull_at_exit()
+    tools = [t.json_schema() for t in SHOP.registry().offer(None, "customer")]
+    assert grammar.LlamaGrammar.from_string(call_grammar(tools), verbose=False) is not None

@@ -569,7 +569,7 @@ def _system_messages(system: str, session: str, task: str, memory_lines: list[st
     thread (a template that renders tools into the system turn puts them right after it, so instructions and
     tools form one prefix every thread shares), and who the customer is, the task and the memory (which change
     from thread to thread and turn to turn) in a second system message. Placed after the earlier turns instead,
-    the 0.5B model copied that block into its answers (``docs/speed.md``)."""
+    the 0.5B model copied that block into its answers (``docs/performance.md, "On the real local model"``)."""
     sections = [f"{TASK_TITLE}\n{task}" if task else "", "\n".join(memory_lines)]
     if stable:
         changing = "\n\n".join(s for s in [session, *sections] if s)

@@ -227,7 +227,7 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         offered = self.offered(state, config)
-        # an answer step lists no tools: listed, the 0.5B model wrote the call again as text (docs/speed.md)
+        # an answer step lists no tools: listed, the 0.5B model wrote the call again as text (docs/performance.md, "On the real local model")
         shown = self.listing(state, config) if self.knobs.stable_prefix and offered else []
         ai, stats = call_or_retry(self.deps, state, messages, stats, offered, shown)
         if ai.tool_calls and goal_reached(state, self.knobs):

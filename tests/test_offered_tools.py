@@ -68,3 +68,26 @@ def test_a_design_that_offers_every_tool_still_runs_them(tmp_path):
         model.calls = [{"name": "get_order_status", "args": {"order_id": order}, "id": "a", "type": "tool_call"}]
         result = h.send("all", f"Do you have bluetooth headphones like the ones in {order}?", "U001")
         assert [(c["name"], c["status"]) for c in result.tool_calls] == [("get_order_status", "ok")]
+
+
+def test_a_change_route_does_not_offer_again_a_lookup_an_earlier_message_made_of_the_same_record():
+    """"Where is ORD-10144?" then "I want to return it": the status lookup of that order is in the conversation,
+    so the return's step offers the return alone (offered, a small model spends a round reading it again). A
+    lookup of another order, or one that failed, does not count."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from lg_harness.nodes.action import looked_up_before
+
+    from lg_harness.domains.shop import DOMAIN
+
+    tools = DOMAIN.registry().offer(["get_order_status", "request_return"], "customer")
+
+    def state(order: str, status: str = "success") -> dict:
+        return {"slots": {"order_id": "ORD-10144"}, "messages": [
+            HumanMessage(f"Where is my order {order}?"),
+            AIMessage("", tool_calls=[{"name": "get_order_status", "args": {"order_id": order}, "id": "c1"}]),
+            ToolMessage("{}", tool_call_id="c1", status=status), AIMessage("It was delivered."),
+            HumanMessage("I want to return it")]}
+
+    assert looked_up_before(state("ORD-10144"), tools) == {"get_order_status"}
+    assert looked_up_before(state("ORD-10185"), tools) == set()
+    assert looked_up_before(state("ORD-10144", "error"), tools) == set()

@@ -1,0 +1,75 @@
+"""The prompt the local model reads, call by call (``stable_prefix``, issue 42): the instructions alone first and
+the same for every thread, who the customer is and the task in a message of their own, a ready task's first
+try held to a call. The engine is a stand-in that records what it is given, so these run without the model;
+``harness bench local`` measures the real one."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from lg_harness.core.design import ablation, load_design
+from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.graphs.app import Harness
+from lg_harness.llm.local import LocalChatModel
+
+
+class ScriptedEngine:
+    """Answers as the local engine would: a call when the grammar offers one, else a sentence."""
+
+    read_rate, write_rate = 100.0, 10.0  # tokens/s: what a call's deadline is scaled by
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def complete(self, messages, tools, *, grammar=None, **kw):
+        self.calls.append({"messages": messages, "tools": [t["function"]["name"] for t in tools or []],
+                           "grammar": grammar or ""})
+        said = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+        order = re.search(r"ORD-\d{5}", said)
+        if "zq-call" in (grammar or "") and order:
+            text = json.dumps({"name": "get_order_status", "arguments": {"order_id": order.group()}})
+        else:
+            text = "Your order has been delivered."
+        return {"text": text, "finish_reason": "stop", "prompt_tokens": 100, "completion_tokens": 10,
+                "cached_tokens": 0, "latency_s": 0.01, "prompt": "", "speed": {}}
+
+
+@pytest.fixture
+def engine(monkeypatch: pytest.MonkeyPatch) -> ScriptedEngine:
+    scripted = ScriptedEngine()
+    monkeypatch.setattr(LocalChatModel, "engine", lambda self: scripted)
+    return scripted
+
+
+def ask(design, engine: ScriptedEngine, user: str, thread: str = "t") -> list[dict[str, Any]]:
+    with Harness(None, design, LocalChatModel(model_path="unused.gguf"), domain="shop") as h:
+        before = len(engine.calls)
+        h.send(thread, "Where is my order ORD-10144?", user)
+    return engine.calls[before:]
+
+
+def test_a_lookup_is_one_call_held_to_a_call_then_the_answer(engine: ScriptedEngine) -> None:
+    calls = ask(load_design("harness"), engine, "U001")
+    assert len(calls) == 2, [c["grammar"][:40] for c in calls]
+    first, answer = calls
+    assert first["tools"] == ["get_order_status"] and first["grammar"].startswith("root ::= zq-call\n")
+    assert "zq-text" not in first["grammar"], "a ready task's first try has no words branch"
+    assert answer["tools"] == [] and answer["grammar"].startswith("root ::= zq-text")
+
+
+def test_every_thread_starts_with_the_same_instructions_and_the_customer_follows(engine: ScriptedEngine) -> None:
+    one = ask(load_design("harness"), engine, "U001", "a")
+    other = ask(load_design("harness"), engine, "U002", "b")
+    heads = {json.dumps(c["messages"][0]) for c in [*one, *other]}
+    assert heads == {json.dumps({"role": "system", "content": SHOP.system_prompt})}
+    assert one[0]["messages"][1]["role"] == "system" and one[0]["messages"][1]["content"].startswith("Customer: id U001")
+    assert other[0]["messages"][1]["content"].startswith("Customer: id U002")
+
+
+def test_without_the_knob_the_customer_and_task_ride_in_the_instructions(engine: ScriptedEngine) -> None:
+    calls = ask(ablation(load_design("harness"), "stable_prefix"), engine, "U001")
+    head = calls[0]["messages"][0]["content"]
+    assert head.startswith(SHOP.system_prompt + "\nCustomer: id U001") and "## Current task" in head

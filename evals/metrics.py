@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import statistics
 import unicodedata
@@ -495,6 +496,17 @@ def _scenario_of(scenario: Any) -> Scenario:
     return scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
 
 
+def machine_of(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Where a local engine ran: its threads and wait policy, the CPUs, and the load average (1 min) its messages
+    saw (least, median, most); empty when no message ran on a local engine."""
+    loads = sorted(float(t["load_1m"]) for r in records for t in r.get("turns") or [] if "load_1m" in t)
+    if not loads:
+        return {}
+    return {"cpus": os.cpu_count(), "threads": int(os.environ.get("HARNESS_LOCAL_THREADS", "2")),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "load_1m": {"min": loads[0], "median": statistics.median(loads), "max": loads[-1], "n": len(loads)}}
+
+
 def handled(turn: Mapping[str, Any]) -> bool:
     """The bot handled this message. While a thread waits for a human the bot stays out (an empty path):
     such turns count against task completion but not in per-message cost, speed or token figures."""
@@ -901,6 +913,7 @@ def aggregate(records: Iterable[Mapping[str, Any]], scenarios: Iterable[Any], sp
         "split": split, "splits": _split_counts(scenarios, ran),
         "metrics": {}, "latency": {}, "tokens_by_turn": {}, "growth": {}, "pass_k": {}, "paired": [],
         "ablations": [], "by_tag": {}, "long": {}, "cells": [],
+        "machine": machine_of(records),
     }
     for design, cells in by_design.items():
         long_cells = [c for c in cells if "long" in c["tags"]]

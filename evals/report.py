@@ -247,15 +247,23 @@ def _split_line(summary: Summary) -> str:
             "at the rules or the generator, never tuned on).")
 
 
-def model_lines(models: list[str]) -> list[str]:
+def model_lines(models: list[str], machine: Mapping[str, Any] | None = None) -> list[str]:
     """Which model judged, and for the sim its profile: the files' digest, and whether any rate was set to
-    land on a target figure ("calibrated") rather than measured or sourced."""
+    land on a target figure ("calibrated") rather than measured or sourced; for a local engine, the machine
+    it ran on and how busy it was (``metrics.machine_of``)."""
     from simlm.faults import default_profile_name, profile, profiles_digest
 
     lines = []
     for spec in models:
         if not spec.startswith("sim"):
             lines.append(f"Model: `{spec}` (a real model; no fault profile).")
+            if machine and spec.startswith("local:"):
+                load = machine["load_1m"]
+                lines.append(f"Engine: llama.cpp in process, {machine['threads']} threads on {machine['cpus']} CPUs, "
+                             f"OMP_WAIT_POLICY {machine['omp_wait_policy']}; load average (1 min) when its "
+                             f"{load['n']} messages ended: {load['min']:.2f} least, {load['median']:.2f} median, "
+                             f"{load['max']:.2f} most (`harness bench local` gives the engine's own speed on a "
+                             "machine for comparison).")
             continue
         name = next((p for p in spec.split(":")[1:] if not p.isdigit()), None) or default_profile_name()
         digest = profiles_digest()
@@ -277,7 +285,7 @@ def render_report(summary: Summary, command: str, date: str | None = None) -> st
         f"Domain: {', '.join(summary.get('domains') or []) or NA}; "
         f"scenarios: {summary.get('n_scenarios', 0)}; seeds: {seeds or NA}; "
         f"baseline for paired differences: {summary.get('baseline') or NA}.", "",
-        _split_line(summary), "", *model_lines(summary.get("models") or []),
+        _split_line(summary), "", *model_lines(summary.get("models") or [], summary.get("machine")),
     ]
     from lg_harness.evals.cost import cost_section
 

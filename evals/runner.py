@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -243,7 +244,9 @@ def _send(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
         "call_input_tokens": stats.get("call_input_tokens", []),
         "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),
         "model_latency_s": round(stats.get("model_latency_s", 0.0), 4),
-        **({"speed": stats["speed"]} if stats.get("speed") else {}),
+        # a local engine's timings, and how busy the machine was when it ran (the same engine reads half as fast
+        # beside another process on two cores)
+        **({"speed": stats["speed"], "load_1m": round(os.getloadavg()[0], 2)} if stats.get("speed") else {}),
         # values is the whole graph state after the message (graphs/result.py), typed there as a plain dict
         "stop_reason": stop_reason(cast(HarnessState, values), h.design.knobs) if "action" in r.path else None,
     }, values

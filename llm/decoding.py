@@ -16,6 +16,11 @@ Ollama             ``format``: the same JSON schema             none (its tool c
 anything else      none                                       none
 =================  =========================================  ==========================================
 
+A *call* step is an action step that must call (a routed task with every value known and nothing run yet):
+on llama.cpp its grammar has no words branch; other providers get the action step's binding. ``shown`` lists
+tools in the prompt beyond the offered ones (the design knob ``stable_prefix``: the request's tools on every
+step of a message that may call), on llama.cpp only, where the grammar keeps the step to what it offers.
+
 ``finish`` undoes the wrapping on the way back: a ``{"reply": ...}`` answer becomes its text, and the nulls a
 strict schema makes the model write for optional arguments are dropped. Where a provider has no such field
 the model is bound as before and ``finish`` changes nothing: the harness's own checks (``nodes.self_check``)

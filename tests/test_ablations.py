@@ -115,3 +115,17 @@ def test_every_preset_is_its_own_base_of_ablations():
         for variant in ablations(design):
             assert len(knob_diff(design, variant)) == 1, (name, variant.name)
     assert ablation(load_design("naive"), "normalize_args").knobs == load_design("naive").knobs  # already off
+
+
+def test_a_local_engine_report_says_how_busy_the_machine_was():
+    """Real-model runs record each message's load average; the report states the engine's threads and the
+    least, median and most load its messages saw, so a slow figure can be told from a busy machine."""
+    records = _records("harness", SUITE[:3], True)
+    for load, record in zip((0.5, 1.5, 3.0), records, strict=True):
+        record["model"] = "local:qwen2.5-coder-0.5b"
+        record["turns"][0].update(speed={"prompt_eval_tokens": 10, "prompt_eval_s": 0.1}, load_1m=load)
+    summary = aggregate(records, SUITE[:3])
+    assert summary["machine"]["load_1m"] == {"min": 0.5, "median": 1.5, "max": 3.0, "n": 3}
+    text = render_report(summary, "harness compare --model local:qwen2.5-coder-0.5b", date="today")
+    assert "load average (1 min) when its 3 messages ended: 0.50 least, 1.50 median, 3.00 most" in text
+    assert aggregate(_records("harness", SUITE[:3], True), SUITE[:3])["machine"] == {}

@@ -75,9 +75,8 @@ def test_a_change_route_does_not_offer_again_a_lookup_an_earlier_message_made_of
     so the return's step offers the return alone (offered, a small model spends a round reading it again). A
     lookup of another order, or one that failed, does not count."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-    from lg_harness.nodes.action import looked_up_before
-
     from lg_harness.domains.shop import DOMAIN
+    from lg_harness.nodes.action import looked_up_before
 
     tools = DOMAIN.registry().offer(["get_order_status", "request_return"], "customer")
 

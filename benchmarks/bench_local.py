@@ -7,8 +7,8 @@ baseline measured in the same run:
    read of a whole prompt (the domain's system prompt and every tool), a read of its last 200 tokens after
    the rest is cached (the size of what a harness call reads), and 64 tokens written without a grammar.
    The machine's load average, its CPUs, the threads and the OpenMP wait policy are printed with them.
-2. **Conversations.** Each design (``harness``; ``harness-no:stable_prefix``, the tool list per step and the
-   task inside the system message, as before this bench; ``naive``) answers the same messages on two threads
+2. **Conversations.** Each design (``harness``; ``harness+stable_prefix``, the same with the knob that keeps a
+   prompt prefix in place; ``naive``) answers the same messages on two threads
    of its own. Everything is interleaved: message 1 of every thread of every design, then message 2, ..., so
    the load of the machine falls on all alike, and each thread's saved engine state must survive the others'
    calls in between. Per call: prompt tokens, tokens served from a saved state, tokens read and written
@@ -18,7 +18,7 @@ baseline measured in the same run:
 
 Figures: the engine's tokens/s inside each design against the raw ones, the cached share of prompt tokens from
 each thread's second call on, time to first token on messages 2+ against message 1, seconds per message of
-``harness`` against ``naive`` and against ``harness-no:stable_prefix``.
+``harness`` against ``naive`` and against ``harness+stable_prefix``.
 
 Run ``harness bench local [--domain NAME]`` or ``python -m lg_harness.benchmarks.bench_local`` (needs
 ``bash scripts/setup.sh --local-model``; about 10 minutes on 2 cores).
@@ -38,14 +38,16 @@ from langchain_core.outputs import ChatResult
 from lg_harness.benchmarks import progress
 from lg_harness.benchmarks.bench_context import bench_domain, lift_quotas, script_messages
 from lg_harness.benchmarks.printing import print_report
-from lg_harness.core.design import load_design
+from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
 from lg_harness.llm.local import LocalChatModel
 from lg_harness.llm.local_weights import get_spec
 from pydantic import PrivateAttr
 
-DESIGNS = ("harness", "harness-no:stable_prefix", "naive")
+from lg_harness.errors import UsageError
+
+DESIGNS = ("harness", "harness+stable_prefix", "naive")
 SUFFIX = 200  # tokens the engine reads after a cached prefix in the raw figure: about what a harness call reads
 WRITE = 64
 RAW_TASK = "Write a detailed description of a pair of wireless headphones for the product page."
@@ -124,12 +126,24 @@ def message_figures(calls: Sequence[dict[str, Any]], started: float, wall_s: flo
             "generated": sum(int(c.get("generated_tokens", 0)) for c in calls), "per_call": list(calls)}
 
 
+def design_of(spec: str) -> Design:
+    """A design spec, or ``<design>+<knob>``: that design with a switch knob turned on (``harness+stable_prefix``)."""
+    base, plus, knob = spec.partition("+")
+    design = lift_quotas(load_design(base))
+    if not plus:
+        return design
+    if not isinstance(getattr(design.knobs, knob, None), bool):
+        raise UsageError(f"'{knob}' is not a switch knob of a design; switch knobs: "
+                           f"{', '.join(k for k, v in design.knobs.model_dump().items() if isinstance(v, bool))}")
+    return design.model_copy(update={"name": spec, "knobs": design.knobs.model_copy(update={knob: True})})
+
+
 def converse(model: TimedLocal, domain: Domain, texts: dict[str, list[str]], designs: Sequence[str] = DESIGNS
              ) -> dict[str, list[dict[str, Any]]]:
     """Each design's threads (``texts``: thread -> messages), interleaved message by message; the messages'
     figures per design, in the order sent."""
     out: dict[str, list[dict[str, Any]]] = {d: [] for d in designs}
-    harnesses = {d: Harness(None, lift_quotas(load_design(d)), model, domain=domain) for d in designs}
+    harnesses = {d: Harness(None, design_of(d), model, domain=domain) for d in designs}
     try:
         rounds = max(len(t) for t in texts.values())
         for i in range(rounds):

@@ -1,0 +1,55 @@
+"""``harness bench local``'s arithmetic on recorded calls (the run itself needs the real model): time to first
+token, cached share from a thread's second call, engine speed against the raw figure, and the targets said
+as met or not."""
+
+from __future__ import annotations
+
+import pytest
+from lg_harness.benchmarks.bench_local import design_of, message_figures, summary, targets
+from lg_harness.errors import UsageError
+
+
+def call(started: float, prompt: int, cached: int, read: int, read_s: float, wrote: int, write_s: float) -> dict:
+    return {"started": started, "latency_s": read_s + write_s, "prompt_tokens": prompt, "cached_tokens": cached,
+            "prompt_eval_tokens": read, "prompt_eval_s": read_s, "generated_tokens": wrote, "generation_s": write_s}
+
+
+RAW = {"read_tok_s": 100.0, "write_tok_s": 10.0}
+
+
+def messages() -> list[dict]:
+    # thread a: message 1 reads 400 cold, then 100 of 500; message 2 reads 50 of 550 and 40 of 600
+    one = message_figures([call(10.5, 400, 0, 400, 4.0, 20, 2.0), call(17.0, 500, 400, 100, 1.0, 10, 1.0)], 10.0, 9.0)
+    two = message_figures([call(30.2, 550, 500, 50, 0.5, 20, 2.0), call(33.0, 600, 560, 40, 0.4, 10, 1.0)], 30.0, 4.0)
+    return [{"thread": "a", "index": 1, "text": "Where is my order ORD-10134?", "reply": "Shipped.", **one},
+            {"thread": "a", "index": 2, "text": "And ORD-10198?", "reply": "Pending.", **two}]
+
+
+def test_time_to_first_token_is_the_harness_work_before_the_call_plus_reading_the_prompt():
+    first, second = messages()
+    assert first["ttft_s"] == pytest.approx(0.5 + 4.0) and second["ttft_s"] == pytest.approx(0.2 + 0.5)
+    assert first["calls"] == 2 and first["generated"] == 30
+
+
+def test_the_summary_counts_cached_share_from_the_second_call_and_speeds_against_raw():
+    s = summary(messages(), RAW)
+    assert s["cached_share_from_call_2"] == pytest.approx((400 + 500 + 560) / (500 + 550 + 600))
+    assert s["read_tok_s"] == pytest.approx(590 / 5.9) and s["read_vs_raw"] == pytest.approx(1.0)
+    assert s["write_vs_raw"] == pytest.approx(60 / 6.0 / 10.0)
+    assert s["ttft_ratio"] == pytest.approx(0.7 / 4.5)
+
+
+def test_targets_say_met_and_not_met():
+    msgs = messages()
+    figures = {"designs": {"harness": summary(msgs, RAW), "naive": summary(msgs, RAW)},
+               "transcripts": {"harness": msgs}, "vs": {"naive": 0.5}}
+    said = "\n".join(targets(figures))
+    assert "met: engine tokens/s" in said and "met: cached share" in said and "met: time to first token" in said
+    assert "met: the first question ('Where is my order ORD-10134?')" in said
+    assert "NOT MET: s/msg harness / naive at most 0.33: x0.50" in said
+
+
+def test_a_design_with_a_switch_turned_on_and_a_clear_error_for_a_knob_that_is_not_one():
+    assert design_of("harness+stable_prefix").knobs.stable_prefix and not design_of("harness").knobs.stable_prefix
+    with pytest.raises(UsageError, match="not a switch knob"):
+        design_of("harness+max_rounds")

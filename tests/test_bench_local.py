@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from lg_harness.benchmarks.bench_local import design_of, message_figures, summary, targets
+
 from lg_harness.errors import UsageError
 
 

@@ -101,7 +101,7 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "and an explicit yes before any change, checked first.",
             {"intent": "classifier"}, context_budget_tokens=1300, clear_used_results=True, confirm_changes=True,
             constrained_decoding=True, retry_declined_call=2, answer_presentation="facts", unsure_offer=6,
-            answer_after_goal=True, stable_prefix=True),
+            answer_after_goal=True),
 )}
 
 

@@ -75,12 +75,13 @@ def test_a_change_route_does_not_offer_again_a_lookup_an_earlier_message_made_of
     so the return's step offers the return alone (offered, a small model spends a round reading it again). A
     lookup of another order, or one that failed, does not count."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from lg_harness.core.state import HarnessState
     from lg_harness.domains.shop import DOMAIN
     from lg_harness.nodes.action import looked_up_before
 
     tools = DOMAIN.registry().offer(["get_order_status", "request_return"], "customer")
 
-    def state(order: str, status: str = "success") -> dict:
+    def state(order: str, status: str = "success") -> HarnessState:
         return {"slots": {"order_id": "ORD-10144"}, "messages": [
             HumanMessage(f"Where is my order {order}?"),
             AIMessage("", tool_calls=[{"name": "get_order_status", "args": {"order_id": order}, "id": "c1"}]),

@@ -121,6 +121,7 @@ _TRIGGERS = ("ignor", "disregard", "forget", "overrid", "you are now", "from now
              "new instruction", "system", "do not", "assistant", "developer", "<|", "[inst", "[/inst", "[sys",
              "[/sys", "call", "invoke", "run ", "execute", "tool", "transfer all", " all ", "忽略", "无视", "忘记",
              "忘掉", "你现在是", "从现在", "系统", "助手", "调用", "转")
+_CLOSING = "” " + QUOTE_END
 _QUOTED_RE = re.compile(re.escape(QUOTE_MARKER) + " “.*?” " + re.escape(QUOTE_END), re.S)
 
 
@@ -240,6 +241,12 @@ def _instruction_spans(text: str) -> list[tuple[int, int]]:
         if _inside(match.start(), regions):
             continue  # already quoted: quoting twice would only add noise
         left, right = _clip(*_sentence_span(text, match.start(), match.end()), match, regions)
+        # A quote's own closing words in the text (a stray one, from a result that quoted itself) end the span:
+        # inside a quote they would close it early, and a second pass would quote the rest again.
+        if (cut := text.rfind(_CLOSING, left, match.start())) >= 0:
+            left = cut + len(_CLOSING)
+        if (stop := text.find(_CLOSING, match.end(), right)) >= 0:
+            right = stop
         while left < right and text[left].isspace():
             left += 1
         while right > left and text[right - 1].isspace():

@@ -41,6 +41,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import re
@@ -48,6 +49,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -265,7 +267,7 @@ class _Engine:
         self.bos = self._piece(meta.get("tokenizer.ggml.bos_token_id"))
         self.formatter = _formatter(self.template, self.eos, self.bos)
         self.n_ctx = n_ctx
-        self.states = PrefixStates()
+        self.states = PrefixStates(directory=_states_dir(path, n_ctx, n_batch))
         # Measured speeds (tokens/s, a moving average over calls; a cautious guess for a small CPU until the
         # first call): what a call's deadline is scaled by (``LocalChatModel.worst_case_s``).
         self.read_rate, self.write_rate = 40.0, 6.0
@@ -335,9 +337,26 @@ class _Engine:
         live = self.llama.longest_token_prefix(self.llama._input_ids.tolist(), tokens)
         saved, handle = self.states.best(ids)
         if handle is not None and saved > live:
-            self.states.restore(self.llama, handle)
+            try:
+                self.states.restore(self.llama, handle)
+            except RuntimeError:  # a state this context cannot take (a damaged file): start from nothing
+                self.states.states.pop(handle, None)
+                self.llama.reset()
+                self.llama._ctx.kv_cache_clear()
+                return 0
             return saved
         return live
+
+
+def _states_dir(path: str, n_ctx: int, n_batch: int) -> Path | None:
+    """Where this engine's states are kept across processes (``HARNESS_LOCAL_CACHE_DIR``), one folder per model
+    file and context settings (a state fits only the context it came from); None: in memory only."""
+    base = os.environ.get("HARNESS_LOCAL_CACHE_DIR")
+    if not base:
+        return None
+    stat = os.stat(path)
+    key = f"{os.path.realpath(path)}|{stat.st_size}|{stat.st_mtime_ns}|{n_ctx}|{n_batch}"
+    return Path(base) / hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=64)

@@ -397,3 +397,28 @@ def test_a_step_with_other_tools_between_does_not_cost_the_next_action_step_its_
     assert _cache_read(again) >= first.usage_metadata["input_tokens"] - 1
     speed = again.response_metadata["speed"]
     assert speed["generated_tokens"] <= base.max_tokens_call and speed["generation_s"] > 0
+
+
+@pytest.mark.skipif(real_model_missing() is not None, reason=str(real_model_missing()))
+def test_a_new_engine_starts_from_the_states_an_earlier_one_left_on_disk(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HARNESS_LOCAL_CACHE_DIR``: each ``harness run`` is a process of its own; the next one on a thread reads
+    only what is new, from the state the last one wrote. A damaged file is read as no state."""
+    from lg_harness.domains.shop import DOMAIN
+    from lg_harness.llm.local import _Engine, make_local, to_template_messages
+
+    monkeypatch.setenv("HARNESS_LOCAL_CACHE_DIR", str(tmp_path))
+    path = make_local("qwen2.5-coder-0.5b").gguf_path()  # type: ignore[attr-defined]
+    first = [SystemMessage(DOMAIN.system_prompt), HumanMessage("Where is my order ORD-10134?")]
+    settings = {"max_tokens": 8, "temperature": 0.0, "seed": 0, "stop": None}
+    one = _Engine(path, 2048, 2, 512, 0).complete(to_template_messages(first), None, **settings)
+    assert one["cached_tokens"] == 0
+    files = list(tmp_path.rglob("*.npz"))
+    assert len(files) == 1
+    later = [*first, AIMessage("It has shipped."), HumanMessage("And ORD-10198?")]
+    two = _Engine(path, 2048, 2, 512, 0).complete(to_template_messages(later), None, **settings)
+    assert two["cached_tokens"] >= one["prompt_tokens"] - 1, "the new engine read only what is new"
+    for file in tmp_path.rglob("*.npz"):
+        file.write_bytes(b"not a state")
+    three = _Engine(path, 2048, 2, 512, 0).complete(to_template_messages(later), None, **settings)
+    assert three["cached_tokens"] == 0 and three["text"] == two["text"]

@@ -168,8 +168,9 @@ def constrain(model: Any, step: Step, tools: Sequence[dict[str, Any]] = (),
               shown: Sequence[dict[str, Any]] = ()) -> Constrained:
     """``model`` bound with ``tools`` and the constraint its provider supports for ``step`` (see the module doc).
 
-    ``shown``: the tools the prompt lists on every call of a thread (a prefix that never changes), where the
-    grammar keeps the step to ``tools``; a provider without a grammar lists ``tools`` only."""
+    ``shown``: the tools the prompt lists on every step of a message that may call (a prefix that stays put
+    between them), where the grammar keeps the step to ``tools``; a provider without a grammar lists ``tools``
+    only."""
     family = _provider(model)
     if family == "llama.cpp":
         from lg_harness.llm.grammars import action_grammar, answer_grammar, call_grammar

@@ -292,7 +292,7 @@ class _Engine:
             tokens = llama.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
             if len(tokens) + 1 > self.n_ctx:
                 raise PromptTooLong(f"prompt of {len(tokens)} tokens does not fit the {self.n_ctx}-token "
-                                      "context window of the local model")
+                                    "context window of the local model")
             cached = min(self._warm(tokens), len(tokens) - 1)
             llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
             out = llama.create_completion(prompt=tokens, max_tokens=min(max_tokens, self.n_ctx - len(tokens)),
@@ -439,8 +439,9 @@ class LocalChatModel(BaseChatModel):
         # Tokens per step: a caller's max_tokens, else the step's own budget (a call is short; the 0.5B model
         # otherwise writes on to the cap at a few tokens a second)
         limit = kwargs.get("max_tokens") or (self.max_tokens_call if tools else self.max_tokens)
-        # ``prefix_tools``: the tools every call of the thread lists, so the prompt's prefix stays the same;
-        # the grammar bound with them keeps this step to ``tools`` (llm.decoding.constrain)
+        # ``prefix_tools``: the tools every step of the message that may call lists, so the prompt's prefix
+        # stays the same between them; the grammar bound with them keeps this step to ``tools``
+        # (llm.decoding.constrain)
         listed = kwargs.get("prefix_tools") or tools
         template = to_template_messages(messages)
 

@@ -82,8 +82,8 @@ def assemble_state(state: HarnessState, design: Design, domain: Domain,
     # read it out: "You asked me to open.")
     task = describe_task(state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
                          is_task=state.get("intent_kind", "task") != "conversational" and bool(domain.intents))
-    return assemble(system=domain.system_prompt, session=customer_line(state), task=task, memory=memory_layer(state), history=history,
-                    immediate=immediate, policy=policy_for(design, strategies), anchors=_anchor(state, history),
+    return assemble(system=domain.system_prompt, session=customer_line(state), task=task, memory=memory_layer(state),
+                    history=history, immediate=immediate, policy=policy_for(design, strategies), anchors=_anchor(state, history),
                     entity_types=domain.entity_types)
 
 

@@ -41,6 +41,7 @@ from lg_harness.tools.ledger import LEDGER_RESOURCE
 
 tool_log = logging.getLogger("harness.tools")
 
+
 def looked_up_before(state: HarnessState, tools: Sequence[Any]) -> set[str]:
     """The reading tools among ``tools`` that worked in an earlier message with arguments the task's slots all
     hold (the same record)."""
@@ -151,8 +152,8 @@ class ToolLoopAction:
         done = {str(r.get("name")) for r in state.get("tool_log") or [] if r.get("status") == "ok"}
         if self.knobs.answer_after_goal and goal - done:
             aside |= {t.name for t in tools if t.name in done and t.name not in goal and not t.changes_state}
-            # and a lookup an earlier message made of the very record in hand ("where is ORD-1?", then "return
-            # it"): its result is in the conversation; offered, a small model spends a round reading it again
+            # and a lookup an earlier message made of the very record in hand (its status asked, then a return
+            # of it): its result is in the conversation; offered, a small model spends a round reading it again
             aside |= looked_up_before(state, [t for t in tools if t.name not in goal])
         # The message names a record a lookup takes ("does P1001 have noise cancelling?"): the search or list that
         # would only find its id is not offered; a small model otherwise searches and answers from the hits.
@@ -227,7 +228,8 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         offered = self.offered(state, config)
-        # an answer step lists no tools: listed, the 0.5B model wrote the call again as text (docs/performance.md, "On the real local model")
+        # an answer step lists no tools: listed, the 0.5B model wrote the call again as text
+        # (docs/performance.md, "On the real local model")
         shown = self.listing(state, config) if self.knobs.stable_prefix and offered else []
         ai, stats = call_or_retry(self.deps, state, messages, stats, offered, shown)
         if ai.tool_calls and goal_reached(state, self.knobs):

@@ -74,7 +74,10 @@ class Voice:
         return self.lang == "zh"
 
     def phrase(self, key: str) -> str | None:
-        return self.domain.phrase(key, self.lang) if self.domain is not None and key in self.domain.phrases else None
+        """The domain's own word for ``key`` in this language (English stands in for a language it lacks), never
+        another language's: a shop that words "pending" only in Chinese keeps "pending" in an English reply."""
+        texts = self.domain.phrases.get(key) if self.domain is not None else None
+        return (texts.get(self.lang) or texts.get("en")) if texts else None
 
     def label(self, key: str) -> str:
         own = self.phrase(f"label_{key}")

@@ -12,7 +12,7 @@ from lg_harness.evals.metrics import judge_turn
 from lg_harness.evals.reply_quality import customer_grade, reply_problems, turn_language
 from lg_harness.nodes.customer_text import dump_kind, wrong_language
 from lg_harness.nodes.presentation import present
-from lg_harness.nodes.render_answer import render_answer
+from lg_harness.nodes.render_answer import Voice, fact_lines, render_answer
 
 SHOP = load_domain("shop")
 ORDER = {"order_id": "ORD-10134", "status": "shipped", "created_at": "2026-10-26T14:32:00", "total": 288.49,
@@ -135,3 +135,13 @@ def test_a_label_names_the_thing_not_what_the_call_does_with_it():
     assert "ORD-10194" in text and "cancelled" in text and "to cancel" not in text.lower(), text
     coupon = render({"code": "SAVE10", "claimed": True}, "claim SAVE10 for me", "en", tool="claim_coupon")
     assert "in capitals" not in coupon and "SAVE10" in coupon, coupon
+
+
+def test_a_status_the_domain_words_only_in_chinese_stays_english_in_an_english_reply():
+    """The shop words "pending" and "delivered" in Chinese only: an English reader got "status: 待发货"."""
+    pending = {**ORDER, "status": "pending"}
+    english = render(pending, "What's the status of ORD-10134?", "en")
+    assert "pending" in english and "待发货" not in english
+    assert "待发货" in render(pending, "ORD-10134 的状态是什么？", "zh")
+    lines = fact_lines(pending, Voice("en", SHOP))
+    assert "status: pending" in lines and not any("待发货" in line for line in lines)

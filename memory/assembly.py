@@ -87,10 +87,12 @@ class ContextPolicy(BaseModel):
         drop_low_information: Leave acknowledgements ("ok", "谢谢") out of the working layer.
         clear_used_results: Show earlier turns' tool results as digests (``memory.clearing``), except the
             latest successful one while this turn has none of its own.
-        stable_prefix: Keep the system layer alone in the first message and put who the customer is, the
-            task and the memory in a second one, so every call starts with the same tokens (an engine with a
-            prefix cache does not read them again); the earlier turns' results shown are decided once per
-            message.
+        stable_prefix: One prefix for the whole thread, so an engine with a prefix cache reads each token
+            once: the system layer alone first (the same for every thread), who the customer is next (the
+            same for the thread), then the conversation as it happened (nothing cleared, filtered or picked:
+            it only grows, until compression cuts it in one go), and the task and memory last, in a message
+            of their own that the answer step leaves out (``without_task_block``). The history gets every
+            token the other layers leave.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -120,8 +122,9 @@ class ContextPolicy(BaseModel):
         return self.shares.tokens(self.budget_tokens)
 
     def clears_results(self) -> bool:
-        """Whether used tool results are cleared: asked for, and a strategy that trims (never the naive buffer)."""
-        return self.clear_used_results and self.strategy.trims
+        """Whether used tool results are cleared: asked for, and a strategy that trims (never the naive buffer);
+        never with a stable prefix, where a result cleared a message later would change the prompt from there."""
+        return self.clear_used_results and self.strategy.trims and not self.stable_prefix
 
 
 @dataclass
@@ -563,18 +566,28 @@ def _select_working(candidates: list[Group], budget: int, ctx: WorkingContext, s
     return [candidates[i] for i in sorted(set(chosen))]
 
 
+# The id of the message that carries the task and the memory after the conversation (``stable_prefix``).
+TASK_BLOCK_ID = "harness-task-block"
+
+
+def without_task_block(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` without the trailing task and memory block: what an answer step reads (placed before the
+    answer, the 0.5B model copied it into its answers, ``docs/performance.md``)."""
+    return [m for m in messages if m.id != TASK_BLOCK_ID]
+
+
 def _system_messages(system: str, session: str, task: str, memory_lines: list[str], working: list[BaseMessage],
                      immediate: list[BaseMessage], stable: bool) -> list[BaseMessage]:
     """The layers in order. ``stable``: the domain's instructions alone in the first message, the same for every
     thread (a template that renders tools into the system turn puts them right after it, so instructions and
-    tools form one prefix every thread shares), and who the customer is, the task and the memory (which change
-    from thread to thread and turn to turn) in a second system message. Placed after the earlier turns instead,
-    the 0.5B model copied that block into its answers (``docs/performance.md, "On the real local model"``)."""
+    tools form one prefix every thread shares), who the customer is in a second one (the same all thread
+    long), the conversation, and the task and the memory (which change from turn to turn) last, so what
+    changes is only ever what a call reads new."""
     sections = [f"{TASK_TITLE}\n{task}" if task else "", "\n".join(memory_lines)]
     if stable:
-        changing = "\n\n".join(s for s in [session, *sections] if s)
-        return [*([SystemMessage(system)] if system else []), *([SystemMessage(changing)] if changing else []),
-                *working, *immediate]
+        changing = "\n\n".join(s for s in sections if s)
+        return [*([SystemMessage(system)] if system else []), *([SystemMessage(session)] if session else []),
+                *working, *immediate, *([SystemMessage(changing, id=TASK_BLOCK_ID)] if changing else [])]
     content = "\n\n".join(s for s in ["\n".join(p for p in (system, session) if p), *sections] if s)
     return [*([SystemMessage(content)] if content else []), *working, *immediate]
 
@@ -620,22 +633,31 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, session: str = "", 
     memory_lines, account["memory"], cut = fill_memory(entries, budgets["memory"] if strategy.trims else None, count)
 
     if policy.clears_results():
-        # With a stable prefix what the earlier turns show is decided once per message: the latest result
-        # stays whole after this turn's own call worked too, so no call of the message re-reads the history.
-        history = clear_used_results(history, results_to_keep(history, () if policy.stable_prefix else immediate_msgs))
+        history = clear_used_results(history, results_to_keep(history, immediate_msgs))
     candidates = [g for g in tool_groups(history) if g.valid]
-    if strategy.trims and policy.drop_low_information:
+    if strategy.trims and policy.drop_low_information and not policy.stable_prefix:
         candidates = informative(candidates, count, entity_types)
-    candidates, original = _with_original(candidates, history, immediate_msgs, anchors or Anchors())
-    overflow = sum(max(0, account[name] - budgets[name]) for name in ("system", "task", "memory", "immediate"))
-    budgets["working"] = max(0, budgets["working"] - overflow)
-    room = budgets["working"] if strategy.trims else sum(message_tokens(m, count) for m in history)
-    working = _select_working(candidates, room, WorkingContext(policy, original), strategy, count)
+    original = None
+    if not policy.stable_prefix:
+        candidates, original = _with_original(candidates, history, immediate_msgs, anchors or Anchors())
+    others = ("system", "task", "memory", "immediate")
+    if policy.stable_prefix:  # the history gets what the other layers leave, shown as it happened: the newest
+        # whole groups that fit, in one run (cut from the oldest end only)
+        budgets["working"] = room = max(0, policy.budget_tokens - sum(account[n] for n in others))
+        sizes = [sum(message_tokens(m, count) for m in g.messages) for g in candidates]
+        working = [candidates[i] for i in _newest_fitting(range(len(candidates)), sizes, room)]
+    else:
+        overflow = sum(max(0, account[name] - budgets[name]) for name in others)
+        budgets["working"] = max(0, budgets["working"] - overflow)
+        room = budgets["working"] if strategy.trims else sum(message_tokens(m, count) for m in history)
+        working = _select_working(candidates, room, WorkingContext(policy, original), strategy, count)
     working_msgs = [m for g in working for m in g.messages]
     account["working"] = sum(message_tokens(m, count) for m in working_msgs)
 
-    if policy.stable_prefix and (session or task or memory_lines):  # they ride in a message of their own
+    if policy.stable_prefix and (task or memory_lines):  # they ride in a message of their own
         account["task"] += MESSAGE_OVERHEAD
+    if policy.stable_prefix and session:
+        account["system"] += MESSAGE_OVERHEAD
     account = {name: account[name] for name in LAYERS}
     account["total"] = sum(account.values())
     kept_from_history = sum(len(g.messages) for g in working if g.start >= 0)

@@ -24,10 +24,11 @@ from lg_harness.core.routing import counters
 from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
+from lg_harness.memory.assembly import without_task_block
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context, last_human_text, split_turn
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args, ungrounded_values
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, thread_id
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, prompt_tools, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
@@ -170,10 +171,7 @@ class ToolLoopAction:
         return self.listing(state, config)
 
     def listing(self, state: HarnessState, config: RunnableConfig | None = None):
-        """The tools of this message's request (what ``offer`` offers until the goal is reached). With the
-        design's ``stable_prefix`` the prompt lists them on every step of the message that may call, whatever
-        the set-aside rules leave on offer, so a later step reads only what the one before added; the grammar
-        decides what the step may call."""
+        """The tools of this message's request (what ``offer`` offers until the goal is reached)."""
         role = acting_user(state, config).get("role", "customer")
         if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
             return self.deps.registry.offer(None, role)
@@ -228,10 +226,9 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         offered = self.offered(state, config)
-        # an answer step lists no tools: listed, the 0.5B model wrote the call again as text
-        # (docs/performance.md, "On the real local model")
-        shown = self.listing(state, config) if self.knobs.stable_prefix and offered else []
-        ai, stats = call_or_retry(self.deps, state, messages, stats, offered, shown)
+        if not offered:  # an answer: the task block trails only a step that may call (memory.assembly)
+            messages = without_task_block(messages)
+        ai, stats = call_or_retry(self.deps, state, messages, stats, offered, prompt_tools(self.deps, state, config))
         if ai.tool_calls and goal_reached(state, self.knobs):
             # offered no tool and calling one anyway (a model without a grammar): nothing more runs; the
             # answer step writes the reply from what the route's call returned

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
+from lg_harness.core.state import HarnessState, StateUpdate, TurnStats, acting_user
 from lg_harness.llm.decoding import Step, constrain
 from lg_harness.llm.embeddings import Embedder, current_embedder
 from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
@@ -195,6 +195,15 @@ def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]
     raise AssertionError("unreachable")
 
 
+def prompt_tools(deps: NodeDeps, state: HarnessState, config: RunnableConfig | None = None) -> list[ToolSpec]:
+    """The tools every model step of a thread lists with the design's ``stable_prefix``: all those the acting
+    user's role may use, in the registry's order, so the prompt's prefix never changes within a thread (the
+    grammar holds each step to what it may call, or to words); none without the knob."""
+    if not deps.design.knobs.stable_prefix:
+        return []
+    return deps.registry.offer(None, acting_user(state, config).get("role", "customer"))
+
+
 def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
                tools: Sequence[ToolSpec] = (), step: Step | None = None,
                shown: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
@@ -202,9 +211,8 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
 
     ``step`` (``answer`` or ``action``) asks for decoding that fits it when the design's
     ``constrained_decoding`` is on and the provider can (``llm.decoding``); ``call`` is an action step that must
-    call. ``shown`` are the tools the prompt lists whatever the step offers (design knob ``stable_prefix``),
-    where the provider holds a step to its offered ones by grammar; elsewhere the prompt lists the offered
-    tools only."""
+    call. ``shown`` are the tools the prompt lists whatever the step offers (``prompt_tools``), where the
+    provider holds a step to its offered ones by grammar; elsewhere the prompt lists the offered tools only."""
     text_mode = bool(tools) and deps.design.knobs.tool_calling == "text"
     finish = None
     if text_mode:  # a model without native tool calls reads instructions and writes TOOL: lines

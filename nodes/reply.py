@@ -13,8 +13,9 @@ from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
+from lg_harness.memory.assembly import without_task_block
 from lg_harness.memory.context import build_context, last_ai, last_human_text
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model, prompt_tools
 from lg_harness.nodes.fact_check import results_of
 from lg_harness.nodes.phrases import has_phrase, say
 from lg_harness.nodes.presentation import present
@@ -67,9 +68,9 @@ class ModelReply:
         ai = last_ai(messages)
         if not check.get("problems") and ai is not None and not ai.tool_calls and ai is messages[-1] and ai.text.strip():
             return {"reply": ai.text, "phase": "reply"}
-        return self.generate(state, check)
+        return self.generate(state, check, config)
 
-    def generate(self, state: HarnessState, check: dict[str, Any]) -> StateUpdate:
+    def generate(self, state: HarnessState, check: dict[str, Any], config: RunnableConfig | None = None) -> StateUpdate:
         stats: TurnStats = TurnStats(**(state.get("turn_stats") or {}))  # a copy
         messages = state.get("messages") or []
         removals: list[Any] = []
@@ -90,7 +91,7 @@ class ModelReply:
                 state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
         context = self.answer_context(state, note)
         try:
-            ai, stats = call_model(self.deps, context, stats, step="answer")
+            ai, stats = call_model(self.deps, context, stats, step="answer", shown=prompt_tools(self.deps, state, config))
             text = ai.text or say("ask_generic", lang_of(state), self.deps.domain)
         except ModelCallFailed as err:
             stats = {**stats, **err.stats}
@@ -105,5 +106,6 @@ class ModelReply:
         variant = self.deps.design.knobs.answer_presentation
         results = turn_results(state)
         context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
+        context = without_task_block(context)
         notes = [note] if variant == "replay" or note != FINAL_NOTE or not results else []
         return present(context, notes, variant, results, lang_of(state), self.deps.registry, self.deps.domain)

@@ -1,6 +1,6 @@
 """The prompt the local model reads, call by call (issue 42): a ready task's first try held to a call, two calls a
-lookup; with the knob ``stable_prefix`` the instructions alone first and the same for every thread, who the
-customer is and the task in a message of their own. The engine is a stand-in that records what it is given, so
+lookup; with the knob ``stable_prefix`` one prefix a whole thread: the instructions and every tool first, the same
+for every thread, who the customer is next, the conversation as it happened, the task last on a step that may call. The engine is a stand-in that records what it is given, so
 these run without the model; ``harness bench local`` measures the real one."""
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ class ScriptedEngine:
         if "zq-call" in (grammar or "") and order:
             text = json.dumps({"name": "get_order_status", "arguments": {"order_id": order.group()}})
         else:
-            text = "Your order has been delivered."
+            found = re.findall(r'"status":\s*"(\w+)"', str(messages[-1]["content"]) if messages[-1]["role"] == "tool" else "")
+            text = f"Your order is {found[0] if found else 'delivered'}."
         return {"text": text, "finish_reason": "stop", "prompt_tokens": 100, "completion_tokens": 10,
                 "cached_tokens": 0, "latency_s": 0.01, "prompt": "", "speed": {}}
 
@@ -49,11 +50,17 @@ def stable() -> Any:
     return design.model_copy(update={"knobs": design.knobs.model_copy(update={"stable_prefix": True})})
 
 
-def ask(design, engine: ScriptedEngine, user: str, thread: str = "t") -> list[dict[str, Any]]:
+def ask(design, engine: ScriptedEngine, user: str, thread: str = "t",
+        texts: tuple[str, ...] = ("Where is my order ORD-10144?",)) -> list[dict[str, Any]]:
     with Harness(None, design, LocalChatModel(model_path="unused.gguf"), domain="shop") as h:
         before = len(engine.calls)
-        h.send(thread, "Where is my order ORD-10144?", user)
+        for text in texts:
+            h.send(thread, text, user)
     return engine.calls[before:]
+
+
+def is_task_block(message: dict[str, Any]) -> bool:
+    return message["role"] == "system" and str(message["content"]).startswith("## Current task")
 
 
 def test_a_lookup_is_one_call_held_to_a_call_then_the_answer(engine: ScriptedEngine) -> None:
@@ -70,8 +77,24 @@ def test_every_thread_starts_with_the_same_instructions_and_the_customer_follows
     other = ask(stable(), engine, "U002", "b")
     heads = {json.dumps(c["messages"][0]) for c in [*one, *other]}
     assert heads == {json.dumps({"role": "system", "content": SHOP.system_prompt})}
-    assert one[0]["messages"][1]["role"] == "system" and one[0]["messages"][1]["content"].startswith("Customer: id U001")
-    assert other[0]["messages"][1]["content"].startswith("Customer: id U002")
+    assert one[0]["messages"][1] == {"role": "system", "content": "Customer: id U001, role customer."}
+    assert other[0]["messages"][1]["content"] == "Customer: id U002, role vip."
+
+
+def test_each_call_of_a_thread_extends_the_one_before_so_only_what_is_new_is_read(engine: ScriptedEngine) -> None:
+    """Two messages, a lookup each: every call lists every tool the customer may use (the grammar holds the step
+    to its own), and each prompt, less the task block that trails a step that may call, starts with the whole
+    prompt before it; the answer step reads no task block."""
+    calls = ask(stable(), engine, "U001", texts=("Where is my order ORD-10144?", "What's the status of ORD-10198?"))
+    assert len(calls) == 4
+    everything = [spec.name for spec in SHOP.registry().offer(None, "customer")]
+    assert all(call["tools"] == everything for call in calls) and len(everything) > 1
+    assert [is_task_block(c["messages"][-1]) for c in calls] == [True, False, True, False]
+    assert calls[0]["grammar"].startswith("root ::= zq-call") and calls[1]["grammar"].startswith("root ::= zq-text")
+    shown = [[m for m in c["messages"] if not is_task_block(m)] for c in calls]
+    for before, after in zip(shown, shown[1:], strict=False):
+        assert after[: len(before)] == before, "a call changed what the call before it read"
+        assert len(after) > len(before)
 
 
 def test_without_the_knob_the_customer_and_task_ride_in_the_instructions(engine: ScriptedEngine) -> None:

@@ -37,7 +37,8 @@ from lg_harness.benchmarks.printing import print_report
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import BenchScript, Domain, load_domain
 from lg_harness.graphs.app import Harness
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 STRATEGIES = ("full", "time_window", "anchored", "summary_only", "structured_only", "hybrid")
 THREAD = "bench-context"

@@ -246,35 +246,42 @@ def format_table(f: dict[str, Any]) -> str:
 
 
 def notes(f: dict[str, Any]) -> list[str]:
-    out = ["Replies (harness, thread a):"]
-    out += [f"  {m['index']}. {m['text']} -> {m['reply']}" for m in (f["transcripts"].get("harness") or [])
-            if m["thread"] == "a"]
+    """Each design's replies on thread a (``naive``'s aside: the baseline)."""
+    out: list[str] = []
+    for name, transcript in f["transcripts"].items():
+        if name != "naive":
+            out += [f"Replies ({name}, thread a):"]
+            out += [f"  {m['index']}. {m['text']} -> {m['reply']}" for m in transcript if m["thread"] == "a"]
     return out
 
 
 def targets(f: dict[str, Any]) -> list[str]:
-    """The issue's targets against this run's figures, each said plainly as met or NOT met."""
-    d = f["designs"].get("harness")
-    if d is None:
-        return []
+    """The issue's targets against this run's figures, for each design but ``naive`` (the baseline), each said
+    plainly as met or NOT met."""
+    out: list[str] = []
+    naive = (f["designs"].get("naive") or {}).get("s_per_message")
+    for name, d in f["designs"].items():
+        if name == "naive":
+            continue
 
-    def said(ok: bool, text: str) -> str:
-        return f"{'met' if ok else 'NOT MET'}: {text}"
+        def said(ok: bool, text: str, name: str = name) -> str:
+            return f"{'met' if ok else 'NOT MET'} ({name}): {text}"
 
-    first = [m for m in f["transcripts"]["harness"] if m["thread"] == "a" and m["index"] == 1][0]
-    out = [said(min(d["read_vs_raw"], d["write_vs_raw"]) >= ENGINE_SHARE,
-                f"engine tokens/s in the harness at least {ENGINE_SHARE:.0%} of raw: read x{d['read_vs_raw']:.2f}, "
-                f"write x{d['write_vs_raw']:.2f}"),
-           said(d["cached_share_from_call_2"] >= CACHED_SHARE,
-                f"cached share from each thread's second call at least {CACHED_SHARE:.0%}: "
-                f"{d['cached_share_from_call_2']:.0%}"),
-           said(d["ttft_ratio"] <= TTFT_SHARE, f"time to first token on messages 2+ at most {TTFT_SHARE:g}x message "
-                f"1's, two threads interleaved: x{d['ttft_ratio']:.2f}"),
-           said(first["calls"] <= 2 and first["generated"] <= 60,
-                f"the first question ({first['text']!r}): at most 2 calls and 60 tokens written: {first['calls']} "
-                f"calls, {first['generated']} tokens")]
-    if "naive" in (f.get("vs") or {}):
-        out.append(said(f["vs"]["naive"] <= SPEEDUP, f"s/msg harness / naive at most {SPEEDUP:g}: x{f['vs']['naive']:.2f}"))
+        first = [m for m in f["transcripts"][name] if m["thread"] == "a" and m["index"] == 1][0]
+        out += [said(min(d["read_vs_raw"], d["write_vs_raw"]) >= ENGINE_SHARE,
+                     f"engine tokens/s in the harness at least {ENGINE_SHARE:.0%} of raw: read x{d['read_vs_raw']:.2f}, "
+                     f"write x{d['write_vs_raw']:.2f}"),
+                said(d["cached_share_from_call_2"] >= CACHED_SHARE,
+                     f"cached share from each thread's second call at least {CACHED_SHARE:.0%}: "
+                     f"{d['cached_share_from_call_2']:.0%}"),
+                said(d["ttft_ratio"] <= TTFT_SHARE, f"time to first token on messages 2+ at most {TTFT_SHARE:g}x "
+                     f"message 1's, two threads interleaved: x{d['ttft_ratio']:.2f}"),
+                said(first["calls"] <= 2 and first["generated"] <= 60,
+                     f"the first question ({first['text']!r}): at most 2 calls and 60 tokens written: "
+                     f"{first['calls']} calls, {first['generated']} tokens")]
+        if naive:
+            ratio = d["s_per_message"] / naive
+            out.append(said(ratio <= SPEEDUP, f"s/msg {name} / naive at most {SPEEDUP:g}: x{ratio:.2f}"))
     return out
 
 

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 KEY = "bench"
 

@@ -400,13 +400,13 @@ def mcp_domain(target: str) -> Domain:
     """A domain of the tools of one MCP server (``tools.mcp``): a command line (stdio) or an http(s) URL."""
     from lg_harness.tools.mcp import mcp_tools
 
-    from lg_harness.errors import HarnessError
+    from lg_harness.errors import HarnessError, UsageError
 
     if not target.strip():
         raise HarnessError("--domain mcp: needs the server: mcp:<command line> (stdio) or mcp:http(s)://host/path")
     try:
         tools = mcp_tools(target)
-    except (ConnectionError, ValueError) as err:
+    except (ConnectionError, ValueError, UsageError) as err:
         raise HarnessError(f"{err}; check the command or URL after mcp:") from err
     server = next((t.metadata.get("mcp_server") for t in tools if t.metadata), None) or "mcp"
     return Domain(name=str(server), description=f"the tools of the MCP server {target}", tools=tools)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from lg_harness.core.design import DEFAULT_VARIANTS, NO, WITH, Design, ablations, load_design
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 ABLATED = "harness"
 # Part swaps run with --ablations: (role, variant) of a plainer design that one claim needs.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 # How many freshly run cells must all have met a silent model before the comparison stops.
 EARLY_CELLS = 4

@@ -22,7 +22,8 @@ from typing import Any
 
 from lg_harness.core.design import Design, load_design
 from lg_harness.evals import cell_health
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 CELLS = "cells.jsonl"
 

@@ -27,8 +27,9 @@ from lg_harness.evals.scenario import Outcome, Scenario
 from lg_harness.evals.world import World, counted
 from lg_harness.graphs.runtime import default_runtime
 from lg_harness.tools.context import ToolContext
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import ToolExecutor
+
+from lg_harness.errors import HarnessError
 
 OPEN_TEXT = "(as the customer says)"  # what an open free-text argument is run with
 ANY = {"any": True}

@@ -22,8 +22,9 @@ from lg_harness.graphs.app import Harness, executor_for
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.graphs.runtime import default_runtime
 from lg_harness.llm.factory import close_model, make_model
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.faults import FaultPlan
+
+from lg_harness.errors import HarnessError
 
 # Background faults every backend shows a little of, on top of what a scenario scripts.
 BACKGROUND_RATES = {"timeout": 0.02, "rate_limited": 0.02, "server_error": 0.02, "malformed": 0.01}

@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from lg_harness.evals.clusters import cluster_of
 from lg_harness.evals.scenario_files import invalid_scenario, read_rows
-from lg_harness.tools.errors import HarnessError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from lg_harness.errors import HarnessError
 
 Tag = Literal["single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation",
               "role", "adversarial", "injection", "unicode", "tool-faults", "zh", "en", "handoff", "handwritten", "confirmation"]

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from lg_harness.tools.errors import HarnessError
 from pydantic import ValidationError
+
+from lg_harness.errors import HarnessError
 
 
 def read_rows(path: Path) -> tuple[str, list[Any]]:

@@ -16,7 +16,8 @@ from typing import Any
 
 from lg_harness.evals.formatting import NA, fmt_diff, fmt_stat, significance, table
 from lg_harness.evals.report import main_designs
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 Summary = Mapping[str, Any]
 

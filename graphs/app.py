@@ -32,13 +32,12 @@ from lg_harness.llm.factory import close_model, make_model
 from lg_harness.memory.hooks import UnopenedMemory
 from lg_harness.obs.tracing import current_trace_id, message_span
 from lg_harness.tools.backend import BackendPlace
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import Executor, RetryPolicy, ToolExecutor
 from lg_harness.tools.ledger import LEDGER_RESOURCE
 from lg_harness.tools.registry import ToolRegistry
 from lg_harness.tools.text import clean_text
 
-from lg_harness.errors import RunError, UsageError
+from lg_harness.errors import HarnessError, RunError, UsageError
 
 if TYPE_CHECKING:  # chromadb loads with it: only the commands that run messages open memory
     from lg_harness.memory.longterm import LongTermMemory

@@ -28,7 +28,8 @@ from urllib.parse import urlsplit
 
 from lg_harness.graphs.ordering import ThreadOrder
 from lg_harness.graphs.storage_faults import check_checkpoint_store
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 DATABASE_ENV = "HARNESS_DATABASE_URL"
 CHROMA_ENV = "HARNESS_CHROMA_URL"

@@ -12,7 +12,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 CHECKPOINTS_FILE = "checkpoints.sqlite"
 TRANSCRIPTS_FILE = "transcripts.sqlite"

@@ -19,7 +19,7 @@ from lg_harness.graphs.thread_ids import check_thread_id
 
 if TYPE_CHECKING:  # a TypedDict: at run time the config is a plain dict, and this module stays light
     from langchain_core.runnables import RunnableConfig
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 START = "__start__"
 BRANCH = "branch:to:"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 MAX_THREAD_ID = 200
 

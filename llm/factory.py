@@ -7,7 +7,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from lg_harness.llm.sim import SimChatModel

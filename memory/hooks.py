@@ -22,7 +22,7 @@ class UnopenedMemory:
     the graph keeps its remember step, so its checkpoints read the same, but nothing may use it."""
 
     def __getattr__(self, name: str) -> Any:
-        from lg_harness.tools.errors import HarnessError
+        from lg_harness.errors import HarnessError
 
         raise HarnessError("long-term memory is not open: this harness only reads threads")
 

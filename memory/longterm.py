@@ -24,7 +24,8 @@ from lg_harness.memory.experiences import (
 )
 from lg_harness.memory.facts import Clock, Fact, FactStore
 from lg_harness.memory.writer import MemoryWriter
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 __all__ = [
     "Clock",

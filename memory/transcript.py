@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+from lg_harness.errors import UsageError
+
 BUSY_TIMEOUT_S = 30.0  # as the checkpointer, the audit log and the change ledger
 AUTHORS = ("customer", "bot", "human")  # who writes a transcript row
 ROW_COLUMNS = ("seq", "turn", "role", "author", "author_name", "content", "created_at")
@@ -27,7 +29,7 @@ READ_SQL = ("SELECT seq, turn, role, author, author_name, content, created_at FR
 def author_of(role: str, author: str | None = None) -> str:
     """Who wrote a row: as given, else the customer for a user row and the bot for a reply."""
     if author is not None and author not in AUTHORS:
-        raise ValueError(f"author must be one of {', '.join(AUTHORS)}, got '{author}'")
+        raise UsageError(f"author must be one of {', '.join(AUTHORS)}, got '{author}'")
     return author or ("customer" if role == "user" else "bot")
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 PREFIX = "peer:"
 

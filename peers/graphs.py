@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 DRAWN = {"peer:langchain": False, "peer:langchain-mw": True}  # name -> with middleware
 

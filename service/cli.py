@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import typer
-from lg_harness.tools.errors import HarnessError
 from rich.console import Console
 from rich.table import Table
+
+from lg_harness.errors import HarnessError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="An agent harness as a LangGraph StateGraph.")

@@ -10,10 +10,11 @@ from typing import Any
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.outcomes import call_outcome
-from lg_harness.tools.errors import HarnessError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from lg_harness.errors import HarnessError
 
 THREAD = "demo"
 FORK_AFTER = 3  # the demo forks the thread after this message and sends the next one again

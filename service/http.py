@@ -45,9 +45,8 @@ from lg_harness.service.http_errors import error_body, error_response
 from lg_harness.service.http_guard import unknown_thread
 from lg_harness.service.leases import POLICIES, Claim, ThreadBusy, ThreadQueue
 from lg_harness.service.thread_names import public_id, shadow_id
-from lg_harness.tools.errors import HarnessError
 
-from lg_harness.errors import RunError
+from lg_harness.errors import HarnessError, RunError
 
 RESULT_STATES = ("done", "failed", "cancelled", "abandoned")
 UNAVAILABLE = "model_unavailable"  # marks a failed message whose model never answered

@@ -16,7 +16,8 @@ from fastapi import HTTPException, Request
 from lg_harness.graphs.thread_ids import check_thread_id
 from lg_harness.service.desk.auth import identify
 from lg_harness.service.http_errors import error_response, install_error_handlers
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 IDENTITY_FIELDS = ("user_id", "user", "role")  # who the caller is comes from authentication, never the body
 MAX_ID = 2**63 - 1  # the largest row id either database stores

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 
 def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, model: str, domain: str,

@@ -35,8 +35,9 @@ from lg_harness.graphs.app import prepare_data_dir
 from lg_harness.graphs.builder import build_graph
 from lg_harness.llm.factory import make_model
 from lg_harness.tools.backend import BackendPlace
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.ledger import LEDGER_RESOURCE, SqliteLedger
+
+from lg_harness.errors import HarnessError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -10,7 +10,8 @@ from lg_harness.evals.claims import CLAIMS, claim_rows, compares
 from lg_harness.evals.metrics import aggregate
 from lg_harness.evals.report import render_report
 from lg_harness.evals.scenario import Scenario, Turn, TurnExpect
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 
 def knob_diff(a, b) -> dict:

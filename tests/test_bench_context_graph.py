@@ -18,7 +18,8 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop.backend import ShopDB
 from lg_harness.domains.shop.bench import customer_facts
 from lg_harness.nodes.classify import classify
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import tool_spec

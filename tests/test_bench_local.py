@@ -40,14 +40,19 @@ def test_the_summary_counts_cached_share_from_the_second_call_and_speeds_against
     assert s["ttft_ratio"] == pytest.approx(0.7 / 4.5)
 
 
-def test_targets_say_met_and_not_met():
+def test_targets_say_met_and_not_met_for_each_design_against_naive():
     msgs = messages()
-    figures = {"designs": {"harness": summary(msgs, RAW), "naive": summary(msgs, RAW)},
-               "transcripts": {"harness": msgs}, "vs": {"naive": 0.5}}
+    slow = [{**m, "wall_s": m["wall_s"] * 2} for m in msgs]
+    figures = {"designs": {"harness": summary(msgs, RAW), "harness+stable_prefix": summary(msgs, RAW),
+                           "naive": summary(slow, RAW)},
+               "transcripts": {"harness": msgs, "harness+stable_prefix": msgs, "naive": slow}}
     said = "\n".join(targets(figures))
-    assert "met: engine tokens/s" in said and "met: cached share" in said and "met: time to first token" in said
-    assert "met: the first question ('Where is my order ORD-10134?')" in said
-    assert "NOT MET: s/msg harness / naive at most 0.33: x0.50" in said
+    for name in ("harness", "harness+stable_prefix"):
+        assert f"met ({name}): engine tokens/s" in said and f"met ({name}): cached share" in said
+        assert f"met ({name}): time to first token" in said
+        assert f"met ({name}): the first question ('Where is my order ORD-10134?')" in said
+        assert f"NOT MET ({name}): s/msg {name} / naive at most 0.33: x0.50" in said
+    assert "(naive)" not in said
 
 
 def test_a_design_with_a_switch_turned_on_and_a_clear_error_for_a_knob_that_is_not_one():

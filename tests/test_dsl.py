@@ -24,8 +24,9 @@ from lg_harness.core.routing.facts import KNOB_FIELDS, KNOWN_FIELDS, STATE_FIELD
 from lg_harness.core.routing.route import DEFAULT_RULES, ROUTED
 from lg_harness.core.routing.route import NODES as DEFAULT_NODES
 from lg_harness.core.routing.rules import RuleSet, compile_rules
-from lg_harness.tools.errors import HarnessError
 from typing_extensions import TypedDict
+
+from lg_harness.errors import HarnessError
 
 NODES = set(DEFAULT_NODES)
 DEFAULT = compile_rules(DEFAULT_RULES, NODES)

@@ -6,7 +6,8 @@ import pytest
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.routing.route import BUILTIN_RULES
 from lg_harness.graphs.app import Harness
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 CONVERSATION = [
     "hi",

@@ -15,7 +15,8 @@ from lg_harness.core.design import Design, Knobs
 from lg_harness.domains.shop import nlu
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import SendResult
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import ConfirmingUser

@@ -14,11 +14,11 @@ import pytest
 from lg_harness.evals.scenario import load_scenarios
 from lg_harness.obs.tracing import log_tool_call_full
 from lg_harness.service.demo import _show_turn
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import ToolOutcome
 from rich.console import Console
 
 from lg_harness import Domain, EntityType, Harness, Intent, Route, ToolContext
+from lg_harness.errors import HarnessError
 
 try:
     from support import harness

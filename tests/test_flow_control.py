@@ -21,10 +21,11 @@ from lg_harness.graphs.app import Harness
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.result import SendResult
 from lg_harness.llm.sim import SimChatModel
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.faults import FaultPlan
 from pydantic import Field
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import harness, patient_design, u001_order, without_goal_stop

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from lg_harness.graphs.app import Harness
 from lg_harness.service.desk import ops
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import HARNESS, harness, patient_design

@@ -154,7 +154,8 @@ def test_factory_compiles_without_checkpointer_and_takes_preset_designs(tmp_path
     import asyncio
 
     from lg_harness.service import server as module
-    from lg_harness.tools.errors import HarnessError
+
+    from lg_harness.errors import HarnessError
 
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("HARNESS_DESIGN", raising=False)

@@ -22,7 +22,8 @@ from lg_harness.memory.longterm import (
     MiniLMEmbeddingFunction,
     RetrievalWeights,
 )
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 DAY = 86_400.0

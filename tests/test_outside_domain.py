@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from lg_harness.core.domain import load_domain
 from lg_harness.graphs.app import Harness
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import harness

@@ -15,7 +15,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from lg_harness.core.state import NotTheOwner
 from lg_harness.graphs.app import Harness
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import HARNESS, harness, patient_design

@@ -14,8 +14,9 @@ from lg_harness.evals.runner import run_cell
 from lg_harness.evals.scenario import Scenario
 from lg_harness.graphs.builder import check_design
 from lg_harness.peers import PEERS, get_peer
-from lg_harness.tools.errors import HarnessError
 from typer.testing import CliRunner
+
+from lg_harness.errors import HarnessError
 
 ALL = tuple(PEERS)
 

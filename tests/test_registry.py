@@ -15,6 +15,8 @@ from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry, build_spec, self_contained_schema, tool_meta
 from pydantic import BaseModel, Field
 
+from lg_harness.errors import UsageError
+
 CTX = ToolContext(user_id="U001", thread_id="t1")
 
 
@@ -442,7 +444,7 @@ def test_signature_pydantic_cannot_describe_fails_at_registration():
     def uses_opaque(thing: Opaque) -> None:
         """Nope."""
 
-    with pytest.raises(TypeError, match="uses_opaque"):
+    with pytest.raises(UsageError, match="uses_opaque"):
         ToolRegistry().register(uses_opaque)
 
 
@@ -462,7 +464,7 @@ def test_metadata_from_keywords_attributes_and_decorator():
     # keywords win over what the function carries
     spec = ToolRegistry().register(refund, roles="admin", phases=None, timeout=None)
     assert spec.roles == frozenset({"admin"}) and spec.phases is None and spec.timeout is None
-    with pytest.raises(TypeError, match="unknown tool metadata"):
+    with pytest.raises(UsageError, match="unknown tool metadata"):
         ToolRegistry().register(refund, retries=3)
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.reply import ModelReply
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import change_key, harness, patient_design, u001_order

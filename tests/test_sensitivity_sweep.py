@@ -10,8 +10,8 @@ import pytest
 from lg_harness.evals.sensitivity import flips, render_sweep, sweep_variants, sweep_verdict
 from lg_harness.llm.factory import make_model
 from lg_harness.llm.sim import SimChatModel
-from lg_harness.tools.errors import HarnessError
 
+from lg_harness.errors import HarnessError
 from simlm import FaultProfile
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from fastapi import HTTPException
 from lg_harness.service.http import AGENT, Api, Settings
-from lg_harness.tools.errors import HarnessError
 from starlette.requests import Request
+
+from lg_harness.errors import HarnessError
 
 
 def request(**headers: str) -> Request:

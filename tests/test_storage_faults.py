@@ -16,9 +16,11 @@ from lg_harness.graphs.app import Harness, prepare_data_dir
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.memory.transcript import TranscriptStore
 from lg_harness.tools.context import ToolContext
-from lg_harness.tools.errors import HarnessError, RateLimitedError, classify, retry_after_of
+from lg_harness.tools.errors import RateLimitedError, classify, retry_after_of
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import ScriptedModel, harness, patient_design, u001_order

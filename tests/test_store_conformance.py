@@ -17,8 +17,8 @@ import pytest
 from langgraph.types import Durability
 from lg_harness.memory.transcript import author_label
 from lg_harness.service.leases import LeaseOrder, ThreadBusy, ThreadQueue
-from lg_harness.tools.errors import HarnessError
 
+from lg_harness.errors import HarnessError, UsageError
 from tests.engines import chroma_server, database_url, postgres_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -109,7 +109,7 @@ def test_the_transcript_says_who_wrote_each_row_and_keeps_it_as_written(backend:
     assert [(r["author"], r["author_name"]) for r in rows] == [("customer", None), ("bot", None), ("human", "wang")]
     assert rows[2]["content"] == "您好，我是客服小王。请问还有什么问题？" and rows[2]["role"] == "assistant"
     assert [author_label(r) for r in rows] == ["customer", "bot", "wang (human)"]
-    with pytest.raises(ValueError, match="author must be one of"):
+    with pytest.raises(UsageError, match="author must be one of"):
         t.append("a", 1, "assistant", "hi", author="alice")
 
 

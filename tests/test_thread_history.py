@@ -13,7 +13,8 @@ from lg_harness.graphs.app import Harness
 from lg_harness.graphs.thread_history import read_history
 from lg_harness.memory.messages import last_human_text
 from lg_harness.nodes.reply import ModelReply
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import patient_design

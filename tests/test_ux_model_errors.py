@@ -16,7 +16,8 @@ from lg_harness.evals.compare import CELLS, plan_tasks, read_cells, run_compare
 from lg_harness.evals.scenario import load_scenarios
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.model_health import ModelUnavailable
-from lg_harness.tools.errors import HarnessError
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import HARNESS, patient_design

@@ -11,8 +11,9 @@ import pytest
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
 from lg_harness.graphs.app import Harness
-from lg_harness.tools.errors import HarnessError
 from lg_harness.tools.text import clean_text
+
+from lg_harness.errors import HarnessError
 
 try:
     from support import HARNESS, harness, patient_design

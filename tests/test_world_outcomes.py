@@ -19,8 +19,9 @@ from lg_harness.evals.world import judge_outcome, value_matches
 from lg_harness.tools.backend import SeededDB, changes_once
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity
-from lg_harness.tools.errors import HarnessError
 from pydantic import Field
+
+from lg_harness.errors import HarnessError
 
 # ----------------------------------------------------------------------- a retail domain the core never saw
 

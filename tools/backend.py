@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from lg_harness.tools.context import ToolContext
-from lg_harness.tools.errors import HarnessError, ValidationError
+from lg_harness.tools.errors import ValidationError
+
+from lg_harness.errors import HarnessError
 
 IDEMPOTENCY_TABLE = """
 CREATE TABLE IF NOT EXISTS idempotency (

@@ -15,7 +15,7 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
-from lg_harness.errors import HarnessError, RunError, UsageError, status_code_of  # noqa: F401 - re-exported
+from lg_harness.errors import RunError, status_code_of
 
 
 class ToolError(RunError):

@@ -44,11 +44,10 @@ from lg_harness.tools.errors import (
     ValidationError,
     classify,
     retry_after_of,
-    status_code_of,
 )
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
-from lg_harness.errors import RunError
+from lg_harness.errors import RunError, status_code_of
 
 LOG_ERROR_CHARS = 200  # ToolOutcome.error keeps the full text; the log record keeps this much
 

@@ -17,6 +17,8 @@ from typing import Any
 from lg_harness.tools.errors import RateLimitedError, ToolTimeoutError, TransientError
 from lg_harness.tools.registry import ToolRegistry
 
+from lg_harness.errors import UsageError
+
 FAULTS = ("ok", "timeout", "rate_limited", "server_error", "malformed")
 
 
@@ -44,7 +46,7 @@ class FaultPlan:
     def __post_init__(self) -> None:
         unknown = {f for seq in self.scripted.values() for f in seq} | set(self.rates)
         if bad := sorted(unknown - set(FAULTS)):
-            raise ValueError(f"unknown tool faults {bad}; known: {', '.join(FAULTS)}")
+            raise UsageError(f"unknown tool faults {bad}; known: {', '.join(FAULTS)}")
         self._rng = random.Random(self.seed)
 
     def next_fault(self, tool: str) -> str:

@@ -18,6 +18,8 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
+from lg_harness.errors import UsageError
+
 _TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
 
 
@@ -104,12 +106,12 @@ def model_for(name: str, schema: dict[str, Any]) -> type[JsonSchemaArgs]:
 
     schema = dict(schema or {"type": "object", "properties": {}})
     if schema.get("type", "object") != "object":
-        raise TypeError(f"the arguments of tool {name!r} must be a JSON object schema, got type {schema.get('type')!r}")
+        raise UsageError(f"the arguments of tool {name!r} must be a JSON object schema, got type {schema.get('type')!r}")
     try:
         validator = _checker(schema)
         validator.check_schema(schema)
     except SchemaError as err:
-        raise TypeError(f"tool {name!r} has an invalid JSON schema: {err.message}") from err
+        raise UsageError(f"tool {name!r} has an invalid JSON schema: {err.message}") from err
     required = set(schema.get("required") or ())
     fields: dict[str, Any] = {}
     for index, (prop, sub) in enumerate((schema.get("properties") or {}).items()):

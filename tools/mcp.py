@@ -24,6 +24,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
+from lg_harness.errors import UsageError
+
 DEFAULT_TIMEOUT_S = 60.0
 
 
@@ -37,7 +39,7 @@ def connection_for(target: str | Mapping[str, Any]) -> dict[str, Any]:
         return {"transport": "streamable_http", "url": text}
     argv = shlex.split(text)
     if not argv:
-        raise ValueError("an MCP server needs a command (stdio) or an http(s):// URL")
+        raise UsageError("an MCP server needs a command (stdio) or an http(s):// URL")
     return {"transport": "stdio", "command": argv[0], "args": argv[1:]}
 
 
@@ -122,7 +124,7 @@ def _wrapped(session: McpSession, tool: BaseTool) -> StructuredTool:
         return session.call(tool, kwargs)
 
     if tool.args_schema is None:  # never: the adapter gives every tool the server's input schema
-        raise TypeError(f"MCP tool {tool.name!r} has no args schema")
+        raise UsageError(f"MCP tool {tool.name!r} has no args schema")
     return StructuredTool(name=tool.name, description=tool.description or "", args_schema=tool.args_schema,
                           func=run, metadata=dict(tool.metadata or {}))
 

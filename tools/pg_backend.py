@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 LOCK_TIMEOUT_MS = 30000  # as SQLite's busy_timeout in tools.backend: workers wait, they do not fail
 POOL_SIZE = 4

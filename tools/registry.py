@@ -32,6 +32,8 @@ from lg_harness.tools.context import ToolContext
 from lg_harness.tools.json_schema import JsonSchemaArgs, model_for
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from lg_harness.errors import UsageError
+
 _ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.M)
 # Only Google's own section names end the description: "Second paragraph:" is ordinary text.
 _SECTION = re.compile(
@@ -89,7 +91,7 @@ def _signature(fn: Callable[..., Any], name: str) -> inspect.Signature:
     try:
         return inspect.signature(fn, eval_str=True)
     except (NameError, TypeError, ValueError) as err:
-        raise TypeError(f"cannot read the signature of tool {name!r}: {err}") from err
+        raise UsageError(f"cannot read the signature of tool {name!r}: {err}") from err
 
 
 def _context_param(sig: inspect.Signature) -> tuple[bool, str | None]:
@@ -129,7 +131,7 @@ def args_model_for(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], 
             f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
         )
     except Exception as err:  # noqa: BLE001 - pydantic raises several classes; one clear message
-        raise TypeError(f"cannot build the argument schema of tool {name!r}: {err}") from err
+        raise UsageError(f"cannot build the argument schema of tool {name!r}: {err}") from err
     return model, description
 
 
@@ -308,7 +310,7 @@ def _langchain_parts(tool: Any) -> dict[str, Any]:
                      "model_json_schema": BaseModel.__dict__["model_json_schema"]}
         model = type(f"{tool.name}_args", (schema,), namespace)
     else:
-        raise TypeError(f"LangChain tool {tool.name!r} has an args schema of type {type(schema).__name__}; give a "
+        raise UsageError(f"LangChain tool {tool.name!r} has an args schema of type {type(schema).__name__}; give a "
                         "pydantic model or a JSON schema (dict)")
     description, arg_docs = _split_docstring(tool.description or "")
     is_async = getattr(tool, "func", None) is None and getattr(tool, "coroutine", None) is not None
@@ -382,7 +384,7 @@ def build_spec(obj: Any, *, name: str | None = None, description: str | None = N
     """
     unknown = set(meta) - set(_META_KEYS)
     if unknown:
-        raise TypeError(f"unknown tool metadata {sorted(unknown)}; known: {', '.join(_META_KEYS)}")
+        raise UsageError(f"unknown tool metadata {sorted(unknown)}; known: {', '.join(_META_KEYS)}")
     if _is_langchain_tool(obj):
         parts = _langchain_parts(obj)
         if name:
@@ -406,7 +408,7 @@ def build_spec(obj: Any, *, name: str | None = None, description: str | None = N
     try:
         spec.json_schema()  # fail at registration, not at the first model call
     except Exception as err:  # noqa: BLE001 - pydantic raises several classes; one clear message
-        raise TypeError(f"cannot build the JSON schema of tool {spec.name!r}: {err}") from err
+        raise UsageError(f"cannot build the JSON schema of tool {spec.name!r}: {err}") from err
     return spec
 
 
@@ -480,7 +482,7 @@ def tool_meta(**meta: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]
     """Decorator that sets registry metadata on a function (``@tool_meta(roles={"admin"}, timeout=3)``)."""
     unknown = set(meta) - set(_META_KEYS)
     if unknown:
-        raise TypeError(f"unknown tool metadata {sorted(unknown)}; known: {', '.join(_META_KEYS)}")
+        raise UsageError(f"unknown tool metadata {sorted(unknown)}; known: {', '.join(_META_KEYS)}")
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         for key, value in meta.items():

@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from lg_harness.tools.errors import HarnessError
+from lg_harness.errors import HarnessError
 
 AGENT = "@agent"  # the caller id of the human-agent desk: set here, from its credentials, never by a client
 COOKIE = "harness_desk"

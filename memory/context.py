@@ -116,7 +116,12 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
                           "constraints": [*(state.get("constraints") or []), *constraints]}, design, domain,
                          strategies)
     anchor_id = state.get("task_anchor_id")
-    comp = maybe_compress(history, assembly=asm, policy=policy_for(design, strategies),
+    policy = policy_for(design, strategies)
+    # With a stable prefix each compression makes the next call read the kept history again: fewer and
+    # deeper ones (at the whole budget, down to a quarter) instead of 70% -> 50%.
+    if policy.stable_prefix:
+        policy = policy.model_copy(update={"compress_at": 1.0})
+    comp = maybe_compress(history, assembly=asm, policy=policy, keep_ratio=0.25 if policy.stable_prefix else 0.5,
                           lang=(state.get("fact_card") or {}).get("language", "en"),
                           fact_card=dict(state.get("fact_card") or {}), previous_summary=state.get("summary") or "",
                           first_turn=first_turn_of(history, (state.get("turn") or 0) + 1),
@@ -131,7 +136,10 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
         removed = set(comp.removed_ids)
     kept = [m for m in messages if m.id not in removed]
     # every stored message has an id (the add_messages reducer gives one to each)
-    removed |= {m.id for m in overflow(kept, design.knobs.window_messages, keep_id=anchor_id) if m.id is not None}
+    cap = design.knobs.window_messages
+    if policy.stable_prefix and len(kept) > cap:  # past the cap, to half of it: the prefix moves once, not each turn
+        cap //= 2
+    removed |= {m.id for m in overflow(kept, cap, keep_id=anchor_id) if m.id is not None}
     # Cleared results replace their originals by id (the add_messages reducer); removal wins over both.
     update_messages = [*(m for i, m in cleared.items() if i not in removed), *(RemoveMessage(id=i) for i in removed)]
     if update_messages:

@@ -74,6 +74,11 @@ class ModelReply:
         stats: TurnStats = TurnStats(**(state.get("turn_stats") or {}))  # a copy
         messages = state.get("messages") or []
         removals: list[Any] = []
+        if (empty := last_ai(messages)) is messages[-1] and not empty.tool_calls and not empty.text and empty.id:
+            # the action step left the answer to this step (``stable_prefix``): no empty turn stays behind
+            removals.append(RemoveMessage(id=empty.id))
+            messages = messages[:-1]
+            state = {**state, "messages": messages}
         reason = stop_reason(state, self.deps.design.knobs)
         if reason and not check.get("problems"):  # once per stop, not again for a regenerated answer
             span_event("guard.stop", reason=reason, rounds=(state.get("turn_stats") or {}).get("rounds", 0))

@@ -14,6 +14,7 @@ from lg_harness.core.design import ablation, load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.llm.local import LocalChatModel
+from lg_harness.nodes.presentation import FACTS_HEADER
 
 
 class ScriptedEngine:
@@ -32,7 +33,8 @@ class ScriptedEngine:
         if "zq-call" in (grammar or "") and order:
             text = json.dumps({"name": "get_order_status", "arguments": {"order_id": order.group()}})
         else:
-            found = re.findall(r'"status":\s*"(\w+)"', str(messages[-1]["content"]) if messages[-1]["role"] == "tool" else "")
+            found = re.findall(r'"status":\s*"(\w+)"|status: (\w+)', str(messages[-1]["content"]))
+            found = [a or b for a, b in found]
             text = f"Your order is {found[0] if found else 'delivered'}."
         return {"text": text, "finish_reason": "stop", "prompt_tokens": 100, "completion_tokens": 10,
                 "cached_tokens": 0, "latency_s": 0.01, "prompt": "", "speed": {}}
@@ -81,20 +83,26 @@ def test_every_thread_starts_with_the_same_instructions_and_the_customer_follows
     assert other[0]["messages"][1]["content"] == "Customer: id U002, role vip."
 
 
-def test_each_call_of_a_thread_extends_the_one_before_so_only_what_is_new_is_read(engine: ScriptedEngine) -> None:
+def test_each_call_of_a_thread_starts_with_everything_the_one_before_read_up_to_the_customer(
+        engine: ScriptedEngine) -> None:
     """Two messages, a lookup each: every call lists every tool the customer may use (the grammar holds the step
-    to its own), and each prompt, less the task block that trails a step that may call, starts with the whole
-    prompt before it; the answer step reads no task block."""
-    calls = ask(stable(), engine, "U001", texts=("Where is my order ORD-10144?", "What's the status of ORD-10198?"))
+    to its own); each prompt starts with the prompt before it up to that one's customer message, so a call reads
+    only what is new. The call step ends with the task block; the answer is the reply step's, the results in
+    words last and no task block."""
+    texts = ("Where is my order ORD-10144?", "What's the status of ORD-10198?")
+    calls = ask(stable(), engine, "U001", texts=texts)
     assert len(calls) == 4
     everything = [spec.name for spec in SHOP.registry().offer(None, "customer")]
     assert all(call["tools"] == everything for call in calls) and len(everything) > 1
     assert [is_task_block(c["messages"][-1]) for c in calls] == [True, False, True, False]
     assert calls[0]["grammar"].startswith("root ::= zq-call") and calls[1]["grammar"].startswith("root ::= zq-text")
-    shown = [[m for m in c["messages"] if not is_task_block(m)] for c in calls]
-    for before, after in zip(shown, shown[1:], strict=False):
-        assert after[: len(before)] == before, "a call changed what the call before it read"
-        assert len(after) > len(before)
+    assert calls[1]["messages"][-1]["content"].startswith(FACTS_HEADER)
+    prompts = [c["messages"] for c in calls]
+    for before, after in zip(prompts, prompts[1:], strict=False):
+        customer = max(i for i, m in enumerate(before) if m["role"] == "user" and m["content"] in texts)
+        assert after[: customer + 1] == before[: customer + 1], "a call changed what the call before it read"
+    assert not any(m["role"] == "assistant" and not m.get("content") and not m.get("tool_calls")
+                   for m in prompts[-1]), "an empty assistant turn stayed in the conversation"
 
 
 def test_without_the_knob_the_customer_and_task_ride_in_the_instructions(engine: ScriptedEngine) -> None:

@@ -24,7 +24,7 @@ from lg_harness.core.routing import counters
 from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
-from lg_harness.memory.assembly import without_task_block
+from lg_harness.memory.assembly import must_call_context, without_task_block
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context, last_human_text, split_turn
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args, ungrounded_values
@@ -32,7 +32,7 @@ from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, pr
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
-from lg_harness.nodes.retry_declined import call_or_retry
+from lg_harness.nodes.retry_declined import call_or_retry, ready_task
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
 from lg_harness.tools.context import ToolContext
@@ -226,14 +226,16 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         offered = self.offered(state, config)
-        if not offered and self.knobs.stable_prefix and state.get("tool_log"):
-            # the answer is the reply step's, with the results in words after the conversation: asked for it
-            # right after a result, in a prompt that lists every tool, the 0.5B model wrote nonsense
-            # ("You are you. I am looking for ...", reports/bench-local/run3)
-            return AIMessage(""), [], stats
         if not offered:  # an answer: the task block trails only a step that may call (memory.assembly)
             messages = without_task_block(messages)
-        ai, stats = call_or_retry(self.deps, state, messages, stats, offered, prompt_tools(self.deps, state, config))
+        shown: list[Any] = []
+        if self.knobs.stable_prefix and offered and ready_task(state, self.deps):
+            # a step that must call reads the prefix every call of every thread shares (the instructions and
+            # every tool), who the customer is, their message and the task: not the conversation, whose values
+            # the task carries; other steps list what they offer (with every tool listed the 0.5B model's
+            # answers fell apart, reports/bench-local/README.md)
+            messages, shown = must_call_context(messages), prompt_tools(self.deps, state, config)
+        ai, stats = call_or_retry(self.deps, state, messages, stats, offered, shown)
         if ai.tool_calls and goal_reached(state, self.knobs):
             # offered no tool and calling one anyway (a model without a grammar): nothing more runs; the
             # answer step writes the reply from what the route's call returned

@@ -15,7 +15,7 @@ from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
 from lg_harness.memory.assembly import without_task_block
 from lg_harness.memory.context import build_context, last_ai, last_human_text
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model, prompt_tools
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.fact_check import results_of
 from lg_harness.nodes.phrases import has_phrase, say
 from lg_harness.nodes.presentation import present
@@ -68,17 +68,12 @@ class ModelReply:
         ai = last_ai(messages)
         if not check.get("problems") and ai is not None and not ai.tool_calls and ai is messages[-1] and ai.text.strip():
             return {"reply": ai.text, "phase": "reply"}
-        return self.generate(state, check, config)
+        return self.generate(state, check)
 
-    def generate(self, state: HarnessState, check: dict[str, Any], config: RunnableConfig | None = None) -> StateUpdate:
+    def generate(self, state: HarnessState, check: dict[str, Any]) -> StateUpdate:
         stats: TurnStats = TurnStats(**(state.get("turn_stats") or {}))  # a copy
         messages = state.get("messages") or []
         removals: list[Any] = []
-        if (empty := last_ai(messages)) is messages[-1] and not empty.tool_calls and not empty.text and empty.id:
-            # the action step left the answer to this step (``stable_prefix``): no empty turn stays behind
-            removals.append(RemoveMessage(id=empty.id))
-            messages = messages[:-1]
-            state = {**state, "messages": messages}
         reason = stop_reason(state, self.deps.design.knobs)
         if reason and not check.get("problems"):  # once per stop, not again for a regenerated answer
             span_event("guard.stop", reason=reason, rounds=(state.get("turn_stats") or {}).get("rounds", 0))
@@ -96,7 +91,7 @@ class ModelReply:
                 state = {**state, "messages": [m for m in messages if m.id != rejected.id]}
         context = self.answer_context(state, note)
         try:
-            ai, stats = call_model(self.deps, context, stats, step="answer", shown=prompt_tools(self.deps, state, config))
+            ai, stats = call_model(self.deps, context, stats, step="answer")
             text = ai.text or say("ask_generic", lang_of(state), self.deps.domain)
         except ModelCallFailed as err:
             stats = {**stats, **err.stats}

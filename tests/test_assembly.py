@@ -25,6 +25,7 @@ from lg_harness.memory.assembly import (
     describe_task,
     is_well_formed,
     message_tokens,
+    must_call_context,
     tool_groups,
     without_task_block,
 )
@@ -580,3 +581,13 @@ def test_a_stable_prefix_without_task_or_memory_adds_no_second_message():
     asm = assemble(system=SYSTEM, task="", memory=MemoryLayer(), history=[], immediate=[HumanMessage("hi")],
                    policy=ContextPolicy(stable_prefix=True))
     assert asm.messages == [SystemMessage(SYSTEM), HumanMessage("hi")]
+
+
+def test_a_step_that_must_call_reads_the_head_the_customer_message_and_the_task():
+    asm = assemble(system=SYSTEM, session="Customer: id u1, role customer.", task="Intent: order_status.",
+                   memory=MemoryLayer(), history=long_history()[:6],
+                   immediate=[HumanMessage("where is ORD-10002?", id="now")], policy=ContextPolicy(stable_prefix=True))
+    lean = must_call_context(asm.messages)
+    assert lean == [SystemMessage(SYSTEM), SystemMessage("Customer: id u1, role customer."),
+                    HumanMessage("where is ORD-10002?", id="now"), asm.messages[-1]]
+    assert lean[-1].id == TASK_BLOCK_ID

@@ -14,7 +14,6 @@ from lg_harness.core.design import ablation, load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.llm.local import LocalChatModel
-from lg_harness.nodes.presentation import FACTS_HEADER
 
 
 class ScriptedEngine:
@@ -83,26 +82,27 @@ def test_every_thread_starts_with_the_same_instructions_and_the_customer_follows
     assert other[0]["messages"][1]["content"] == "Customer: id U002, role vip."
 
 
-def test_each_call_of_a_thread_starts_with_everything_the_one_before_read_up_to_the_customer(
-        engine: ScriptedEngine) -> None:
-    """Two messages, a lookup each: every call lists every tool the customer may use (the grammar holds the step
-    to its own); each prompt starts with the prompt before it up to that one's customer message, so a call reads
-    only what is new. The call step ends with the task block; the answer is the reply step's, the results in
-    words last and no task block."""
+def test_calls_read_a_shared_prefix_and_answers_extend_the_answer_before(engine: ScriptedEngine) -> None:
+    """Two messages, a lookup each. A step that must call lists every tool the customer may use (the grammar
+    holds it to its own) and reads the instructions, who the customer is, their message and the task: the same
+    prefix for every such call of the thread. An answer lists no tool and reads the conversation as it happened,
+    so the second answer's prompt is the first's, its reply, and what is new."""
     texts = ("Where is my order ORD-10144?", "What's the status of ORD-10198?")
     calls = ask(stable(), engine, "U001", texts=texts)
     assert len(calls) == 4
     everything = [spec.name for spec in SHOP.registry().offer(None, "customer")]
-    assert all(call["tools"] == everything for call in calls) and len(everything) > 1
-    assert [is_task_block(c["messages"][-1]) for c in calls] == [True, False, True, False]
-    assert calls[0]["grammar"].startswith("root ::= zq-call") and calls[1]["grammar"].startswith("root ::= zq-text")
-    assert calls[1]["messages"][-1]["content"].startswith(FACTS_HEADER)
-    prompts = [c["messages"] for c in calls]
-    for before, after in zip(prompts, prompts[1:], strict=False):
-        customer = max(i for i, m in enumerate(before) if m["role"] == "user" and m["content"] in texts)
-        assert after[: customer + 1] == before[: customer + 1], "a call changed what the call before it read"
-    assert not any(m["role"] == "assistant" and not m.get("content") and not m.get("tool_calls")
-                   for m in prompts[-1]), "an empty assistant turn stayed in the conversation"
+    assert len(everything) > 1
+    head = [{"role": "system", "content": SHOP.system_prompt}, {"role": "system", "content": "Customer: id U001, role customer."}]
+    for call, text in zip(calls[::2], texts, strict=True):
+        assert call["grammar"].startswith("root ::= zq-call") and call["tools"] == everything
+        assert call["messages"][:2] == head and call["messages"][2] == {"role": "user", "content": text}
+        assert len(call["messages"]) == 4 and is_task_block(call["messages"][3])
+    first, second = calls[1]["messages"], calls[3]["messages"]
+    for answer in (calls[1], calls[3]):
+        assert answer["grammar"].startswith("root ::= zq-text") and answer["tools"] == []
+        assert answer["messages"][:2] == head and not any(is_task_block(m) for m in answer["messages"])
+    assert second[: len(first)] == first and second[len(first)]["role"] == "assistant"
+    assert second[len(first) + 1] == {"role": "user", "content": texts[1]}
 
 
 def test_without_the_knob_the_customer_and_task_ride_in_the_instructions(engine: ScriptedEngine) -> None:

@@ -49,11 +49,10 @@ class Knobs(BaseModel):
     answer_presentation: Literal["replay", "facts", "both"] = Field(
         default="replay", description="how results reach the answer step: replayed tool messages, the facts in words in a "
         "user turn, or both")
-    stable_prefix: bool = Field(default=False, description="one prompt prefix a whole thread: the domain's instructions "
-                                "and every tool the customer may use on every step (the grammar holds each step to "
-                                "what it may call, or to words; llama.cpp), who the customer is, the conversation as it "
-                                "happened (nothing cleared or picked, cut only by compression), the task and memory "
-                                "last, on steps that may call")
+    stable_prefix: bool = Field(default=False, description="a step that must call (a task with every value known) reads "
+                                "a prefix every such call shares: the domain's instructions and every tool the "
+                                "customer may use (the grammar holds it to the task's tools; llama.cpp), then who the "
+                                "customer is, their message and the task, not the conversation; other steps as without it")
     clear_used_results: bool = Field(default=False, description="keep earlier turns' tool results as digests (ids and "
                                      "key fields) once answered; the latest successful one stays whole")
     normalize_input: bool = Field(default=True, description="strip invisible characters from user messages")

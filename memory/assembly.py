@@ -87,12 +87,10 @@ class ContextPolicy(BaseModel):
         drop_low_information: Leave acknowledgements ("ok", "谢谢") out of the working layer.
         clear_used_results: Show earlier turns' tool results as digests (``memory.clearing``), except the
             latest successful one while this turn has none of its own.
-        stable_prefix: One prefix for the whole thread, so an engine with a prefix cache reads each token
-            once: the system layer alone first (the same for every thread), who the customer is next (the
-            same for the thread), then the conversation as it happened (nothing cleared, filtered or picked:
-            it only grows, until compression cuts it in one go), and the task and memory last, in a message
-            of their own that the answer step leaves out (``without_task_block``). The history gets every
-            token the other layers leave.
+        stable_prefix: The layout of a step that must call with the design's knob of that name
+            (``memory.context.must_call_messages``): the system layer alone first (the same for every thread),
+            who the customer is next (the same for the thread), the conversation, and the task and memory last
+            in a message of their own (``TASK_BLOCK_ID``), so what changes comes after what stays.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -122,9 +120,8 @@ class ContextPolicy(BaseModel):
         return self.shares.tokens(self.budget_tokens)
 
     def clears_results(self) -> bool:
-        """Whether used tool results are cleared: asked for, and a strategy that trims (never the naive buffer);
-        never with a stable prefix, where a result cleared a message later would change the prompt from there."""
-        return self.clear_used_results and self.strategy.trims and not self.stable_prefix
+        """Whether used tool results are cleared: asked for, and a strategy that trims (never the naive buffer)."""
+        return self.clear_used_results and self.strategy.trims
 
 
 @dataclass
@@ -570,17 +567,11 @@ def _select_working(candidates: list[Group], budget: int, ctx: WorkingContext, s
 TASK_BLOCK_ID = "harness-task-block"
 
 
-def without_task_block(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """``messages`` without the trailing task and memory block: what an answer step reads (placed before the
-    answer, the 0.5B model copied it into its answers, ``docs/performance.md``)."""
-    return [m for m in messages if m.id != TASK_BLOCK_ID]
-
-
 def must_call_context(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """What a step that must call reads with a stable prefix: the system messages the conversation starts with
-    (the instructions, who the customer is), the customer's latest message and the task block. The values the
-    call needs are in the task; without the conversation, every such call of every message reads the same
-    prefix and only the message and the task are new."""
+    """Of a stable-prefix layout, what a step that must call reads: the system messages the conversation starts
+    with (the instructions, who the customer is), the customer's latest message and the task block. The values
+    the call needs are in the task; without the conversation every such call of a thread starts with the same
+    tokens and only the message and the task are new."""
     head = []
     for message in messages:
         if not isinstance(message, SystemMessage) or message.id == TASK_BLOCK_ID:
@@ -649,22 +640,13 @@ def assemble(*, system: str, task: str, memory: MemoryLayer, session: str = "", 
     if policy.clears_results():
         history = clear_used_results(history, results_to_keep(history, immediate_msgs))
     candidates = [g for g in tool_groups(history) if g.valid]
-    if strategy.trims and policy.drop_low_information and not policy.stable_prefix:
+    if strategy.trims and policy.drop_low_information:
         candidates = informative(candidates, count, entity_types)
-    original = None
-    if not policy.stable_prefix:
-        candidates, original = _with_original(candidates, history, immediate_msgs, anchors or Anchors())
-    others = ("system", "task", "memory", "immediate")
-    if policy.stable_prefix:  # the history gets what the other layers leave, shown as it happened: the newest
-        # whole groups that fit, in one run (cut from the oldest end only)
-        budgets["working"] = room = max(0, policy.budget_tokens - sum(account[n] for n in others))
-        sizes = [sum(message_tokens(m, count) for m in g.messages) for g in candidates]
-        working = [candidates[i] for i in _newest_fitting(range(len(candidates)), sizes, room)]
-    else:
-        overflow = sum(max(0, account[name] - budgets[name]) for name in others)
-        budgets["working"] = max(0, budgets["working"] - overflow)
-        room = budgets["working"] if strategy.trims else sum(message_tokens(m, count) for m in history)
-        working = _select_working(candidates, room, WorkingContext(policy, original), strategy, count)
+    candidates, original = _with_original(candidates, history, immediate_msgs, anchors or Anchors())
+    overflow = sum(max(0, account[name] - budgets[name]) for name in ("system", "task", "memory", "immediate"))
+    budgets["working"] = max(0, budgets["working"] - overflow)
+    room = budgets["working"] if strategy.trims else sum(message_tokens(m, count) for m in history)
+    working = _select_working(candidates, room, WorkingContext(policy, original), strategy, count)
     working_msgs = [m for g in working for m in g.messages]
     account["working"] = sum(message_tokens(m, count) for m in working_msgs)
 

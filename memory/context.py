@@ -31,6 +31,7 @@ from lg_harness.memory.assembly import (
     StrategyRegistry,
     assemble,
     describe_task,
+    must_call_context,
     results_to_keep,
 )
 from lg_harness.memory.clearing import clear_used_results
@@ -51,8 +52,7 @@ def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list
 def policy_for(design: Design, strategies: StrategyRegistry = WORKING_STRATEGIES) -> ContextPolicy:
     """The design's context policy; its ``context`` variant is looked up in ``strategies`` (a runtime's)."""
     return ContextPolicy(budget_tokens=design.knobs.context_budget_tokens, working=design.variant("context"),
-                         clear_used_results=design.knobs.clear_used_results,
-                         stable_prefix=design.knobs.stable_prefix, strategies=strategies)
+                         clear_used_results=design.knobs.clear_used_results, strategies=strategies)
 
 
 def customer_line(state: HarnessState) -> str:
@@ -76,14 +76,14 @@ def _anchor(state: HarnessState, history: Sequence[BaseMessage]) -> Anchors:
 
 
 def assemble_state(state: HarnessState, design: Design, domain: Domain,
-                   strategies: StrategyRegistry = WORKING_STRATEGIES) -> Assembly:
+                   strategies: StrategyRegistry = WORKING_STRATEGIES, policy: ContextPolicy | None = None) -> Assembly:
     history, immediate = split_turn(state.get("messages") or [])
     # A domain without intents has one open task: "Intent: open." tells the model nothing (a small model
     # read it out: "You asked me to open.")
     task = describe_task(state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
                          is_task=state.get("intent_kind", "task") != "conversational" and bool(domain.intents))
     return assemble(system=domain.system_prompt, session=customer_line(state), task=task, memory=memory_layer(state),
-                    history=history, immediate=immediate, policy=policy_for(design, strategies), anchors=_anchor(state, history),
+                    history=history, immediate=immediate, policy=policy or policy_for(design, strategies), anchors=_anchor(state, history),
                     entity_types=domain.entity_types)
 
 
@@ -92,6 +92,16 @@ def build_context(state: HarnessState, design: Design, domain: Domain, notes: Se
     """The messages of one model call and the tokens each layer took."""
     asm = assemble_state(state, design, domain, strategies)
     return [*asm.messages, *(SystemMessage(n) for n in notes)], dict(asm.account)
+
+
+def must_call_messages(state: HarnessState, design: Design, domain: Domain,
+                       strategies: StrategyRegistry = WORKING_STRATEGIES) -> list[BaseMessage]:
+    """The prompt of a step that must call, with the design's ``stable_prefix``: the instructions (the prompt
+    lists every tool right after them, ``nodes.base.prompt_tools``), who the customer is, their message and the
+    task with the memory. Every such call of every thread starts with the same tokens and of a thread's with
+    the same customer line; the values the call needs are in the task, so the conversation is not read."""
+    stable = policy_for(design, strategies).model_copy(update={"stable_prefix": True})
+    return must_call_context(assemble_state(state, design, domain, strategies, stable).messages)
 
 
 def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
@@ -116,12 +126,7 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
                           "constraints": [*(state.get("constraints") or []), *constraints]}, design, domain,
                          strategies)
     anchor_id = state.get("task_anchor_id")
-    policy = policy_for(design, strategies)
-    # With a stable prefix each compression makes the next call read the kept history again: fewer and
-    # deeper ones (at the whole budget, down to a quarter) instead of 70% -> 50%.
-    if policy.stable_prefix:
-        policy = policy.model_copy(update={"compress_at": 1.0})
-    comp = maybe_compress(history, assembly=asm, policy=policy, keep_ratio=0.25 if policy.stable_prefix else 0.5,
+    comp = maybe_compress(history, assembly=asm, policy=policy_for(design, strategies),
                           lang=(state.get("fact_card") or {}).get("language", "en"),
                           fact_card=dict(state.get("fact_card") or {}), previous_summary=state.get("summary") or "",
                           first_turn=first_turn_of(history, (state.get("turn") or 0) + 1),
@@ -136,10 +141,7 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
         removed = set(comp.removed_ids)
     kept = [m for m in messages if m.id not in removed]
     # every stored message has an id (the add_messages reducer gives one to each)
-    cap = design.knobs.window_messages
-    if policy.stable_prefix and len(kept) > cap:  # past the cap, to half of it: the prefix moves once, not each turn
-        cap //= 2
-    removed |= {m.id for m in overflow(kept, cap, keep_id=anchor_id) if m.id is not None}
+    removed |= {m.id for m in overflow(kept, design.knobs.window_messages, keep_id=anchor_id) if m.id is not None}
     # Cleared results replace their originals by id (the add_messages reducer); removal wins over both.
     update_messages = [*(m for i, m in cleared.items() if i not in removed), *(RemoveMessage(id=i) for i in removed)]
     if update_messages:

@@ -24,9 +24,8 @@ from lg_harness.core.routing import counters
 from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
-from lg_harness.memory.assembly import must_call_context, without_task_block
 from lg_harness.memory.constraints import forbidden_tools
-from lg_harness.memory.context import build_context, last_human_text, split_turn
+from lg_harness.memory.context import build_context, last_human_text, must_call_messages, split_turn
 from lg_harness.memory.known_ids import ids_of_outcomes, invented_args, ungrounded_values
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, prompt_tools, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
@@ -226,15 +225,14 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         offered = self.offered(state, config)
-        if not offered:  # an answer: the task block trails only a step that may call (memory.assembly)
-            messages = without_task_block(messages)
         shown: list[Any] = []
         if self.knobs.stable_prefix and offered and ready_task(state, self.deps):
-            # a step that must call reads the prefix every call of every thread shares (the instructions and
-            # every tool), who the customer is, their message and the task: not the conversation, whose values
-            # the task carries; other steps list what they offer (with every tool listed the 0.5B model's
-            # answers fell apart, reports/bench-local/README.md)
-            messages, shown = must_call_context(messages), prompt_tools(self.deps, state, config)
+            # a step that must call reads a prefix every such call shares (the instructions and every tool), who
+            # the customer is, their message and the task (memory.context.must_call_messages); other steps are
+            # assembled as without the knob (with every tool listed, or the task after the conversation, the
+            # 0.5B model's answers fell apart: reports/bench-local/README.md)
+            messages = must_call_messages(state, self.deps.design, self.deps.domain, self.deps.strategies)
+            shown = prompt_tools(self.deps, state, config)
         ai, stats = call_or_retry(self.deps, state, messages, stats, offered, shown)
         if ai.tool_calls and goal_reached(state, self.knobs):
             # offered no tool and calling one anyway (a model without a grammar): nothing more runs; the

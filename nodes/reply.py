@@ -13,7 +13,6 @@ from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
-from lg_harness.memory.assembly import without_task_block
 from lg_harness.memory.context import build_context, last_ai, last_human_text
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.fact_check import results_of
@@ -106,6 +105,5 @@ class ModelReply:
         variant = self.deps.design.knobs.answer_presentation
         results = turn_results(state)
         context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
-        context = without_task_block(context)
         notes = [note] if variant == "replay" or note != FINAL_NOTE or not results else []
         return present(context, notes, variant, results, lang_of(state), self.deps.registry, self.deps.domain)

@@ -27,7 +27,6 @@ from lg_harness.memory.assembly import (
     message_tokens,
     must_call_context,
     tool_groups,
-    without_task_block,
 )
 from lg_harness.memory.constraints import extract_constraints, is_correction
 
@@ -518,9 +517,9 @@ def test_a_context_strategy_registers_like_a_node_variant(tmp_path):
 
 
 def test_a_stable_prefix_puts_what_changes_after_what_stays():
-    """``stable_prefix``: the instructions first (the same for every thread), who the customer is next (the same
-    all thread long), the conversation as it happened, this turn, and the task and memory last, so an engine with
-    a prefix cache reads each token once."""
+    """The stable-prefix layout (a step that must call, with the knob ``stable_prefix``): the instructions first
+    (the same for every thread), who the customer is next (the same all thread long), the conversation, this turn,
+    and the task and memory last, so what changes comes after what stays."""
     policy = ContextPolicy(stable_prefix=True)
     first = assemble(system=SYSTEM, session="Customer: id u2, role customer.", task="Intent: order_status.",
                      memory=MemoryLayer(), history=[], immediate=[HumanMessage("where is ORD-10001", id="now1")],
@@ -536,7 +535,6 @@ def test_a_stable_prefix_puts_what_changes_after_what_stays():
     block = later.messages[-1]
     assert isinstance(block, SystemMessage) and block.id == TASK_BLOCK_ID
     assert "## Current task" in block.text and "## Known facts" in block.text and SYSTEM not in block.text
-    assert without_task_block(later.messages) == later.messages[:-1]
     # the same layers as one system message, plus two messages' overhead
     assert later.account["total"] == sum(message_tokens(m) for m in later.messages)
     one = assemble(system=SYSTEM, session="Customer: id u1, role customer.",
@@ -547,34 +545,6 @@ def test_a_stable_prefix_puts_what_changes_after_what_stays():
     assert later.account["system"] == one.account["system"] + MESSAGE_OVERHEAD
     parts = [later.messages[0], later.messages[1], block]
     assert {w for m in parts for w in m.text.split()} == set(one.messages[0].text.split())
-
-
-def test_a_stable_prefix_shows_the_conversation_as_it_happened():
-    """Nothing cleared, filtered or picked: a later message's prompt starts with the earlier one's conversation.
-    Without the knob the same policy clears the used result and drops the "ok"."""
-    history = [HumanMessage("where is ORD-10001?", id="h0"),
-               *tool_pair("c0", "get_order_status", {"order_id": "ORD-10001"},
-                          {"status": "delivered", "carrier": "SF", "items": ["a", "b"]}),
-               AIMessage("It was delivered.", id="a0"), HumanMessage("ok", id="ack"), AIMessage("Anything else?", id="a1"),
-               HumanMessage("any coupons?", id="h1"),
-               *tool_pair("c1", "list_coupons", {}, {"coupons": ["SAVE10"]}), AIMessage("SAVE10.", id="a2")]
-    asked = [HumanMessage("and ORD-10002?", id="now")]
-    stable = assemble(system=SYSTEM, task="t", memory=MemoryLayer(), history=history, immediate=asked,
-                      policy=ContextPolicy(stable_prefix=True, clear_used_results=True))
-    assert stable.messages[1:-1] == [*history, *asked]
-    plain = assemble(system=SYSTEM, task="t", memory=MemoryLayer(), history=history, immediate=asked,
-                     policy=ContextPolicy(clear_used_results=True))
-    assert "ack" not in [m.id for m in plain.messages] and plain.messages[1:] != [*history, *asked]
-
-
-def test_a_stable_prefix_cuts_the_history_from_its_oldest_end_only():
-    """Past the budget the newest whole groups that fit stay, in one run: no anchor pulled in from before."""
-    history = long_history()
-    asm = assemble(system=SYSTEM, task="", memory=MemoryLayer(), history=history, immediate=[HumanMessage("hi")],
-                   policy=ContextPolicy(stable_prefix=True, budget_tokens=300), count=words)
-    shown = asm.messages[1:-1]
-    assert shown and shown == history[len(history) - len(shown):]
-    assert asm.account["total"] <= 300
 
 
 def test_a_stable_prefix_without_task_or_memory_adds_no_second_message():

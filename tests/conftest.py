@@ -28,10 +28,30 @@ _OPTIONAL = ("_stream", "_astream")
 os.environ.setdefault("SIMLM_PROFILE", "prior")
 
 
+# Markers by what a test needs or costs, so ``pytest -m "not slow"`` is the quick suite (README) and a machine
+# without a browser, PostgreSQL or the local model can leave those out by name. CI runs everything.
+MARKERS = {
+    "slow": "takes seconds to minutes (whole graphs on many scenarios, sweeps, reports, the CLI in processes)",
+    "real_model": "runs the real local model (bash scripts/setup.sh --local-model; skips without it)",
+    "browser": "drives the web desk in Chromium through Playwright",
+    "postgres": "needs PostgreSQL 15 (started through pg_ctlcluster; skips without it)",
+    "docs": "builds or checks the docs, the notebooks, the README's examples or the types",
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{REAL_MODEL_MARKER}: the test may call a real model endpoint (Ollama / OpenAI-compatible)"
     )
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes the PostgreSQL server fixture is a ``postgres`` test, whatever file it is in."""
+    for item in items:
+        if "postgres_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
 
 
 class RealModelCallBlocked(RuntimeError):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -155,3 +156,10 @@ def real_model_missing() -> str | None:
     except local_weights.WeightsError as err:
         return f"the Qwen2.5-Coder-0.5B GGUF is not installed: {err}"
     return None
+
+
+def real_model(test: Any) -> Any:
+    """Mark a test that runs the real local model: marker ``real_model`` (``-m "not real_model"`` leaves it out),
+    and a skip that says what to install where the model is missing (a failure in CI, conftest)."""
+    missing = real_model_missing()
+    return pytest.mark.real_model(pytest.mark.skipif(missing is not None, reason=str(missing))(test))

@@ -24,6 +24,8 @@ import pytest
 
 from tests.engines import database_url, free_port, postgres_server, stop_group, wait_http  # noqa: F401 - fixtures
 
+pytestmark = pytest.mark.browser
+
 try:
     from support import patient_design
 except ImportError:  # tests/ imported as a package

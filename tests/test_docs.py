@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.docs
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -30,9 +30,9 @@ from lg_harness.llm.local_weights import (
 )
 
 try:
-    from support import real_model_missing, tool_spec
+    from support import real_model, tool_spec
 except ImportError:  # tests/ imported as a package
-    from tests.support import real_model_missing, tool_spec
+    from tests.support import real_model, tool_spec
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 
@@ -357,7 +357,7 @@ def test_gguf_header_reader_and_architecture_check(tmp_path: Path) -> None:
 
 # --- the real model (only where its GGUF and llama-cpp-python are installed) -----------------------------
 
-@pytest.mark.skipif(real_model_missing() is not None, reason=str(real_model_missing()))
+@real_model
 def test_real_model_asks_for_the_order_status_and_reuses_its_prefix() -> None:
     from lg_harness.domains.shop import DOMAIN
     from lg_harness.llm.local import make_local
@@ -376,7 +376,7 @@ def test_real_model_asks_for_the_order_status_and_reuses_its_prefix() -> None:
     assert _cache_read(again) == usage["input_tokens"] - 1
 
 
-@pytest.mark.skipif(real_model_missing() is not None, reason=str(real_model_missing()))
+@real_model
 def test_a_step_with_other_tools_between_does_not_cost_the_next_action_step_its_prefix() -> None:
     """Action step (tools), answer step (no tools: the prompt differs right after the system message), then
     the next message's action step: it starts from the first step's saved state, not from the system
@@ -399,7 +399,7 @@ def test_a_step_with_other_tools_between_does_not_cost_the_next_action_step_its_
     assert speed["generated_tokens"] <= base.max_tokens_call and speed["generation_s"] > 0
 
 
-@pytest.mark.skipif(real_model_missing() is not None, reason=str(real_model_missing()))
+@real_model
 def test_a_new_engine_starts_from_the_states_an_earlier_one_left_on_disk(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """``HARNESS_LOCAL_CACHE_DIR``: each ``harness run`` is a process of its own; the next one on a thread reads

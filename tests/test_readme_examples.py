@@ -20,6 +20,8 @@ import pytest
 from lg_harness.core.domain import load_domain
 from lg_harness.evals.reply_quality import reply_problems
 
+pytestmark = pytest.mark.docs
+
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = Path(sys.executable).with_name("harness")
 _COMMAND = re.compile(r"^(harness (?:run|chat)\b.*?)(?:\s{2,}#.*)?$")

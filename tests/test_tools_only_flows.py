@@ -17,21 +17,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
 from lg_harness.tools.mcp import mcp_tools
 
 try:
     from fixtures.lending_domain import DOMAIN as LENDING
-    from support import patient_design, real_model_missing
+    from support import patient_design, real_model
 except ImportError:  # tests/ imported as a package
     from tests.fixtures.lending_domain import DOMAIN as LENDING
-    from tests.support import patient_design, real_model_missing
+    from tests.support import patient_design, real_model
 
 LOCAL = "local:qwen2.5-coder-0.5b"
 WEATHER = f"{sys.executable} {Path(__file__).parent / 'fixtures' / 'mcp_weather_server.py'}"
-needs_real_model = pytest.mark.skipif(real_model_missing() is not None, reason=str(real_model_missing()))
 
 
 def renew_dune(model: str) -> tuple[list[tuple[str | None, str]], str, Any]:
@@ -52,7 +50,7 @@ def test_the_lending_chain_runs_on_the_sim() -> None:
     assert "renewed" in reply
 
 
-@needs_real_model
+@real_model
 def test_the_lending_chain_runs_on_the_real_model() -> None:
     calls, reply, loans = renew_dune(LOCAL)
     assert ("find_member", "ok") in calls and calls[-1] == ("renew_loan", "ok"), calls
@@ -74,7 +72,7 @@ def test_the_weather_server_answers_a_city_on_the_sim() -> None:
     assert "sunny" in reply and "19" in reply and "city" not in reply.lower(), reply
 
 
-@needs_real_model
+@real_model
 def test_the_weather_server_on_the_real_model_answers_or_says_why_not() -> None:
     """The 0.5B model writes "Lisboa" for Lisbon; the server refuses it with the cities it knows. Either the
     forecast reaches the customer or the server's reason does: never "Could you tell me the city?" and never

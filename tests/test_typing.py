@@ -17,6 +17,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.docs
+
 ROOT = Path(__file__).resolve().parents[1]
 REVEAL = ROOT / "tests" / "typing" / "reveal_send.py"
 

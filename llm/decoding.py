@@ -164,6 +164,12 @@ def _provider(model: Any) -> str:
     return "none"
 
 
+def holds_tools_by_grammar(model: Any) -> bool:
+    """Whether ``model``'s provider holds a step to its offered tools by grammar (llama.cpp), so a prompt may
+    list more tools than the step offers."""
+    return _provider(model) == "llama.cpp"
+
+
 def constrain(model: Any, step: Step, tools: Sequence[dict[str, Any]] = (),
               shown: Sequence[dict[str, Any]] = ()) -> Constrained:
     """``model`` bound with ``tools`` and the constraint its provider supports for ``step`` (see the module doc).

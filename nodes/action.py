@@ -225,14 +225,13 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         offered = self.offered(state, config)
-        shown: list[Any] = []
-        if self.knobs.stable_prefix and offered and ready_task(state, self.deps):
+        shown = prompt_tools(self.deps, state, config) if offered and ready_task(state, self.deps) else []
+        if shown:
             # a step that must call reads a prefix every such call shares (the instructions and every tool), who
             # the customer is, their message and the task (memory.context.must_call_messages); other steps are
             # assembled as without the knob (with every tool listed, or the task after the conversation, the
             # 0.5B model's answers fell apart: reports/bench-local/README.md)
             messages = must_call_messages(state, self.deps.design, self.deps.domain, self.deps.strategies)
-            shown = prompt_tools(self.deps, state, config)
         ai, stats = call_or_retry(self.deps, state, messages, stats, offered, shown)
         if ai.tool_calls and goal_reached(state, self.knobs):
             # offered no tool and calling one anyway (a model without a grammar): nothing more runs; the

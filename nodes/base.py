@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats, acting_user
-from lg_harness.llm.decoding import Step, constrain
+from lg_harness.llm.decoding import Step, constrain, holds_tools_by_grammar
 from lg_harness.llm.embeddings import Embedder, current_embedder
 from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
 from lg_harness.memory.assembly import WORKING_STRATEGIES, StrategyRegistry
@@ -196,10 +196,10 @@ def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]
 
 
 def prompt_tools(deps: NodeDeps, state: HarnessState, config: RunnableConfig | None = None) -> list[ToolSpec]:
-    """The tools every model step of a thread lists with the design's ``stable_prefix``: all those the acting
-    user's role may use, in the registry's order, so the prompt's prefix never changes within a thread (the
-    grammar holds each step to what it may call, or to words); none without the knob."""
-    if not deps.design.knobs.stable_prefix:
+    """The tools a step that must call lists with the design's ``stable_prefix``: all those the acting user's
+    role may use, in the registry's order, so every such prompt starts the same; none without the knob, or
+    where the provider cannot hold the step to its own tools by grammar (``llm.decoding``)."""
+    if not deps.design.knobs.stable_prefix or not holds_tools_by_grammar(deps.model):
         return []
     return deps.registry.offer(None, acting_user(state, config).get("role", "customer"))
 

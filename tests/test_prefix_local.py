@@ -114,3 +114,15 @@ def test_without_the_knob_the_customer_and_task_ride_in_the_instructions(engine:
     calls = ask(load_design("harness"), engine, "U001")
     head = calls[0]["messages"][0]["content"]
     assert head.startswith(SHOP.system_prompt + "\nCustomer: id U001") and "## Current task" in head
+
+
+def test_the_knob_changes_nothing_where_no_grammar_holds_a_step_to_its_tools(recording_sim_cls) -> None:
+    """The sim (and any provider without a grammar) gets the prompt ``harness`` gives it: listing every tool is
+    safe only where the step cannot call the others."""
+    prompts = []
+    for design in (load_design("harness"), stable()):
+        model = recording_sim_cls()
+        with Harness(None, design, model, domain="shop") as h:
+            h.send("t", "Where is my order ORD-10144?", "U001")
+        prompts.append([([type(m).__name__ for m in c["messages"]], c["tools"]) for c in model.calls])
+    assert prompts[0] == prompts[1] and prompts[0]

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 import yaml
@@ -92,3 +93,21 @@ def test_the_site_builds_strict_and_offline(tmp_path):
     html = (site / "index.html").read_text(encoding="utf-8")
     # no web fonts or scripts from elsewhere: the site reads offline
     assert not re.search(r"<(?:link|script)[^>]+(?:href|src)=\"https?://", html), "the site loads something from the web"
+    assert dead_links(site) == [], "a docs page links to something the site does not hold"
+
+
+def dead_links(site: Path) -> list[tuple[str, str]]:
+    """(page, link) for each relative link or image of a docs page that points at nothing in the built site
+    (the copies of repository files under ``repo/`` are pages the links lead to, not checked themselves)."""
+    dead = []
+    for page in site.rglob("index.html"):
+        rel = page.relative_to(site).as_posix()
+        if rel.startswith(("repo/", "search/", "assets/")):
+            continue
+        for href in re.findall(r'(?:href|src)="([^"]+)"', page.read_text(encoding="utf-8")):
+            if href.startswith(("http:", "https:", "mailto:", "#", "data:", "javascript:")):
+                continue
+            path = site / unquote(urlparse(urljoin("/" + rel, href)).path).lstrip("/")
+            if not (path.is_file() or (path / "index.html").is_file()):
+                dead.append((rel, href))
+    return dead

@@ -97,10 +97,12 @@ def build_context(state: HarnessState, design: Design, domain: Domain, notes: Se
 def must_call_messages(state: HarnessState, design: Design, domain: Domain,
                        strategies: StrategyRegistry = WORKING_STRATEGIES) -> list[BaseMessage]:
     """The prompt of a step that must call, with the design's ``stable_prefix``: the instructions (the prompt
-    lists every tool right after them, ``nodes.base.prompt_tools``), who the customer is, their message and the
-    task with the memory. Every such call of every thread starts with the same tokens and of a thread's with
+    lists every tool right after them, ``nodes.base.prompt_tools``), who the customer is, their message, and the
+    task with the pinned constraints. Every such call of every thread starts with the same tokens and of a thread's with
     the same customer line; the values the call needs are in the task, so the conversation is not read."""
-    stable = policy_for(design, strategies).model_copy(update={"stable_prefix": True})
+    # Of the memory, the pinned constraints only: without the conversation the fact card's other ids misled the
+    # call ("first_order_id: ORD-10134" looked up when ORD-10198 was asked, reports/bench-local run 6).
+    stable = policy_for(design, strategies).model_copy(update={"stable_prefix": True, "working": "time_window"})
     return must_call_context(assemble_state(state, design, domain, strategies, stable).messages)
 
 

@@ -103,6 +103,7 @@ def test_a_step_that_must_call_reads_a_shared_prefix_and_answers_are_assembled_a
         assert call["grammar"].startswith("root ::= zq-call") and call["tools"] == everything
         assert call["messages"][:2] == head and call["messages"][2] == {"role": "user", "content": text}
         assert len(call["messages"]) == 4 and is_task_block(call["messages"][3])
+        assert "## Known facts" not in call["messages"][3]["content"], "the fact card's other ids misled calls"
     for answer, same in zip(calls[1::2], plain[1::2], strict=True):
         assert answer["grammar"].startswith("root ::= zq-text") and answer["tools"] == []
         assert without_ids(answer["messages"]) == without_ids(same["messages"])

@@ -11,7 +11,8 @@ baseline measured in the same run:
    prompt prefix in place; ``naive``) answers the same messages on two threads
    of its own. Everything is interleaved: message 1 of every thread of every design, then message 2, ..., so
    the load of the machine falls on all alike, and each thread's saved engine state must survive the others'
-   calls in between. Per call: prompt tokens, tokens served from a saved state, tokens read and written
+   calls in between. Each design has saved states of its own and starts its turn from an empty engine: two
+   designs that send the same prompt do not read each other's. Per call: prompt tokens, tokens served from a saved state, tokens read and written
    with llama.cpp's own timings; per message: model calls, tokens written, wall seconds, and time to first
    token (from the message's start to the end of its first call's prompt reading: the harness's work before
    the call, restoring a saved state, reading what is new).
@@ -43,6 +44,7 @@ from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
 from lg_harness.llm.local import LocalChatModel
 from lg_harness.llm.local_weights import get_spec
+from lg_harness.llm.prompt_cache import PrefixStates
 from pydantic import PrivateAttr
 
 from lg_harness.errors import UsageError
@@ -144,11 +146,17 @@ def converse(model: TimedLocal, domain: Domain, texts: dict[str, list[str]], des
     figures per design, in the order sent."""
     out: dict[str, list[dict[str, Any]]] = {d: [] for d in designs}
     harnesses = {d: Harness(None, design_of(d), model, domain=domain) for d in designs}
+    # Each design keeps its own saved states and starts from an empty engine: the same message on the same
+    # customer gives two designs the same prompt, and one must not read the other's from its cache.
+    engine = model.engine()
+    shared, own = engine.states, {d: PrefixStates() for d in designs}
     try:
         rounds = max(len(t) for t in texts.values())
         for i in range(rounds):
             progress.tick(i, rounds)
             for design, h in harnesses.items():
+                engine.states = own[design]
+                engine.llama.reset()  # what the engine holds is the design before's
                 for thread, messages in texts.items():
                     if i >= len(messages):
                         continue
@@ -158,6 +166,7 @@ def converse(model: TimedLocal, domain: Domain, texts: dict[str, list[str]], des
                     out[design].append({"thread": thread, "index": i + 1, "text": messages[i], "reply": result.reply,
                                         **message_figures(model.calls_since(started), started, wall)})
     finally:
+        engine.states = shared
         for h in harnesses.values():
             h.close()
     return out

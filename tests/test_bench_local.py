@@ -59,3 +59,39 @@ def test_a_design_with_a_switch_turned_on_and_a_clear_error_for_a_knob_that_is_n
     assert design_of("harness+stable_prefix").knobs.stable_prefix and not design_of("harness").knobs.stable_prefix
     with pytest.raises(UsageError, match="not a switch knob"):
         design_of("harness+max_rounds")
+
+
+def test_each_design_reads_only_its_own_saved_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two designs send the same first prompt: each call must see the states of its own design and an engine
+    emptied at the switch, or the second design reads the first's answer from the cache."""
+    from lg_harness.benchmarks.bench_local import TimedLocal, converse
+    from lg_harness.domains.shop import DOMAIN
+    from lg_harness.llm.local import LocalChatModel
+
+    class Llama:
+        resets = 0
+
+        def reset(self) -> None:
+            Llama.resets += 1
+
+    class Engine:
+        read_rate, write_rate = 100.0, 10.0
+
+        def __init__(self) -> None:
+            self.states, self.llama, self.seen = object(), Llama(), []
+
+        def complete(self, messages, tools, **kw):
+            self.seen.append(self.states)
+            return {"text": "Your order has shipped.", "finish_reason": "stop", "prompt_tokens": 10,
+                    "completion_tokens": 5, "cached_tokens": 0, "latency_s": 0.01, "prompt": "", "speed": {}}
+
+    engine = Engine()
+    shared = engine.states
+    monkeypatch.setattr(LocalChatModel, "engine", lambda self: engine)
+    out = converse(TimedLocal(model_path="unused.gguf"), DOMAIN, {"a": ["Where is my order ORD-10134?"]},
+                   ("harness", "harness+stable_prefix"))
+    calls = {d: sum(m["calls"] for m in msgs) for d, msgs in out.items()}
+    assert all(calls.values())
+    first, second = engine.seen[: calls["harness"]], engine.seen[calls["harness"]:]
+    assert len(set(map(id, first))) == len(set(map(id, second))) == 1 and first[0] is not second[0]
+    assert shared not in (first[0], second[0]) and engine.states is shared and Llama.resets == 2

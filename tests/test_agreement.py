@@ -19,6 +19,7 @@ def test_rows_compare_rates_and_count_cells_with_the_same_verdict() -> None:
     assert empty["n"] == 0 and not empty["trusted"], "a design with no cell on both models is never trusted"
 
 
+@pytest.mark.slow
 def test_the_command_runs_both_models_and_writes_the_table(tmp_path: Path) -> None:
     from lg_harness.service.cli import app
 

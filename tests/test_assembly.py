@@ -391,6 +391,7 @@ def _complete_groups(messages: list[BaseMessage]) -> dict[str, tuple[str, ...]]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=conversations(), budget=st.integers(0, 400), strategy=st.sampled_from(list(WORKING_STRATEGIES)),
        anchored_at=st.none() | st.integers(0, 30))
+@pytest.mark.slow
 def test_tool_calls_and_results_are_never_separated(history, budget, strategy, anchored_at):
     policy = ContextPolicy(budget_tokens=max(budget, 1), working=strategy, window_turns=2)
     asm = assemble(system="sys", task="", memory=MemoryLayer(constraints=["Do not call me."]), history=history,

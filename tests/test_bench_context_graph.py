@@ -84,6 +84,7 @@ def test_design_for_full_trims_nothing_and_quotas_are_out_of_the_way() -> None:
 # ------------------------------------------------------------------------------------------- context
 
 
+@pytest.mark.slow
 def test_context_figures_have_the_documented_keys(context_figures: dict) -> None:
     f = context_figures
     assert f["token_turns"] == [1, 2, 3, 4, 6]
@@ -135,6 +136,7 @@ def test_context_report_names_every_strategy_and_target(context_figures: dict) -
 # ------------------------------------------------------------------------------------------- graph
 
 
+@pytest.mark.slow
 def test_graph_figures_have_the_documented_keys(graph_figures: dict) -> None:
     f = graph_figures
     assert f["first_window"] == [1, 4] and f["last_window"] == [37, 40]
@@ -246,6 +248,7 @@ def test_helpdesk_script_only_reads() -> None:
     assert classify(HELPDESK, bench.recall_question)[0] == "recall"
 
 
+@pytest.mark.slow
 def test_helpdesk_context_figures_have_the_shops_keys(helpdesk_context_figures: dict,
                                                       context_figures: dict) -> None:
     f = helpdesk_context_figures
@@ -282,6 +285,7 @@ def test_create_agent_gets_every_helpdesk_tool_with_the_harness_backends() -> No
     assert ticket["ticket_id"] == "INC0012346" and not errors
 
 
+@pytest.mark.slow
 def test_helpdesk_graph_bench_runs_the_desk_tools_cleanly() -> None:
     f = bench_graph.run_bench_graph(messages=10, trace_messages=1, domain="helpdesk")
     assert f["domain"] == "helpdesk"

@@ -125,6 +125,7 @@ def fact_probes():
     return [p for d in ("shop", "helpdesk") for p in build_fact_probes(load_domain(d), per_kind=3)]
 
 
+@pytest.mark.slow
 def test_fact_probes_answer_the_real_result_of_the_intended_call_and_come_after_the_first_kinds(fact_probes):
     """Each gives the model the request, its call and what that call really returns on the seeded data;
     they follow the other kinds, so a rows file measured before they existed still lines up."""
@@ -218,6 +219,7 @@ def error_probes():
     return [p for p in everything if "error_kind" in p.expect]
 
 
+@pytest.mark.slow
 def test_each_error_kind_is_shown_as_the_harness_would_show_it(error_probes):
     """The error the model reads is the real one (validation by the executor, not found and refusals by the
     seeded data), in the harness's error format, and the sim reads each as its kind."""
@@ -306,6 +308,7 @@ def test_answer_step_rows_fit_rates_per_presentation_and_decoding_into_the_profi
     assert profile.answer_rate("call_after_result", "both", "free") == profile.call_after_result
 
 
+@pytest.mark.slow
 def test_calibrate_write_fits_the_answer_rows_into_the_profile_the_sim_then_follows(tmp_path, monkeypatch):
     """``harness calibrate --write --answer-rows`` fits the answer step per presentation and decoding into the
     fitted profile; the profile loads them with their evidence; the committed ``simlm/fitted.yaml`` is what

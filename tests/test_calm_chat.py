@@ -32,6 +32,7 @@ def recorded_model(data_dir: Path, thread: str) -> str | None:
     return setup[1]
 
 
+@pytest.mark.slow
 def test_chat_and_run_talk_to_the_sim_without_faults_unless_asked(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     chat = subprocess.run([str(HARNESS), "chat", "-t", "c", "--data-dir", str(tmp_path)], input="hello\n/quit\n",

@@ -175,6 +175,7 @@ def crash_between_tool_and_settle(data_dir: Path, domain: str, design: str = NO_
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("durability", ["exit", "sync"])
 def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice_nor_skips_it(tmp_path, durability):
     """With ``exit`` (the default) the crash left nothing of the message but its user row, and finishing runs
@@ -215,6 +216,7 @@ def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice
     assert len(renewals(tmp_path)) == 1
 
 
+@pytest.mark.slow
 def test_a_crash_before_the_settle_of_an_idempotent_outside_change_runs_it_again_with_its_key(tmp_path):
     died = crash_between_tool_and_settle(tmp_path, "DOMAIN_KEYED")
     assert died.returncode == 137, died.stderr

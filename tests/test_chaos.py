@@ -29,6 +29,7 @@ def zeros(figures: dict) -> None:
     assert tuple(figures[k] for k in FIVE) == (0,) * 5, figures["problems"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("durability", ["exit", "sync"])
 @pytest.mark.parametrize("confirm", [True, False], ids=["confirm on", "confirm off"])
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
@@ -43,6 +44,7 @@ def test_crashes_with_a_rewording_model_recover_exactly_once(domain, confirm, du
 
 @pytest.mark.parametrize(("confirm", "durability"), [(True, "exit"), (False, "exit"), (True, "sync")],
                          ids=["confirm on", "confirm off", "confirm on, sync"])
+@pytest.mark.slow
 def test_the_http_worker_on_postgres_killed_and_taken_over_recovers_exactly_once(postgres_server, confirm,  # noqa: F811
                                                                                   durability):
     saved = Crash("checkpoint", 12, True, "checkpoint 12 after") if durability == "sync" else \
@@ -54,6 +56,7 @@ def test_the_http_worker_on_postgres_killed_and_taken_over_recovers_exactly_once
     zeros(figures)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("durability", ["exit", "sync"])
 def test_an_outside_change_that_is_not_idempotent_is_applied_once_or_checked_by_a_person(durability):
     figures = run_setup(Setup("library", "sqlite", True, durability), points=POINTS[durability][1:2] + LEDGER[-1:],
@@ -63,6 +66,7 @@ def test_an_outside_change_that_is_not_idempotent_is_applied_once_or_checked_by_
     assert figures["to_person_applied"] >= 1, "the crash between the tool and its settle goes to a person"
 
 
+@pytest.mark.slow
 def test_the_soak_serves_every_message_in_order():
     figures = soak(processes=2, threads=2, minutes=0.1, log=lambda s: None)
     assert figures["messages_served"] > 0 and figures["failures"] == 0, figures

@@ -65,6 +65,7 @@ def state_of(data_dir: Path, thread: str) -> tuple:
 # ================================================================================================ run
 
 
+@pytest.mark.slow
 def test_chinese_thread_across_processes_status_then_return(tmp_path, shop, u001_orders):
     order = u001_orders["delivered"][0]
     row = shop.query_one("SELECT status FROM orders WHERE id = ?", (order,))
@@ -88,6 +89,7 @@ def test_chinese_thread_across_processes_status_then_return(tmp_path, shop, u001
     assert second["checkpoint_id"] != first["checkpoint_id"]
 
 
+@pytest.mark.slow
 def test_english_thread_history_resume_and_fork_across_processes(tmp_path, shop, u001_orders):
     delivered, shipped = u001_orders["delivered"][0], u001_orders["shipped"][0]
     status = shop.query_one("SELECT status FROM orders WHERE id = ?", (delivered,))["status"]
@@ -122,6 +124,7 @@ def test_english_thread_history_resume_and_fork_across_processes(tmp_path, shop,
     assert shop.query_one("SELECT COUNT(*) FROM returns WHERE order_id = ?", (shipped,))[0] == 0
 
 
+@pytest.mark.slow
 def test_product_question_answers_from_product_data(tmp_path, shop):
     products = shop.query("SELECT id, name, price FROM products ORDER BY id")
     simple = [p for p in products if re.fullmatch(r"[A-Za-z]+ [A-Za-z]+", p["name"])]
@@ -134,6 +137,7 @@ def test_product_question_answers_from_product_data(tmp_path, shop):
     assert product["price"] in {float(n) for n in re.findall(r"\d+(?:\.\d+)?", doc["reply"])}
 
 
+@pytest.mark.slow
 def test_missing_slot_asks_and_calls_no_tool(tmp_path):
     doc = run_json(tmp_path, "ask", "where is my order?")
     assert doc["intent"] == "order_status"
@@ -154,6 +158,7 @@ def design_nodes() -> list[str]:
     return [n for n in graph.nodes if not n.startswith("__")]
 
 
+@pytest.mark.slow
 def test_graph_png(tmp_path):
     import matplotlib.image as mpimg
 
@@ -166,6 +171,7 @@ def test_graph_png(tmp_path):
     assert image.shape[0] > 100 and image.shape[1] > 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["mermaid", "ascii"])
 def test_graph_text_formats_name_every_node(tmp_path, fmt):
     proc = harness("graph", "--format", fmt, cwd=tmp_path)
@@ -216,6 +222,7 @@ CASES = ["empty message", "100 KB message", "unknown thread", "unknown checkpoin
          "file as data dir"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_bad_input_one_error_line_no_traceback_state_unchanged(tmp_path, case):
     data_dir = tmp_path / "data"

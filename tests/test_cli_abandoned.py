@@ -67,6 +67,7 @@ def kill_mid_message(cli: Any, rows: Any, thread: str) -> None:
     assert [r["status"] for r in rows("SELECT status FROM thread_queue WHERE thread_id = %s", thread)] == ["running"]
 
 
+@pytest.mark.slow
 def test_a_killed_cli_run_expires_and_resume_finish_completes_the_message(cli: Any, rows: Any) -> None:
     kill_mid_message(cli, rows, "x")
     done = cli("resume", "--thread", "x", "--finish", "--json")

@@ -57,6 +57,7 @@ def harness_log_level():
 # ------------------------------------------------------------------------------------------ (a) the CLI
 
 
+@pytest.mark.slow
 def test_compare_cli_writes_results_report_plots_and_resumes(tmp_path):
     out = tmp_path / "out"
     args = ["compare", "--designs", "naive,harness", "--limit", "4", "--seeds", "1", "--workers", "1",
@@ -108,6 +109,7 @@ def open_ollama_clients(ignore: set[int]) -> list:
             and getattr(o, "_client", None) is not None and not o._client._client.is_closed]
 
 
+@pytest.mark.slow
 @pytest.mark.real_model_wire
 def test_compare_on_the_ollama_client_path(tmp_path, monkeypatch, ollama_server, harness_log_level):
     monkeypatch.setenv("OLLAMA_HOST", ollama_server.url)
@@ -245,6 +247,7 @@ def test_the_sim_answers_the_same_whatever_the_expectations(tmp_path):
     assert expected_differently["fault_events"] == base["fault_events"]
 
 
+@pytest.mark.slow
 def test_the_sim_answers_the_same_whatever_the_design_is_called(tmp_path):
     """The same design under other names, same scenario and seed: the run must be the same, backend faults
     included (an A/B comparison must not hand two designs different luck because of their names)."""

@@ -25,6 +25,7 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")  # one line per table row, so what is printed can be read back
 
 
+@pytest.mark.slow
 def test_handoff_list_prints_customer_text_literally_with_its_masks(tmp_path: Path, wide: None) -> None:
     data = tmp_path / "data"
     with Harness(data, patient_design(), "sim:clean") as h:
@@ -83,6 +84,7 @@ def test_the_harness_own_holds_and_blocks_are_not_tool_failures(tmp_path: Path) 
     audit.close()
 
 
+@pytest.mark.slow
 def test_stats_and_the_run_line_show_a_confirmation_as_held(tmp_path: Path) -> None:
     data, design = tmp_path / "data", tmp_path / "patient.json"
     design.write_text(patient_design().model_dump_json(), encoding="utf-8")

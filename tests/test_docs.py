@@ -83,6 +83,7 @@ def test_every_docs_page_is_in_the_site_navigation():
     assert in_nav <= on_disk, f"nav entries without a page: {sorted(in_nav - on_disk)}"
 
 
+@pytest.mark.slow
 def test_the_site_builds_strict_and_offline(tmp_path):
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}

@@ -68,6 +68,7 @@ def an_order(db: ShopDB, user: str, status: str) -> str:
 # ------------------------------------------------------------------------------------------------ shop
 
 
+@pytest.mark.slow
 def test_cancel_applies_once_per_key_and_puts_the_stock_back_once(shop_db: ShopDB) -> None:
     order = an_order(shop_db, "U001", "pending")
     items = shop_db.query("SELECT sku, qty FROM order_items WHERE order_id = ? ORDER BY sku", (order,))

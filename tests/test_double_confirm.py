@@ -72,6 +72,7 @@ def answered_in_turn(rows: list[tuple[str, str]]) -> bool:
     return [r for r, _ in rows] == ["user", "assistant"] * (len(rows) // 2) and len(rows) % 2 == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["enqueue", "interrupt", "reject"])
 def test_two_yes_file_one_complaint_and_every_accepted_request_is_answered(client, tmp_path, policy):
     first, second = race(client, "yes", "yes", policy)
@@ -88,6 +89,7 @@ def test_two_yes_file_one_complaint_and_every_accepted_request_is_answered(clien
     assert second.json()["reply"] != first["result"]["reply"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["enqueue", "interrupt"])
 def test_yes_then_no_racing_makes_the_change_once_and_says_so(client, tmp_path, policy):
     first, second = race(client, "yes", "no", policy)

@@ -91,6 +91,7 @@ def stock(data_dir: Path, order: str) -> list[tuple]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_exit_a_run_killed_after_its_change_runs_again_from_the_start_and_changes_once(tmp_path: Path) -> None:
     """A ``harness --durability exit run`` killed after the cancel committed (the answer's model call takes
     1.5 s) leaves no checkpoint of the message; ``resume --finish`` runs it again from the transcript, the

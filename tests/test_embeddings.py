@@ -19,6 +19,7 @@ def reference() -> np.ndarray:
     return sentence_embed(TEXTS, str(bundled_model_dir()))
 
 
+@pytest.mark.slow
 def test_numpy_encoder_matches_sentence_transformers(reference: np.ndarray) -> None:
     ours = embed(TEXTS)
     assert ours.shape == reference.shape == (len(TEXTS), 384)

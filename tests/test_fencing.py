@@ -59,6 +59,7 @@ def checkpoint_id(config: RunnableConfig) -> str:
     return config["configurable"]["checkpoint_id"]
 
 
+@pytest.mark.slow
 def test_a_stalled_worker_taken_over_writes_nothing_more_and_the_client_gets_one_reply(workers: Any) -> None:
     a, b = workers("a"), workers("b")
     mid = a.submit("t", "send", payload(), None)

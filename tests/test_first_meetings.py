@@ -104,6 +104,7 @@ def test_a_yes_with_nothing_to_confirm_says_so_and_what_the_bot_does(tmp_path: P
 # -------------------------------------------------------------------------------- another domain's thread
 
 
+@pytest.mark.slow
 def test_a_thread_run_on_another_domain_says_whose_it_is(tmp_path: Path) -> None:
     first = harness("run", "Where is my order ORD-10134?", "-t", "t1", "--data-dir", str(tmp_path), cwd=tmp_path)
     assert first.returncode == 0, first.stderr

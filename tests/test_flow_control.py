@@ -102,6 +102,7 @@ def cli_json(data_dir: Path, *args: str) -> Any:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_handoff_across_processes_waits_for_the_human_then_resumes(tmp_path):
     with Harness(tmp_path, patient_design(), MODEL) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
@@ -255,6 +256,7 @@ def bad_design_file(tmp_path: Path, case: str) -> tuple[Path, int, str]:
     return path, line, token
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(BAD_RULES))
 def test_rule_compile_errors_are_one_clear_line_with_the_line_number(tmp_path, case):
     path, line, token = bad_design_file(tmp_path, case)

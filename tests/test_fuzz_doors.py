@@ -837,6 +837,7 @@ class HarnessViews:
         return {"shop": shop_rows(self.shop, USERS[caller]), "threads": threads, "handoffs": theirs}
 
 
+@pytest.mark.slow
 def test_fuzz_harness_serve(harness_door: Door, tmp_path: Path) -> None:
     report(fuzz(harness_door), tmp_path)
 
@@ -976,5 +977,6 @@ class LangGraphViews:
         return cancelled
 
 
+@pytest.mark.slow
 def test_fuzz_langgraph_server(langgraph_door: Door, tmp_path: Path) -> None:
     report(fuzz(langgraph_door), tmp_path)

@@ -231,6 +231,7 @@ def sample(pattern: str, rnd) -> str:
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=regexes(), rnd=st.randoms(use_true_random=False),
        others=st.lists(st.text(alphabet=ALPHABET, max_size=8), min_size=6, max_size=6))
+@pytest.mark.slow
 def test_a_pattern_grammar_accepts_what_re_accepts(pattern: str, rnd, others: list[str]) -> None:
     # short strings: a nested quantifier makes re itself backtrack exponentially on long ones
     built = [sample(pattern, rnd)[:10] for _ in range(6)]

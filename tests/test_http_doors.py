@@ -128,6 +128,7 @@ bodies = st.one_of(
 ids = st.one_of(st.text(max_size=20), st.integers().map(str), st.text(alphabet=string.printable, max_size=200))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(route=st.sampled_from(ROUTES), thread=ids, body=bodies, who=st.sampled_from([A, B, DESK]))
 def test_no_input_makes_a_500(client: TestClient, route: tuple[str, str], thread: str, body: bytes, who: dict) -> None:

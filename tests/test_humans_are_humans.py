@@ -92,6 +92,7 @@ def test_after_a_fork_the_history_and_the_transcript_show_the_branch(tmp_path: P
         assert len(h.transcripts.read("t", every=True)) == len(h.transcripts.read("t")) + 2
 
 
+@pytest.mark.slow
 def test_harness_history_lists_the_branch_and_the_transcript_with_who_wrote_it(tmp_path: Path) -> None:
     with Harness(tmp_path, patient_design(), "sim:clean") as h:
         handed_off(h)
@@ -114,6 +115,7 @@ def test_harness_history_lists_the_branch_and_the_transcript_with_who_wrote_it(t
     assert branch.stdout.splitlines()[-2:][0] == "[2] customer: thanks" and ANSWER not in branch.stdout
 
 
+@pytest.mark.slow
 def test_chat_state_and_history_read_as_text(tmp_path: Path) -> None:
     script = ["Where is my order ORD-10134?", "I want to return it", "Where is ORD-99999?", "what about ORD-10135?",
               "thanks", "/state", "/history", "/quit"]

@@ -33,6 +33,7 @@ CASES = {"retail": (RETAIL + ":DOMAIN", retail_tasks, 4), "shop": ("shop", shop_
          "helpdesk": ("helpdesk", helpdesk_tasks, 2)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_correct_chains_are_never_refused_and_unseen_ids_always_are(name):
     spec, tasks, n = CASES[name]

@@ -189,6 +189,7 @@ def send(client, thread_id: str, text: str) -> dict:
     return client.threads.get_state(thread_id)
 
 
+@pytest.mark.slow
 def test_server_serves_the_harness_graph(server):
     info = httpx.get(f"{server['url']}/info", timeout=5, trust_env=False).json()
     assert info.get("version")
@@ -213,6 +214,7 @@ def test_order_status_over_the_server(server):
     assert values["user"] == USER and values["intent"] == "order_status"
 
 
+@pytest.mark.slow
 def test_second_message_continues_the_thread(server):
     client, order = server["client"], server["orders"]["delivered"]
     thread_id = client.threads.create()["thread_id"]
@@ -240,6 +242,7 @@ def test_second_message_continues_the_thread(server):
     assert len(history) > 4  # checkpoints of both runs, kept by the server's checkpointer
 
 
+@pytest.mark.slow
 def test_handoff_interrupt_and_human_resume(server):
     client = server["client"]
     thread_id = client.threads.create()["thread_id"]
@@ -311,6 +314,7 @@ def test_a_user_reads_and_runs_only_their_own_threads(server):
     assert wrong.status_code == 401
 
 
+@pytest.mark.slow
 def test_no_door_of_the_server_hands_out_another_users_thread(server):
     """Create-if-exists, copy, state writes, history, runs, search: B never gets A's thread or its messages."""
     mine = server["client"]
@@ -352,6 +356,7 @@ def _safe_runs(client, thread_id: str) -> list:
 # ------------------------------------------------------------------------------------------ state writes
 
 
+@pytest.mark.slow
 def test_a_customer_cannot_write_another_customers_change_into_state_and_run_it(server):
     """Issue 40's attack: B writes A's id and a confirmed cancel of A's order into a thread's state (as node
     ``action``, or through a run's command), then runs the thread with no input. A's order stays as it was."""

@@ -357,6 +357,7 @@ def test_gguf_header_reader_and_architecture_check(tmp_path: Path) -> None:
 
 # --- the real model (only where its GGUF and llama-cpp-python are installed) -----------------------------
 
+@pytest.mark.slow
 @real_model
 def test_real_model_asks_for_the_order_status_and_reuses_its_prefix() -> None:
     from lg_harness.domains.shop import DOMAIN
@@ -376,6 +377,7 @@ def test_real_model_asks_for_the_order_status_and_reuses_its_prefix() -> None:
     assert _cache_read(again) == usage["input_tokens"] - 1
 
 
+@pytest.mark.slow
 @real_model
 def test_a_step_with_other_tools_between_does_not_cost_the_next_action_step_its_prefix() -> None:
     """Action step (tools), answer step (no tools: the prompt differs right after the system message), then
@@ -399,6 +401,7 @@ def test_a_step_with_other_tools_between_does_not_cost_the_next_action_step_its_
     assert speed["generated_tokens"] <= base.max_tokens_call and speed["generation_s"] > 0
 
 
+@pytest.mark.slow
 @real_model
 def test_a_new_engine_starts_from_the_states_an_earlier_one_left_on_disk(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:

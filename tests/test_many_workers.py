@@ -111,6 +111,7 @@ TEXTS = ("hello, this is note {k}", "where is my order ORD-10134? (note {k})", "
          "do you have bluetooth headphones? note {k}")
 
 
+@pytest.mark.slow
 def test_four_workers_400_messages_50_threads_none_lost_none_twice_order_kept(many: str, rows: Any,
                                                                               shop_rows: Any) -> None:
     sends = [(f"thread-{t:02d}", TEXTS[k % len(TEXTS)].format(k=k)) for k in range(8) for t in range(50)]

@@ -130,6 +130,7 @@ def test_a_server_over_streamable_http_answers_and_validates(http_url):
     assert "is not one of" in (got["cancel_order"]["error"] or "")
 
 
+@pytest.mark.slow
 def test_the_cli_runs_a_message_on_an_mcp_server(tmp_path):
     result = harness("run", "--domain", STDIO, "Where is my order #W4817420?", "--json", "--model", "sim:clean",
                      "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
@@ -140,6 +141,7 @@ def test_the_cli_runs_a_message_on_an_mcp_server(tmp_path):
                                                              for c in out["tool_calls"]], out["tool_calls"]
 
 
+@pytest.mark.slow
 def test_an_unreachable_server_is_one_clear_error(tmp_path):
     result = harness("run", "--domain", "mcp:/nonexistent/server-binary", "hi", "--data-dir", str(tmp_path),
                      cwd=tmp_path)

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 
+import pytest
 from lg_harness.graphs.app import Harness
 from lg_harness.memory import writer as writer_module
 from lg_harness.memory.facts import FactStore
@@ -77,6 +78,7 @@ CRASH_AFTER_REPLY = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_crash_between_the_reply_and_the_write_loses_nothing(tmp_path):
     done = subprocess.run([sys.executable, "-c", CRASH_AFTER_REPLY, str(tmp_path), ASK], capture_output=True,
                           text=True, timeout=240)

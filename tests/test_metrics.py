@@ -347,6 +347,7 @@ def test_report_has_command_date_and_a_row_per_design(summary: dict, tmp_path: P
     assert data["designs"] == ["naive", "framework-default", "harness"] and data["claims"]
 
 
+@pytest.mark.slow
 def test_plots_are_valid_pngs(summary: dict, tmp_path: Path) -> None:
     from matplotlib.image import imread
 

@@ -147,6 +147,7 @@ def test_notebooks_are_built_from_their_sources_and_committed_executed():
         assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
 
 
+@pytest.mark.slow
 def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():
     nb = execute("01_run_a_graph")
     text = stdout(nb)
@@ -165,6 +166,7 @@ def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():
     assert re.search(rf'^fact_card .*"first_order_id": "{order_id}"', text, re.M)
 
 
+@pytest.mark.slow
 def test_02_topology_draws_every_preset_and_its_differences():
     from lg_harness.core.design import PRESETS
     from lg_harness.graphs.builder import NODE_ROLES
@@ -208,6 +210,7 @@ def _accent_pixels(png: str) -> int:
     return int((np.abs(pixels.astype(int) - accent).sum(axis=1) < 30).sum())
 
 
+@pytest.mark.slow
 def test_03_resume_continues_from_the_fork():
     nb = execute("03_resume")
     text = stdout(nb)
@@ -224,6 +227,7 @@ def test_03_resume_continues_from_the_fork():
     assert f"'{first}': 'cancelled', '{second}': 'pending'" in text
 
 
+@pytest.mark.slow
 def test_04_ab_designs_shows_metrics_table_and_plots():
     nb = execute("04_ab_designs")
     text = stdout(nb)
@@ -236,6 +240,7 @@ def test_04_ab_designs_shows_metrics_table_and_plots():
     assert any("## Figures from the write-ups" in m for m in rich(nb, "text/markdown"))
 
 
+@pytest.mark.slow
 def test_05_custom_node_and_tool_are_used_and_compared():
     nb = execute("05_custom_node")
     text = stdout(nb)
@@ -252,6 +257,7 @@ def test_05_custom_node_and_tool_are_used_and_compared():
 
 
 
+@pytest.mark.slow
 def test_06_bring_your_own_domain_runs_a_page_of_code_and_the_helpdesk():
     nb = execute("06_bring_your_own_domain")
     text = stdout(nb)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from lg_harness.graphs.app import Harness
 
 try:
@@ -15,6 +16,7 @@ except ImportError:  # tests/ imported as a package
 EMAIL, PHONE = "jane.doe@example.com", "415-555-0199"
 
 
+@pytest.mark.slow
 def test_stats_shows_an_operator_health_queue_and_uncertain_changes_without_personal_data(tmp_path):
     data = tmp_path / "data"
     with Harness(data, patient_design(), "sim:clean") as h:

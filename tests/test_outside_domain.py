@@ -73,6 +73,7 @@ def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack:
         assert again.slots["book_id"] == "BOOK-0007"  # without an ordinal, the latest mention
 
 
+@pytest.mark.slow
 def test_cli_runs_an_outside_domain_as_module_and_as_file(pack: Path, tmp_path: Path, monkeypatch):
     data = tmp_path / "data"
     monkeypatch.setenv("PYTHONPATH", f"{pack.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
@@ -137,6 +138,7 @@ def test_installed_packs_are_listed():
     assert "get_order_status" in names["shop"]["tools"] and "get_ticket" in names["helpdesk"]["tools"]
 
 
+@pytest.mark.slow
 def test_cli_runs_the_helpdesk_pack_with_a_real_tool_call(tmp_path: Path):
     from lg_harness.domains.helpdesk import HelpdeskDB
 
@@ -151,6 +153,7 @@ def test_cli_runs_the_helpdesk_pack_with_a_real_tool_call(tmp_path: Path):
     assert ticket["status"].replace("_", " ") in result["reply"]  # the state in words ("in progress")
 
 
+@pytest.mark.slow
 def test_resume_continues_a_thread_in_the_domain_it_ran_in(tmp_path: Path):
     ran = harness("run", "--domain", "helpdesk", "hello", "--json", "--model", "sim:clean", "--thread", "hd",
                   "--data-dir", str(tmp_path), cwd=tmp_path)

@@ -44,6 +44,7 @@ def u001_dir(tmp_path_factory):
     ("trace", "--thread", "mine"),
     ("run", "hello", "--thread", "mine"),
 ])
+@pytest.mark.slow
 def test_another_user_cannot_read_or_write_the_thread(u001_dir, command):
     tmp_path = u001_dir
     proc = harness(*command, "--user", "U002", "--data-dir", str(tmp_path), cwd=tmp_path)
@@ -59,6 +60,7 @@ def test_another_user_cannot_read_or_write_the_thread(u001_dir, command):
         assert own.returncode == 0, own.stderr
 
 
+@pytest.mark.slow
 def test_chat_history_and_state_refuse_another_user(u001_dir):
     tmp_path = u001_dir
     proc = subprocess.run([str(HARNESS), "chat", "--thread", "mine", "--user", "U002", "--model", MODEL,
@@ -73,6 +75,7 @@ def test_chat_history_and_state_refuse_another_user(u001_dir):
     assert "jane.roe@example.com" in mine.stdout, "the owner reads their own transcript"
 
 
+@pytest.mark.slow
 def test_an_empty_user_is_an_error_not_the_demo_user(tmp_path):
     proc = harness("run", "hello", "--thread", "t", "--user", "", "--model", MODEL, "--data-dir", str(tmp_path),
                    cwd=tmp_path)

@@ -61,6 +61,7 @@ def get(url: str, **headers: str) -> httpx.Response:
     return httpx.get(url, headers=headers, timeout=30, trust_env=False)
 
 
+@pytest.mark.slow
 def test_a_forwarded_for_header_does_not_make_a_local_client_a_trusted_proxy(behind_remote_proxies: str) -> None:
     spoof = {"X-Forwarded-For": "10.9.9.9"}
     assert get(f"{behind_remote_proxies}/handoffs", **spoof, **{"X-Desk-Agent": "mallory"}).status_code == 401
@@ -68,6 +69,7 @@ def test_a_forwarded_for_header_does_not_make_a_local_client_a_trusted_proxy(beh
     assert get(f"{behind_remote_proxies}/handoffs", Authorization="Bearer desk-key").status_code == 200
 
 
+@pytest.mark.slow
 def test_a_proxy_on_the_same_host_is_believed_whatever_client_it_forwards(behind_local_proxy: str) -> None:
     forwarded = {"X-Forwarded-For": "203.0.113.5", "X-Forwarded-Proto": "https"}
     sent = httpx.post(f"{behind_local_proxy}/threads/p1/messages", json={"text": "hello"},

@@ -96,6 +96,7 @@ def test_every_readme_example_has_expectations():
         assert _message(argv) in EXPECTED, f"no expectation for the README example: {command}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_readme_examples_answer_like_a_person(tmp_path, lang):
     """Run in README order on one data dir (the second example continues the first one's thread)."""

@@ -161,6 +161,7 @@ def returns_of(data_dir: Path, order: str) -> list[dict]:
         return [dict(r) for r in h.resources["shop"].query("SELECT id, status FROM returns WHERE order_id = ?", (order,))]
 
 
+@pytest.mark.slow
 def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         order = u001_order("delivered", shop=h.resources["shop"])
@@ -216,6 +217,7 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
         assert h.state("ret")["checkpoint_id"] == head, "a refused finish leaves the thread where it was"
 
 
+@pytest.mark.slow
 def test_finish_uses_the_design_and_model_the_thread_ran_with(tmp_path):
     with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
         order = u001_order("shipped", shop=h.resources["shop"])

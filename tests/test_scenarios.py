@@ -204,6 +204,7 @@ def test_expected_tool_calls_succeed_on_a_fresh_shop(scenarios: list[Scenario], 
             db.close()
 
 
+@pytest.mark.slow
 def test_generator_is_deterministic(tmp_path: Path) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     assert generate.main(["--seed", "11", "--out", str(a)]) == 0
@@ -215,6 +216,7 @@ def test_generator_is_deterministic(tmp_path: Path) -> None:
     assert other.read_bytes() != a.read_bytes()
 
 
+@pytest.mark.slow
 def test_committed_file_matches_a_fresh_generation(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.jsonl"
     generate.main(["--seed", str(generate.DEFAULT_SEED), "--out", str(fresh)])

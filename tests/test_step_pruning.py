@@ -7,6 +7,7 @@ branch left by a fork stays whole, so going back to it works, and the ends of al
 
 from __future__ import annotations
 
+import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from lg_harness.graphs.app import Harness
 
@@ -89,6 +90,7 @@ def pg_thread(h: Harness, thread: str = "t") -> dict:
         return dict(conn.execute(PG_THREAD, {"t": thread}).fetchone())
 
 
+@pytest.mark.slow
 def test_postgres_keeps_about_one_checkpoint_per_old_message_and_its_bytes_stay_bounded(tmp_path, database_url):  # noqa: F811, E501
     with Harness(tmp_path / "data", patient_design(), "sim:clean", database_url=database_url,
                  durability="sync") as h:

@@ -87,6 +87,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 # ------------------------------------------------------------------------------------- transcripts
 
 
+@pytest.mark.slow
 def test_transcript_keeps_every_message_in_order_per_thread(backend: Backend) -> None:
     t = backend.transcripts()
     t.append("a", 1, "user", "hello")

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
 from lg_harness.tools.mcp import mcp_tools
@@ -50,6 +51,7 @@ def test_the_lending_chain_runs_on_the_sim() -> None:
     assert "renewed" in reply
 
 
+@pytest.mark.slow
 @real_model
 def test_the_lending_chain_runs_on_the_real_model() -> None:
     calls, reply, loans = renew_dune(LOCAL)
@@ -72,6 +74,7 @@ def test_the_weather_server_answers_a_city_on_the_sim() -> None:
     assert "sunny" in reply and "19" in reply and "city" not in reply.lower(), reply
 
 
+@pytest.mark.slow
 @real_model
 def test_the_weather_server_on_the_real_model_answers_or_says_why_not() -> None:
     """The 0.5B model writes "Lisboa" for Lisbon; the server refuses it with the cities it knows. Either the

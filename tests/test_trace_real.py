@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -141,6 +142,7 @@ def test_a_guard_stop_is_an_event_in_the_trace(tmp_path):
 
 
 
+@pytest.mark.slow
 def test_cli_trace_and_stats_show_the_message(tmp_path):
     order = u001_order("shipped")
     data = tmp_path / "data"

@@ -46,6 +46,7 @@ def _revealed(report: dict[str, Any]) -> tuple[dict[int, str], dict[int, str], l
     return expected, revealed, [d["message"] for d in mine if d["severity"] == "error"]
 
 
+@pytest.mark.slow
 def test_the_project_type_checks_and_a_user_sees_send_return_a_send_result() -> None:
     # One pyright run for both checks: it takes minutes, and it lays out build/pyright/ (two runs at once,
     # as two test workers would make, would race on it).

@@ -8,6 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from lg_harness.graphs.app import Harness
 
 try:
@@ -37,6 +38,7 @@ def demo(*args: str, cwd: Path, data_dir_env: Path) -> subprocess.CompletedProce
                           cwd=cwd, env=env)
 
 
+@pytest.mark.slow
 def test_demo_leaves_an_existing_data_dir_byte_for_byte_untouched(tmp_path: Path) -> None:
     data = tmp_path / "mydata"
     users_data_dir(data)

@@ -169,6 +169,7 @@ def _suite(domain: str, design: str = "harness") -> tuple[SuiteRun, ...]:
     return tuple(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
 def test_no_reply_of_the_builtin_suite_shows_internal_text(domain: str) -> None:
     """Every scenario of the domain (both splits) on the faulty sim with the `harness` design."""

@@ -58,6 +58,7 @@ def test_a_message_no_model_call_answered_is_an_error(tmp_path: Path, failure: s
         assert h.send("t", "hello", "U001").reply
 
 
+@pytest.mark.slow
 @pytest.mark.real_model_wire  # a real client, against a port where nothing listens
 def test_cli_run_on_an_unreachable_model_exits_non_zero_with_an_error_field(tmp_path: Path) -> None:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}, "HF_HUB_OFFLINE": "1",
@@ -79,6 +80,7 @@ def _suite(n: int) -> list[Any]:
     return spread(select_split(load_scenarios(pack.scenario_path("builtin")), "test"), n)
 
 
+@pytest.mark.slow
 @pytest.mark.real_model_wire  # a real client, against a port where nothing listens
 def test_compare_stops_early_on_a_silent_model_and_never_reuses_its_cells(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:

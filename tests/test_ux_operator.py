@@ -60,12 +60,14 @@ def test_version(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("harness ") and proc.stdout.split()[1][0].isdigit()
 
 
+@pytest.mark.slow
 def test_stderr_tool_summary_keeps_the_call_list(tmp_path: Path) -> None:
     proc = harness("run", "Where is my order ORD-10134?", "--data-dir", str(tmp_path), "--model", MODEL, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert 'tools=[get_order_status({"order_id": "ORD-10134"}) -> ok]' in proc.stderr
 
 
+@pytest.mark.slow
 def test_chat_has_help_and_rejects_unknown_commands(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")} | {"HF_HUB_OFFLINE": "1"}
     proc = subprocess.run([str(HARNESS), "chat", "--data-dir", str(tmp_path), "--model", MODEL],

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from lg_harness.core.domain import load_domain
 from lg_harness.evals.claims import MIN_SCENARIOS, TOO_FEW, claim_rows
 from lg_harness.evals.compare import run_compare, write_outputs
@@ -21,6 +22,7 @@ def _compare(tmp_path: Path, n: int) -> tuple[dict, list[Path]]:
     return summary, write_outputs(summary, tmp_path, "harness compare --designs naive,harness")
 
 
+@pytest.mark.slow
 def test_a_quick_comparison_does_not_call_claims_reproduced(tmp_path: Path) -> None:
     summary, files = _compare(tmp_path, 4)
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
@@ -51,6 +53,7 @@ def test_several_seeds_keep_their_spread() -> None:
     assert _seed_stats({0: 0.5})["seed_ci"] is None and _seed_stats({0: 0.5, 1: None})["seed_ci"] is None
 
 
+@pytest.mark.slow
 def test_enough_scenarios_get_a_verdict(tmp_path: Path) -> None:
     summary, _ = _compare(tmp_path, MIN_SCENARIOS + 2)
     calls = next(r for r in claim_rows(summary) if r["claim"].startswith("Model calls per request"))

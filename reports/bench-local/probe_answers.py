@@ -34,32 +34,41 @@ every_tool = [s.json_schema() for s in DOMAIN.registry().offer(None, "customer")
 found: list[dict] = []
 
 
-def probing(self, messages, tools, **kw):
-    out = complete(self, messages, tools, **kw)
+answer_steps: list[tuple[list, dict]] = []
+
+
+def recording(self, messages, tools, **kw):
+    """The engine as it is; an answer step's prompt is kept to be asked again after the message (asked inside
+    the harness's call, the extra answers would count against its deadline)."""
     if (kw.get("grammar") or "").startswith("root ::= zq-text") and messages[-1]["role"] == "tool":
-        replay = list(messages)
-        results = [(m.get("name") or "", json.loads(m["content"].split(">", 1)[1].rsplit("<", 1)[0]))
-                   for m in replay if m["role"] == "tool"]
-        lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for m in replay if m["role"] == "user" for ch in m["content"]) else "en"
-        facts = {"role": "user", "content": facts_turn(results, lang, DOMAIN.registry(), DOMAIN).content}
-        base = [m for m in replay if not (m["role"] == "tool" or (m["role"] == "assistant" and m.get("tool_calls")))]
-        shapes = {"replay": replay, "replay+note": [*replay, {"role": "system", "content": FINAL_NOTE}],
-                  "facts": [*base, facts], "both": [*replay, facts]}
-        row = {"question": next(m["content"] for m in replay if m["role"] == "user"), "answers": {}}
-        for name, prompt in shapes.items():
-            for listed, tool_list in (("every tool", every_tool), ("no tool", None)):
-                text = complete(self, prompt, tool_list, **kw)["text"]
-                row["answers"][f"{name}, {listed}"] = text
-                print(f"  [{name}, {listed}] {text[:200]!r}", flush=True)
-        found.append(row)
-    return out
+        answer_steps.append((list(messages), dict(kw)))
+    return complete(self, messages, tools, **kw)
 
 
-type(engine).complete = probing
+def probe(replay: list, kw: dict) -> None:
+    results = [(m.get("name") or "", json.loads(m["content"].split(">", 1)[1].rsplit("<", 1)[0]))
+               for m in replay if m["role"] == "tool"]
+    lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for m in replay if m["role"] == "user" for ch in m["content"]) else "en"
+    facts = {"role": "user", "content": facts_turn(results, lang, DOMAIN.registry(), DOMAIN).content}
+    base = [m for m in replay if not (m["role"] == "tool" or (m["role"] == "assistant" and m.get("tool_calls")))]
+    shapes = {"replay": replay, "replay+note": [*replay, {"role": "system", "content": FINAL_NOTE}],
+              "facts": [*base, facts], "both": [*replay, facts]}
+    row = {"question": [m["content"] for m in replay if m["role"] == "user"][-1], "answers": {}}
+    for name, prompt in shapes.items():
+        for listed, tool_list in (("every tool", every_tool), ("no tool", None)):
+            text = complete(engine, prompt, tool_list, **kw)["text"]
+            row["answers"][f"{name}, {listed}"] = text
+            print(f"  [{name}, {listed}] {text[:200]!r}", flush=True)
+    found.append(row)
+
+
+type(engine).complete = recording
 design = load_design("harness")
 design = design.model_copy(update={"knobs": design.knobs.model_copy(update={"stable_prefix": True})})
 with Harness(None, design, model, domain="shop") as h:
     for i, question in enumerate(QUESTIONS):
         print("Q:", question, flush=True)
         print("  => reply:", repr(h.send(f"p{i}", question, "U001").reply), flush=True)
+        while answer_steps:
+            probe(*answer_steps.pop(0))
 Path(__file__).with_name("probe_answers.json").write_text(json.dumps(found, ensure_ascii=False, indent=1), encoding="utf-8")

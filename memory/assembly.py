@@ -567,20 +567,6 @@ def _select_working(candidates: list[Group], budget: int, ctx: WorkingContext, s
 TASK_BLOCK_ID = "harness-task-block"
 
 
-def must_call_context(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Of a stable-prefix layout, what a step that must call reads: the system messages the conversation starts
-    with (the instructions, who the customer is), the customer's latest message and the task block. The values
-    the call needs are in the task; without the conversation every such call of a thread starts with the same
-    tokens and only the message and the task are new."""
-    head = []
-    for message in messages:
-        if not isinstance(message, SystemMessage) or message.id == TASK_BLOCK_ID:
-            break
-        head.append(message)
-    asked = [m for m in messages if isinstance(m, HumanMessage)][-1:]
-    return [*head, *asked, *(m for m in messages if m.id == TASK_BLOCK_ID)]
-
-
 def _system_messages(system: str, session: str, task: str, memory_lines: list[str], working: list[BaseMessage],
                      immediate: list[BaseMessage], stable: bool) -> list[BaseMessage]:
     """The layers in order. ``stable``: the domain's instructions alone in the first message, the same for every

@@ -31,7 +31,6 @@ from lg_harness.memory.assembly import (
     StrategyRegistry,
     assemble,
     describe_task,
-    must_call_context,
     results_to_keep,
 )
 from lg_harness.memory.clearing import clear_used_results
@@ -75,15 +74,20 @@ def _anchor(state: HarnessState, history: Sequence[BaseMessage]) -> Anchors:
     return Anchors(original_request=original)
 
 
-def assemble_state(state: HarnessState, design: Design, domain: Domain,
-                   strategies: StrategyRegistry = WORKING_STRATEGIES, policy: ContextPolicy | None = None) -> Assembly:
-    history, immediate = split_turn(state.get("messages") or [])
+def task_of(state: HarnessState, domain: Domain) -> str:
+    """The task layer's text for the state ("" when there is none)."""
     # A domain without intents has one open task: "Intent: open." tells the model nothing (a small model
     # read it out: "You asked me to open.")
-    task = describe_task(state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
+    return describe_task(state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
                          is_task=state.get("intent_kind", "task") != "conversational" and bool(domain.intents))
-    return assemble(system=domain.system_prompt, session=customer_line(state), task=task, memory=memory_layer(state),
-                    history=history, immediate=immediate, policy=policy or policy_for(design, strategies), anchors=_anchor(state, history),
+
+
+def assemble_state(state: HarnessState, design: Design, domain: Domain,
+                   strategies: StrategyRegistry = WORKING_STRATEGIES) -> Assembly:
+    history, immediate = split_turn(state.get("messages") or [])
+    return assemble(system=domain.system_prompt, session=customer_line(state), task=task_of(state, domain),
+                    memory=memory_layer(state), history=history, immediate=immediate,
+                    policy=policy_for(design, strategies), anchors=_anchor(state, history),
                     entity_types=domain.entity_types)
 
 
@@ -98,12 +102,17 @@ def must_call_messages(state: HarnessState, design: Design, domain: Domain,
                        strategies: StrategyRegistry = WORKING_STRATEGIES) -> list[BaseMessage]:
     """The prompt of a step that must call, with the design's ``stable_prefix``: the instructions (the prompt
     lists every tool right after them, ``nodes.base.prompt_tools``), who the customer is, their message, and the
-    task with the pinned constraints. Every such call of every thread starts with the same tokens and of a thread's with
-    the same customer line; the values the call needs are in the task, so the conversation is not read."""
+    task with the pinned constraints. Every such call of every thread starts with the same tokens, and of a
+    thread's with the same customer line; the values the call needs are in the task, so the conversation is
+    not read (nor assembled)."""
+    asked = [m for m in split_turn(state.get("messages") or [])[1] if isinstance(m, HumanMessage)][-1:]
     # Of the memory, the pinned constraints only: without the conversation the fact card's other ids misled the
     # call ("first_order_id: ORD-10134" looked up when ORD-10198 was asked, reports/bench-local run 6).
-    stable = policy_for(design, strategies).model_copy(update={"stable_prefix": True, "working": "time_window"})
-    return must_call_context(assemble_state(state, design, domain, strategies, stable).messages)
+    memory = MemoryLayer(constraints=list(state.get("constraints") or []))
+    stable = policy_for(design, strategies).model_copy(update={"stable_prefix": True})
+    return assemble(system=domain.system_prompt, session=customer_line(state), task=task_of(state, domain),
+                    memory=memory, history=[], immediate=asked, policy=stable,
+                    entity_types=domain.entity_types).messages
 
 
 def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,

@@ -25,7 +25,6 @@ from lg_harness.memory.assembly import (
     describe_task,
     is_well_formed,
     message_tokens,
-    must_call_context,
     tool_groups,
 )
 from lg_harness.memory.constraints import extract_constraints, is_correction
@@ -555,10 +554,20 @@ def test_a_stable_prefix_without_task_or_memory_adds_no_second_message():
 
 
 def test_a_step_that_must_call_reads_the_head_the_customer_message_and_the_task():
-    asm = assemble(system=SYSTEM, session="Customer: id u1, role customer.", task="Intent: order_status.",
-                   memory=MemoryLayer(), history=long_history()[:6],
-                   immediate=[HumanMessage("where is ORD-10002?", id="now")], policy=ContextPolicy(stable_prefix=True))
-    lean = must_call_context(asm.messages)
-    assert lean == [SystemMessage(SYSTEM), SystemMessage("Customer: id u1, role customer."),
-                    HumanMessage("where is ORD-10002?", id="now"), asm.messages[-1]]
-    assert lean[-1].id == TASK_BLOCK_ID
+    """``must_call_messages``: the instructions, who the customer is, their latest message, and the task with the
+    pinned constraints last; not the conversation, not the fact card."""
+    from typing import cast
+
+    from lg_harness.core.design import load_design
+    from lg_harness.core.state import HarnessState
+    from lg_harness.memory.context import must_call_messages
+
+    now = HumanMessage("where is ORD-10002?", id="now")
+    state = cast(HarnessState, {"messages": [*long_history()[:6], now], "user": {"id": "u1", "role": "customer"},
+             "intent": "order_status", "intent_kind": "task", "slots": {"order_id": "ORD-10002"},
+             "fact_card": {"first_order_id": "ORD-10001"}, "constraints": ["Never ship to my office."]})
+    lean = must_call_messages(state, load_design("harness"), SHOP)
+    assert lean[:3] == [SystemMessage(SHOP.system_prompt), SystemMessage("Customer: id u1, role customer."), now]
+    assert len(lean) == 4 and lean[-1].id == TASK_BLOCK_ID
+    assert "Known: order_id=ORD-10002" in lean[-1].text and "Never ship to my office." in lean[-1].text
+    assert "ORD-10001" not in lean[-1].text, "the fact card's other ids misled calls"

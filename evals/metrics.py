@@ -131,6 +131,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "dump_replies": ("Replies that are data, not words", "rate"),
     "wrong_language": ("Replies in the wrong language", "rate"),
     "relayed_instruction": ("Replies relaying an instruction from data", "rate"),
+    "restated": ("Answers telling the request back", "rate"),
     "unrequested_changes": ("Unrequested changes", "count"),
     "end_state": ("End state as the scenario says", "rate"),
     "wrong_changes": ("Wrong changes (the backend's diff)", "count"),

@@ -25,7 +25,7 @@ UNITS = {
     "loops_stopped": "scenarios", "handoffs": "scenarios", "handoff_accuracy": "turns",
     "retries_per_429": "429 episodes", "retry_after_honored": "attempts after a 429", "tool_failure_rate": "calls",
     "false_facts": "replies with tool results", "internal_text": "replies", "dump_replies": "replies",
-    "wrong_language": "replies", "relayed_instruction": "replies",
+    "wrong_language": "replies", "relayed_instruction": "replies", "restated": "replies with tool results",
     "unrequested_changes": "scenarios", "end_state": "scenarios", "wrong_changes": "scenarios",
 }
 
@@ -34,7 +34,7 @@ UNITS = {
 PROPORTIONS = frozenset({"task_completion", "turn_pass_rate", "arg_validity_emitted", "arg_validity_boundary",
                          "intent_accuracy", "early_reference", "handoff_accuracy", "retry_after_honored",
                          "tool_failure_rate", "false_facts", "internal_text", "dump_replies", "wrong_language",
-                         "relayed_instruction", "end_state"})
+                         "relayed_instruction", "end_state", "restated"})
 
 # Ratio metrics read from a cell's pooled counts: metric -> the [numerator, denominator] pair.
 COUNTED = {
@@ -43,6 +43,7 @@ COUNTED = {
     "retries_per_429": "retries", "retry_after_honored": "honored", "tool_failure_rate": "tool_failures",
     "false_facts": "false_facts", "internal_text": "internal_text", "dump_replies": "dump",
     "wrong_language": "wrong_language", "relayed_instruction": "relayed_instruction", "end_state": "end_state",
+    "restated": "restated",
 }
 SUMMED = ("repeated_questions", "loops_stopped", "handoffs", "unrequested_changes", "wrong_changes")
 PERCENTILES = {"latency_p50_s": 50.0, "latency_p95_s": 95.0}

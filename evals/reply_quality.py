@@ -11,7 +11,12 @@
 - Relayed instructions: a reply repeating an instruction found in data ("ignore previous instructions...",
   ``tools.cleaning.holds_instruction``).
 
-The last four are counted over every reply the bot wrote, and any of them fails the turn
+- Restated: a reply to a message whose lookup worked that opens by telling the request back ("You asked me to
+  look up ORD-10144...", "您问的是...") instead of answering (``restates_request``; written here, not shared with
+  the harness's own trimming of such openings, so the count sees what the customer reads whoever wrote it).
+  Counted over the same replies as false facts.
+
+The four kinds above false facts are counted over every reply the bot wrote, and any of them fails the turn
 (``customer_grade``): a task is complete only when its facts are stated in words the customer can read.
 The same detectors run inside the harness's self-check, so a design with that check scores zero on text
 its check rewrote; designs without one are judged by exactly the same code. Nothing here names a domain.
@@ -33,6 +38,13 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _ID = re.compile(r"\b[A-Z]{1,5}-?\d{3,}\b|\b[A-Z0-9]{6,}\b")
 KINDS = ("dump", "wrong_language", "relayed_instruction", "internal_text")
+# The opening of a reply that tells the customer's request back: "you asked/want/wanted/requested/would like",
+# "your question/request is", "I understand you want", and the Chinese "您问/您想知道/您要求/你想查询...".
+_TOLD_BACK = re.compile(
+    r"^\W*(?:(?:so,?\s+|okay,?\s+|ok,?\s+)?(?:i understand (?:that )?)?you(?:'ve| have)?\s+(?:just\s+)?"
+    r"(?:asked|want(?:ed)?|requested|would like|are asking|were asking|need(?:ed)?)\b|"
+    r"your (?:question|request|message|query) (?:is|was|asks)\b|"
+    r"(?:您|你)(?:刚才|是)?(?:问|说|想知道|询问|咨询|要求|想查询|想要|请求|需要))", re.I)
 
 
 def turn_language(user_text: str, default: str = "en") -> str:
@@ -73,6 +85,11 @@ def false_facts(turn: Mapping[str, Any], domain: Domain, user_text: str = "") ->
     return [c.problem for c in contradictions(turn["reply"], results, domain.claims, domain.currency, evidence)]
 
 
+def restates_request(reply: str) -> bool:
+    """Whether ``reply`` opens by telling the customer's request back instead of answering it."""
+    return bool(_TOLD_BACK.search(reply or ""))
+
+
 def counts(turns: Sequence[Mapping[str, Any]], domain: Domain, tool_names: Sequence[str],
            user_texts: Sequence[str] = (), lang: str = "en") -> dict[str, list[int]]:
     """``false_facts`` and each of ``KINDS`` as [replies with it, replies judged] over a run's turns."""
@@ -81,6 +98,7 @@ def counts(turns: Sequence[Mapping[str, Any]], domain: Domain, tool_names: Seque
     written = [(i, t) for i, t in enumerate(turns) if t.get("reply") and t.get("path", True) != []]
     found = [reply_problems(t["reply"], reply_language(t, user_texts[i] if i < len(user_texts) else "", lang), tool_names)
              for i, t in written]
-    out = {"false_facts": [sum(facts), len(facts)]}
+    answers = [restates_request(t["reply"]) for t in turns if t.get("reply") and results_of(t.get("tool_calls") or [])]
+    out = {"false_facts": [sum(facts), len(facts)], "restated": [sum(answers), len(answers)]}
     out.update({kind: [sum(f[kind] for f in found), len(found)] for kind in KINDS})
     return out

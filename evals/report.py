@@ -66,6 +66,7 @@ _COUNTS: list[tuple[str, str]] = [
     ("Replies that are data, not words", "dump_replies"),
     ("Replies in the wrong language", "wrong_language"),
     ("Replies relaying an instruction", "relayed_instruction"),
+    ("Answers telling the request back", "restated"),
 ]
 
 

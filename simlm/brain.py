@@ -679,9 +679,13 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     if intended is not None and same_tools and (step := _still_needed(call, intended, calls, done)) is not None:
         return step
     answered = [calls[r.tool_call_id] for r in batch if r.tool_call_id in calls]
+    worked = [calls[r.tool_call_id] for r in batch if r.tool_call_id in calls and not is_error(text_of(r))]
+    if worked and worked[-1]["name"] in tool_of:  # inside a tool loop: the call that worked, once more
+        if call.roll(call.answer_rate("repeat_after_success")):
+            return tool_calls(call, [(tool_of[worked[-1]["name"]], dict(worked[-1]["args"]))])
     # A fault whose text the request's constraint forbids (a call or a result written as JSON where the reply
     # may not open with "{") cannot be emitted: the model writes its answer instead.
-    if answered and call.roll(call.answer_rate("call_after_result")):
+    elif answered and call.roll(call.answer_rate("call_after_result")):
         again = _call_again(call, answered[-1])
         if again.tool_calls or call.may_say(text_of(again)):
             return again
@@ -689,9 +693,19 @@ def after_results(call: Call, turn: list[BaseMessage], lang: str) -> AIMessage:
     if call.roll(call.answer_rate("echo_result")) and call.may_say("\n".join(report)):
         return AIMessage("\n".join(report))
     question = current_request(before).context
+    if call.roll(call.answer_rate("restate_request")) and call.may_say(told_back := restated(question, lang)):
+        return AIMessage(told_back)
     if call.roll(call.profile.misstate_result) and call.dice is not None:  # the last draw of this call
         report = misstate(report, call.tools, call.dice, lambda contents: compose_answer(contents, lang, question))
     return AIMessage(compose_answer(report, lang, question))
+
+
+def restated(question: str, lang: str) -> str:
+    """The request told back instead of answered, as small models open an answer ("You asked me to ...")."""
+    asked = " ".join(question.split())
+    if lang == "zh":
+        return f"您问的是：{asked}"
+    return f"You asked me: {asked[:1].lower() + asked[1:]}" if asked else "You asked me a question."
 
 
 def _call_again(call: Call, made: Mapping[str, Any]) -> AIMessage:
@@ -740,27 +754,34 @@ def _to_report(results: list[ToolMessage], calls: Mapping[str | None, Mapping[st
     return keep or [text_of(r) for r in results[-1:]]
 
 
-# A user turn that hands the model results and asks for the reply ("write your reply to the customer now").
-_WRITE_REPLY = re.compile(r"\b(?:write|give|send)\s+(?:your|the|a)\s+(?:reply|answer|response)\b|"
-                          r"\breply to the (?:customer|user)\b|回复客户|回复用户", re.I)
-_STATED = re.compile(r"^\s*[-*•]\s*([^:：\n]{1,40}?)\s*[:：]\s*(.+?)\s*$", re.M)
+# A line of data handed to the model ("- status: shipped", "carrier：SF"): a label and a value, as any listing
+# or YAML-like block states facts. Two or more of them in the last user turn, or one inside a block of three
+# lines or more, make it data to answer from, not a request of its own; no caller's wording is recognised.
+_STATED = re.compile(r"^\s*[-*•]?\s*([^:：\n]{1,40}?)\s*[:：]\s*(.+?)\s*$", re.M)
+_DATA_LINES, _BLOCK_LINES = 2, 3
+
+
+def stated_lines(text: str) -> dict[str, str]:
+    """The ``label: value`` lines of ``text`` (a line that is a sentence with a colon in it is not one)."""
+    return {k.strip(): v for k, v in _STATED.findall(text) if len(k.split()) <= 6 and not k.strip().endswith((".", "。"))}
 
 
 def reply_request(call: Call, lang: str) -> AIMessage | None:
-    """The answer to a user turn that gives results and asks for the reply: from the results the
-    conversation holds (tool messages before it), else from the ``- label: value`` lines it states, as any
-    result (the same faults of an answer step apply). Tools are not called for it."""
+    """The answer to a user turn that hands over data after the request (results in words, a listing): from
+    the results the conversation holds when this turn follows them, else from the ``label: value`` lines it
+    states, as any result (the same faults of an answer step apply). Tools are not called for it."""
     last = call.messages[-1] if call.messages else None
-    if not isinstance(last, HumanMessage) or not _WRITE_REPLY.search(text_of(last)):
+    if not isinstance(last, HumanMessage) or len(call.humans) < 2:
+        return None
+    stated = stated_lines(text_of(last))
+    lines = [line for line in text_of(last).splitlines() if line.strip()]
+    if not stated or (len(stated) < _DATA_LINES and len(lines) < _BLOCK_LINES):
         return None
     before = list(call.messages[:-1])
     earlier = Call(before, [], call.profile, call.dice, call.tokens[:-1], admits=call.admits, presentation="both")
     turn = _turn(before)
     if any(isinstance(m, ToolMessage) for m in turn):
         return after_results(earlier, turn, lang)
-    stated = {k.strip(): v for k, v in _STATED.findall(text_of(last))}
-    if not stated:
-        return None
     given = [AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "call_given", "type": "tool_call"}]),
              ToolMessage(json.dumps(stated, ensure_ascii=False), tool_call_id="call_given")]
     return after_results(Call([*before, *given], [], call.profile, call.dice, call.tokens[:-1], admits=call.admits,

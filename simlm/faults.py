@@ -12,14 +12,21 @@ functions of what the model sees, so no design's knob value sits on a threshold:
 - an answer written from tool results misstates one of their values (``simlm.misstate``);
 - no call where one is needed, a call again where an answer is due (written as text when no tools are
   offered, as small models do), and an answer that pastes the raw result: flat rates, as measured;
-- the identical call again after an error, at a rate per kind of error (``simlm.errors``).
+- the identical call again after an error, at a rate per kind of error (``simlm.errors``), and after a success
+  while its tool is still offered (``repeat_after_success``);
+- an answer that tells the request back instead of answering it (``restate_request``);
+- the answer step's rates per way of presenting results and decoding (``answer_steps``), measured where each
+  design's path has them: with no tool offered in the answer-step probes, in the tool loop from real-model
+  comparison cells (``paths.yaml``).
 
 A profile may carry ``by_domain: {<domain>: {<fault>: ...}}``: where the calibration probes measured a rate
 that differs between domains' prompts, ``<profile>@<domain>`` (e.g. ``fitted@shop``) is the profile with that
 domain's rates. The sim itself never knows a domain; whoever runs it picks the variant (``evals.runner``).
 
-Faults are drawn from a random generator seeded by the model's seed and the exact input of the call, so
-the same input always gets the same behaviour, whichever harness built it.
+Faults are drawn from a random generator seeded by the model's seed and the input of the call (the
+conversation and the tools; system notes after its last message left out, ``simlm.provider.draw_key``), so the
+same input always gets the same behaviour, whichever harness built it, and a note that only asks again does not
+roll the dice again.
 """
 
 from __future__ import annotations
@@ -35,12 +42,16 @@ import yaml
 
 PROFILE_FILE = Path(__file__).with_name("profiles.yaml")
 FITTED_FILE = Path(__file__).with_name("fitted.yaml")  # written by `harness calibrate --write`
+# Rates measured on each design's path in real-model comparison cells (``evals.fit_paths --write``), merged
+# over the profiles of the same name in the two files above.
+PATHS_FILE = Path(__file__).with_name("paths.yaml")
 
 
 def profiles_digest() -> str:
     """The fault profiles as they are now (both files): a harness's cached cells on the sim key on it, so a
     refit or an edit reruns them."""
-    return hashlib.sha256(b"".join(f.read_bytes() for f in (PROFILE_FILE, FITTED_FILE) if f.exists())).hexdigest()[:16]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in (PROFILE_FILE, FITTED_FILE, PATHS_FILE)
+                                   if f.exists())).hexdigest()[:16]
 
 
 MALFORMATIONS = ("id_drift", "wrong_type", "missing_required", "extra_key", "broken_json")
@@ -73,6 +84,9 @@ class FaultProfile:
     misstate_result: float = 0.0       # an answer from tool results states one of their values wrongly
     skip_call: float = 0.0             # answers the user without the tool call the request needs
     call_after_result: float = 0.0     # calls the tool again instead of answering from its result
+    # makes the call that just worked again while its tool is still offered (inside a tool loop)
+    repeat_after_success: float = 0.0
+    restate_request: float = 0.0       # answers by telling the customer's request back instead of answering it
     echo_result: float = 0.0           # answers by pasting the tool result's raw text
     context_window: int = 4096         # tokens the model reads; older messages are dropped beyond it
     # Latency in virtual seconds: fixed + per input token not served from cache + per output token.
@@ -158,6 +172,8 @@ def load_profiles(path: str | None = None) -> dict[str, FaultProfile]:
     """Profiles by name from the hand-written file and the measured one beside it; a profile may start
     from another (``base:``)."""
     raw = {**_raw(Path(path or PROFILE_FILE)), **({} if path else _raw(FITTED_FILE))}
+    for name, spec in ({} if path else _raw(PATHS_FILE)).items():
+        raw[name] = _merged(raw.get(name, {}), spec)
     out: dict[str, FaultProfile] = {"clean": CLEAN}
 
     def resolved(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -188,7 +204,10 @@ def _merged(below: dict[str, Any], above: dict[str, Any]) -> dict[str, Any]:
     out = dict(below)
     for key, value in above.items():
         old = out.get(key)
-        out[key] = {**old, **value} if key == "repeat_after_error_kinds" and isinstance(old, dict) else value
+        if key == "answer_steps" and isinstance(old, dict):  # path by path, fault by fault
+            out[key] = {path: {**old.get(path, {}), **rates} for path, rates in {**old, **value}.items()}
+        else:
+            out[key] = {**old, **value} if key == "repeat_after_error_kinds" and isinstance(old, dict) else value
     return out
 
 

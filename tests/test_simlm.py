@@ -640,8 +640,12 @@ def _after_result(profile: FaultProfile, tools: list[dict]) -> AIMessage:
 
 
 def test_a_call_again_instead_of_an_answer_is_a_fresh_call_or_json_text_without_tools():
-    again = _after_result(FaultProfile(call_after_result=1.0), LIBRARY)
+    # With its tool still offered (inside a tool loop) the repeat is repeat_after_success, the rate measured
+    # there; call_after_result was measured with no tool offered and applies only where none is.
+    again = _after_result(FaultProfile(repeat_after_success=1.0), LIBRARY)
     assert calls(again) == [("get_loan", {"loan_id": "LN-123456"})] and again.tool_calls[0]["id"] != "call_a1"
+    assert not _after_result(FaultProfile(call_after_result=1.0), LIBRARY).tool_calls
+    assert not _after_result(FaultProfile(repeat_after_success=1.0), []).tool_calls
     written = _after_result(FaultProfile(call_after_result=1.0), [])
     assert not written.tool_calls
     assert json.loads(written.text) == {"name": "get_loan", "arguments": {"loan_id": "LN-123456"}}

@@ -1,0 +1,125 @@
+"""The sim's rates on each design's own path, measured from real-model comparison cells (issue 45).
+
+The answer-step probes (``evals.fit_answers``) measure a model answering one result with no tool offered. A
+design's tool loop is another path: the result comes back with the tools still offered, and the answer may
+be written after a guard stopped the loop. These rates are read from what the real model did there, in the
+cells of ``harness compare --model local:...`` runs (``cells.jsonl``):
+
+- ``repeat_after_success``: of the messages where a call worked, those where the model made the identical
+  call again (same tool, same arguments) later in the message. Keyed ``replay/<decoding>``: results come back
+  as tool messages in a loop, decoded freely or held by a grammar (the design's ``constrained_decoding``).
+  Only cells of designs that still offer the tool after it worked measure this: pass such runs.
+- ``restate_request``: of the replies to messages where a call worked, those that open by telling the request
+  back (``evals.reply_quality.restates_request``). Keyed ``<answer_presentation>/<decoding>``.
+
+Peers run their own loops (results replayed, free decoding). Each rate carries k, n and a Wilson interval.
+
+    python -m lg_harness.evals.fit_paths reports/real-model-designs-shop/cells.jsonl ... --write
+
+writes ``simlm/paths.yaml``, which the sim merges over the ``fitted`` profile (``simlm.faults``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lg_harness.evals.reply_quality import restates_request
+from lg_harness.evals.stats import wilson
+
+PATHS_FILE = Path(__file__).resolve().parents[1] / "simlm" / "paths.yaml"
+
+
+def design_path(design: str) -> tuple[str, str]:
+    """(answer presentation, decoding) of a design by name; a peer or an unknown design replays, freely."""
+    from lg_harness.core.design import PRESETS
+
+    found = PRESETS.get(design)
+    if found is None:
+        return "replay", "free"
+    return found.knobs.answer_presentation, "constrained" if found.knobs.constrained_decoding else "free"
+
+
+def _key(call: Mapping[str, Any]) -> tuple[str, str]:
+    return str(call.get("name")), json.dumps(call.get("emitted_args") or call.get("args") or {}, sort_keys=True)
+
+
+def repeated_after_success(calls: Sequence[Mapping[str, Any]]) -> bool | None:
+    """Whether the first call that worked in a message was made again identically later in it; None when
+    none worked."""
+    for i, call in enumerate(calls):
+        if call.get("status") == "ok":
+            return any(_key(later) == _key(call) for later in calls[i + 1:])
+    return None
+
+
+def tallies(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[int]]]:
+    """fault -> path -> [k, n] over the records' messages."""
+    out: dict[str, dict[str, list[int]]] = {"repeat_after_success": defaultdict(lambda: [0, 0]),
+                                            "restate_request": defaultdict(lambda: [0, 0])}
+    for record in records:
+        presentation, decoding = design_path(str(record.get("design")))
+        for turn in record.get("turns") or []:
+            calls = turn.get("tool_calls") or []
+            repeated = repeated_after_success(calls)
+            if repeated is None:
+                continue
+            pair = out["repeat_after_success"][f"replay/{decoding}"]
+            pair[0], pair[1] = pair[0] + repeated, pair[1] + 1
+            if (turn.get("reply") or "").strip():
+                pair = out["restate_request"][f"{presentation}/{decoding}"]
+                pair[0], pair[1] = pair[0] + restates_request(turn["reply"]), pair[1] + 1
+    return {fault: dict(paths) for fault, paths in out.items()}
+
+
+def answer_steps(found: Mapping[str, Mapping[str, Sequence[int]]], sources: str) -> dict[str, dict[str, Any]]:
+    """``answer_steps`` entries (path -> fault -> {rate, k, n, ci, source}) from ``tallies``."""
+    steps: dict[str, dict[str, Any]] = defaultdict(dict)
+    for fault, paths in found.items():
+        for path, (k, n) in sorted(paths.items()):
+            if n:
+                lo, hi = wilson(k, n)
+                steps[path][fault] = {"rate": round(k / n, 4), "k": k, "n": n, "ci": [round(lo, 4), round(hi, 4)],
+                                      "source": f"measured on the real model's {path} path: {sources}"}
+    return dict(steps)
+
+
+def paths_yaml(steps: Mapping[str, Any], command: str) -> str:
+    import yaml
+
+    header = (f"# Written by `{command}`; do not edit by hand (rerun it).\n"
+              "# Rates on each design's path, read from real-model comparison cells (evals/fit_paths.py), merged\n"
+              "# over the fitted profile: answer_steps.<presentation>/<decoding>.<fault>.\n")
+    return header + yaml.safe_dump({"profiles": {"fitted": {"answer_steps": dict(steps)}}}, sort_keys=False,
+                                   allow_unicode=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cells", nargs="+", type=Path, help="cells.jsonl files of real-model compare runs")
+    parser.add_argument("--write", action="store_true", help=f"write {PATHS_FILE.name} beside the sim")
+    args = parser.parse_args(argv)
+    records = [json.loads(line) for path in args.cells for line in path.read_text(encoding="utf-8").splitlines()
+               if line.strip()]
+    models = sorted({str(r.get("model")) for r in records})
+    if any(m.startswith("sim") for m in models):
+        parser.error(f"these cells ran on {', '.join(models)}: give cells of a real model")
+    found = tallies(records)
+    for fault, paths in found.items():
+        for path, (k, n) in sorted(paths.items()):
+            print(f"{fault:22} {path:20} {k:4} / {n:<4} {100 * k / n:5.1f}%" if n else f"{fault} {path}: no message")
+    named = ", ".join(str(p) for p in args.cells)
+    steps = answer_steps(found, f"{len(records)} cells of {', '.join(models)} in {named}")
+    if args.write:
+        command = "python -m lg_harness.evals.fit_paths " + " ".join(str(p) for p in args.cells) + " --write"
+        PATHS_FILE.write_text(paths_yaml(steps, command), encoding="utf-8")
+        print(f"wrote {PATHS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -11,6 +11,10 @@ cells of ``harness compare --model local:...`` runs (``cells.jsonl``):
   Only cells of designs that still offer the tool after it worked measure this: pass such runs.
 - ``restate_request``: of the replies to messages where a call worked, those that open by telling the request
   back (``evals.reply_quality.restates_request``). Keyed ``<answer_presentation>/<decoding>``.
+- ``skip_prerequisite``: of the messages that go for a tool whose description names another that must succeed
+  first (``simlm.brain.requires``, read from the domain's own tool descriptions) while that one has not
+  succeeded yet in the conversation, those whose first such call is the dependent tool. Keyed
+  ``replay/<decoding>``.
 
 Peers run their own loops (results replayed, free decoding). Each rate carries k, n and a Wilson interval.
 
@@ -57,22 +61,60 @@ def repeated_after_success(calls: Sequence[Mapping[str, Any]]) -> bool | None:
     return None
 
 
+def prerequisites(domain: str | None) -> dict[str, set[str]]:
+    """tool -> the tools its domain's descriptions say must succeed first, as the sim reads them."""
+    if not domain:
+        return {}
+    from lg_harness.evals.metrics import domain_of
+    from simlm.brain import requires
+
+    try:
+        specs = domain_of(domain).registry().specs()
+    except Exception:  # a domain this process cannot open (an MCP server not running): nothing to read
+        return {}
+    tools = [{"type": "function", "function": {"name": s.name, "description": s.description,
+                                               "parameters": s.json_schema()}} for s in specs]
+    return {t["function"]["name"]: {o["function"]["name"] for o in tools if requires(t, o)} for t in tools}
+
+
+def skipped_prerequisite(calls: Sequence[Mapping[str, Any]], needs: Mapping[str, set[str]], done: set[str]
+                         ) -> bool | None:
+    """Whether the first call of a message that goes for a tool with an unmet prerequisite (or for that
+    prerequisite) is the dependent tool itself; None when the message went for neither."""
+    pending = {tool: first - done for tool, first in needs.items() if first - done}
+    wanted = set(pending) | {p for first in pending.values() for p in first}
+    first = next((c for c in calls if c.get("name") in wanted), None)
+    if first is None:
+        return None
+    return first.get("name") in pending
+
+
+def _count(pair: list[int], hit: bool) -> None:
+    pair[0], pair[1] = pair[0] + hit, pair[1] + 1
+
+
 def tallies(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[int]]]:
     """fault -> path -> [k, n] over the records' messages."""
     out: dict[str, dict[str, list[int]]] = {"repeat_after_success": defaultdict(lambda: [0, 0]),
-                                            "restate_request": defaultdict(lambda: [0, 0])}
+                                            "restate_request": defaultdict(lambda: [0, 0]),
+                                            "skip_prerequisite": defaultdict(lambda: [0, 0])}
+    needs_of: dict[str | None, dict[str, set[str]]] = {}
     for record in records:
         presentation, decoding = design_path(str(record.get("design")))
+        domain = record.get("domain_spec") or record.get("domain")
+        needs = needs_of.setdefault(domain, prerequisites(domain))
+        done: set[str] = set()
         for turn in record.get("turns") or []:
             calls = turn.get("tool_calls") or []
+            if needs and (skipped := skipped_prerequisite(calls, needs, done)) is not None:
+                _count(out["skip_prerequisite"][f"replay/{decoding}"], skipped)
+            done |= {str(c.get("name")) for c in calls if c.get("status") == "ok"}
             repeated = repeated_after_success(calls)
             if repeated is None:
                 continue
-            pair = out["repeat_after_success"][f"replay/{decoding}"]
-            pair[0], pair[1] = pair[0] + repeated, pair[1] + 1
+            _count(out["repeat_after_success"][f"replay/{decoding}"], repeated)
             if (turn.get("reply") or "").strip():
-                pair = out["restate_request"][f"{presentation}/{decoding}"]
-                pair[0], pair[1] = pair[0] + restates_request(turn["reply"]), pair[1] + 1
+                _count(out["restate_request"][f"{presentation}/{decoding}"], restates_request(turn["reply"]))
     return {fault: dict(paths) for fault, paths in out.items()}
 
 

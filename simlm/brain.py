@@ -341,9 +341,16 @@ def _strictly(call: Call, tool: dict[str, Any], args: dict[str, Any], intended: 
 
 
 def invent(prop: dict[str, Any], call: Call) -> Any:
-    """A plausible value: the description's example, else a seen value of the right shape with its
-    digits changed, else a value written from the pattern itself, else an enum option or the minimum."""
+    """A plausible value: one of its shape the assistant itself showed, else the description's example, else a
+    seen value of the right shape with its digits changed, else a value written from the pattern itself, else
+    an enum option or the minimum."""
     pattern = prop.get("pattern")
+    # A value of that shape in the assistant's own earlier words (an example in its question, "e.g. E1234") is
+    # copied as it stands: the real model filled a helpdesk employee id with the example its slot question showed.
+    said = " ".join(text_of(m) for m in call.messages if isinstance(m, AIMessage) and not m.tool_calls)
+    shown = example_of(said) if pattern else None
+    if shown and conform(shown, pattern):
+        return conform(shown, pattern)
     example = example_of(prop.get("description") or "")
     if example and (not pattern or conform(example, pattern)):
         return conform(example, pattern) if pattern else example
@@ -531,7 +538,8 @@ def first_step(call: Call, lang: str) -> AIMessage:
     if chosen is None:
         return AIMessage(say("cannot" if call.tools and words(latest) else "help", lang))
     tool = _with_faults(call, chosen, req)
-    tool = prerequisite(call, tool) or tool
+    if (first := prerequisite(call, tool)) is not None and not call.roll(call.answer_rate("skip_prerequisite")):
+        tool = first
     planned, missing = plan(call, tool, req)
     if not planned and (lookup := feeder(call, tool, missing, req)) is not None:
         planned, _ = plan(call, lookup, req)  # the lookup that shows the missing id, then the request's tool

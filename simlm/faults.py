@@ -14,7 +14,8 @@ functions of what the model sees, so no design's knob value sits on a threshold:
   offered, as small models do), and an answer that pastes the raw result: flat rates, as measured;
 - the identical call again after an error, at a rate per kind of error (``simlm.errors``), and after a success
   while its tool is still offered (``repeat_after_success``);
-- an answer that tells the request back instead of answering it (``restate_request``);
+- an answer that tells the request back instead of answering it (``restate_request``); a tool called before the
+  one its description says must succeed first (``skip_prerequisite``);
 - the answer step's rates per way of presenting results and decoding (``answer_steps``), measured where each
   design's path has them: with no tool offered in the answer-step probes, in the tool loop from real-model
   comparison cells (``paths.yaml``).
@@ -87,6 +88,7 @@ class FaultProfile:
     # makes the call that just worked again while its tool is still offered (inside a tool loop)
     repeat_after_success: float = 0.0
     restate_request: float = 0.0       # answers by telling the customer's request back instead of answering it
+    skip_prerequisite: float = 0.0     # calls a tool before the one its description says must succeed first
     echo_result: float = 0.0           # answers by pasting the tool result's raw text
     context_window: int = 4096         # tokens the model reads; older messages are dropped beyond it
     # Latency in virtual seconds: fixed + per input token not served from cache + per output token.

@@ -130,3 +130,36 @@ def test_a_second_tool_shape_does_not_change_the_data_reading():
     reply = respond(_asked_with("- due date: 2025-03-01\n- renewals left: 2"), tools, profile=FaultProfile(),
                     dice=Dice(1, "d"))
     assert "2025-03-01" in reply.text
+
+
+def test_an_example_the_assistant_showed_is_copied_when_a_value_is_invented():
+    messages = [HumanMessage("Renew my loan please"),
+                AIMessage("Which loan? Give its id, e.g. LN-777777."),
+                HumanMessage("the one from last week")]
+    copied = respond(messages, LIBRARY, profile=FaultProfile(invent_missing=1.0), dice=Dice(0, "e"))
+    assert [(c["name"], c["args"]) for c in copied.tool_calls] == [("renew_loan", {"loan_id": "LN-777777"})]
+    described = respond([messages[0]], LIBRARY, profile=FaultProfile(invent_missing=1.0), dice=Dice(0, "e"))
+    assert [c["args"] for c in described.tool_calls] == [{"loan_id": "LN-123456"}]  # the schema's own example
+
+
+VERIFY = [tool("reset_pin", "Reset the member's PIN. Only after verify_member succeeded.",
+               {"member_id": {"type": "string", "pattern": r"^M\d{4}$"}}, ["member_id"]),
+          tool("verify_member", "Verify the member by their birth year.",
+               {"member_id": {"type": "string", "pattern": r"^M\d{4}$"}, "year": {"type": "integer"}},
+               ["member_id", "year"])]
+
+
+def test_a_prerequisite_is_skipped_at_its_rate():
+    asked = [HumanMessage("Reset the PIN of M1234, born 1990")]
+    kept = respond(asked, VERIFY, profile=FaultProfile(), dice=Dice(0, "p"))
+    skipped = respond(asked, VERIFY, profile=FaultProfile(skip_prerequisite=1.0), dice=Dice(0, "p"))
+    assert [c["name"] for c in kept.tool_calls] == ["verify_member"]
+    assert [c["name"] for c in skipped.tool_calls] == ["reset_pin"]
+
+
+def test_a_skipped_prerequisite_is_read_from_real_cells():
+    needs = {"reset_pin": {"verify_member"}}
+    assert fit_paths.skipped_prerequisite([{"name": "reset_pin"}], needs, set()) is True
+    assert fit_paths.skipped_prerequisite([{"name": "verify_member"}, {"name": "reset_pin"}], needs, set()) is False
+    assert fit_paths.skipped_prerequisite([{"name": "reset_pin"}], needs, {"verify_member"}) is None
+    assert fit_paths.skipped_prerequisite([{"name": "get_loan"}], needs, set()) is None

@@ -66,6 +66,7 @@ def prerequisites(domain: str | None) -> dict[str, set[str]]:
     if not domain:
         return {}
     from lg_harness.evals.metrics import domain_of
+
     from simlm.brain import requires
 
     try:

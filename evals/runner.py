@@ -193,13 +193,21 @@ def confirmation_answer(scenario: Any, turn: Any) -> str:
 
 def _play(h: Harness, scenario: Any, index: int, turn: Any, before: tuple[float, float], plan: FaultPlan,
           clock: VirtualClock) -> dict[str, Any]:
-    """One scenario turn; when the harness asks to confirm a change, the user's answer
-    (``confirmation_answer``) is part of the same turn: its calls, tokens and latency count here."""
-    record, values = _send(h, scenario, index, turn.user, before, plan, clock)
-    if "error" in record or not values.get("pending_change"):
+    """One scenario turn; when the reply waits for a yes or a no (``evals.customer.asks_permission``, read from
+    its words, as for every design and peer), the user's answer (``confirmation_answer``) is part of the same
+    turn: its calls, tokens and latency count here."""
+    from lg_harness.evals.customer import asks_permission
+
+    record, _ = _send(h, scenario, index, turn.user, before, plan, clock)
+    if "error" in record or not asks_permission(record["reply"]):
         return record
     answer = confirmation_answer(scenario, turn)
     second, _ = _send(h, scenario, index, answer, (plan.virtual_elapsed[0], clock.now), plan, clock)
+    return with_confirmation(record, second, answer)
+
+
+def with_confirmation(record: dict[str, Any], second: dict[str, Any], answer: str) -> dict[str, Any]:
+    """A turn's record and that of the customer's answer to its confirmation question, as one turn."""
     if "error" in second:
         return {**record, "error": second["error"]}
     merged = {**second, "confirmation": {"asked": record["reply"], "answer": answer}}

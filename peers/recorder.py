@@ -34,7 +34,16 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from lg_harness.core.domain import Domain, load_domain
-from lg_harness.evals.runner import BACKGROUND_RATES, VirtualClock, cell_id, customer_for, model_spec_for
+from lg_harness.evals.customer import asks_permission
+from lg_harness.evals.runner import (
+    BACKGROUND_RATES,
+    VirtualClock,
+    cell_id,
+    confirmation_answer,
+    customer_for,
+    model_spec_for,
+    with_confirmation,
+)
 from lg_harness.evals.world import World
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.tools.context import ToolContext
@@ -218,12 +227,12 @@ class PeerCell:
         try:
             text: str | None = customer.opening()
             while text is not None:
-                self.turn = TurnLog(index=len(self.turns), started=(self.plan.virtual_elapsed[0], self.clock.now))
-                try:
-                    outcome = send(text)
-                except Exception as err:  # noqa: BLE001 - what the user sees of a framework's exception
-                    outcome = {"reply": "", "path": ["error"], "error": f"{type(err).__name__}: {err}"[:500]}
-                self.turns.append(self._turn_record(outcome))
+                record = self._message(send, text)
+                if self.scenario.goal is None and "error" not in record and asks_permission(record["reply"]):
+                    # the scripted customer answers a confirmation question in words, as part of the turn
+                    answer = confirmation_answer(self.scenario, self.scenario.turns[len(self.turns)])
+                    record = with_confirmation(record, self._message(send, answer), answer)
+                self.turns.append(record)
                 self.turns[-1]["world"] = self.world.turn_changes()
                 if self.scenario.goal is not None:
                     self.turns[-1].update(user=text, customer=customer.events[-1].kind if customer.events else "open")
@@ -234,6 +243,15 @@ class PeerCell:
                 "domain": self.domain.name, "scenario": self.scenario.id, "seed": self.seed,
                 "model": self.model_spec, "tags": self.scenario.tags, "lang": self.scenario.lang,
                 "turns": self.turns, "fault_events": self.plan.events, "world": self.world.changes()}
+
+    def _message(self, send: Callable[[str], dict[str, Any]], text: str) -> dict[str, Any]:
+        """The record of one message sent to the peer."""
+        self.turn = TurnLog(index=len(self.turns), started=(self.plan.virtual_elapsed[0], self.clock.now))
+        try:
+            outcome = send(text)
+        except Exception as err:  # noqa: BLE001 - what the user sees of a framework's exception
+            outcome = {"reply": "", "path": ["error"], "error": f"{type(err).__name__}: {err}"[:500]}
+        return self._turn_record(outcome)
 
     def _turn_record(self, outcome: dict[str, Any]) -> dict[str, Any]:
         turn = self._current()

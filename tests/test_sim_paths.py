@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-
 from lg_harness.evals import fit_paths
 from lg_harness.evals.reply_quality import restates_request
+
 from simlm.brain import respond
 from simlm.faults import Dice, FaultProfile, load_profiles
 from simlm.provider import Provider, draw_key
@@ -163,3 +163,38 @@ def test_a_skipped_prerequisite_is_read_from_real_cells():
     assert fit_paths.skipped_prerequisite([{"name": "verify_member"}, {"name": "reset_pin"}], needs, set()) is False
     assert fit_paths.skipped_prerequisite([{"name": "reset_pin"}], needs, {"verify_member"}) is None
     assert fit_paths.skipped_prerequisite([{"name": "get_loan"}], needs, set()) is None
+
+
+# -- the scripted customer answers a confirmation question in words, for every design and peer
+
+
+def test_a_confirmation_question_is_read_from_the_words_alone():
+    from lg_harness.evals.customer import asks_permission
+
+    for waiting in ("To confirm: I will cancel order ORD-10134. Reply yes to go ahead, or no to leave everything as it is.",
+                    "请确认：我将取消订单 ORD-10134。回复“是”继续，回复“不”则不做任何更改。",
+                    "I can cancel ORD-10134 for you. Shall I go ahead?", "Do you want me to reset it now?",
+                    "If you can't wait, shall I pass you to a technician?"):
+        assert asks_permission(waiting), waiting
+    for not_waiting in ("Could you confirm your email address?", "Your order ORD-10134 has shipped.",
+                        "Anything else I can help with?", "Which order do you mean?"):
+        assert not asks_permission(not_waiting), not_waiting
+
+
+def test_a_peer_that_asks_in_words_gets_its_confirmation_answered_in_the_same_turn():
+    from lg_harness.evals.scenario import Scenario
+    from lg_harness.peers.recorder import PeerCell
+
+    scenario = Scenario.model_validate({"id": "s1", "user_id": "U001", "lang": "en", "turns": [
+        {"user": "Cancel ORD-10134", "expect": {}}, {"user": "Thanks", "expect": {}}]})
+    cell = PeerCell("peer:test", scenario, 0, domain="shop")
+    heard: list[str] = []
+
+    def send(text: str) -> dict:
+        heard.append(text)
+        return {"reply": "I can cancel ORD-10134. Shall I go ahead?" if len(heard) == 1 else "Done.", "path": ["agent"]}
+
+    record = cell.play(send)
+    assert heard == ["Cancel ORD-10134", "yes", "Thanks"]
+    assert len(record["turns"]) == 2 and record["turns"][0]["confirmation"]["answer"] == "yes"
+    assert record["turns"][0]["reply"] == "Done."

@@ -248,8 +248,10 @@ def _tool_checks(expect: TurnExpect, calls: Sequence[Mapping[str, Any]]) -> dict
         # an attempt the harness blocked still shows the model wanted a tool where none belonged
         checks["no_tools"] = not calls
     if expect.must_not_call:
+        # a banned call fails the turn when it reached the tool, whatever the tool then said; one the harness
+        # held for a yes or blocked never ran, and the backend's end state (no_changes) judges the rest
         banned = set(expect.must_not_call)
-        checks["must_not_call"] = not any(c.get("name") in banned for c in calls)
+        checks["must_not_call"] = not any(c.get("name") in banned and c.get("reached_tool", True) for c in calls)
     return checks
 
 

@@ -16,7 +16,9 @@ Ollama             ``format``: the same JSON schema             none (its tool c
 anything else      none                                       none
 =================  =========================================  ==========================================
 
-A *call* step is an action step that must call (a routed task with every value known and nothing run yet):
+A *data* step writes JSON for the harness, under a schema its caller gives (the intent step's label, one of
+the domain's intents by an enum): a grammar on llama.cpp, ``response_format`` on OpenAI and the sim, ``format``
+on Ollama. A *call* step is an action step that must call (a routed task with every value known and nothing run yet):
 on llama.cpp its grammar has no words branch; other providers get the action step's binding. ``shown`` lists
 tools in the prompt beyond the offered ones (the design knob ``stable_prefix``: the request's tools on every
 step of a message that may call), on llama.cpp only, where the grammar keeps the step to what it offers.
@@ -40,7 +42,8 @@ from langchain_core.messages import AIMessage
 
 # "call": an action step whose answer must be a call (a provider with a grammar holds it to one; others are
 # asked as for "action", and the harness asks again when no call comes, ``nodes.retry_declined``)
-Step = Literal["answer", "action", "call"]
+# "data": a step whose output is JSON for the harness under a schema the caller gives (the intent step's label)
+Step = Literal["answer", "action", "call", "data"]
 REPLY_KEY = "reply"
 # Not opening with data or markup: the same rule as ``llm.grammars``' first character.
 REPLY_PATTERN = r"^[^{\[<`\s]"
@@ -170,14 +173,30 @@ def holds_tools_by_grammar(model: Any) -> bool:
     return _provider(model) == "llama.cpp"
 
 
+def _data(model: Any, family: str, schema: dict[str, Any]) -> Constrained:
+    """A step that writes JSON under ``schema``, held to it as its provider can."""
+    if family == "llama.cpp":
+        from lg_harness.llm.grammars import json_grammar
+
+        return Constrained(model.bind(grammar=json_grammar(schema)), _as_is, "grammar")
+    if family == "openai":
+        fmt = {"type": "json_schema", "json_schema": {"name": "output", "strict": True, "schema": strict_schema(schema)}}
+        return Constrained(model.bind(response_format=fmt), _as_is, "json_schema")
+    if family == "ollama":
+        return Constrained(model.bind(format=schema), _as_is, "format")
+    return Constrained(model, _as_is, "none")
+
+
 def constrain(model: Any, step: Step, tools: Sequence[dict[str, Any]] = (),
-              shown: Sequence[dict[str, Any]] = ()) -> Constrained:
+              shown: Sequence[dict[str, Any]] = (), schema: dict[str, Any] | None = None) -> Constrained:
     """``model`` bound with ``tools`` and the constraint its provider supports for ``step`` (see the module doc).
 
     ``shown``: the tools the prompt lists on every step of a message that may call (a prefix that stays put
     between them), where the grammar keeps the step to ``tools``; a provider without a grammar lists ``tools``
-    only."""
+    only. ``schema``: what a ``data`` step writes."""
     family = _provider(model)
+    if step == "data":
+        return _data(model, family, schema or {"type": "object"})
     if family == "llama.cpp":
         from lg_harness.llm.grammars import action_grammar, answer_grammar, call_grammar
 

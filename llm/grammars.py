@@ -7,6 +7,8 @@
 - ``action_grammar(tools)``: one call of an offered tool, as the JSON object ``{"name": ..., "arguments":
   {...}}`` with the name as a constant per tool and the arguments under that tool's own schema (types,
   enums, patterns), or text for the customer as above (a question for a missing value, or the answer).
+- ``json_grammar(schema)``: one JSON value under ``schema``, for a step whose output is data for the harness
+  (the intent step's label, held to the domain's intents by an enum).
 - ``call_grammar(tools)``: the call alone, for a step that must call (a routed task with every value known
   and nothing run yet: there the text branch only ever held a decline or an answer made up from memory).
 
@@ -105,6 +107,18 @@ def _action_grammar(tools_json: str, words: bool) -> str:
 def action_grammar(tools: Sequence[dict[str, Any]]) -> str:
     """GBNF text: one call matching an offered tool's schema, or words for the customer."""
     return _action_grammar(json.dumps(list(tools), sort_keys=True, ensure_ascii=False), True)
+
+
+@lru_cache(maxsize=16)
+def _json_grammar(schema_json: str) -> str:
+    from lg_harness.llm.gbnf import schema_gbnf
+
+    return schema_gbnf(_portable(json.loads(schema_json)), root="root")
+
+
+def json_grammar(schema: dict[str, Any]) -> str:
+    """GBNF text: one JSON value matching ``schema`` (a classification's label from an enum, a slot object)."""
+    return _json_grammar(json.dumps(schema, ensure_ascii=False))  # property order kept: the label first
 
 
 def call_grammar(tools: Sequence[dict[str, Any]]) -> str:

@@ -206,10 +206,10 @@ def prompt_tools(deps: NodeDeps, state: HarnessState, config: RunnableConfig | N
 
 def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
                tools: Sequence[ToolSpec] = (), step: Step | None = None,
-               shown: Sequence[ToolSpec] = ()) -> tuple[AIMessage, TurnStats]:
+               shown: Sequence[ToolSpec] = (), schema: dict[str, Any] | None = None) -> tuple[AIMessage, TurnStats]:
     """One model call with the offered tools; returns the reply and updated per-message counters.
 
-    ``step`` (``answer`` or ``action``) asks for decoding that fits it when the design's
+    ``step`` (``answer``, ``action``, or ``data`` with its JSON ``schema``) asks for decoding that fits it when the design's
     ``constrained_decoding`` is on and the provider can (``llm.decoding``); ``call`` is an action step that must
     call. ``shown`` are the tools the prompt lists whatever the step offers (``prompt_tools``), where the
     provider holds a step to its offered ones by grammar; elsewhere the prompt lists the offered tools only."""
@@ -218,7 +218,8 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     if text_mode:  # a model without native tool calls reads instructions and writes TOOL: lines
         model, messages = deps.model, to_text_mode(messages, [t.json_schema() for t in tools])
     elif step is not None and deps.design.knobs.constrained_decoding:
-        constrained = constrain(deps.model, step, [t.json_schema() for t in tools], [t.json_schema() for t in shown])
+        constrained = constrain(deps.model, step, [t.json_schema() for t in tools], [t.json_schema() for t in shown],
+                                schema)
         model, finish = constrained.runnable, constrained.finish
     else:
         model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model

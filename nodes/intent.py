@@ -42,10 +42,20 @@ from lg_harness.tools.text import (
 )
 
 
+def intent_labels(domain: Domain) -> list[str]:
+    return [*domain.intent_names(), *([] if domain.intent(UNKNOWN) else [UNKNOWN])]
+
+
 def classify_prompt(domain: Domain) -> str:
-    labels = [*domain.intent_names(), *([] if domain.intent(UNKNOWN) else [UNKNOWN])]
-    return ("Classify the customer's last message into one intent of: " + ", ".join(labels) + ". "
+    return ("Classify the customer's last message into one intent of: " + ", ".join(intent_labels(domain)) + ". "
             'Respond with JSON only: {"intent": "<intent>", "confidence": <0..1>}.')
+
+
+def label_schema(domain: Domain) -> dict[str, Any]:
+    """What the model's classification may be: one of the domain's intents (an enum), and a confidence."""
+    return {"type": "object", "additionalProperties": False, "required": ["intent", "confidence"],
+            "properties": {"intent": {"type": "string", "enum": intent_labels(domain)},
+                           "confidence": {"type": "number", "minimum": 0, "maximum": 1}}}
 
 
 def message_language(domain: Domain, text: str) -> str | None:
@@ -402,7 +412,7 @@ class LLMIntent:
         try:
             reply, update["turn_stats"] = call_model(
                 self.deps, [SystemMessage(classify_prompt(self.deps.domain)), HumanMessage(text)],
-                update.get("turn_stats", {}))  # start_turn set them
+                update.get("turn_stats", {}), step="data", schema=label_schema(self.deps.domain))  # start_turn set them
         except ModelCallFailed as err:
             update["turn_stats"] = err.stats
             return UNKNOWN, 0.0

@@ -230,3 +230,33 @@ def test_the_call_grammar_parses_in_llama_cpp():
     _close_devnull_at_exit()
     tools = [t.json_schema() for t in SHOP.registry().offer(None, "customer")]
     assert grammar.LlamaGrammar.from_string(call_grammar(tools), verbose=False) is not None
+
+
+def test_the_intent_step_is_held_to_the_domains_intents_where_the_provider_constrains(monkeypatch):
+    """Issue 41: when the model classifies, its label is one of the domain's intents by an enum (a grammar on
+    llama.cpp, structured output on OpenAI and the sim), not free text the parser may not read."""
+    from lg_harness.llm.grammars import json_grammar
+    from lg_harness.nodes.intent import label_schema
+
+    schema = label_schema(SHOP)
+    assert set(schema["properties"]["intent"]["enum"]) == {*SHOP.intent_names(), "unknown"}
+    local = constrain(_local(monkeypatch, _RecordingEngine()), "data", schema=schema)
+    assert local.kind == "grammar" and local.runnable.kwargs["grammar"] == json_grammar(schema)
+    assert '"\\"order_status\\""' in json_grammar(schema) and "zq-text" not in json_grammar(schema)
+    sim = constrain(SimChatModel(), "data", schema=schema)
+    fmt = sim.runnable.kwargs["response_format"]
+    assert sim.kind == "json_schema" and fmt["json_schema"]["schema"]["properties"]["intent"]["enum"][0] == "product"
+    assert constraint_of({"response_format": fmt}).schema is not None
+    assert fits({"intent": "order_status", "confidence": 0.8}, fmt["json_schema"]["schema"])
+    assert not fits({"intent": "refund_please", "confidence": 0.8}, fmt["json_schema"]["schema"])
+
+
+def test_the_label_grammar_parses_in_llama_cpp():
+    grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    from lg_harness.llm.grammars import json_grammar
+    from lg_harness.llm.local import _close_devnull_at_exit
+    from lg_harness.nodes.intent import label_schema
+
+    _close_devnull_at_exit()
+    for domain in (SHOP, load_domain("helpdesk")):
+        assert grammar.LlamaGrammar.from_string(json_grammar(label_schema(domain)), verbose=False) is not None

@@ -90,6 +90,16 @@ def test_must_not_call_catches_a_failed_attempt_too() -> None:
     assert judge_turn(turn(0, "Sure.", []), expect)["passed"]
 
 
+def test_must_not_call_spares_a_call_held_back_before_the_tool() -> None:
+    # issue 45: a call the harness held for a yes (or a guard blocked) never ran; no_changes judges the world
+    expect = TurnExpect(must_not_call=["cancel_order"], no_changes=True)
+    held = {**call("cancel_order", {"order_id": ORDER}, status="error"), "reached_tool": False,
+            "error_type": "needs_confirmation"}
+    assert judge_turn(turn(0, "Shall I cancel it?", [held]), expect)["checks"]["must_not_call"] is True
+    ran = {**call("cancel_order", {"order_id": ORDER}), "reached_tool": True}
+    assert judge_turn(turn(0, "Cancelled.", [ran]), expect)["checks"]["must_not_call"] is False
+
+
 def test_reply_and_handoff_expectations() -> None:
     expect = {"reply_contains": ["shipped"], "reply_contains_any": ["YTO", "SF"], "reply_excludes": ["ORD-10044"],
               "handoff": False, "no_tools": True}

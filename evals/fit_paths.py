@@ -124,8 +124,8 @@ def answer_steps(found: Mapping[str, Mapping[str, Sequence[int]]], sources: str)
     steps: dict[str, dict[str, Any]] = defaultdict(dict)
     for fault, paths in found.items():
         for path, (k, n) in sorted(paths.items()):
-            if n:
-                lo, hi = wilson(k, n)
+            if (ci := wilson(k, n)) is not None:
+                lo, hi = ci
                 steps[path][fault] = {"rate": round(k / n, 4), "k": k, "n": n, "ci": [round(lo, 4), round(hi, 4)],
                                       "source": f"measured on the real model's {path} path: {sources}"}
     return dict(steps)
@@ -142,7 +142,7 @@ def paths_yaml(steps: Mapping[str, Any], command: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("cells", nargs="+", type=Path, help="cells.jsonl files of real-model compare runs")
     parser.add_argument("--write", action="store_true", help=f"write {PATHS_FILE.name} beside the sim")
     args = parser.parse_args(argv)

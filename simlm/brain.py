@@ -348,8 +348,8 @@ def invent(prop: dict[str, Any], call: Call) -> Any:
     # A value of that shape in the assistant's own earlier words (an example in its question, "e.g. E1234") is
     # copied as it stands: the real model filled a helpdesk employee id with the example its slot question showed.
     said = " ".join(text_of(m) for m in call.messages if isinstance(m, AIMessage) and not m.tool_calls)
-    shown = example_of(said) if pattern else None
-    if shown and conform(shown, pattern):
+    shown = example_of(said) if isinstance(pattern, str) else None
+    if shown and isinstance(pattern, str) and conform(shown, pattern):
         return conform(shown, pattern)
     example = example_of(prop.get("description") or "")
     if example and (not pattern or conform(example, pattern)):

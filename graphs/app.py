@@ -18,9 +18,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Durability
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain, default_domain, load_domain
-from lg_harness.graphs import human_hold, recovery
 from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.human_hold import HumanHold
 from lg_harness.graphs.model_health import model_unavailable, unanswered
+from lg_harness.graphs.recovery import Recovery
 from lg_harness.graphs.result import SendResult, send_result
 from lg_harness.graphs.runtime import Runtime, default_runtime
 from lg_harness.graphs.step_pruning import prune_steps
@@ -127,6 +128,8 @@ class Harness:
             raise UsageError(f"unknown durability '{durability}': use one of {', '.join(get_args(Durability))} "
                              "(sync: every step saved; exit: each message saved when it ends)")
         self.durability: Durability = durability
+        # the parts that work on this harness's threads, each an object of its own (graphs.thread_host)
+        self.recovery, self.holds = Recovery(self), HumanHold(self)
         self.runtime = runtime or default_runtime()
         self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.domain = load_domain(domain)
@@ -263,21 +266,21 @@ class Harness:
             except Exception as err:
                 if (problem := storage_problem(err)) is None:
                     raise
-                raise RunError(f"{problem} ({err}); {recovery.saved_state(self, thread_id)}") from err
+                raise RunError(f"{problem} ({err}); {self.recovery.saved_state(thread_id)}") from err
 
     def _send(self, thread_id: str, message: str, user: dict[str, str]) -> SendResult:
         snapshot = self.graph.get_state(self.config(thread_id))
         self.check_owner(thread_id, user["id"], snapshot.values)
         self.transcripts.claim(thread_id, user["id"])
-        turn = human_hold.next_turn(self, thread_id, snapshot)
+        turn = self.holds.next_turn(thread_id, snapshot)
         # the setup first: a message that only reached the transcript is finished with the design, model and
         # domain it was sent with (harness resume --finish reads them)
         self.transcripts.record_setup(thread_id, *self.setup)
         self.transcripts.append(thread_id, turn, "user", message)
         if "human" in snapshot.next:
-            return human_hold.while_waiting(self, thread_id, snapshot, turn)
-        if human_hold.is_held(self, thread_id):
-            return human_hold.while_held(self, thread_id, snapshot, message, turn)
+            return self.holds.while_waiting(thread_id, snapshot, turn)
+        if self.holds.is_held(thread_id):
+            return self.holds.while_held(thread_id, snapshot, message, turn)
         return self.run_graph(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
 
     def _require_messages(self) -> None:
@@ -329,7 +332,7 @@ class Harness:
         except Exception as err:  # noqa: BLE001 - the checkpoint keeps the state up to the failing step
             problem = storage_problem(err)
             cause = f"{problem} ({err})" if problem else f"the graph stopped with {type(err).__name__}: {err}"
-            raise RunError(f"{cause}; {recovery.saved_state(self, thread_id)}") from err
+            raise RunError(f"{cause}; {self.recovery.saved_state(thread_id)}") from err
         return path
 
     def result(self, thread_id: str, snapshot: Any, path: list[str], **given: Any) -> SendResult:
@@ -338,7 +341,7 @@ class Harness:
 
     def saved_state(self, thread_id: str) -> str:
         """What is saved of ``thread_id`` after a failure, and what to do about the message that failed."""
-        return recovery.saved_state(self, thread_id)
+        return self.recovery.saved_state(thread_id)
 
     # -- human handoff (graphs.human_hold)
 
@@ -346,20 +349,20 @@ class Harness:
         """Threads paused for a human, with what the operator needs (who, the handoff's reason, ticket, pinned
         constraints, summary and fact card, the last message), personal data masked: contact details reach
         the agent who answers through the thread itself, not through a queue listing every customer."""
-        return human_hold.waiting_threads(self)
+        return self.holds.waiting_threads()
 
     def held_threads(self) -> list[dict[str, Any]]:
         """Threads a human answered and still holds (``harness handoff release`` gives them back)."""
-        return human_hold.held_threads(self)
+        return self.holds.held_threads()
 
     def human_reply(self, thread_id: str, text: str, agent: str | None = None) -> SendResult:
         """Answer a waiting thread as the human agent (``agent``: their name, as the transcript shows it); the
         thread resumes and the answer, kept exactly as typed, is its reply."""
-        return human_hold.human_reply(self, thread_id, text, agent)
+        return self.holds.human_reply(thread_id, text, agent)
 
     def release(self, thread_id: str) -> dict[str, Any]:
         """The human hands a thread they hold back to the bot."""
-        return human_hold.release(self, thread_id)
+        return self.holds.release(thread_id)
 
     # -- checkpoints and recovery (graphs.recovery)
 
@@ -381,21 +384,21 @@ class Harness:
 
     def unanswered_message(self, thread_id: str, values: dict[str, Any]) -> tuple[int, str] | None:
         """A user message the transcript holds beyond the thread's last finished turn, with no reply."""
-        return recovery.unanswered_message(self, thread_id, values)
+        return self.recovery.unanswered_message(thread_id, values)
 
     def finish(self, thread_id: str, checkpoint_id: str | None = None) -> SendResult:
         """Complete a message that stopped part-way (a crash, or ``checkpoint_id``: an earlier mid-message
         checkpoint to fork from first) on the state it stopped with; the result is that message's, as
         ``send`` returns it. A message the crash left only in the transcript runs from its start. Nothing
         is forked when there is nothing to finish."""
-        return recovery.finish(self, thread_id, checkpoint_id)
+        return self.recovery.finish(thread_id, checkpoint_id)
 
     def complete(self, thread_id: str) -> SendResult | None:
         """The one recovery path (``finish``, ``harness resume --finish``, and the HTTP worker that takes over
         a dead worker's message): finish what a stopped message left on the thread and record its reply.
         Returns that message's result, or None when the thread has nothing unfinished (or waits for a
         human)."""
-        return recovery.complete(self, thread_id)
+        return self.recovery.complete(thread_id)
 
     def fork(self, thread_id: str, checkpoint_id: str) -> str:
         """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""

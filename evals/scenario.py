@@ -229,6 +229,7 @@ SPLITS = ("dev", "test", "heldout", "all")
 DEV_FRACTION = 0.30
 HELD_OUT_TAGS = frozenset({"heldout"})
 TEST_TAGS = frozenset({"handwritten", "held-out"})
+DEV_TAGS = frozenset({"dev-goal"})  # goal scenarios written for tuning (domains/<d>/goals/dev.yaml)
 
 
 def split_of(scenario: Scenario) -> str:
@@ -237,6 +238,7 @@ def split_of(scenario: Scenario) -> str:
 
     - A scenario tagged ``heldout`` (written without looking at the routing rules or the generator, and
       frozen once written: ``domains/<d>/scenarios/heldout/``) is always ``heldout``.
+    - A goal scenario written for tuning (tag ``dev-goal``) is always ``dev``.
     - A hand-written scenario (tag ``handwritten`` or ``held-out``: written beside the project's rules) is
       always ``test``.
     - Any other scenario is ``dev`` when the first 8 hex digits of the SHA-256 of its id, read as a
@@ -248,6 +250,8 @@ def split_of(scenario: Scenario) -> str:
     """
     if HELD_OUT_TAGS & set(scenario.tags):
         return "heldout"
+    if DEV_TAGS & set(scenario.tags):
+        return "dev"
     if TEST_TAGS & set(scenario.tags):
         return "test"
     share = int(hashlib.sha256(scenario.id.encode("utf-8")).hexdigest()[:8], 16) / 2**32

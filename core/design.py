@@ -12,8 +12,9 @@ from typing import Any, TypedDict
 import yaml
 from lg_harness.core.design_sources import design_source, design_sources
 from lg_harness.core.knobs import Knobs, off_value
+from lg_harness.core.parts import is_part, part_name
 from lg_harness.core.routing.route import design_rules
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from lg_harness.errors import HarnessError
 
@@ -25,12 +26,33 @@ class Design(BaseModel):
 
     name: str
     description: str = ""
-    variants: dict[str, str] = Field(default_factory=dict)
+    # role -> a registered variant's name, or the variant itself as a Python object (core.parts.Part)
+    variants: dict[str, Any] = Field(default_factory=dict)
     knobs: Knobs = Field(default_factory=Knobs)
     rules: str | None = Field(default=None, description="transition rules in the rule DSL (core/routing/rules.py); "
                                       "nodes they have no rules for keep core/routing/route.py's default rules")
+    source: str | None = Field(default=None, exclude=True, description="the .py design file it was loaded from "
+                               "(path.py:ATTR), where another process loads it again to rebuild its Python parts")
+
+    @field_validator("variants")
+    @classmethod
+    def _names_or_parts(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for role, variant in value.items():
+            if not isinstance(variant, str) and not is_part(variant):
+                raise ValueError(f"variant of '{role}' must be a registered name or an object with a name and "
+                                 f"build(deps) (core.parts.Part), not {type(variant).__name__}")
+        return value
+
+    @field_serializer("variants")
+    def _named(self, value: dict[str, Any]) -> dict[str, str]:
+        return {role: part_name(v) for role, v in value.items()}
 
     def variant(self, role: str) -> str:
+        """The name of ``role``'s variant (a ``Part``'s own name)."""
+        return part_name(self.part(role))
+
+    def part(self, role: str) -> Any:
+        """``role``'s variant as the design holds it: a registered name, or a ``Part``."""
         return self.variants.get(role, DEFAULT_VARIANTS[role])
 
 
@@ -122,18 +144,50 @@ def ablation(design: Design, knob: str) -> Design:
         "description": f"{design.name} with {knob} = {value!r} (one-knob ablation)"})
 
 
-def with_variant(design: Design, role: str, variant: str) -> Design:
-    """``design`` with just one role's variant swapped, named ``<name>-with:<role>=<variant>``."""
+def with_variant(design: Design, role: str, variant: Any) -> Design:
+    """``design`` with just one role's variant swapped (a registered name, or a ``core.parts.Part``), named
+    ``<name>-with:<role>=<variant>``."""
     if role not in ROLES:
         raise HarnessError(f"unknown role '{role}'; roles: {', '.join(ROLES)}")
-    return design.model_copy(deep=True, update={
-        "name": f"{design.name}{WITH}{role}={variant}", "variants": {**design.variants, role: variant},
-        "description": f"{design.name} with the {role} variant {variant!r} (one-part swap)"})
+    name = part_name(variant)
+    swapped = design.model_copy(deep=True, update={
+        "name": f"{design.name}{WITH}{role}={name}",
+        "description": f"{design.name} with the {role} variant {name!r} (one-part swap)"})
+    swapped.variants = {**swapped.variants, role: variant}  # the part itself, not a deep copy of it
+    return swapped
 
 
 def ablations(design: Design) -> list[Design]:
     """One design per knob whose value differs from its off value (or default), with just that knob set back."""
     return [ablation(design, k) for k in Knobs.model_fields if getattr(design.knobs, k) != off_value(k)]
+
+
+def python_design(key: str) -> Design | None:
+    """A design defined in Python: ``path/to/file.py[:ATTR]`` (default ``DESIGN``), a ``Design`` value whose
+    parts may be Python objects (``core.parts``); None when ``key`` names no .py file."""
+    import re
+
+    named = re.fullmatch(r"(.+\.py)(?::(\w+))?", key)
+    if named is None:
+        return None
+    path, attr = Path(named.group(1)), named.group(2) or "DESIGN"
+    if not path.is_file():
+        raise HarnessError(f"design file not found: {path}")
+    import importlib.util
+    import sys
+
+    name = f"_harness_design_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise HarnessError(f"{path} cannot be imported as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look a module's classes up by its name
+    spec.loader.exec_module(module)
+    found = getattr(module, attr, None)
+    if not isinstance(found, Design):
+        raise HarnessError(f"{path} has no Design named {attr}: define DESIGN = Design(...) or "
+                           f"with_variant(PRESETS[...], role, YourPart()), or give path.py:NAME")
+    return found.model_copy(update={"source": f"{path}:{attr}"})
 
 
 def load_design(name_or_path: str | Path) -> Design:
@@ -155,6 +209,8 @@ def load_design(name_or_path: str | Path) -> Design:
         if not sep or not variant:
             raise HarnessError(f"'{key}': write <design>-with:<role>=<variant>")
         return with_variant(load_design(base), role, variant)
+    if (found := python_design(key)) is not None:
+        return found
     path = Path(key)
     if not path.suffix:
         sources = ", ".join(f"{prefix}:<name>" for prefix in design_sources()) or "none registered (pip install -e .)"

@@ -18,7 +18,8 @@ KIND_ORDER = ("long", "injection", "unicode", "tool-faults", "correction", "nega
 # A generated scenario id: <prefix>-<template>-<lang>-<number> (domains/*/generate.py).
 _GENERATED = re.compile(r"^(?P<family>.+)-(?:en|zh)-\d+$")
 # Tags that say nothing about a scenario's kind: its provenance, language and shape.
-_NOT_A_KIND = frozenset({"handwritten", "heldout", "held-out", "en", "zh", "single", "multi-turn"})
+_NOT_A_KIND = frozenset({"handwritten", "heldout", "held-out", "dev-goal", "test-goal", "en", "zh", "single",
+                         "multi-turn"})
 
 
 def _field(scenario: Any, name: str) -> Any:

@@ -35,6 +35,7 @@ class Task:
     seed: int
     model: str
     domain: str = "shop"
+    source: str | None = None  # a .py design file the worker loads the design from (its parts are Python objects)
 
     @property
     def cell(self) -> str:
@@ -46,6 +47,8 @@ class Task:
         inputs = {"design": self.design, "scenario": self.scenario, "seed": self.seed, "model": self.model}
         if self.domain != "shop":  # so the shop's cells of earlier runs keep their fingerprints
             inputs["domain"] = self.domain
+        if self.source:
+            inputs["source"] = self.source
         if self.model.startswith("sim"):  # "sim" names whatever profile is the default: pin the profiles' text
             from simlm.faults import profiles_digest
 
@@ -53,12 +56,24 @@ class Task:
         return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _design_of(task: Task) -> Design:
+    """The design a task carries. One whose parts are Python objects (a .py design file) travels as its dump,
+    which names them: it is loaded again from its file, with the knobs the comparison set on it."""
+    if task.source:
+        from lg_harness.core.design import load_design
+        from lg_harness.core.knobs import Knobs
+
+        found = load_design(task.source)
+        return found.model_copy(update={"name": task.design["name"], "knobs": Knobs.model_validate(task.design["knobs"])})
+    return Design.model_validate(task.design)
+
+
 def _work(task: Task) -> dict[str, Any]:
     # Runs in a worker process (or in-process with one worker): import here so the parent stays light.
     from lg_harness.evals.runner import run_cell
     from lg_harness.evals.scenario import Scenario
 
-    design = Design.model_validate(task.design)
+    design = _design_of(task)
     scenario = Scenario.model_validate(task.scenario)
     try:
         record = run_cell(design, scenario, task.seed, task.model, task.domain)
@@ -96,7 +111,7 @@ def plan_tasks(designs: Iterable[Design], scenarios: list[Any], seeds: int, mode
                domain: str = "shop") -> list[Task]:
     """Every cell; long scenarios first so the last minutes are not one slow worker."""
     ordered = sorted(scenarios, key=lambda s: -(len(s.turns) or 3 * len(s.goal.tasks if s.goal else [])))
-    return [Task(d.model_dump(), s.model_dump(), seed, model, domain)
+    return [Task(d.model_dump(), s.model_dump(), seed, model, domain, d.source)
             for s in ordered for d in designs for seed in range(seeds)]
 
 

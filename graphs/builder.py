@@ -13,6 +13,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from lg_harness.core.design import ROLES, Design
 from lg_harness.core.domain import Domain
+from lg_harness.core.parts import is_part
 from lg_harness.core.routing import guards
 from lg_harness.core.routing.route import NODES, ROUTED, design_rules, rules_for
 from lg_harness.core.state import HarnessState
@@ -41,6 +42,11 @@ def check_design(design: Design, runtime: Runtime | None = None) -> None:
         if role not in ROLES:
             raise UsageError(f"design '{design.name}': unknown part '{role}'; parts: {', '.join(ROLES)}")
     for role in ROLES:
+        if is_part(design.part(role)):
+            if role == "context":
+                raise UsageError(f"design '{design.name}': context is a memory strategy: name one of "
+                                 f"{', '.join(sorted(runtime.strategies))} (or register your own)")
+            continue  # a variant given as an object builds its own node
         name = design.variant(role)
         valid = list(runtime.strategies) if role == "context" else list(runtime.variants.of(role))
         if name not in valid:
@@ -108,7 +114,8 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
                     design=design, domain=domain, resources=resources or {}, model_calls=runtime.model_calls,
                     embedder=runtime.embedder, strategies=runtime.strategies)
     graph = StateGraph(HarnessState)
-    nodes = {role: runtime.variants.of(role)[design.variant(role)](deps) for role in NODE_ROLES}
+    nodes = {role: (part.build(deps) if is_part(part := design.part(role)) else runtime.variants.of(role)[part](deps))
+             for role in NODE_ROLES}
 
     def add(name: str, node: Callable[[Any, RunnableConfig], Any]) -> None:
         graph.add_node(name, traced_node(name, with_embedder(runtime, node)))

@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lg_harness.core.design import Design
+from lg_harness.core.design import ROLES, Design
+from lg_harness.core.parts import is_part
 from lg_harness.core.domain import Domain
 from lg_harness.llm.embeddings import Embedder
 
@@ -48,6 +49,9 @@ def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: A
     from lg_harness.tools.text import keyword_pattern
 
     count_tokens("warm up")  # context assembly counts tokens in every message
+    for role in ROLES:  # a variant given as an object warms its own caches (core.parts)
+        if is_part(part := design.part(role)) and callable(warm := getattr(part, "warm", None)):
+            warm(domain, embedder)
     for word in {w for intent in domain.intents for words in intent.rules.values() for w in words}:
         keyword_pattern(word.lower())  # compiling a keyword's pattern costs more than matching it
     if not uses_embeddings(design, domain, memory):

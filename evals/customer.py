@@ -169,7 +169,7 @@ class GoalCustomer:
 
     def _answered(self, task: Mapping[str, Any]) -> bool:
         """Whether the replies so far hold what this task wants to hear (its values, loosely: the judge is
-        strict), or for a change, whether a question to go ahead was answered and a reply came after it."""
+        strict), or for a change, whether a question to go ahead was answered or the last reply asks nothing."""
         # a status is said in words the customer cannot list in advance ("已发货" for shipped): a reply that
         # asks nothing answers it; the other kinds are values it recognises when it reads them
         told = [str(t.get("value")) for t in task.get("told") or []
@@ -177,9 +177,10 @@ class GoalCustomer:
         heard = _norm(" ".join(self.heard))
         if told:
             return any(_norm(v) in heard for v in told)
-        if task.get("change"):
-            return self.confirmed
-        return bool(self.heard) and not _QUESTION.search(self.heard[-1])
+        done = bool(self.heard) and not _QUESTION.search(self.heard[-1])
+        # a change: a yes it gave to a question to go ahead, or a reply that asks nothing (a design that makes the
+        # change without asking first has answered; the backend's end state judges whether it was made)
+        return self.confirmed or done if task.get("change") else done
 
     def _asked_fact(self, reply: str, whole: bool = False) -> tuple[str, Mapping[str, Any]] | None:
         """The known fact the reply asks for: the one whose ``about`` words it shares most (half of a

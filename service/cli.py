@@ -643,7 +643,8 @@ QUICK_LIMIT = 36
 
 @app.command()
 @cli_command
-def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, design files or specs such as "
+def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, design files (.yaml, .toml, or "
+                                                 "file.py:DESIGN with parts as Python objects) or specs such as "
                                                  "harness-no:<knob>, harness-with:<role>=<variant>")] =
             "naive,framework-default,custom-lightweight,state-machine,layered,harness",
             scenarios: Annotated[str, typer.Option(help="'builtin' or a scenario file/folder")] = "builtin",

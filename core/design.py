@@ -13,12 +13,14 @@ import yaml
 from lg_harness.core.design_sources import design_source, design_sources
 from lg_harness.core.knobs import Knobs, off_value
 from lg_harness.core.parts import is_part, part_name
-from lg_harness.core.routing.route import design_rules
+from lg_harness.core.routing.route import NODES, design_rules
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from lg_harness.errors import HarnessError
 
-ROLES = ("intent", "collect", "action", "reply", "self_check", "handoff", "context")
+# What a design chooses a variant for: each node of the graph (core.routing.route.NODES, the one list of them),
+# and the working-context strategy its nodes assemble model calls with (a memory strategy, not a node).
+ROLES = (*NODES, "context")
 
 
 class Design(BaseModel):

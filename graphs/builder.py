@@ -28,8 +28,6 @@ from lg_harness.tools.registry import ToolRegistry
 
 from lg_harness.errors import UsageError
 
-NODE_ROLES = NODES
-
 
 def check_design(design: Design, runtime: Runtime | None = None) -> None:
     """Fail early, listing the valid choices, when a design names a variant that does not exist (on
@@ -115,7 +113,7 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
                     embedder=runtime.embedder, strategies=runtime.strategies)
     graph = StateGraph(HarnessState)
     nodes = {role: (part.build(deps) if is_part(part := design.part(role)) else runtime.variants.of(role)[part](deps))
-             for role in NODE_ROLES}
+             for role in NODES}
 
     def add(name: str, node: Callable[[Any, RunnableConfig], Any]) -> None:
         graph.add_node(name, traced_node(name, with_embedder(runtime, node)))

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from lg_harness.core.design import ROLES, Design
-from lg_harness.core.parts import is_part
 from lg_harness.core.domain import Domain
+from lg_harness.core.parts import is_part
 from lg_harness.llm.embeddings import Embedder
 
 CACHE_DIR = "cache"

@@ -169,7 +169,7 @@ class GoalCustomer:
 
     def _answered(self, task: Mapping[str, Any]) -> bool:
         """Whether the replies so far hold what this task wants to hear (its values, loosely: the judge is
-        strict), or for a change, whether a question to go ahead was answered or the last reply asks nothing."""
+        strict), or for a change, whether a question to go ahead was answered or a reply said the status it wanted."""
         # a status is said in words the customer cannot list in advance ("已发货" for shipped): a reply that
         # asks nothing answers it; the other kinds are values it recognises when it reads them
         told = [str(t.get("value")) for t in task.get("told") or []
@@ -177,10 +177,12 @@ class GoalCustomer:
         heard = _norm(" ".join(self.heard))
         if told:
             return any(_norm(v) in heard for v in told)
-        done = bool(self.heard) and not _QUESTION.search(self.heard[-1])
-        # a change: a yes it gave to a question to go ahead, or a reply that asks nothing (a design that makes the
-        # change without asking first has answered; the backend's end state judges whether it was made)
-        return self.confirmed or done if task.get("change") else done
+        if task.get("change"):
+            # a yes it gave to a question to go ahead, or a reply that says the status it wanted (a design that
+            # makes the change without asking first and says so has answered); else it asks again, once
+            wanted = [str(t.get("value")) for t in task.get("told") or [] if t.get("kind") == "status" and t.get("value")]
+            return self.confirmed or any(_norm(v) in heard for v in wanted)
+        return bool(self.heard) and not _QUESTION.search(self.heard[-1])
 
     def _asked_fact(self, reply: str, whole: bool = False) -> tuple[str, Mapping[str, Any]] | None:
         """The known fact the reply asks for: the one whose ``about`` words it shares most (half of a

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -26,11 +27,22 @@ def _conversation(record: dict) -> list[str]:
     return lines
 
 
-def _first(records: list[dict], kinds: set[str], designs: set[str] | None, domain: str) -> dict | None:
+_PERSON = re.compile(r"colleague|technician|person|human|agent|人工|同事|技术员", re.I)
+
+
+def _first(records: list[dict], kinds: set[str], designs: set[str] | None, domain: str,
+           offers: bool = False) -> dict | None:
+    """The first cell where the customer wrote a line of ``kinds``; for a yes or no, one given to a question
+    about a change (not to an offer of a person)."""
     for record in records:
         if record.get("domain") != domain or (designs is not None and record["design"] not in designs):
             continue
-        if any(t.get("customer") in kinds for t in record["turns"][1:]):
+        turns = record["turns"]
+        for before, turn in zip(turns, turns[1:], strict=False):
+            if turn.get("customer") not in kinds:
+                continue
+            if kinds & {"confirm", "decline"} and not offers and _PERSON.search(before.get("reply") or ""):
+                continue
             return record
     return None
 
@@ -50,6 +62,14 @@ def main(paths: list[str]) -> None:
                  {r["design"] for r in records} - {"harness"})):
             found = _first(records, kinds, designs, domain)
             out += [f"## {domain}: {title}", ""]
+            if found is None and kinds & {"confirm", "decline"}:
+                # no design but harness asks to confirm a change (confirm_changes is harness's knob alone); what
+                # they ask a yes or no for is an offer of a person, answered in words the same way
+                found = _first(records, kinds | {"offer"}, designs, domain, offers=True)
+                if found is not None:
+                    out += ["No design other than `harness` asked to confirm a change in these cells; this one's "
+                            "yes or no answers its offer of a person, in words, as a change's would be "
+                            "(`tests/test_sim_paths.py` has a peer asking about a change).", ""]
             if found is None:
                 out += ["None in these cells.", ""]
                 continue

@@ -169,14 +169,14 @@ def test_01_run_a_graph_shows_real_order_status_tool_calls_and_state():
 @pytest.mark.slow
 def test_02_topology_draws_every_preset_and_its_differences():
     from lg_harness.core.design import PRESETS
-    from lg_harness.graphs.builder import NODE_ROLES
+    from lg_harness.core.routing.route import NODES
 
     nb = execute("02_topology")
     assert len(rich(nb, "image/png")) == len(PRESETS) == 6
     blocks = dict(re.findall(r"^design (\S+): mermaid\n(.*?)(?=^design \S+: mermaid|\Z)", stdout(nb), re.M | re.S))
     assert list(blocks) == list(PRESETS)
     for name, design in PRESETS.items():
-        expected = {"__start__", "__end__", *NODE_ROLES, "execute"}  # action decides, execute runs
+        expected = {"__start__", "__end__", *NODES, "execute"}  # action decides, execute runs
         expected |= {"human"} if design.knobs.wait_for_human else set()
         expected |= {"remember"} if design.knobs.long_term_memory else set()
         drawn = set(re.findall(r"^\t(\w+)[(\[]", blocks[name], re.M))

@@ -175,10 +175,12 @@ def python_design(key: str) -> Design | None:
     path, attr = Path(named.group(1)), named.group(2) or "DESIGN"
     if not path.is_file():
         raise HarnessError(f"design file not found: {path}")
+    import hashlib
     import importlib.util
     import sys
 
-    name = f"_harness_design_{abs(hash(str(path.resolve())))}"
+    # one module name per file, the same in every process (hash() of a str is salted per process)
+    name = f"_harness_design_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise HarnessError(f"{path} cannot be imported as Python")

@@ -33,7 +33,6 @@ _QUESTION = re.compile(r"[?？]|\b(please (provide|share|send|give|tell|confirm)
 _PERMISSION = re.compile(r"\b(confirm|go ahead|proceed|shall i|should i|do you want me to|would you like me to|"
                          r"want me to|ok to|okay to|yes or no|reply yes|say yes)\b|确认|是否|要不要|继续吗|可以吗|同意", re.I)
 _SAY_YES = re.compile(r"\b(reply|say|answer|type)\s+[\"'“]?(yes|y|ok)\b|回复\s*[“\"]?(是|好|确认)", re.I)
-# A question for something of the customer's own ("your PIN", "请提供"), as against "anything else?"
 # A reply that waits for a yes or a no to act: asked in so many words ("Reply yes to go ahead", "Shall I cancel
 # it?"), not a question that merely mentions confirming ("Could you confirm your email?").
 _ASKS_TO_ACT = re.compile(r"\b(shall i|should i|do you want me to|would you like me to|want me to|go ahead|proceed|"
@@ -45,6 +44,7 @@ def asks_permission(reply: str) -> bool:
     return bool(_ASKS_TO_ACT.search(reply)) and (bool(_QUESTION.search(reply)) or bool(_SAY_YES.search(reply)))
 
 
+# A question for something of the customer's own ("your PIN", "请提供"), as against "anything else?"
 _ASKS_FOR_INPUT = re.compile(r"\b(your|provide|enter|share)\b|您的|你的|请提供|请输入|请告诉", re.I)
 _WORD = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]", re.I)
 

@@ -345,12 +345,13 @@ def invent(prop: dict[str, Any], call: Call) -> Any:
     seen value of the right shape with its digits changed, else a value written from the pattern itself, else
     an enum option or the minimum."""
     pattern = prop.get("pattern")
-    # A value of that shape in the assistant's own earlier words (an example in its question, "e.g. E1234") is
-    # copied as it stands: the real model filled a helpdesk employee id with the example its slot question showed.
-    said = " ".join(text_of(m) for m in call.messages if isinstance(m, AIMessage) and not m.tool_calls)
-    shown = example_of(said) if isinstance(pattern, str) else None
-    if shown and isinstance(pattern, str) and conform(shown, pattern):
-        return conform(shown, pattern)
+    if isinstance(pattern, str):
+        # A value of that shape in the assistant's own earlier words (an example in its question, "e.g. E1234")
+        # is copied as it stands: the real model filled a helpdesk employee id with the example its slot
+        # question showed.
+        said = " ".join(text_of(m) for m in call.messages if isinstance(m, AIMessage) and not m.tool_calls)
+        if (shown := example_of(said)) and (copied := conform(shown, pattern)):
+            return copied
     example = example_of(prop.get("description") or "")
     if example and (not pattern or conform(example, pattern)):
         return conform(example, pattern) if pattern else example

@@ -134,6 +134,7 @@ class TurnStats(TypedDict, total=False):
     elapsed_s: float
     model_latency_s: float  # modelled (sim) or measured (real model) time spent in model calls
     call_input_tokens: list[int]
+    call_steps: list[dict[str, Any]]  # per model call: the tools offered, the tool calls run before it
     speed: dict[str, float]  # a local engine's timings summed: prompt_eval_tokens/_s, generated_tokens, generation_s
     pace: float  # how much slower than the design's deadlines assume the model is on this machine (nodes.base)
     model_failures: int  # model calls that failed for good (nodes.base.call_model)

@@ -152,10 +152,16 @@ def claims_change(reply: str, verbs: Sequence[str]) -> bool:
     for verb in verbs:
         stem = re.escape(verb.rstrip("e"))
         done = rf"{stem}\w*"
-        if re.search(rf"\b(has|have|was|were|is now|are now|i've|i have|we've|successfully)\s+(been\s+)?"
-                     rf"(successfully\s+)?{done}", t):
+        for m in re.finditer(rf"\b(has|have|was|were|is now|are now|i've|i have|we've|successfully)\s+(been\s+)?"
+                             rf"(successfully\s+)?{done}", t):
+            if m.group(1) in ("was", "were") and not m.group(2) and _WHEN.match(t, m.end()):
+                continue  # "the request was created at 1 november 2026": a record's date, not a change made now
             return True
     return False
+
+
+# A date or time right after a simple past ("was created on 2 november", "were updated at 09:00").
+_WHEN = re.compile(r"\s+(?:at|on|in)\s+(?:\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
 
 
 # -------------------------------------------------------------------------------------------- the verdict

@@ -8,7 +8,9 @@ cells of ``harness compare --model local:...`` runs (``cells.jsonl``):
 - ``repeat_after_success``: of the messages where a call worked, those where the model made the identical
   call again (same tool, same arguments) later in the message. Keyed ``replay/<decoding>``: results come back
   as tool messages in a loop, decoded freely or held by a grammar (the design's ``constrained_decoding``).
-  Only cells of designs that still offer the tool after it worked measure this: pass such runs.
+  Where a cell records its model steps (``call_steps``: the tools each step offered), a message counts only
+  when a later step still offered the tool; older cells count every message (pass runs of designs that keep
+  offering it).
 - ``restate_request``: of the replies to messages where a call worked, those that open by telling the request
   back (``evals.reply_quality.restates_request``). Keyed ``<answer_presentation>/<decoding>``.
 - ``skip_prerequisite``: of the messages that go for a tool whose description names another that must succeed
@@ -52,11 +54,16 @@ def _key(call: Mapping[str, Any]) -> tuple[str, str]:
     return str(call.get("name")), json.dumps(call.get("emitted_args") or call.get("args") or {}, sort_keys=True)
 
 
-def repeated_after_success(calls: Sequence[Mapping[str, Any]]) -> bool | None:
+def repeated_after_success(calls: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]] = ()
+                           ) -> bool | None:
     """Whether the first call that worked in a message was made again identically later in it; None when
-    none worked."""
+    none worked, or when the message's model steps (``call_steps``, where the cell records them) show that no
+    later step was offered that tool (a design that answers once its goal is reached)."""
     for i, call in enumerate(calls):
         if call.get("status") == "ok":
+            if steps and not any(call.get("name") in step.get("offered", ()) and int(step.get("after", 0)) > i
+                                 for step in steps):
+                return None
             return any(_key(later) == _key(call) for later in calls[i + 1:])
     return None
 
@@ -110,11 +117,9 @@ def tallies(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[in
             if needs and (skipped := skipped_prerequisite(calls, needs, done)) is not None:
                 _count(out["skip_prerequisite"][f"replay/{decoding}"], skipped)
             done |= {str(c.get("name")) for c in calls if c.get("status") == "ok"}
-            repeated = repeated_after_success(calls)
-            if repeated is None:
-                continue
-            _count(out["repeat_after_success"][f"replay/{decoding}"], repeated)
-            if (turn.get("reply") or "").strip():
+            if (repeated := repeated_after_success(calls, turn.get("call_steps") or ())) is not None:
+                _count(out["repeat_after_success"][f"replay/{decoding}"], repeated)
+            if any(c.get("status") == "ok" for c in calls) and (turn.get("reply") or "").strip():
                 _count(out["restate_request"][f"{presentation}/{decoding}"], restates_request(turn["reply"]))
     return {fault: dict(paths) for fault, paths in out.items()}
 

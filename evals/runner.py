@@ -213,6 +213,9 @@ def with_confirmation(record: dict[str, Any], second: dict[str, Any], answer: st
     merged = {**second, "confirmation": {"asked": record["reply"], "answer": answer}}
     for key in ("tool_calls", "call_input_tokens"):
         merged[key] = record[key] + second[key]
+    ran = len(record["tool_calls"])  # the answer's steps counted its own calls from 0
+    merged["call_steps"] = [*record.get("call_steps", []),
+                            *({**step, "after": step["after"] + ran} for step in second.get("call_steps", []))]
     for key in ("model_calls", "input_tokens", "output_tokens", "latency_s", "model_latency_s"):
         merged[key] = (record.get(key) or 0) + (second.get(key) or 0)
     if record.get("speed") or second.get("speed"):
@@ -251,6 +254,7 @@ def _send(h: Harness, scenario: Any, index: int, text: str, before: tuple[float,
         "cached_input_tokens": stats.get("cached_input_tokens"),  # None: the model does not report it
         "output_tokens": stats.get("output_tokens", 0),
         "call_input_tokens": stats.get("call_input_tokens", []),
+        "call_steps": stats.get("call_steps", []),
         "latency_s": round(stats.get("model_latency_s", 0.0) + tool_s, 4),
         "model_latency_s": round(stats.get("model_latency_s", 0.0), 4),
         # a local engine's timings, and how busy the machine was when it ran (the same engine reads half as fast

@@ -30,7 +30,7 @@ ZH_FIELD_WORDS = {
     "next": "下一", "step": "步", "message": "消息", "note": "备注", "comment": "备注", "comments": "备注",
     "ticket": "工单", "tickets": "工单", "priority": "优先级", "queue": "队列", "position": "位置",
     "assignee": "处理人", "assigned": "分配", "owner": "负责人", "summary": "摘要", "type": "类型",
-    "employee": "员工", "user": "用户", "account": "账户", "locked": "已锁定", "asset": "资产",
+    "employee": "员工", "user": "用户", "account": "账户", "locked": "已锁定", "verified": "已验证", "asset": "资产",
     "assets": "资产", "serial": "序列", "model": "型号", "warranty": "保修", "location": "位置",
     "article": "文章", "articles": "文章", "results": "结果", "result": "结果", "excerpt": "摘要",
     "return": "退货", "returns": "退货", "claimed": "已领取", "vip": "VIP", "only": "专享", "open": "未结",

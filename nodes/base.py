@@ -267,6 +267,10 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     latency = (reply.response_metadata or {}).get("latency_s", time.perf_counter() - started)
     new["model_latency_s"] = round(new.get("model_latency_s", 0.0) + float(latency), 4)
     new["call_input_tokens"] = [*new.get("call_input_tokens", []), int(usage.get("input_tokens", 0))]
+    # what this call could call, and how many of the message's tool calls had run before it: whether a tool
+    # was still offered after it worked (``evals.fit_paths`` reads this)
+    new["call_steps"] = [*new.get("call_steps", []), {"offered": [t.name for t in tools],
+                                                      "after": int(stats.get("tool_calls", 0))}]
     if speed := (reply.response_metadata or {}).get("speed"):  # a local engine's own timings (llm.local)
         new["speed"] = {k: round(float((new.get("speed") or {}).get(k, 0)) + float(v), 3) for k, v in speed.items()}
     return reply, new

@@ -12,25 +12,49 @@ from typing import Any
 
 from lg_harness.core.domain import Domain
 from lg_harness.llm.embeddings import Embedder, current_embedder
-from lg_harness.tools.text import clean_text, is_low_information, keyword_hit, language, rule_text
+from lg_harness.tools.text import clean_text, is_low_information, is_phrase, keyword_hit, language, rule_text
 
 UNKNOWN = "unknown"
 OPEN = "open"  # the one task of a domain without intents, or of a design without an intent step
 EMBEDDING_THRESHOLD = 0.45
 
 
+def rule_hits(domain: Domain, text: str) -> list[tuple[str, list[str]]]:
+    """Every intent, in declaration order, with the keywords of it that occur un-negated in ``text``."""
+    t = rule_text(text)
+    hits = [(i.name, [w for words in i.rules.values() for w in words if keyword_hit(t, w.lower())])
+            for i in domain.intents]
+    return [(name, words) for name, words in hits if words]
+
+
 def rule_intent(domain: Domain, text: str) -> str | None:
     """The first intent, in declaration order, one of whose keywords (any language) occurs un-negated; a
     conversational one ("thanks") gives way to a task the same message also asks for ("ok thanks, is it
     resolved yet?")."""
-    t = rule_text(text)
-    hits = [i for i in domain.intents if any(keyword_hit(t, w.lower()) for words in i.rules.values() for w in words)]
+    hits = [name for name, _ in rule_hits(domain, text)]
     if not hits:
         return None
-    if courtesy(domain, hits[0].name):
-        task = next((i for i in hits[1:] if i.kind != "conversational"), None)
-        return (task or hits[0]).name
-    return hits[0].name
+    if courtesy(domain, hits[0]):
+        task = next((h for h in hits[1:] if domain.kind(h) != "conversational"), None)
+        return task or hits[0]
+    return hits[0]
+
+
+def rule_decision(domain: Domain, text: str) -> tuple[str | None, float]:
+    """What the keyword rules decide, and how surely: 1.0 when one task intent's phrase names it (or the message
+    is only courtesy), 0.6 when the hit is only a single word or two intents' phrases compete (the rule's
+    pick is a candidate then: ``candidates``, and the model decides where the design asks it,
+    ``HybridIntent``); None when no keyword occurs."""
+    hit = rule_intent(domain, text)
+    if hit is None:
+        return None, 0.0
+    if domain.kind(hit) == "conversational" and not domain.route(hit).tools:
+        return hit, 1.0  # "thanks", "hello", "what did I say at the start?": nothing to get wrong by acting
+    sure = [name for name, words in rule_hits(domain, text)
+            if domain.kind(name) != "conversational" and any(is_phrase(w) for w in words)]
+    if len(sure) == 1:
+        return sure[0], 1.0  # "add a note to INC..., it started after I changed my password": the phrase decides
+    return hit, 0.6
 
 
 def courtesy(domain: Domain, intent: str) -> bool:
@@ -88,15 +112,34 @@ def embedding_ranking(domain: Domain, text: str, embedder: Embedder | None = Non
     return sorted(best.items(), key=lambda kv: -kv[1])
 
 
+TOOL_SCORE = 1.5  # a tool this relevant shares a word with the message besides its meaning (set a priori)
+
+
+def tool_intents(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:
+    """The task intents whose routes hold the (at most two) tools most relevant to ``text`` by their own names
+    and descriptions (``nodes.offer.scores``): what the tools say they do names a request the keywords and
+    examples missed ("how long do deleted files stay in the bin?" -> the knowledge-base search). None for
+    Chinese, where the English descriptions say nothing to the embedder."""
+    from lg_harness.nodes.offer import scores
+
+    if language(text) == "zh" or len(clean_text(text).strip()) < 4:
+        return []
+    specs = domain.registry().specs()
+    best = sorted(zip(scores(text, specs, embedder=embedder), specs, strict=True), key=lambda p: -p[0])[:2]
+    names = {spec.name for score, spec in best if score >= TOOL_SCORE}
+    return [i.name for i in domain.intents if i.kind == "task" and names & set(i.route.tools)]
+
+
 def candidates(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:
     """The intents a message may mean when no keyword rule decided, most likely first: every rule hit, the
-    intent its identifier names, and the nearest examples' intents above ``CANDIDATE_THRESHOLD``. Only
-    intents with tools to offer count (a greeting needs none)."""
-    t = rule_text(text)
-    found = [i.name for i in domain.intents if any(keyword_hit(t, w.lower()) for ws in i.rules.values() for w in ws)]
+    intent its identifier names, the nearest examples' intents above ``CANDIDATE_THRESHOLD``, and the intents
+    of the tools most relevant to it (``tool_intents``). Only intents with tools to offer count (a greeting
+    needs none)."""
+    found = [name for name, _ in rule_hits(domain, text)]
     if hint := hinted_intent(domain, text):
         found.append(hint)
     found += [name for name, score in embedding_ranking(domain, text, embedder) if score >= CANDIDATE_THRESHOLD]
+    found += tool_intents(domain, text, embedder)
     useful = [n for n in dict.fromkeys(found) if domain.route(n).tools and domain.kind(n) != "conversational"]
     return useful[:MAX_CANDIDATES]
 
@@ -112,11 +155,11 @@ def classify(domain: Domain, text: str, use_embeddings: bool = True,
     if is_low_information(text):
         ack = domain.intent("thanks")
         return (ack.name if ack else UNKNOWN), 1.0  # an acknowledgement asks for nothing
-    hit = rule_intent(domain, text)
+    hit, sure = rule_decision(domain, text)
     if hit and courtesy(domain, hit) and (hint := hinted_intent(domain, text)):
         return hint, 1.0  # "thanks! what about INC0012346?": the identifier names the task
     if hit:
-        return hit, 1.0
+        return hit, sure
     if hint := hinted_intent(domain, text):
         return hint, 0.6
     if not use_embeddings or language(text) == "zh" or len(clean_text(text).strip()) < 4:

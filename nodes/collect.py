@@ -85,6 +85,11 @@ class SlotCollect:
             said.update(carried[1])  # a follow-up's slots keep the product under discussion
         slots = {**facts, **earlier, **said}
         missing = domain.missing_slots(intent, slots)
+        if missing and any(domain.kind(i) == "task" and not domain.missing_slots(i, slots)
+                           for i in state.get("offer_intents") or [] if i != intent):
+            # Unsure between a task that needs an id and one that needs nothing ("how many tickets have I got
+            # open?"): the offered tools decide; a call that lacks the id comes back here to ask for it.
+            missing = []
         if any(r.get("error_type") in ("validation", "invented_argument") for r in state.get("tool_log") or []):
             # Back from action: the model could not form a valid call, so ask the user instead of guessing.
             missing = rejected_args(state) or ["details"]

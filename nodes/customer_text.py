@@ -223,6 +223,29 @@ def outcome_phrase(tool_log: Sequence[Mapping[str, Any]], lang: str, domain: Dom
     return say("could_not_finish", lang, domain)
 
 
+def untold_refusal(reply: str, tool_log: Sequence[Mapping[str, Any]], lang: str, domain: Domain | None) -> str | None:
+    """The domain's words for a refusal the reply leaves out, or None. A tool that said no on the request's
+    merits (``business``: "there is already a request REQ0001221 for github"), with a phrase for the customer,
+    and that did not work later in the message: the customer hears why nothing was done, whatever the model
+    wrote instead. Told already when the reply names one of the refusal's values (its record) or its words."""
+    if domain is None:
+        return None
+    worked = {r.get("name") for r in tool_log if r.get("status") == "ok"}
+    for r in tool_log:
+        customer = r.get("customer") or {}
+        key = str(customer.get("phrase") or "")
+        if (r.get("status") == "ok" or r.get("error_type") != "business" or r.get("name") in worked or not key
+                or domain.phrase(key, lang) is None):
+            continue
+        values = {k: str(v) for k, v in (customer.get("values") or {}).items()}
+        told = say(key, lang, domain, **values)
+        named = [v for v in values.values() if len(v) >= 4 and any(ch.isdigit() for ch in v)]
+        if told in reply or any(v in reply for v in named):
+            return None
+        return told
+    return None
+
+
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _MIN_QUOTE = 12  # shorter clauses ("Nothing was changed.") are too common to tell a quote from a coincidence
 

@@ -46,8 +46,21 @@ def intent_labels(domain: Domain) -> list[str]:
     return [*domain.intent_names(), *([] if domain.intent(UNKNOWN) else [UNKNOWN])]
 
 
-def classify_prompt(domain: Domain) -> str:
-    return ("Classify the customer's last message into one intent of: " + ", ".join(intent_labels(domain)) + ". "
+def classify_prompt(domain: Domain, described: bool = False) -> str:
+    """The classification request. Bare, it lists the intents' names (the ``llm`` variant, as the first
+    customer-service bot asked); ``described``, each intent with its description and an example where the
+    domain gives them, so a small model picks from meanings, not labels (``hybrid``)."""
+    if not described:
+        return ("Classify the customer's last message into one intent of: " + ", ".join(intent_labels(domain)) +
+                '. Respond with JSON only: {"intent": "<intent>", "confidence": <0..1>}.')
+    lines = []
+    for name in intent_labels(domain):
+        declared = domain.intent(name)
+        meaning = (declared.description if declared else "") or ("none of these" if name == UNKNOWN else
+                                                                 name.replace("_", " "))
+        example = next(iter(declared.examples.get("en", ())), "") if declared else ""
+        lines.append(f"- {name}: {meaning}" + (f' (for instance "{example}")' if example else ""))
+    return ("Classify the customer's last message into one of these intents:\n" + "\n".join(lines) + "\n"
             'Respond with JSON only: {"intent": "<intent>", "confidence": <0..1>}.')
 
 
@@ -153,9 +166,23 @@ def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float) -> t
 
 
 # "Never mind", "forget it", "算了": the customer takes back what they were asked about.
-_TAKE_BACK = re.compile(r"\b(?:never\s*mind|forget (?:it|that|about it)|scratch that|cancel (?:that|this|my) request|"
+_TAKE_BACK = re.compile(r"\b(?:never\s*mind|forget (?:it|that|about it|the \w+)|scratch that|cancel (?:that|this|my) request|"
                         r"don'?t bother|no need(?: to)?|i changed my mind|not anymore)\b|算了|不用了|不要了|不需要了|别弄了|不办了",
                         re.I)
+
+
+def still_asked(text: str) -> str:
+    """What a message still asks once it took something back: the words after its last take-back ("cancel
+    ORD-10181... never mind, keep it. Just tell me what it cost" asks what it cost); the whole message when it
+    takes nothing back or nothing follows."""
+    last = None
+    for last in _TAKE_BACK.finditer(text):
+        pass
+    if last is None:
+        return text
+    # the rest of the take-back's own clause is what it takes back ("don't bother with the return, ...")
+    rest = re.split(r"[,.;:!?，。；：！？…—–]", text[last.end():], maxsplit=1)[-1]
+    return rest if re.search(r"[A-Za-z]{2,}\W+(?:\w+\W+)*[A-Za-z]{2,}|[\u4e00-\u9fff]{4,}", rest) else text
 
 
 def takes_back(domain: Domain, state: HarnessState, text: str) -> bool:
@@ -187,14 +214,15 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
                       unknown_streak=0, refused=None, pending_change=None, confirmed_change=None)
         return update
     switched = continue_or_switch(domain, state, intent, confidence, text)
-    intent, offer = unsure_offer(deps, text, switched, confidence) if switched == intent else (switched, [])
+    intent, offer = (unsure_offer(deps, still_asked(text), switched, confidence) if switched == intent
+                     else (switched, []))
     update["offer_intents"] = offer
     carried = domain.follow_up(text, state.get("intent"), state.get("slots") or {}) if domain.follow_up else None
     if carried is not None:  # "what about in black?": the previous request, refined
         intent, confidence = carried[0], 1.0
         update["offer_intents"] = []
     same_task = intent == state.get("intent") and bool(state.get("missing_slots"))
-    asked = several_requests(domain, text) if carried is None and not same_task_waiting(state) else []
+    asked = several_requests(domain, still_asked(text)) if carried is None and not same_task_waiting(state) else []
     if len(asked) > 1:  # "Where is ORD-10144? And what coupons can I use?": each, in order
         intent, confidence = asked[0], 1.0
         update.update(offer_intents=[], request_intents=asked,
@@ -280,8 +308,10 @@ def open_goal(deps: NodeDeps, messages: list[Any]) -> list[str]:
 def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str], state_messages: list[Any] | None = None
                ) -> list[str]:
     """The tools a task's route exists for: its changing ones when it has any (a lookup on the way to a change
-    is not the goal); else the ones that take an identifier (``get_product(product_id)``, where
-    ``search_products(query)`` only finds the id); else all of them. For an unsure step, every candidate's."""
+    is not the goal); else the lookups by an identifier the message names (``get_product(product_id)`` for
+    "P1001?"); else the ones that take no identifier (``search_products(query)``, ``list_my_tickets()``: what
+    they show answers a message that names no record); else all of them. For an unsure step, every
+    candidate's."""
     if not deps.domain.intents:
         return open_goal(deps, state_messages or [])
     out: list[str] = []
@@ -292,8 +322,12 @@ def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str], state_mess
         if changing and only_asks(deps, text, changing):
             changing = []  # "What coupons can I use?" asks for the list, not for a coupon to be claimed
         reading = [s for s in specs if not s.changes_state]
-        targeted = [s.name for s in reading if deps.domain.tool_entities(s)]
-        out += [s.name for s in changing] or targeted or [s.name for s in reading or specs]
+        named = set(deps.domain.entities_in(text))
+        # A lookup by the record the message names is the goal ("what does KB0001029 say?"); a message that
+        # names none asks what the listing or the search shows ("how many tickets have I got open?")
+        targeted = [s.name for s in reading if set(deps.domain.tool_entities(s).values()) & named]
+        broad = [s.name for s in reading if not deps.domain.tool_entities(s)]
+        out += [s.name for s in changing] or targeted or broad or [s.name for s in reading or specs]
     return list(dict.fromkeys(out))
 
 
@@ -375,6 +409,16 @@ def _bare(text: str) -> bool:
     return len(words) <= 4 and len(cjk) <= 6
 
 
+def understood(deps: NodeDeps, text: str) -> tuple[str, float]:
+    """The classifier's intent for what the message still asks (``still_asked``); when that names nothing, the
+    record the whole message is about ("...never mind. When was it ordered?" after an order id)."""
+    asked = still_asked(text)
+    intent, confidence = classify(deps.domain, asked, embedder=deps.embedder)
+    if intent == UNKNOWN and asked != text and (hint := hinted_intent(deps.domain, text)):
+        return hint, 0.6
+    return intent, confidence
+
+
 @builtin_variant("intent", "classifier")
 class ClassifierIntent:
     def __init__(self, deps: NodeDeps) -> None:
@@ -382,8 +426,7 @@ class ClassifierIntent:
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         update = start_turn(self.deps, state, config)
-        intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []),
-                                      embedder=self.deps.embedder)
+        intent, confidence = understood(self.deps, last_human_text(state.get("messages") or []))
         return finish(self.deps, state, update, intent, confidence)
 
 
@@ -404,14 +447,18 @@ def parse_intent_json(text: str, labels: list[str]) -> tuple[str, float]:
 
 @builtin_variant("intent", "llm")
 class LLMIntent:
+    described = False  # the bare label list (see ``classify_prompt``)
+
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
     def classify(self, state: HarnessState, update: StateUpdate) -> tuple[str, float]:
         text = last_human_text(state.get("messages") or [])
+        if self.described:
+            text = still_asked(text)
         try:
             reply, update["turn_stats"] = call_model(
-                self.deps, [SystemMessage(classify_prompt(self.deps.domain)), HumanMessage(text)],
+                self.deps, [SystemMessage(classify_prompt(self.deps.domain, self.described)), HumanMessage(text)],
                 update.get("turn_stats", {}), step="data", schema=label_schema(self.deps.domain))  # start_turn set them
         except ModelCallFailed as err:
             update["turn_stats"] = err.stats
@@ -426,13 +473,28 @@ class LLMIntent:
 
 @builtin_variant("intent", "hybrid")
 class HybridIntent(LLMIntent):
+    """The classifier where it is sure (a keyword phrase, an acknowledgement), the model where it is not: a
+    single keyword ("ticket", "密码"), no keyword at all, or rules that compete. A message that only answers
+    the question the open task asked ("E1026" after "your employee id?") needs no model. The model reads the
+    intents' descriptions and what the message still asks (``still_asked``)."""
+
+    described = True
+
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         update = start_turn(self.deps, state, config)
-        intent, confidence = classify(self.deps.domain, last_human_text(state.get("messages") or []),
-                                      embedder=self.deps.embedder)
-        if intent == UNKNOWN:
-            intent, confidence = self.classify(state, update)
+        text = last_human_text(state.get("messages") or [])
+        intent, confidence = understood(self.deps, text)
+        if confidence < 1.0 and not self.answers_waiting(state, intent, text):
+            label, sure = self.classify(state, update)
+            if label != UNKNOWN:  # the model's unknown keeps the rules' candidate
+                intent, confidence = label, min(sure, 0.9)
         return finish(self.deps, state, update, intent, confidence)
+
+    def answers_waiting(self, state: HarnessState, intent: str, text: str) -> bool:
+        waiting = state.get("missing_slots") or []
+        previous = state.get("intent")
+        return bool(waiting and previous and answered_slots(self.deps.domain, previous, text, waiting)
+                    and (intent in (previous, UNKNOWN) or _bare(text)))
 
 
 @builtin_variant("intent", "passthrough")

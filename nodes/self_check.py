@@ -27,6 +27,7 @@ from lg_harness.nodes.customer_text import (
     errors_in_customer_words,
     only_data,
     outcome_phrase,
+    untold_refusal,
     wrong_language,
 )
 from lg_harness.nodes.fact_check import contradictions, corrected, results_of
@@ -269,6 +270,8 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     if found:  # corrected in place, unless that leaves no words in the customer's language
         fixed = corrected(text, found)
         text = fixed if fixed and not wrong_language(fixed, lang) and not dump_kind(fixed) else rendered(state, deps, lang)
+    if refusal := untold_refusal(text, log, lang, deps.domain):
+        text = f"{text}{'' if lang == 'zh' else ' '}{refusal}"  # why nothing was done, in the domain's words
     return text, []
 
 

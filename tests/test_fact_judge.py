@@ -104,3 +104,12 @@ def test_a_past_tense_claim_of_a_change_is_read_from_the_tools_own_names() -> No
     assert claims_change("I've filed your complaint.", ["file"])
     assert not claims_change("Shall I cancel the order?", ["cancel"])
     assert not claims_change("You can reset it yourself from the portal.", ["reset"])
+
+
+def test_a_records_own_date_is_not_a_claimed_change() -> None:
+    # A real-model reply about an access request (helpdesk held-out 0035) was failed for "claiming" a creation.
+    assert not claims_change("The request was created at 1 November 2026, 07:00.", ["create"])
+    assert not claims_change("It was updated on 24 October.", ["update"])
+    assert claims_change("Your ticket was created.", ["create"])
+    assert claims_change("Your ticket was created, it is INC0012361.", ["create"])
+    assert claims_change("The ticket has been created at last.", ["create"])

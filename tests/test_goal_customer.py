@@ -103,7 +103,7 @@ SHOP_LOOKUP = Scenario.model_validate({
 HELPDESK_LOOKUP = Scenario.model_validate({
     "id": "goal-ticket", "user_id": "E1001", "lang": "en", "outcome": {"changes": []},
     "goal": {"knows": {"ticket": {"value": "INC0012346", "about": ["ticket number", "ticket id", "incident"]}},
-             "tasks": [{"ask": ["what's happening with my ticket?"],
+             "tasks": [{"ask": ["any update on my ticket?"],
                         "told": [{"kind": "status", "value": "in_progress", "record": "INC0012346"}]}]}})
 
 

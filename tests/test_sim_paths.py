@@ -114,6 +114,18 @@ def test_rates_are_read_per_design_path_from_real_cells():
     assert steps["facts/constrained"]["restate_request"]["n"] == 2
 
 
+def test_a_repeat_counts_only_where_a_later_step_still_offered_the_tool():
+    """A design that answers once its goal worked offers nothing to repeat: where the cell records its steps,
+    such a message is not evidence of the repeat rate (it would pull the rate down)."""
+    offered_again = _turn("It shipped.", ("get", "ok"), ("get", "error"))
+    offered_again["call_steps"] = [{"offered": ["get"], "after": 0}, {"offered": ["get"], "after": 1}]
+    answered = _turn("It shipped.", ("get", "ok"))
+    answered["call_steps"] = [{"offered": ["get"], "after": 0}, {"offered": [], "after": 1}]
+    found = fit_paths.tallies([_cell("harness", [offered_again, answered])])
+    assert found["repeat_after_success"] == {"replay/constrained": [1, 1]}
+    assert found["restate_request"] == {"facts/constrained": [0, 2]}  # both replies still answered a result
+
+
 def test_the_fitted_profile_carries_the_path_rates_with_their_evidence():
     fitted = load_profiles()["fitted"]
     for path, fault in (("replay/constrained", "repeat_after_success"), ("replay/free", "repeat_after_success"),

@@ -23,6 +23,7 @@ from lg_harness.nodes.customer_text import (
     dump_kind,
     errors_in_customer_words,
     internal_text,
+    wrong_language,
 )
 from lg_harness.nodes.phrases import say
 from lg_harness.nodes.render_answer import render_answer
@@ -258,3 +259,19 @@ def test_a_reply_that_does_not_quote_the_error_is_left_alone() -> None:
     log = [_failed(SHIPPED, "error_cancel_shipped", order_id="ORD-10122")]
     own = "订单 ORD-10122 已经发货了，暂时不能取消。"
     assert errors_in_customer_words(own, log, "zh", load_domain("shop")) == own
+
+
+def test_a_refusal_the_model_leaves_out_reaches_the_customer_with_its_reason(tmp_path: Path) -> None:
+    """Real model, helpdesk held-out 0034: the access request is refused (one for github is already pending),
+    and the answer only says the identity was verified. The customer reads why nothing was done, in Chinese,
+    with the pending request's id."""
+    import itertools
+
+    calls = [_call("verify_identity", employee_id="E1026", pin="288499"),
+             _call("request_access", system="github", reason="new project")]
+    vague = AIMessage("您已验证您的身份，您的员工号是E1026。")
+    model = Scripted(messages=itertools.chain(calls, itertools.repeat(vague)))
+    with Harness(tmp_path, patient_design(), model, domain="helpdesk") as h:
+        reply = h.send("t", "帮我申请GitHub权限，做新项目要用。我的员工号E1026，PIN是288499", "E1026").reply
+    assert "REQ0001221" in reply and "无需重新申请" in reply, reply
+    assert not wrong_language(reply, "zh") and internal_text(reply, load_domain("helpdesk").registry().names()) == []

@@ -49,6 +49,15 @@ def keyword_pattern(word: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![a-z]){re.escape(word)}(?:s|es|ed|ing)?(?![a-z])")
 
 
+def is_phrase(keyword: str) -> bool:
+    """A keyword that says what is wanted by itself: a phrase ("reset my password", "新建工单"). A single word
+    ("ticket", "password", "cancel", "工单", "权限") names a thing several requests are about, so a rule that
+    hits only on it gives a candidate, not a decision (set a priori, not tuned: two words, or three Chinese
+    characters)."""
+    cjk = len(CJK.findall(keyword))
+    return cjk >= 3 if cjk else len(keyword.split()) >= 2
+
+
 def rule_text(text: str) -> str:
     """The text keyword rules read: cleaned, pasted markup removed, lower case."""
     return MARKUP.sub(" ", clean_text(text)).lower()

@@ -19,6 +19,7 @@ from lg_harness.tools.text import (  # noqa: F401 - re-exported for the shop's c
     has_invisible,
     is_correction,
     is_low_information,
+    is_phrase,
     keyword_hit,
     language,
     rule_text,
@@ -139,24 +140,32 @@ def _after_courtesy(t: str) -> str | None:
     return None
 
 
-def rule_intent(text: str) -> str | None:
-    """The first keyword rule that matches, or None."""
+def rule_match(text: str) -> tuple[str, bool] | None:
+    """The first keyword rule that matches, and whether it decides by itself (``tools.text.is_phrase``: a
+    phrase, or a rule made sure by an identifier or a question after courtesy words); None when none does."""
     t = rule_text(text)
     for intent, words in _RULES:
-        if any(keyword_hit(t, w) for w in words):
+        hit = [w for w in words if keyword_hit(t, w)]
+        if hit:
             # "my order ORD-10001, where is it?" is about one order, not the list.
             if intent == "my_orders" and ORDER_ID.search(clean_text(text)):
-                return "order_status"
+                return "order_status", True
             # "Hi, any update on ORD-10150?" is a request with a greeting in front.
             if intent in ("greeting", "thanks") and (ents := extract_entities(text)).order_ids + ents.product_ids:
-                return "order_status" if ents.order_ids else "product"
+                return ("order_status" if ents.order_ids else "product"), True
             # "ok thanks, is it delivered yet?" asks something after the thanks: the question is the intent.
             if intent in ("greeting", "thanks") and (asked := _after_courtesy(t)) is not None:
-                return asked
-            return intent
+                return asked, True
+            return intent, intent in ("greeting", "thanks", "recall") or any(is_phrase(w) for w in hit)
     if _HAVE_QUESTION.search(t):  # "你们有蓝牙耳机吗？" asks whether the shop sells something
-        return "product"
+        return "product", True
     return None
+
+
+def rule_intent(text: str) -> str | None:
+    """The first keyword rule that matches, or None."""
+    found = rule_match(text)
+    return found[0] if found else None
 
 
 def _prototype_matrix():
@@ -182,12 +191,13 @@ def embedding_intent(text: str, threshold: float = 0.45) -> tuple[str, float]:
 
 
 def classify_intent(text: str, use_embeddings: bool = True) -> tuple[str, float]:
-    """Intent and a confidence: rules (1.0) first, then embeddings for English paraphrases."""
+    """Intent and a confidence: rules first (1.0 for a phrase, 0.6 for a single word), then embeddings for
+    English paraphrases."""
     if is_low_information(text):
         return "thanks", 1.0  # an acknowledgement ("ok", "嗯", "好的") asks for nothing
-    hit = rule_intent(text)
-    if hit:
-        return hit, 1.0
+    found = rule_match(text)
+    if found:  # a single word ("cancel", "订单") is a candidate the model may overrule (``HybridIntent``)
+        return found[0], 1.0 if found[1] else 0.6
     ents = extract_entities(text)
     if ents.order_ids:
         return "order_status", 0.6

@@ -117,8 +117,9 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "70%, dual memory (facts in SQL, experiences in vectors), four termination guards, result "
             "cleaning, parallel calls with ids, quotas, self-check.",
             {"intent": "classifier", "context": "anchored_summary"}, align_entities=False, normalize_args=False),
-    _preset("harness", "This project's best: local intent rules (the model-fallback variant `hybrid` is there "
-            "for real models; on the simulated model it only adds calls), slots from the fact "
+    _preset("harness", "This project's best: local intent rules, unsure ones offering every candidate's tools (the "
+            "variant `hybrid` asks the model instead; on Qwen 0.5B it names fewer requests right, "
+            "reports/intent-probe), slots from the fact "
             "card, masked tools, canonical, validated and entity-aligned arguments, classified retries, cleaned "
             "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
             "guards, a grounded self-check, decoding constrained to each step, another try for a declined call, "

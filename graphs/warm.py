@@ -58,6 +58,10 @@ def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: A
         return
     embedder.warm_encoder()
     texts = example_texts(domain)
+    if texts and domain.intents:  # an unsure classification compares the message with the tools' descriptions
+        from lg_harness.nodes.offer import tool_texts
+
+        texts = [*texts, *tool_texts(domain.registry().specs())]
     if texts:
         embedder.warm(texts, cache_file(data_dir, domain, texts, embedder.model_name))
         from lg_harness.nodes.classify import example_matrix

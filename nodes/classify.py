@@ -116,9 +116,9 @@ TOOL_SCORE = 1.5  # a tool this relevant shares a word with the message besides 
 
 
 def tool_intents(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:
-    """The task intents whose routes hold the (at most two) tools most relevant to ``text`` by their own names
-    and descriptions (``nodes.offer.scores``): what the tools say they do names a request the keywords and
-    examples missed ("how long do deleted files stay in the bin?" -> the knowledge-base search). None for
+    """The task intents whose routes hold the (at most two) lookups most relevant to ``text`` by their own
+    names and descriptions (``nodes.offer.scores``): what the tools say they do names a request the keywords
+    and examples missed ("how long do deleted files stay in the bin?" -> the knowledge-base search). None for
     Chinese, where the English descriptions say nothing to the embedder."""
     from lg_harness.nodes.offer import scores
 
@@ -126,8 +126,15 @@ def tool_intents(domain: Domain, text: str, embedder: Embedder | None = None) ->
         return []
     specs = domain.registry().specs()
     best = sorted(zip(scores(text, specs, embedder=embedder), specs, strict=True), key=lambda p: -p[0])[:2]
-    names = {spec.name for score, spec in best if score >= TOOL_SCORE}
-    return [i.name for i in domain.intents if i.kind == "task" and names & set(i.route.tools)]
+    named = set(domain.entities_in(text))
+    # Only lookups, for requests that change nothing: a change is offered where a keyword or an example asks
+    # for it, never on a description's likeness alone; and a message that names a record is about a tool
+    # that takes it.
+    names = {spec.name for score, spec in best if score >= TOOL_SCORE and not spec.changes_state
+             and (not named or named & set(domain.tool_entities(spec).values()))}
+    registry = domain.registry()
+    return [i.name for i in domain.intents if i.kind == "task" and names & set(i.route.tools)
+            and not any((spec := registry.get(t)) is not None and spec.changes_state for t in i.route.tools)]
 
 
 def candidates(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:

@@ -175,11 +175,10 @@ def still_asked(text: str) -> str:
     """What a message still asks once it took something back: the words after its last take-back ("cancel
     ORD-10181... never mind, keep it. Just tell me what it cost" asks what it cost); the whole message when it
     takes nothing back or nothing follows."""
-    last = None
-    for last in _TAKE_BACK.finditer(text):
-        pass
-    if last is None:
+    found = list(_TAKE_BACK.finditer(text))
+    if not found:
         return text
+    last = found[-1]
     # the rest of the take-back's own clause is what it takes back ("don't bother with the return, ...")
     rest = re.split(r"[,.;:!?，。；：！？…—–]", text[last.end():], maxsplit=1)[-1]
     return rest if re.search(r"[A-Za-z]{2,}\W+(?:\w+\W+)*[A-Za-z]{2,}|[\u4e00-\u9fff]{4,}", rest) else text
@@ -308,10 +307,8 @@ def open_goal(deps: NodeDeps, messages: list[Any]) -> list[str]:
 def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str], state_messages: list[Any] | None = None
                ) -> list[str]:
     """The tools a task's route exists for: its changing ones when it has any (a lookup on the way to a change
-    is not the goal); else the lookups by an identifier the message names (``get_product(product_id)`` for
-    "P1001?"); else the ones that take no identifier (``search_products(query)``, ``list_my_tickets()``: what
-    they show answers a message that names no record); else all of them. For an unsure step, every
-    candidate's."""
+    is not the goal); else the ones that take an identifier (``get_product(product_id)``, where
+    ``search_products(query)`` only finds the id); else all of them. For an unsure step, every candidate's."""
     if not deps.domain.intents:
         return open_goal(deps, state_messages or [])
     out: list[str] = []
@@ -322,12 +319,8 @@ def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str], state_mess
         if changing and only_asks(deps, text, changing):
             changing = []  # "What coupons can I use?" asks for the list, not for a coupon to be claimed
         reading = [s for s in specs if not s.changes_state]
-        named = set(deps.domain.entities_in(text))
-        # A lookup by the record the message names is the goal ("what does KB0001029 say?"); a message that
-        # names none asks what the listing or the search shows ("how many tickets have I got open?")
-        targeted = [s.name for s in reading if set(deps.domain.tool_entities(s).values()) & named]
-        broad = [s.name for s in reading if not deps.domain.tool_entities(s)]
-        out += [s.name for s in changing] or targeted or broad or [s.name for s in reading or specs]
+        targeted = [s.name for s in reading if deps.domain.tool_entities(s)]
+        out += [s.name for s in changing] or targeted or [s.name for s in reading or specs]
     return list(dict.fromkeys(out))
 
 

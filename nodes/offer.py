@@ -67,13 +67,18 @@ def lexical_scores(request: str, specs: Sequence[ToolSpec]) -> list[float]:
     return [r / top if top else 0.0 for r in raw]
 
 
+def tool_texts(specs: Sequence[ToolSpec]) -> list[str]:
+    """What the embedder reads of each tool: its name in words and its description."""
+    return [f"{s.name.replace('_', ' ')}: {s.description}" for s in specs]
+
+
 def embedding_scores(request: str, specs: Sequence[ToolSpec], embedder: Embedder | None = None) -> list[float]:
     """Per tool: the cosine of the request against the tool's name and description (``embedder``, else the
     current one), scaled from 0 (the least similar tool) to 1 (the most)."""
     if not specs or not request.strip():
         return [0.0] * len(specs)
     embedder = embedder or current_embedder()
-    vectors = embedder.matrix([f"{s.name.replace('_', ' ')}: {s.description}" for s in specs])
+    vectors = embedder.matrix(tool_texts(specs))
     cosines = [float(x) for x in vectors @ embedder.embed([request])[0]]
     low, high = min(cosines), max(cosines)
     # scaled like the lexical scores (the best tool 1, the worst 0): raw cosines of short texts bunch together

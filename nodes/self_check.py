@@ -212,8 +212,18 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     results contradict (``fact_check``) are sent back for one more answer while regenerations are left,
     then corrected in place from the results. A draft with no words for the customer (a call, a result
     pasted as data) or in another language after calls that worked is sent back too, then replaced by the
-    answer the harness writes from the results (``render_answer``): never a dump of fields.
+    answer the harness writes from the results (``render_answer``): never a dump of fields. A tool's refusal
+    the words leave out is added in the domain's words (``customer_text.untold_refusal``).
     """
+    text, problems = checked_draft(state, deps, may_regenerate=may_regenerate)
+    lang = (state.get("fact_card") or {}).get("language") or "en"
+    if not problems and (refusal := untold_refusal(text, state.get("tool_log") or [], lang, deps.domain)):
+        text = f"{text}{'' if lang == 'zh' else ' '}{refusal}"  # why nothing was done, in the domain's words
+    return text, problems
+
+
+def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) -> tuple[str, list[str]]:
+    """``customer_draft`` before a refusal the words leave out is added."""
     draft = state.get("reply") or ""
     log = state.get("tool_log") or []
     lang = (state.get("fact_card") or {}).get("language") or "en"
@@ -270,8 +280,6 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     if found:  # corrected in place, unless that leaves no words in the customer's language
         fixed = corrected(text, found)
         text = fixed if fixed and not wrong_language(fixed, lang) and not dump_kind(fixed) else rendered(state, deps, lang)
-    if refusal := untold_refusal(text, log, lang, deps.domain):
-        text = f"{text}{'' if lang == 'zh' else ' '}{refusal}"  # why nothing was done, in the domain's words
     return text, []
 
 

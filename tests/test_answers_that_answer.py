@@ -58,7 +58,8 @@ def test_a_question_about_coupons_lists_them_and_claims_nothing(tmp_path: Path) 
         r = h.send("t", "What coupons can I use?", "U001")
     assert [(c["name"], c["status"]) for c in r.tool_calls] == [("list_coupons", "ok")]
     assert not r.values.get("pending_change") and "To confirm" not in r.reply
-    assert r.values.get("goal_tools") == ["list_coupons"]
+    goal = r.values.get("goal_tools") or []
+    assert "list_coupons" in goal and "claim_coupon" not in goal, goal  # the list is the goal, not a claim
 
 
 def test_a_request_to_claim_still_aims_at_the_claim(tmp_path: Path) -> None:

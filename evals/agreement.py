@@ -75,3 +75,39 @@ def write_agreement(found: list[dict[str, Any]], out_dir: Path, command: str, re
     path = out_dir / "agreement.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``agreement.md`` from cells already run: a real-model folder's cells against a sim folder's, on the
+    scenario file both ran (a long real-model run is resumable, so its table can be written at any n, and a
+    refitted sim can be set beside cells the real model ran before)."""
+    import argparse
+    import json
+    import shlex
+    import sys
+
+    from lg_harness.evals.scenario import load_scenarios
+
+    parser = argparse.ArgumentParser(description=(main.__doc__ or "").split("\n\n")[0])
+    parser.add_argument("real", type=Path, help="cells.jsonl of the real-model run")
+    parser.add_argument("sim", type=Path, help="cells.jsonl of the sim run of the same cells")
+    parser.add_argument("--scenarios", type=Path, action="append", required=True, help="scenario file(s) they ran")
+    parser.add_argument("--designs", required=True, help="comma-separated, in table order")
+    parser.add_argument("--out", type=Path, required=True, help="folder for agreement.md")
+    args = parser.parse_args(argv)
+
+    def cells(path: Path) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    scenarios = {s.id: s for f in args.scenarios for s in load_scenarios(f)}
+    real, sim = cells(args.real), cells(args.sim)
+    models = sorted({str(r.get("model")) for r in real})
+    found = rows(verdicts(real, scenarios), verdicts(sim, scenarios), args.designs.split(","))
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = "python -m lg_harness.evals.agreement " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    print(write_agreement(found, args.out, command, ", ".join(models), f"{args.sim.parent.name}/"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -125,13 +125,13 @@ def tool_intents(domain: Domain, text: str, embedder: Embedder | None = None) ->
     if language(text) == "zh" or len(clean_text(text).strip()) < 4:
         return []
     specs = domain.registry().specs()
-    best = sorted(zip(scores(text, specs, embedder=embedder), specs, strict=True), key=lambda p: -p[0])[:2]
     named = set(domain.entities_in(text))
     # Only lookups, for requests that change nothing: a change is offered where a keyword or an example asks
     # for it, never on a description's likeness alone; and a message that names a record is about a tool
     # that takes it.
-    names = {spec.name for score, spec in best if score >= TOOL_SCORE and not spec.changes_state
-             and (not named or named & set(domain.tool_entities(spec).values()))}
+    fit = [(score, spec) for score, spec in zip(scores(text, specs, embedder=embedder), specs, strict=True)
+           if not spec.changes_state and (not named or named & set(domain.tool_entities(spec).values()))]
+    names = {spec.name for score, spec in sorted(fit, key=lambda p: -p[0])[:2] if score >= TOOL_SCORE}
     registry = domain.registry()
     return [i.name for i in domain.intents if i.kind == "task" and names & set(i.route.tools)
             and not any((spec := registry.get(t)) is not None and spec.changes_state for t in i.route.tools)]
@@ -139,14 +139,14 @@ def tool_intents(domain: Domain, text: str, embedder: Embedder | None = None) ->
 
 def candidates(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:
     """The intents a message may mean when no keyword rule decided, most likely first: every rule hit, the
-    intent its identifier names, the nearest examples' intents above ``CANDIDATE_THRESHOLD``, and the intents
-    of the tools most relevant to it (``tool_intents``). Only intents with tools to offer count (a greeting
-    needs none)."""
+    intent its identifier names, the intents of the lookups most relevant to it (``tool_intents``), and the
+    nearest examples' intents above ``CANDIDATE_THRESHOLD``. Only intents with tools to offer count (a
+    greeting needs none)."""
     found = [name for name, _ in rule_hits(domain, text)]
     if hint := hinted_intent(domain, text):
         found.append(hint)
+    found += tool_intents(domain, text, embedder)  # what the tools say they do, before one example's likeness
     found += [name for name, score in embedding_ranking(domain, text, embedder) if score >= CANDIDATE_THRESHOLD]
-    found += tool_intents(domain, text, embedder)
     useful = [n for n in dict.fromkeys(found) if domain.route(n).tools and domain.kind(n) != "conversational"]
     return useful[:MAX_CANDIDATES]
 

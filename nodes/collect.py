@@ -71,6 +71,11 @@ class SlotCollect:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
+    def changes(self, intent: str | None) -> bool:
+        """Whether the task's route can change the world (one of its tools does)."""
+        return any((spec := self.deps.registry.get(t)) is not None and spec.changes_state
+                   for t in self.deps.domain.route(intent).tools)
+
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         domain = self.deps.domain
         intent = state.get("intent")
@@ -85,10 +90,12 @@ class SlotCollect:
             said.update(carried[1])  # a follow-up's slots keep the product under discussion
         slots = {**facts, **earlier, **said}
         missing = domain.missing_slots(intent, slots)
-        if missing and any(domain.kind(i) == "task" and not domain.missing_slots(i, slots)
-                           for i in state.get("offer_intents") or [] if i != intent):
-            # Unsure between a task that needs an id and one that needs nothing ("how many tickets have I got
-            # open?"): the offered tools decide; a call that lacks the id comes back here to ask for it.
+        if missing and not self.changes(intent) and any(
+                domain.kind(i) == "task" and not domain.missing_slots(i, slots)
+                for i in state.get("offer_intents") or [] if i != intent):
+            # Unsure between a lookup that needs an id and a task that needs none ("how many tickets have I got
+            # open?"): the offered tools decide; a call that lacks the id comes back here to ask for it. A
+            # change ("I want to return an order") still asks which record first.
             missing = []
         if any(r.get("error_type") in ("validation", "invented_argument") for r in state.get("tool_log") or []):
             # Back from action: the model could not form a valid call, so ask the user instead of guessing.

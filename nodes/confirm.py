@@ -33,8 +33,9 @@ _NO_EN = (r"n|no|nope|nah|don'?t|do not|stop|wait|hold on|never ?mind|cancel tha
 _YES = re.compile(rf"^\s*(?:{_YES_EN})\b[\s,.!]*(?:(?:please|thanks|thank you|do it|go ahead)\b[\s,.!]*)*$"
                   # one or more of them in a row: "可以，办吧。", "好的，确认。"
                   r"|^\s*嗯[\s，。！!,.]*$"  # a lone "嗯"; "嗯嗯嗯啊" is a noise, not a yes
-                  r"|^\s*(?:(?:是|是的|对|对的|好|好的|可以|行|确认|确定|没错|请继续|继续|就这样|办|办理|去办|"
-                  r"就这么办|没问题|同意)[吧的啊呀]?[\s，。！!,.]*)+$",
+                  # "是的，请办理。", "好的，麻烦了": a plea or thanks beside the yes is still a yes
+                  r"|^\s*(?:请?(?:是|是的|对|对的|好|好的|可以|行|确认|确定|没错|继续|就这样|办|办理|去办|"
+                  r"就这么办|没问题|同意)[吧的啊呀]?[\s，。！!,.]*)+(?:(?:谢谢|麻烦[你您]?了)[\s，。！!,.]*)*$",
                   re.I)
 # A no anywhere wins over a yes: "yes, but don't cancel it" is not a confirmation.
 _NO = re.compile(rf"\b(?:{_NO_EN})\b|不要|不用|别|算了|先不|不了|改主意|不是|等一下|再想想", re.I)

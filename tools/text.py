@@ -51,11 +51,11 @@ def keyword_pattern(word: str) -> re.Pattern[str]:
 
 def is_phrase(keyword: str) -> bool:
     """A keyword that says what is wanted by itself: a phrase ("reset my password", "新建工单"). A single word
-    ("ticket", "password", "cancel", "工单", "权限") names a thing several requests are about, so a rule that
-    hits only on it gives a candidate, not a decision (set a priori, not tuned: two words, or three Chinese
-    characters)."""
+    ("ticket", "password", "cancel", "工单", "笔记本") names a thing several requests are about, so a rule that
+    hits only on it gives a candidate, not a decision: two words, or four Chinese characters (Chinese writes
+    a word in two or three: "笔记本" is a laptop, "重置密码" a request)."""
     cjk = len(CJK.findall(keyword))
-    return cjk >= 3 if cjk else len(keyword.split()) >= 2
+    return cjk >= 4 if cjk else len(keyword.split()) >= 2
 
 
 def rule_text(text: str) -> str:

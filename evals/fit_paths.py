@@ -22,7 +22,8 @@ Peers run their own loops (results replayed, free decoding). Each rate carries k
 
     python -m lg_harness.evals.fit_paths reports/real-model-designs-shop/cells.jsonl ... --write
 
-writes ``simlm/paths.yaml``, which the sim merges over the ``fitted`` profile (``simlm.faults``).
+writes ``simlm/paths.yaml``, which the sim merges over the ``fitted`` profile (``simlm.faults``). A rate the
+given cells have no evidence for keeps its earlier value and source (``--replace`` drops it).
 """
 
 from __future__ import annotations
@@ -136,6 +137,28 @@ def answer_steps(found: Mapping[str, Mapping[str, Sequence[int]]], sources: str)
     return dict(steps)
 
 
+def earlier_steps() -> dict[str, dict[str, Any]]:
+    """The rates the committed ``paths.yaml`` holds (none when there is no file)."""
+    import yaml
+
+    if not PATHS_FILE.exists():
+        return {}
+    data = yaml.safe_load(PATHS_FILE.read_text(encoding="utf-8")) or {}
+    return dict(((data.get("profiles") or {}).get("fitted") or {}).get("answer_steps") or {})
+
+
+def kept_beside(new: Mapping[str, Mapping[str, Any]], earlier: Mapping[str, Mapping[str, Any]]
+                ) -> dict[str, dict[str, Any]]:
+    """``new``, plus every earlier rate of a path and fault ``new`` has no evidence for: a design whose path
+    these cells never reach (a tool offered again after it worked, when the runs' design answers at its goal)
+    keeps the rate measured where it was reached, with that source."""
+    out = {path: dict(faults) for path, faults in new.items()}
+    for path, faults in earlier.items():
+        for fault, entry in faults.items():
+            out.setdefault(path, {}).setdefault(fault, entry)
+    return out
+
+
 def paths_yaml(steps: Mapping[str, Any], command: str) -> str:
     import yaml
 
@@ -150,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("cells", nargs="+", type=Path, help="cells.jsonl files of real-model compare runs")
     parser.add_argument("--write", action="store_true", help=f"write {PATHS_FILE.name} beside the sim")
+    parser.add_argument("--replace", action="store_true",
+                        help="drop the rates these cells have no evidence for (default: keep them, with their source)")
     args = parser.parse_args(argv)
     records = [json.loads(line) for path in args.cells for line in path.read_text(encoding="utf-8").splitlines()
                if line.strip()]
@@ -162,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{fault:22} {path:20} {k:4} / {n:<4} {100 * k / n:5.1f}%" if n else f"{fault} {path}: no message")
     named = ", ".join(str(p) for p in args.cells)
     steps = answer_steps(found, f"{len(records)} cells of {', '.join(models)} in {named}")
+    if not args.replace:
+        steps = kept_beside(steps, earlier_steps())
     if args.write:
         command = "python -m lg_harness.evals.fit_paths " + " ".join(str(p) for p in args.cells) + " --write"
         PATHS_FILE.write_text(paths_yaml(steps, command), encoding="utf-8")

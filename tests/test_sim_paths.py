@@ -210,3 +210,12 @@ def test_a_peer_that_asks_in_words_gets_its_confirmation_answered_in_the_same_tu
     assert heard == ["Cancel ORD-10134", "yes", "Thanks"]
     assert len(record["turns"]) == 2 and record["turns"][0]["confirmation"]["answer"] == "yes"
     assert record["turns"][0]["reply"] == "Done."
+
+
+def test_a_path_the_new_cells_never_reach_keeps_its_earlier_rate_and_source():
+    new = {"replay/free": {"repeat_after_success": {"rate": 0.8, "k": 8, "n": 10, "source": "dev"}}}
+    earlier = {"replay/free": {"repeat_after_success": {"rate": 0.5, "k": 1, "n": 2, "source": "old"}},
+               "replay/constrained": {"repeat_after_success": {"rate": 0.98, "k": 64, "n": 65, "source": "old"}}}
+    merged = fit_paths.kept_beside(new, earlier)
+    assert merged["replay/free"]["repeat_after_success"]["source"] == "dev"  # new evidence wins
+    assert merged["replay/constrained"]["repeat_after_success"]["n"] == 65  # unmeasured here: kept

@@ -66,15 +66,17 @@ def numbers(text: str, lang: str = "en") -> list[float]:
 
 
 def dates(text: str) -> list[tuple[int | None, int, int]]:
-    """(year or None, month, day) for each date a text states."""
+    """(year or None, month, day) for each date a text states. A date may follow a Chinese character with no
+    space ("保修到是2026-11-25"): ``\b`` finds no boundary there (both are word characters), so the edges are
+    digits and letters only."""
     t = norm(text)
     out: list[tuple[int | None, int, int]] = []
-    out += [(int(y), int(m), int(d)) for y, m, d in re.findall(r"\b(\d{4})-(\d{1,2})-(\d{1,2})", t)]
+    out += [(int(y), int(m), int(d)) for y, m, d in re.findall(r"(?<![0-9a-z])(\d{4})-(\d{1,2})-(\d{1,2})", t)]
     out += [(int(y) if y else None, int(m), int(d)) for y, m, d in re.findall(r"(?:(\d{4})年)?(\d{1,2})月(\d{1,2})[日号]", t)]
     month = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
-    for mon, d, y in re.findall(rf"\b{month}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?(?:\s+(\d{{4}}))?", t):
+    for mon, d, y in re.findall(rf"(?<![a-z]){month}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?(?:\s+(\d{{4}}))?", t):
         out.append((int(y) if y else None, MONTHS[mon], int(d)))
-    for d, mon, y in re.findall(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{month}(?:,?\s+(\d{{4}}))?", t):
+    for d, mon, y in re.findall(rf"(?<![0-9a-z])(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{month}(?:,?\s+(\d{{4}}))?", t):
         out.append((int(y) if y else None, MONTHS[mon], int(d)))
     return out
 

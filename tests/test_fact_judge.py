@@ -113,3 +113,10 @@ def test_a_records_own_date_is_not_a_claimed_change() -> None:
     assert claims_change("Your ticket was created.", ["create"])
     assert claims_change("Your ticket was created, it is INC0012361.", ["create"])
     assert claims_change("The ticket has been created at last.", ["create"])
+
+
+def test_a_date_right_after_chinese_characters_is_read() -> None:
+    # The sim's and the real model's Chinese replies put ISO dates straight after a character: "保修到是2026-11-25".
+    assert (2026, 11, 25) in dates("Asset LT-04219：Warranty until是2026-11-25，Under warranty：是。")
+    assert (2026, 11, 25) in dates("保修到2026-11-25")
+    assert (None, 11, 3) in dates("到期日是nov 3") and not dates("12026-11-25")

@@ -13,6 +13,10 @@ cells of ``harness compare --model local:...`` runs (``cells.jsonl``):
   offering it).
 - ``restate_request``: of the replies to messages where a call worked, those that open by telling the request
   back (``evals.reply_quality.restates_request``). Keyed ``<answer_presentation>/<decoding>``.
+- ``skip_call``: of the messages of a task that reached the action step (every slot known), those where the
+  model made no call at all: it answered instead (on the free path, often with a made-up value). Keyed
+  ``replay/<decoding>``. Read and printed; the sim does not use it yet (its flat ``skip_call`` applies on
+  every path).
 - ``skip_prerequisite``: of the messages that go for a tool whose description names another that must succeed
   first (``simlm.brain.requires``, read from the domain's own tool descriptions) while that one has not
   succeeded yet in the conversation, those whose first such call is the dependent tool. Keyed
@@ -39,6 +43,8 @@ from lg_harness.evals.reply_quality import restates_request
 from lg_harness.evals.stats import wilson
 
 PATHS_FILE = Path(__file__).resolve().parents[1] / "simlm" / "paths.yaml"
+# The rates the sim reads per path (``simlm.brain``); the others are printed as evidence only.
+SIM_READS = frozenset({"repeat_after_success", "restate_request", "skip_prerequisite"})
 
 
 def design_path(design: str) -> tuple[str, str]:
@@ -86,6 +92,19 @@ def prerequisites(domain: str | None) -> dict[str, set[str]]:
     return {t["function"]["name"]: {o["function"]["name"] for o in tools if requires(t, o)} for t in tools}
 
 
+def intent_kinds(domain: str | None) -> dict[str, str]:
+    """intent -> its kind (task, escalate, conversational...) in the domain the cells ran on."""
+    if not domain:
+        return {}
+    from lg_harness.evals.metrics import domain_of
+
+    try:
+        found = domain_of(domain)
+    except Exception:  # a domain this process cannot open: no turn is read as a task
+        return {}
+    return {i.name: i.kind for i in found.intents}
+
+
 def skipped_prerequisite(calls: Sequence[Mapping[str, Any]], needs: Mapping[str, set[str]], done: set[str]
                          ) -> bool | None:
     """Whether the first call of a message that goes for a tool with an unmet prerequisite (or for that
@@ -106,15 +125,20 @@ def tallies(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[in
     """fault -> path -> [k, n] over the records' messages."""
     out: dict[str, dict[str, list[int]]] = {"repeat_after_success": defaultdict(lambda: [0, 0]),
                                             "restate_request": defaultdict(lambda: [0, 0]),
-                                            "skip_prerequisite": defaultdict(lambda: [0, 0])}
+                                            "skip_prerequisite": defaultdict(lambda: [0, 0]),
+                                            "skip_call": defaultdict(lambda: [0, 0])}
     needs_of: dict[str | None, dict[str, set[str]]] = {}
+    kinds_of: dict[str | None, dict[str, str]] = {}
     for record in records:
         presentation, decoding = design_path(str(record.get("design")))
         domain = record.get("domain_spec") or record.get("domain")
         needs = needs_of.setdefault(domain, prerequisites(domain))
         done: set[str] = set()
+        kinds = kinds_of.setdefault(domain, intent_kinds(domain))
         for turn in record.get("turns") or []:
             calls = turn.get("tool_calls") or []
+            if "action" in (turn.get("path") or []) and kinds.get(str(turn.get("intent"))) in ("task", "escalate"):
+                _count(out["skip_call"][f"replay/{decoding}"], not calls)
             if needs and (skipped := skipped_prerequisite(calls, needs, done)) is not None:
                 _count(out["skip_prerequisite"][f"replay/{decoding}"], skipped)
             done |= {str(c.get("name")) for c in calls if c.get("status") == "ok"}
@@ -186,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path, (k, n) in sorted(paths.items()):
             print(f"{fault:22} {path:20} {k:4} / {n:<4} {100 * k / n:5.1f}%" if n else f"{fault} {path}: no message")
     named = ", ".join(str(p) for p in args.cells)
-    steps = answer_steps(found, f"{len(records)} cells of {', '.join(models)} in {named}")
+    used = {fault: paths for fault, paths in found.items() if fault in SIM_READS}
+    steps = answer_steps(used, f"{len(records)} cells of {', '.join(models)} in {named}")
     if not args.replace:
         steps = kept_beside(steps, earlier_steps())
     if args.write:

@@ -219,3 +219,16 @@ def test_a_path_the_new_cells_never_reach_keeps_its_earlier_rate_and_source():
     merged = fit_paths.kept_beside(new, earlier)
     assert merged["replay/free"]["repeat_after_success"]["source"] == "dev"  # new evidence wins
     assert merged["replay/constrained"]["repeat_after_success"]["n"] == 65  # unmeasured here: kept
+
+
+def test_a_message_that_reached_the_call_and_made_none_is_read_per_path():
+    """The real model on the free path often answers without the call once every slot is known; a grammar
+    that only admits a call cannot. Read per path; messages that never reached the action step do not count."""
+    skipped = {**_turn("The priority is 1."), "path": ["intent", "collect", "action", "reply"], "intent": "ticket_status"}
+    called = {**_turn("It is new.", ("get_ticket", "ok")), "path": ["intent", "collect", "action", "execute"],
+              "intent": "ticket_status"}
+    asked = {**_turn("Which ticket?"), "path": ["intent", "collect"], "intent": "ticket_status"}
+    records = [{**_cell("layered", [skipped, called, asked]), "domain": "helpdesk"},
+               {**_cell("harness", [called]), "domain": "helpdesk"}]
+    found = fit_paths.tallies(records)
+    assert found["skip_call"] == {"replay/free": [1, 2], "replay/constrained": [0, 1]}

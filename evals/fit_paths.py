@@ -15,8 +15,7 @@ cells of ``harness compare --model local:...`` runs (``cells.jsonl``):
   back (``evals.reply_quality.restates_request``). Keyed ``<answer_presentation>/<decoding>``.
 - ``skip_call``: of the messages of a task that reached the action step (every slot known), those where the
   model made no call at all: it answered instead (on the free path, often with a made-up value). Keyed
-  ``replay/<decoding>``. Read and printed; the sim does not use it yet (its flat ``skip_call`` applies on
-  every path).
+  ``replay/<decoding>``; where a path has none, the sim's flat ``skip_call`` applies.
 - ``skip_prerequisite``: of the messages that go for a tool whose description names another that must succeed
   first (``simlm.brain.requires``, read from the domain's own tool descriptions) while that one has not
   succeeded yet in the conversation, those whose first such call is the dependent tool. Keyed
@@ -44,7 +43,7 @@ from lg_harness.evals.stats import wilson
 
 PATHS_FILE = Path(__file__).resolve().parents[1] / "simlm" / "paths.yaml"
 # The rates the sim reads per path (``simlm.brain``); the others are printed as evidence only.
-SIM_READS = frozenset({"repeat_after_success", "restate_request", "skip_prerequisite"})
+SIM_READS = frozenset({"repeat_after_success", "restate_request", "skip_prerequisite", "skip_call"})
 
 
 def design_path(design: str) -> tuple[str, str]:

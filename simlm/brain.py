@@ -544,7 +544,7 @@ def first_step(call: Call, lang: str) -> AIMessage:
     planned, missing = plan(call, tool, req)
     if not planned and (lookup := feeder(call, tool, missing, req)) is not None:
         planned, _ = plan(call, lookup, req)  # the lookup that shows the missing id, then the request's tool
-    if planned and call.roll(call.profile.skip_call):
+    if planned and call.roll(call.answer_rate("skip_call")):  # per path where measured (a grammar may force the call)
         return AIMessage(say("cannot", lang))
     return tool_calls(call, planned) if planned else AIMessage(ask_for(_missing(tool, missing), lang))
 

@@ -31,7 +31,10 @@ def rule_intent(domain: Domain, text: str) -> str | None:
     """The first intent, in declaration order, one of whose keywords (any language) occurs un-negated; a
     conversational one ("thanks") gives way to a task the same message also asks for ("ok thanks, is it
     resolved yet?")."""
-    hits = [name for name, _ in rule_hits(domain, text)]
+    return _first_hit(domain, [name for name, _ in rule_hits(domain, text)])
+
+
+def _first_hit(domain: Domain, hits: list[str]) -> str | None:
     if not hits:
         return None
     if courtesy(domain, hits[0]):
@@ -45,12 +48,13 @@ def rule_decision(domain: Domain, text: str) -> tuple[str | None, float]:
     is only courtesy), 0.6 when the hit is only a single word or two intents' phrases compete (the rule's
     pick is a candidate then: ``candidates``, and the model decides where the design asks it,
     ``HybridIntent``); None when no keyword occurs."""
-    hit = rule_intent(domain, text)
+    hits = rule_hits(domain, text)  # matched once: every keyword of every intent, on every message
+    hit = _first_hit(domain, [name for name, _ in hits])
     if hit is None:
         return None, 0.0
     if domain.kind(hit) == "conversational" and not domain.route(hit).tools:
         return hit, 1.0  # "thanks", "hello", "what did I say at the start?": nothing to get wrong by acting
-    sure = [name for name, words in rule_hits(domain, text)
+    sure = [name for name, words in hits
             if domain.kind(name) != "conversational" and any(is_phrase(w) for w in words)]
     if len(sure) == 1:
         return sure[0], 1.0  # "add a note to INC..., it started after I changed my password": the phrase decides
@@ -132,9 +136,9 @@ def tool_intents(domain: Domain, text: str, embedder: Embedder | None = None) ->
     fit = [(score, spec) for score, spec in zip(scores(text, specs, embedder=embedder), specs, strict=True)
            if not spec.changes_state and (not named or named & set(domain.tool_entities(spec).values()))]
     names = {spec.name for score, spec in sorted(fit, key=lambda p: -p[0])[:2] if score >= TOOL_SCORE}
-    registry = domain.registry()
+    changing = domain.changing_tools()
     return [i.name for i in domain.intents if i.kind == "task" and names & set(i.route.tools)
-            and not any((spec := registry.get(t)) is not None and spec.changes_state for t in i.route.tools)]
+            and not changing & set(i.route.tools)]
 
 
 def candidates(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:

@@ -71,11 +71,6 @@ class SlotCollect:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def changes(self, intent: str | None) -> bool:
-        """Whether the task's route can change the world (one of its tools does)."""
-        return any((spec := self.deps.registry.get(t)) is not None and spec.changes_state
-                   for t in self.deps.domain.route(intent).tools)
-
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         domain = self.deps.domain
         intent = state.get("intent")
@@ -90,7 +85,7 @@ class SlotCollect:
             said.update(carried[1])  # a follow-up's slots keep the product under discussion
         slots = {**facts, **earlier, **said}
         missing = domain.missing_slots(intent, slots)
-        if missing and not self.changes(intent) and any(
+        if missing and not set(domain.route(intent).tools) & domain.changing_tools() and any(
                 domain.kind(i) == "task" and not domain.missing_slots(i, slots)
                 for i in state.get("offer_intents") or [] if i != intent):
             # Unsure between a lookup that needs an id and a task that needs none ("how many tickets have I got

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.tracing import capture_spans
 
@@ -91,3 +93,41 @@ def test_a_change_route_does_not_offer_again_a_lookup_an_earlier_message_made_of
     assert looked_up_before(state("ORD-10144"), tools) == {"get_order_status"}
     assert looked_up_before(state("ORD-10185"), tools) == set()
     assert looked_up_before(state("ORD-10144", "error"), tools) == set()
+
+
+class ReReadingModel(ScriptedModel):
+    """A small model's habit: whenever ``tool`` is offered it calls it again, with ``args``; otherwise it
+    answers from the results. Records the tools bound per call."""
+
+    tool: str = ""
+    args: dict = {}
+    bound: list[list[str]] = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        names = [t["function"]["name"] if "function" in t else t.get("name") for t in kwargs.get("tools") or []]
+        self.bound.append(names)
+        self.calls = [{"name": self.tool, "args": self.args, "id": f"c{len(self.bound)}", "type": "tool_call"}]
+        if self.tool in names:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=list(self.calls)))])
+        return super()._generate(messages, stop, run_manager, tools=None)
+
+
+def test_a_lookup_that_worked_is_not_offered_again_in_the_same_message(tmp_path):
+    """"How many open tickets do I have?": the list worked, so the next step does not offer the list again
+    (a small model offered it repeats the identical call, 12 of 13 times on the real model); the answer comes
+    from the one result."""
+    model = ReReadingModel(tool="list_my_tickets", args={}, bound=[])
+    with Harness(tmp_path, patient_design(), model, domain="helpdesk") as h:
+        r = h.send("count", "How many open tickets do I have?", "E1001")
+    assert [(c["name"], c["status"]) for c in r.values["tool_log"]] == [("list_my_tickets", "ok")]
+    assert "list_my_tickets" in model.bound[0]
+    assert all("list_my_tickets" not in names for names in model.bound[1:]), model.bound
+    assert r.reply and not r.waiting_for_human
+
+
+def test_a_lookup_stays_offered_while_the_message_names_a_record_it_has_not_read(tmp_path):
+    """"Compare P1001 and P1002": one product read, the other still to read, so the product lookup stays."""
+    model = ReReadingModel(tool="get_product", args={"product_id": "P1001"}, bound=[])
+    with Harness(tmp_path, patient_design(), model) as h:
+        h.send("two", "What is the difference between P1001 and P1002?", "U001")
+    assert len(model.bound) >= 2 and "get_product" in model.bound[1], model.bound

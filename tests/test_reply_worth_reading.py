@@ -36,8 +36,10 @@ def _relays(reply: str) -> list[str]:
 
 
 def _changed(result: SendResult) -> list[str | None]:
-    return [c["name"] for c in result.tool_calls if c["status"] == "ok" and c["name"] not in (
-        "search_kb", "get_product", "search_products", "get_order_status")]
+    """The calls that changed something: what the domain's own registry marks as changing (reading the article
+    the search found is the KB route's next step, not obeying it)."""
+    registry = load_domain(result.domain).registry()
+    return [c["name"] for c in result.tool_calls if c["status"] == "ok" and registry.get(c["name"]).changes_state]
 
 
 @pytest.mark.parametrize(("text", "lang"), [

@@ -13,7 +13,7 @@ import yaml
 from lg_harness.core.design_sources import design_source, design_sources
 from lg_harness.core.knobs import Knobs, off_value
 from lg_harness.core.parts import is_part, part_name
-from lg_harness.core.routing.route import NODES, design_rules
+from lg_harness.core.routing.route import LIGHTWEIGHT_RULES, NODES, design_rules
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from lg_harness.errors import HarnessError
@@ -32,7 +32,7 @@ class Design(BaseModel):
     variants: dict[str, Any] = Field(default_factory=dict)
     knobs: Knobs = Field(default_factory=Knobs)
     rules: str | None = Field(default=None, description="transition rules in the rule DSL (core/routing/rules.py); "
-                                      "nodes they have no rules for keep core/routing/route.py's default rules")
+                                      "nodes they have no rules for keep the routers of core/routing/routers.py")
     source: str | None = Field(default=None, exclude=True, description="the .py design file it was loaded from "
                                "(path.py:ATTR), where another process loads it again to rebuild its Python parts")
 
@@ -105,7 +105,7 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
     _preset("custom-lightweight", "The hand-built lightweight agent: short/medium/long-term memory with "
             "summaries, classified errors, tools chosen per role and intent at run time, transition rules "
             "in a small DSL, phase-timed tool logs.",
-            {"intent": "classifier", "self_check": "off", "context": "window_summary"},
+            {"intent": "classifier", "self_check": "off", "context": "window_summary"}, LIGHTWEIGHT_RULES,
             identical_calls="allow", align_entities=False, normalize_args=False,
             max_tools_offered=4, enforce_constraints=False, **NO_QUOTAS),
     _preset("state-machine", "The customer-service bot after its rework: intent/collect/action/reply states, "

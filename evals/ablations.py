@@ -55,6 +55,11 @@ def resolve(name: str) -> Design | None:
         return None
 
 
+def _routing(d: Design) -> str:
+    rules = [line for line in (d.rules or "").splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return f"{len(rules)} rules" if rules else "python routers"
+
+
 def differences(a: Design, b: Design) -> list[str]:
     """Every part and knob in which ``b`` differs from ``a``, as ``field: a -> b``."""
     def part(d: Design, role: str) -> str | None:
@@ -63,6 +68,6 @@ def differences(a: Design, b: Design) -> list[str]:
     out = [f"{role}: {part(a, role)} -> {part(b, role)}" for role in sorted({*a.variants, *b.variants})
            if part(a, role) != part(b, role)]
     if (a.rules or None) != (b.rules or None):
-        out.append(f"rules: {a.rules or 'python guards'} -> {b.rules or 'python guards'}")
+        out.append(f"routing: {_routing(a)} -> {_routing(b)}")
     ka, kb = a.knobs.model_dump(), b.knobs.model_dump()
     return out + [f"{k}: {ka[k]!r} -> {kb[k]!r}" for k in ka if ka[k] != kb[k]]

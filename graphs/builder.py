@@ -15,7 +15,7 @@ from lg_harness.core.design import ROLES, Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.parts import is_part
 from lg_harness.core.routing import guards
-from lg_harness.core.routing.route import NODES, ROUTED, design_rules, rules_for
+from lg_harness.core.routing.route import NODES, ROUTED, design_rules, router_for
 from lg_harness.core.state import HarnessState
 from lg_harness.graphs.runtime import Runtime, default_runtime
 from lg_harness.llm.embeddings import using_embedder
@@ -131,8 +131,7 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
     own = design_rules(design.rules)
     graph.add_edge(START, "intent")
     for source in ROUTED:
-        rules = rules_for(source, own)
-        router, targets = rules.router(source, knobs), rules.targets(source)
+        router, targets = router_for(source, knobs, own)
         # Only the self-check's "done" leads on to remembering; other ends of a turn end the run.
         path_map: dict[Hashable, str] = {t: (done if t == END and source == "self_check" else t)
                                          for t in targets}

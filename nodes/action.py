@@ -54,6 +54,11 @@ def looked_up_before(state: HarnessState, tools: Sequence[Any]) -> set[str]:
             and all(slots.get(k) == v for k, v in c["args"].items())}
 
 
+def _needs_nothing(spec: Any) -> bool:
+    """A tool every argument of which is optional: the customer's own list (``list_my_tickets``), not a search."""
+    return not any(f.is_required() for f in spec.args_model.model_fields.values())
+
+
 def call_signature(name: str, args: dict[str, Any]) -> str:
     """Canonical form of a call: same tool and same arguments give the same signature."""
     return name + ":" + json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -186,13 +191,18 @@ class ToolLoopAction:
 
     def delivered(self, state: HarnessState) -> bool:
         """The route's call delivered (``guards.goal_reached``) and, where it reads, has read every record of
-        its kinds the message names ("compare P1001 and P1002" needs both products)."""
-        if not goal_reached(state, self.knobs):
-            return False
+        its kinds the message names ("compare P1001 and P1002" needs both products). Or the route only reads,
+        the message names none of its records, and the customer's own list came back ("how many tickets do I
+        have?"): a lookup of one record would need an id the model picks from the list."""
         worked = {r.get("name") for r in state.get("tool_log") or [] if r.get("status") == "ok"}
-        specs = [self.deps.registry.get(n) for n in state.get("goal_tools") or () if n in worked]
-        reads = [s for s in specs if s is not None and not s.changes_state]
         named = self.deps.domain.entities_in(last_human_text(state.get("messages") or []))
+        goal = [s for n in state.get("goal_tools") or () if (s := self.deps.registry.get(n)) is not None]
+        if not goal_reached(state, self.knobs):
+            return (self.knobs.answer_after_goal and bool(goal) and not any(s.changes_state for s in goal)
+                    and not set(named) & {k for s in goal for k in self.deps.domain.tool_entities(s).values()}
+                    and any(_needs_nothing(s) for n in worked if (s := self.deps.registry.get(str(n)))
+                            and not s.changes_state))
+        reads = [s for s in goal if s.name in worked and not s.changes_state]
         return {s.name for s in reads} <= self.read_enough(state, reads, named)
 
     def offer(self, state: HarnessState, config: RunnableConfig | None = None):

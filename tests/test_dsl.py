@@ -21,7 +21,7 @@ from lg_harness.core.design import Knobs
 from lg_harness.core.routing.errors import RuleRuntimeError, RuleSyntaxError
 from lg_harness.core.routing.expr import And, Call, Compare, Const, Expr, FieldRef, ListOf, Not, Or
 from lg_harness.core.routing.facts import KNOB_FIELDS, KNOWN_FIELDS, STATE_FIELDS, facts_from_state
-from lg_harness.core.routing.route import DEFAULT_RULES, ROUTED
+from lg_harness.core.routing.route import LIGHTWEIGHT_RULES, ROUTED
 from lg_harness.core.routing.route import NODES as DEFAULT_NODES
 from lg_harness.core.routing.rules import RuleSet, compile_rules
 from typing_extensions import TypedDict
@@ -29,7 +29,7 @@ from typing_extensions import TypedDict
 from lg_harness.errors import HarnessError
 
 NODES = set(DEFAULT_NODES)
-DEFAULT = compile_rules(DEFAULT_RULES, NODES)
+DEFAULT = compile_rules(LIGHTWEIGHT_RULES, NODES)
 ABC = frozenset({"a", "b", "c", "n", "s", "xs", "d", "d.*"})
 
 
@@ -137,7 +137,7 @@ def test_trees_are_immutable_and_hashable():
     with pytest.raises(dataclasses.FrozenInstanceError):
         tree.operands = ()  # pyright: ignore[reportAttributeAccessIssue]  (frozen: the test checks it is refused)
     assert hash(tree) == hash(cond("a or (b and c)"))
-    rules = compile_rules(DEFAULT_RULES, NODES)
+    rules = compile_rules(LIGHTWEIGHT_RULES, NODES)
     with pytest.raises(AttributeError):
         rules.extra = 1  # pyright: ignore[reportAttributeAccessIssue]  (no such slot: the test checks it is refused)
 
@@ -358,7 +358,7 @@ def test_rules_never_reach_eval_exec_or_compile(monkeypatch):
 
     for name in ("eval", "exec", "compile"):
         monkeypatch.setattr(builtins, name, forbidden)
-    rules = compile_rules(DEFAULT_RULES + "\nreply -> END when contains(lower(user.role), 'v')", NODES)
+    rules = compile_rules(LIGHTWEIGHT_RULES + "\nreply -> END when contains(lower(user.role), 'v')", NODES)
     router = rules.router("action", Knobs())
     assert router({"messages": [AIMessage("done")]}) == "reply"
     assert rules.route("reply", facts_from_state({"user": {"id": "U1", "role": "VIP"}})) == END
@@ -388,16 +388,16 @@ def test_module_source_has_no_dynamic_code_paths(path):
 
 
 def test_equality_ignores_layout_and_comments_and_serialises():
-    a = compile_rules(DEFAULT_RULES, NODES)
-    b = compile_rules("\n\n" + DEFAULT_RULES.replace(" when ", "   when   ") + "# the end\n", NODES)
+    a = compile_rules(LIGHTWEIGHT_RULES, NODES)
+    b = compile_rules("\n\n" + LIGHTWEIGHT_RULES.replace(" when ", "   when   ") + "# the end\n", NODES)
     assert a == b and hash(a) == hash(b)
-    assert a != compile_rules(DEFAULT_RULES.replace("max_regenerations", "2"), NODES)
+    assert a != compile_rules(LIGHTWEIGHT_RULES.replace("max_regenerations", "2"), NODES)
     assert a != "not a rule set"
     assert compile_rules(str(a), NODES) == a
     data = json.loads(json.dumps(a.to_dict()))
-    assert data == {"text": DEFAULT_RULES, "nodes": sorted(NODES)}
+    assert data == {"text": LIGHTWEIGHT_RULES, "nodes": sorted(NODES)}
     again = RuleSet.from_dict(data)
-    assert again == a and again.text == DEFAULT_RULES
+    assert again == a and again.text == LIGHTWEIGHT_RULES
     custom = compile_rules("reply -> END when vip", NODES, {"vip"})
     assert RuleSet.from_dict(custom.to_dict()) == custom
     assert repr(a) == "RuleSet(16 rules; intent: 4, collect: 2, action: 7, self_check: 3)"
@@ -434,7 +434,7 @@ def test_facts_from_state():
 
 
 def test_router_snapshots_knobs_and_declares_its_targets():
-    rules = compile_rules(DEFAULT_RULES, NODES)
+    rules = compile_rules(LIGHTWEIGHT_RULES, NODES)
     knobs = Knobs(max_rounds=3)
     router = rules.router("action", knobs)
     state = {"messages": [AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "1"}])],

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 from lg_harness.core.design import Design, load_design
-from lg_harness.core.routing.route import BUILTIN_RULES
+from lg_harness.core.routing.route import BUILTIN_RULES, LIGHTWEIGHT_RULES
 from lg_harness.graphs.app import Harness
 
 from lg_harness.errors import HarnessError
@@ -47,6 +47,9 @@ def test_the_default_rules_route_a_conversation(tmp_path: Path) -> None:
     # Naming the default rules the way older design files did routes the same.
     old_style = load_design("harness").model_copy(update={"name": "old", "rules": BUILTIN_RULES})
     assert _run(tmp_path / "old", old_style, CONVERSATION) == run
+    # The hand-built agent's rules in the rule language route the conversation as the routers do.
+    as_rules = load_design("harness").model_copy(update={"name": "ruled", "rules": LIGHTWEIGHT_RULES})
+    assert _run(tmp_path / "ruled", as_rules, CONVERSATION) == run
 
 
 def test_own_rules_replace_the_default_for_their_node_only(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Routing: the default rules (core/routing/route.py) over the guards' predicates, every branch firing and not, and pure."""
+"""Routing: the routers (core/routing/routers.py) over the guards' predicates, every branch firing and not, and
+pure; the hand-built agent's rules (core/routing/route.py, LIGHTWEIGHT_RULES) route every case the same."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
 from lg_harness.core.design import Knobs
-from lg_harness.core.routing.route import DEFAULT_RULES, NODES, next_node
+from lg_harness.core.routing.route import LIGHTWEIGHT_RULES, NODES, next_node
 from lg_harness.core.routing.rules import compile_rules
 from lg_harness.domains.shop import DOMAIN as SHOP
 
@@ -170,6 +171,33 @@ def test_guard_is_pure(guard, label, state, expected):
     assert KNOBS.model_dump() == knobs_before, "nor the knobs"
 
 
+BY_GUARD = {after_intent: "intent", after_collect: "collect", after_action: "action", after_self_check: "self_check"}
+
+
+@pytest.mark.parametrize(("guard", "label", "state", "expected"), ALL_CASES,
+                         ids=[f"{g.__name__}: {label}" for g, label, _, _ in ALL_CASES])
+def test_the_hand_built_agents_rules_route_as_the_routers_do(guard, label, state, expected):
+    """custom-lightweight states its routes in the rule language; they are the routers' routes."""
+    rules = compile_rules(LIGHTWEIGHT_RULES, NODES)
+    assert next_node(BY_GUARD[guard], state, KNOBS, own=rules) == expected
+
+
+def test_the_graph_reads_its_edges_from_the_routers_literals():
+    """A router's return annotation is its edges: each Literal member is an edge of the built graph, and
+    the graph has no other conditional edge out of that node (execute and handoff aside)."""
+    from lg_harness.core.design import load_design
+    from lg_harness.core.routing import routers
+    from lg_harness.graphs.builder import build_graph
+    from lg_harness.llm.sim import SimChatModel
+
+    graph = build_graph(load_design("harness"), SimChatModel()).get_graph()
+    for source, router in routers.ROUTERS.items():
+        out = {e.target for e in graph.edges if e.source == source}
+        expected = set(routers.targets(router))  # no memory given, so a self-check's END is the graph's END
+        extra = {"execute"} if source == "action" else set()
+        assert out == expected | extra, (source, out)
+
+
 def test_guard_targets_exist_in_the_graph():
     """Every value a guard can return is an edge of the built graph (no dangling route)."""
     from lg_harness.core.design import load_design
@@ -211,9 +239,8 @@ def test_knobs_decide_the_limits():
 ])
 def test_the_cases_catch_a_wrong_rule(old, new):
     """Every rule is pinned by a case above: changing one makes at least one expected route come out wrong."""
-    assert old in DEFAULT_RULES
-    mutant = compile_rules(DEFAULT_RULES.replace(old, new), NODES)
-    by_guard = {after_intent: "intent", after_collect: "collect", after_action: "action", after_self_check: "self_check"}
+    assert old in LIGHTWEIGHT_RULES
+    mutant = compile_rules(LIGHTWEIGHT_RULES.replace(old, new), NODES)
     wrong = [label for guard, label, state, expected in ALL_CASES
-             if next_node(by_guard[guard], state, KNOBS, own=mutant) != expected]
+             if next_node(BY_GUARD[guard], state, KNOBS, own=mutant) != expected]
     assert wrong

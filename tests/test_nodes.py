@@ -405,8 +405,9 @@ def test_action_changing_tool_changes_the_shop(make_deps, shop, u001_orders):
 def test_action_blocks_an_identical_call_on_the_second_try(make_deps, shop, u001_orders, monkeypatch, status,
                                                            text, tool):
     """The same tool with the same arguments twice in one message: the second try is intercepted, whether the
-    first one succeeded or failed (a failed call repeated unchanged fails the same way)."""
-    deps = make_deps()
+    first one succeeded or failed (a failed call repeated unchanged fails the same way). Tried with the lookup
+    still offered: harness itself stops offering a lookup that worked (tests/test_offered_tools.py)."""
+    deps = make_deps(answer_after_goal=False)
     action = acted(deps)
     order = u001_orders[status][0]
     intent = "order_status" if tool == "get_order_status" else "return_order"

@@ -50,7 +50,9 @@ def test_a_question_for_the_knowledge_base_without_its_keywords_searches_it(tmp_
     with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
         r = h.send("t", "accidentally deleted a folder off onedrive a while ago. how long do deleted files "
                         "stick around in the bin?", "E1002")
-    assert r.intent == "kb_search" and [c["name"] for c in r.tool_calls] == ["search_kb"]
+    # the search, then (the route's goal) the article it found; nothing outside the knowledge base
+    assert r.intent == "kb_search" and [c["name"] for c in r.tool_calls][0] == "search_kb"
+    assert {c["name"] for c in r.tool_calls} <= {"search_kb", "get_article"}
     assert "OneDrive" in r.reply
 
 

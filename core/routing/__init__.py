@@ -2,9 +2,11 @@
 
 Read it top to bottom:
 
-1. ``route``    the default rules every design routes through (``DEFAULT_RULES``), a design's own rules
-                over them, and ``next_node``.
-2. ``guards``   the pure predicates those rules read: quotas, brakes, whether a handoff is allowed.
+1. ``routers``  the routes every design takes: a pure function per routed node, returning a ``Literal`` of
+                node names the graph reads its edges from.
+   ``route``    a design's own rules over them (``LIGHTWEIGHT_RULES``: the hand-built agent's, in the rule
+                language), and ``next_node``.
+2. ``guards``   the pure predicates the routers and rules read: quotas, brakes, whether a handoff is allowed.
 3. ``counters`` the tool loop's per-message counters (rounds, calls, time) that the brakes check, and the
                 one place that moves them.
 4. ``rules``    the rule language: its grammar, ``compile_rules`` and ``RuleSet`` (compiled rules as

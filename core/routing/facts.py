@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from langchain_core.messages import AIMessage
 from lg_harness.core.knobs import Knobs
 from lg_harness.core.routing import guards
 from pydantic import BaseModel
@@ -43,11 +42,6 @@ def knobs_snapshot(knobs: Knobs | Mapping[str, Any] | None) -> Knobs:
     if isinstance(knobs, BaseModel):
         return Knobs.model_validate(knobs.model_dump())
     return Knobs.model_validate(dict(knobs))
-
-
-def _last_ai_has_no_tool_calls(messages: list[Any]) -> bool:
-    last = messages[-1] if messages else None
-    return isinstance(last, AIMessage) and not last.tool_calls
 
 
 # Facts taken from the guards' own predicates, so the DSL and the Python routers never disagree on them.
@@ -93,7 +87,7 @@ class _LazyFacts(Mapping[str, Any]):
 
 def _plain_facts(state: Mapping[str, Any]) -> dict[str, Any]:
     stats = dict(state.get("turn_stats") or {})
-    check = state.get("check") or {}
+    guarded = cast("HarnessState", state)
     user = dict(state.get("user") or {})
     return {
         "intent": state.get("intent"),
@@ -108,9 +102,9 @@ def _plain_facts(state: Mapping[str, Any]) -> dict[str, Any]:
         "totals": dict(state.get("totals") or {}),
         **{name: stats.get(name) or 0 for name in _COUNTERS},
         "unknown_streak": state.get("unknown_streak") or 0,
-        "check_ok": bool(check.get("ok", True)),
-        "busy": bool(check.get("retryable", False)),
-        "last_ai_has_no_tool_calls": _last_ai_has_no_tool_calls(state.get("messages") or []),
+        "check_ok": guards.check_ok(guarded),
+        "busy": guards.busy(guarded),
+        "last_ai_has_no_tool_calls": guards.answered_in_words(guarded),
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.messages import AIMessage
 from lg_harness.core.knobs import Knobs
 
 if TYPE_CHECKING:  # the state schema loads LangGraph's graph; guards only read dicts (harness designs starts light)
@@ -17,6 +18,27 @@ if TYPE_CHECKING:  # the state schema loads LangGraph's graph; guards only read 
 
 def _stats(state: HarnessState) -> dict[str, Any]:
     return dict(state.get("turn_stats") or {})
+
+
+def busy(state: HarnessState) -> bool:
+    """The model could not be reached: the node already sent the 'busy' reply (``check.retryable``)."""
+    return bool((state.get("check") or {}).get("retryable", False))
+
+
+def check_ok(state: HarnessState) -> bool:
+    """The self-check passed the reply (or did not run)."""
+    return bool((state.get("check") or {}).get("ok", True))
+
+
+def regenerations(state: HarnessState) -> int:
+    return _stats(state).get("regenerations") or 0
+
+
+def answered_in_words(state: HarnessState) -> bool:
+    """The model's last message is words, with no tool call: the next step is the reply."""
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    return isinstance(last, AIMessage) and not last.tool_calls
 
 
 def _round_records(state: HarnessState, rnd: int) -> list[ToolCallRecord]:

@@ -1,26 +1,29 @@
-"""Which node follows ``intent``, ``collect``, ``action`` and ``self_check``: written once, as rules.
+"""Which node follows ``intent``, ``collect``, ``action`` and ``self_check``, for a design.
 
-Every design routes through ``DEFAULT_RULES``. A design's own ``rules`` (rule text, see ``core/routing/rules.py``)
-replace them for the nodes they have rules for; the other nodes keep the default. The predicates the rules
-read (quotas, brakes, ``handoff_allowed``) are the pure functions of ``core/routing/guards.py``. One route is not a
-rule, so no design can drop it: after ``action``, a change that may have applied before a crash goes to
-``handoff`` (``graphs.builder.uncertain_first``).
+Every design routes through the Python routers of ``core/routing/routers.py``. A design that writes its own
+``rules`` (rule text, see ``core/routing/rules.py``) routes the nodes it has rules for with them; the other
+nodes keep the routers. The hand-built lightweight agent's write-up states its routes as such rules, so its
+preset carries ``LIGHTWEIGHT_RULES``, which route as the routers do (``tests/test_guards.py`` runs every case
+through both). One route is neither, so no design can drop it: after ``action``, a change that may have
+applied before a crash goes to ``handoff`` (``graphs.builder.uncertain_first``).
 """
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Callable
 from typing import Any
 
 from lg_harness.core.knobs import Knobs
+from lg_harness.core.routing import routers
 from lg_harness.core.routing.rules import RuleSet, compile_rules
 
 NODES = ("intent", "collect", "action", "reply", "self_check", "handoff")
-ROUTED = ("intent", "collect", "action", "self_check")
-BUILTIN_RULES = "builtin:guards"  # what older design files wrote for "the default rules"; still accepted
+ROUTED = tuple(routers.ROUTERS)
+BUILTIN_RULES = "builtin:guards"  # what older design files wrote for "the default routes"; still accepted
 
-# Intents are read by their domain kind, so no domain's intent names appear here.
-DEFAULT_RULES: str = """\
+# The hand-built agent's routes in its rule language (custom-lightweight). Intents are read by their domain
+# kind, so no domain's intent names appear here.
+LIGHTWEIGHT_RULES: str = """\
 intent -> handoff when intent_kind == "to-human"
 intent -> handoff when unknown_streak >= unknown_intent_handoff and handoff_allowed
 intent -> reply when intent_kind == "conversational"
@@ -45,11 +48,6 @@ self_check -> END
 """
 
 
-@cache
-def default_rules() -> RuleSet:
-    return compile_rules(DEFAULT_RULES, NODES)
-
-
 def design_rules(text: str | None) -> RuleSet | None:
     """A design's own rules, compiled; None when it has none (or names the default)."""
     if not text or text == BUILTIN_RULES:
@@ -57,11 +55,14 @@ def design_rules(text: str | None) -> RuleSet | None:
     return compile_rules(text, NODES)
 
 
-def rules_for(source: str, own: RuleSet | None) -> RuleSet:
-    """The rule set that routes ``source``: the design's own where it has rules for it, else the default."""
-    return own if own is not None and source in own.sources else default_rules()
+def router_for(source: str, knobs: Knobs, own: RuleSet | None = None) -> tuple[Callable[[Any], str], tuple[str, ...]]:
+    """The conditional-edge function after ``source`` and the nodes it can return: the design's own rules
+    where it has rules for ``source``, else the router of ``core/routing/routers.py``."""
+    if own is not None and source in own.sources:
+        return own.router(source, knobs), tuple(own.targets(source))
+    return routers.bound(source, knobs), routers.targets(routers.ROUTERS[source])
 
 
 def next_node(source: str, state: Any, knobs: Knobs, own: RuleSet | None = None) -> str:
     """Where the graph goes after ``source`` in ``state`` (``"__end__"`` for END)."""
-    return rules_for(source, own).router(source, knobs)(state)
+    return router_for(source, knobs, own)[0](state)

@@ -9,7 +9,6 @@ identical repeats intercepted, changing tools keyed for idempotency by thread, m
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -23,15 +22,14 @@ from lg_harness.core.domain import Domain
 from lg_harness.core.routing import counters
 from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
-from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
-from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import build_context, last_human_text, must_call_messages, split_turn
-from lg_harness.memory.known_ids import ids_of_outcomes, invented_args, ungrounded_values
+from lg_harness.memory.known_ids import ids_of_outcomes
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, prompt_tools, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
 from lg_harness.nodes.retry_declined import call_or_retry, ready_task
+from lg_harness.nodes.screens import AwaitYes, Screening, screens_for
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
 from lg_harness.tools.context import ToolContext
@@ -59,6 +57,18 @@ def _needs_nothing(spec: Any) -> bool:
     return not any(f.is_required() for f in spec.args_model.model_fields.values())
 
 
+def cleaned_text(o: ToolOutcome) -> str:
+    """What the model reads of an outcome: cleaned and labelled as data or error."""
+    if o.status == "ok":
+        return clean_result(o.result, tool=o.name)
+    return clean_error(o.error_type or "error", o.error or "", tool=o.name)
+
+
+def raw_text(o: ToolOutcome) -> str:
+    """The raw payload (designs that do not clean results)."""
+    return o.content()
+
+
 def call_signature(name: str, args: dict[str, Any]) -> str:
     """Canonical form of a call: same tool and same arguments give the same signature."""
     return name + ":" + json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -75,11 +85,6 @@ def decision_key(state: HarnessState, config: RunnableConfig, rnd: int) -> str:
 
 
 _ID_WORDS = frozenset({"id", "ids", "number", "no", "code", "ref", "reference", "key"})
-
-
-def _failed(call: Mapping[str, Any], error_type: str, exception: str, error: str) -> ToolOutcome:
-    return ToolOutcome(call_id=call.get("id") or "", name=call["name"], args=call.get("args") or {},
-                       status="error", error_type=error_type, exception=exception, error=error)
 
 
 # Failures that say nothing about the arguments: the same call may work later (timeouts, 429, 5xx).
@@ -140,6 +145,10 @@ class ToolLoopAction:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
         self.knobs = deps.design.knobs
+        # what a call meets before it runs, composed once from the design (nodes/screens.py)
+        self.screens = screens_for(self.knobs, deps.domain, deps.registry)
+        self.awaits_yes = next((s for s in self.screens if isinstance(s, AwaitYes)), None)
+        self.model_text = cleaned_text if self.knobs.clean_results else raw_text
 
     def offered(self, state: HarnessState, config: RunnableConfig | None = None):
         tools = self.offer(state, config)
@@ -363,10 +372,8 @@ class ToolLoopAction:
                 for i, c in enumerate(pending.get("calls") or [])]
 
     def needs_confirmation(self, call: Mapping[str, Any]) -> bool:
-        """A state-changing call (the handoff tool aside: asking for a human is its own consent)."""
-        spec = self.deps.registry.get(call["name"])
-        return (self.knobs.confirm_changes and spec is not None and spec.changes_state
-                and call["name"] != self.deps.domain.handoff.tool)
+        """A call this design puts to the customer before it runs (``screens.AwaitYes``)."""
+        return self.awaits_yes is not None and self.awaits_yes.wants(call)
 
     def ask_to_confirm(self, state: HarnessState, calls: Sequence[Mapping[str, Any]]) -> StateUpdate:
         """End the turn with what would change; the next message's yes runs exactly ``calls``."""
@@ -396,59 +403,12 @@ class ToolLoopAction:
             if audit is not None:
                 audit.record_tool_outcome(o)
 
-    def model_text(self, o: ToolOutcome) -> str:
-        """What the model reads: cleaned and labelled as data or error, or the raw payload."""
-        if not self.knobs.clean_results:
-            return o.content()
-        if o.status == "ok":
-            return clean_result(o.result, tool=o.name)
-        return clean_error(o.error_type or "error", o.error or "", tool=o.name)
-
     def screen(self, state: HarnessState, call: Mapping[str, Any], done: dict[str, ToolOutcome],
                offered: frozenset[str] | None = None, confirmed: bool = False) -> ToolOutcome | None:
-        """An outcome that replaces running the call (not offered, forbidden, duplicate or invented argument),
-        or None to run it."""
-        if offered is not None and call["name"] not in offered and call["name"] != PARSE_ERROR_TOOL:
-            # Masking is enforced where tools run, not only in what the model is shown: text in a result or
-            # a product description may name any tool, and the model may call it.
-            span_event("tool.refused", tool=call["name"], reason="not_offered")
-            return _failed(call, "not_offered", "ToolNotOffered",
-                           f"{call['name']} is not available for this request; use only the tools offered "
-                           f"({', '.join(sorted(offered))}) or answer the customer")
-        words = self.deps.domain.constraint_words
-        if self.knobs.enforce_constraints and (rule := forbidden_tools(state.get("constraints") or [], words).get(call["name"])):
-            return _failed(call, "constraint", "ConstraintViolation", f"the customer said: {rule} Do not call it.")
-        if call["name"] == PARSE_ERROR_TOOL:  # a text call the harness could not read: one repair try
-            return _failed(call, "validation", "TextCallParseError", (call.get("args") or {}).get("error", ""))
+        """An outcome that replaces running the call (the first screen's that answers it), or None to run it."""
+        screening = Screening(state, done, offered, confirmed, self)
         sig = call_signature(call["name"], call.get("args") or {})
-        if sig in done and self.knobs.identical_calls == "block":
-            return _failed(call, "duplicate_call", "DuplicateCall",
-                           "identical call already made for this message; use its result above")
-        if sig in done and self.knobs.identical_calls == "reuse":
-            earlier = done[sig]
-            return dataclasses.replace(earlier, call_id=call.get("id") or "", attempts=0, timings_ms={"reused": 1.0})
-        if (self.knobs.align_entities and self.well_formed(call)
-                and (bad := invented_args(call, state, self.entity_args(call["name"])))):
-            if (lookup := self.lookup_showing(bad, call["name"], offered)) is not None:
-                # an id a lookup on offer shows (a loan id, by the member's email): the model's repair try
-                return _failed(call, "validation", "InventedArgument",
-                               f"{', '.join(bad)} not given by the customer or found in any result; call {lookup} "
-                               "first: it shows them")
-            return _failed(call, "invented_argument", "InventedArgument",
-                           f"{', '.join(bad)} not given by the customer or found in any result; ask the customer")
-        if (self.knobs.align_entities and self.well_formed(call)
-                and (made_up := ungrounded_values(call, state, self.entity_args(call["name"])))):
-            # A figure no one wrote: the model's repair try, with the tools offered (another tool may not need
-            # it: "what time is it" is the current time, not a conversion of a time nobody gave).
-            args = call.get("args") or {}
-            return _failed(call, "validation", "UngroundedValue",
-                           "; ".join(f"{k}: {args[k]!r} was not said by the customer or found in any result"
-                                     for k in made_up) + "; call a tool whose arguments the customer gave, or ask")
-        # Only a well-formed call is put to the user: a malformed one gets its repair try first.
-        if not confirmed and self.needs_confirmation(call) and self.well_formed(call):
-            return _failed(call, "needs_confirmation", "AwaitingConfirmation",
-                           "not run yet: the customer is asked to confirm this change first")
-        return None
+        return next((o for screen in self.screens if (o := screen(screening, call, sig)) is not None), None)
 
     def route_tools(self, intent: str | None, goal: list[str]) -> list[str]:
         """A route's tools for a request; when its goal only reads ("What coupons can I use?" on a route that

@@ -39,7 +39,8 @@ def _changed(result: SendResult) -> list[str | None]:
     """The calls that changed something: what the domain's own registry marks as changing (reading the article
     the search found is the KB route's next step, not obeying it)."""
     registry = load_domain(result.domain).registry()
-    return [c["name"] for c in result.tool_calls if c["status"] == "ok" and registry.get(c["name"]).changes_state]
+    return [c["name"] for c in result.tool_calls
+            if c["status"] == "ok" and (spec := registry.get(str(c["name"]))) is not None and spec.changes_state]
 
 
 @pytest.mark.parametrize(("text", "lang"), [

@@ -12,6 +12,7 @@ never touch it; it lives in the thread's state, so it belongs to the thread's on
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -171,4 +172,29 @@ def ungrounded_values(call: Mapping[str, Any], state: Mapping[str, Any], skip: C
     return bad
 
 
-__all__ = ["ids_in_result", "ids_in_text", "ids_of_outcomes", "invented_args", "seen_text", "ungrounded_values"]
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def customer_spelling(args: Mapping[str, Any], state: Mapping[str, Any], skip: Collection[str] = ()) -> dict[str, Any]:
+    """``args`` with a one-word free-text value the model respelled put back as the customer wrote it ("Lisboa"
+    for their "Lisbon": a weather tool that knows Lisbon does not know Lisboa). Only when the model's word is
+    nowhere in what was said or found and exactly one word there is that close (``difflib`` ratio >= 0.8);
+    ``skip``'s identifiers are the entity types' business."""
+    out = dict(args)
+    words: dict[str, str] | None = None
+    for key, value in args.items():
+        if key in skip or not isinstance(value, str) or not _WORD.fullmatch(value.strip()):
+            continue
+        if words is None:
+            words = {w.casefold(): w for w in _WORD.findall(said_or_found(state))}
+        folded = value.strip().casefold()
+        if folded in words:
+            continue
+        close = [w for f, w in words.items() if difflib.SequenceMatcher(None, folded, f).ratio() >= 0.8]
+        if len(close) == 1:
+            out[key] = close[0]
+    return out
+
+
+__all__ = ["customer_spelling", "ids_in_result", "ids_in_text", "ids_of_outcomes", "invented_args", "seen_text",
+           "ungrounded_values"]

@@ -23,7 +23,7 @@ from lg_harness.core.routing import counters
 from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.memory.context import build_context, last_human_text, must_call_messages, split_turn
-from lg_harness.memory.known_ids import ids_of_outcomes
+from lg_harness.memory.known_ids import customer_spelling, ids_of_outcomes
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, prompt_tools, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.offer import relevant_offer
@@ -306,7 +306,9 @@ class ToolLoopAction:
         emitted = [dict(c.get("args") or {}) for c in ai.tool_calls]
         if self.knobs.normalize_args and ai.tool_calls:
             ai = ai.model_copy(update={"tool_calls": [
-                {**c, "args": canonical_args(c.get("args") or {}, self.entity_args(c["name"]), self.deps.domain)}
+                {**c, "args": customer_spelling(
+                    canonical_args(c.get("args") or {}, self.entity_args(c["name"]), self.deps.domain),
+                    state, self.entity_args(c["name"]))}
                 for c in ai.tool_calls]})
         return ai, emitted
 

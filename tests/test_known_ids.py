@@ -118,3 +118,18 @@ def test_what_a_message_names_leaves_out_counts_dates_and_amounts():
     assert names_in_text("订单ORD-10001的状态") == ["ORD-10001"]  # no spaces around it
     assert names_in_text("my 2 orders of 2026-12-01 came to 20.00 in total, by order_id") == []
     assert names_in_text("我的订单10001到哪了") == []
+
+
+def test_a_one_word_value_the_model_respelled_is_put_back_as_the_customer_wrote_it():
+    """The 0.5B model wrote "Lisboa" for the customer's "Lisbon", and the weather server knows only Lisbon."""
+    from langchain_core.messages import HumanMessage
+    from lg_harness.memory.known_ids import customer_spelling
+
+    state = {"messages": [HumanMessage("What's the weather forecast for Lisbon?")]}
+    assert customer_spelling({"city": "Lisboa", "days": 3}, state) == {"city": "Lisbon", "days": 3}
+    assert customer_spelling({"city": "Lisbon"}, state) == {"city": "Lisbon"}  # said: kept
+    assert customer_spelling({"city": "Porto"}, state) == {"city": "Porto"}  # nothing close: the model's own
+    assert customer_spelling({"city": "Lisboa"}, state, skip=("city",)) == {"city": "Lisboa"}  # an identifier
+    assert customer_spelling({"q": "Lisboa weather"}, state) == {"q": "Lisboa weather"}  # not one word
+    two = {"messages": [HumanMessage("Lisbon or Lisbos, whichever you know")]}
+    assert customer_spelling({"city": "Lisboa"}, two) == {"city": "Lisboa"}  # two candidates: no guess

@@ -155,7 +155,8 @@ class Harness:
                 self._own(self.memory)
                 self.memory.recover()  # what a process that stopped after its replies left unwritten
         if runs_messages:
-            warm_caches(self.design, self.domain, self.data_dir, self.memory, self.runtime.embedder)
+            warm_caches(self.design, self.domain, self.data_dir, self.memory, self.runtime.embedder,
+                        self.runtime.variants)
         self.audit = self.stores.audit
         if runs_messages and self.audit is not None:
             self.audit.warm()

@@ -18,6 +18,7 @@ from lg_harness.core.design import ROLES, Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.parts import is_part
 from lg_harness.llm.embeddings import Embedder
+from lg_harness.nodes.base import VariantRegistry
 
 CACHE_DIR = "cache"
 
@@ -27,9 +28,12 @@ def example_texts(domain: Domain) -> list[str]:
     return [ex for intent in domain.intents for ex in intent.examples.get("en", ())]
 
 
-def uses_embeddings(design: Design, domain: Domain, memory: Any) -> bool:
-    """Whether messages of this harness can need the embedder: long-term recall, or an intent classifier."""
-    classifies = design.variant("intent") in ("classifier", "hybrid") and (
+def uses_embeddings(design: Design, domain: Domain, memory: Any, variants: VariantRegistry) -> bool:
+    """Whether messages of this harness can need the embedder: long-term recall, or an intent variant that
+    compares messages with the domain's examples (it says so: ``embeds_examples``, on its class or object)."""
+    part = design.part("intent")
+    intent = part if is_part(part) else variants.of("intent").get(str(part))
+    classifies = bool(getattr(intent, "embeds_examples", False)) and (
         domain.classifier is not None or bool(example_texts(domain)))
     return memory is not None or classifies
 
@@ -43,7 +47,8 @@ def cache_file(data_dir: Path | None, domain: Domain, texts: list[str], model_na
     return data_dir / CACHE_DIR / f"intent-examples-{safe}-{digest}.npz"
 
 
-def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: Any, embedder: Embedder) -> None:
+def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: Any, embedder: Embedder,
+                variants: VariantRegistry) -> None:
     """Build at open what the first message would otherwise build: tokenizer, embedder, example vectors."""
     from lg_harness.llm.embeddings import count_tokens
     from lg_harness.tools.text import keyword_pattern
@@ -54,7 +59,7 @@ def warm_caches(design: Design, domain: Domain, data_dir: Path | None, memory: A
             warm(domain, embedder)
     for word in {w for intent in domain.intents for words in intent.rules.values() for w in words}:
         keyword_pattern(word.lower())  # compiling a keyword's pattern costs more than matching it
-    if not uses_embeddings(design, domain, memory):
+    if not uses_embeddings(design, domain, memory, variants):
         return
     embedder.warm_encoder()
     texts = example_texts(domain)

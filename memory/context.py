@@ -119,13 +119,13 @@ def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,
                 strategies: StrategyRegistry = WORKING_STRATEGIES) -> StateUpdate:
     """At the start of a message: pin new constraints, compress old turns, and bound the working set.
 
-    The ``full`` strategy keeps everything (the heavyweight baseline). Others compress at 70% of the
+    A strategy that does not trim (``full``, the heavyweight baseline) keeps everything. Others compress at 70% of the
     working budget and then cap the stored messages, so a checkpoint stays flat however long the thread.
     """
     update: StateUpdate = {}
     if constraints := extract_constraints(text):
         update["constraints"] = constraints
-    if design.variant("context") == "full":
+    if not strategies[design.variant("context")].trims:  # e.g. ``full``: the heavyweight baseline keeps all
         return update
     messages = list(state.get("messages") or [])
     history, _ = split_turn(messages)

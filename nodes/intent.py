@@ -414,6 +414,8 @@ def understood(deps: NodeDeps, text: str) -> tuple[str, float]:
 
 @builtin_variant("intent", "classifier")
 class ClassifierIntent:
+    embeds_examples = True  # an unsure message is compared with the domain's examples (graphs/warm.py)
+
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
@@ -471,6 +473,7 @@ class HybridIntent(LLMIntent):
     the question the open task asked ("E1026" after "your employee id?") needs no model. The model reads the
     intents' descriptions and what the message still asks (``still_asked``)."""
 
+    embeds_examples = True  # where the model is not asked, the classifier compares with the examples
     described = True
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:

@@ -85,3 +85,27 @@ def test_a_users_intent_object_runs_through_harness_compare(tmp_path):
     # the same cells as harness's own rules: my object changed nothing but the log
     by_design = {c["design"]: [t["intent"] for t in c["turns"]] for c in cells}
     assert by_design["harness-with:intent=logging-rules"] == by_design["harness"]
+
+
+def test_whether_the_intent_step_needs_the_embedder_is_the_variants_own_word():
+    """graphs.warm asks the intent variant (class or object) whether it compares messages with the domain's
+    examples; no list of variant names decides it."""
+    from lg_harness.domains.shop import DOMAIN
+    from lg_harness.graphs.warm import uses_embeddings
+
+    variants = default_runtime().variants
+
+    class Plain:
+        name = "plain"
+
+        def build(self, deps):
+            return lambda state, config: {}
+
+    class Embedding(Plain):
+        name = "embedding"
+        embeds_examples = True
+
+    assert uses_embeddings(load_design("harness"), DOMAIN, None, variants)  # the classifier says it does
+    assert not uses_embeddings(load_design("naive"), DOMAIN, None, variants)  # passthrough does not
+    assert not uses_embeddings(with_variant(PRESETS["harness"], "intent", Plain()), DOMAIN, None, variants)
+    assert uses_embeddings(with_variant(PRESETS["harness"], "intent", Embedding()), DOMAIN, None, variants)

@@ -20,12 +20,12 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.domain import Domain
 from lg_harness.core.routing import counters
-from lg_harness.core.routing.guards import goal_reached
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
-from lg_harness.memory.context import build_context, last_human_text, must_call_messages, split_turn
+from lg_harness.memory.context import build_context, must_call_messages
 from lg_harness.memory.known_ids import customer_spelling, ids_of_outcomes
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, prompt_tools, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
+from lg_harness.nodes.goal_stop import GoalStop, kept, set_aside_for, step_of
 from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
 from lg_harness.nodes.retry_declined import call_or_retry, ready_task
@@ -38,23 +38,6 @@ from lg_harness.tools.executor import ToolOutcome
 from lg_harness.tools.ledger import LEDGER_RESOURCE
 
 tool_log = logging.getLogger("harness.tools")
-
-
-def looked_up_before(state: HarnessState, tools: Sequence[Any]) -> set[str]:
-    """The reading tools among ``tools`` that worked in an earlier message with arguments the task's slots all
-    hold (the same record)."""
-    slots = state.get("slots") or {}
-    history, _ = split_turn(state.get("messages") or [])
-    worked = {m.tool_call_id for m in history if isinstance(m, ToolMessage) and m.status == "success"}
-    reads = {t.name for t in tools if not t.changes_state}
-    return {c["name"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls
-            if c["name"] in reads and c.get("id") in worked and c["args"]
-            and all(slots.get(k) == v for k, v in c["args"].items())}
-
-
-def _needs_nothing(spec: Any) -> bool:
-    """A tool every argument of which is optional: the customer's own list (``list_my_tickets``), not a search."""
-    return not any(f.is_required() for f in spec.args_model.model_fields.values())
 
 
 def cleaned_text(o: ToolOutcome) -> str:
@@ -149,70 +132,17 @@ class ToolLoopAction:
         self.screens = screens_for(self.knobs, deps.domain, deps.registry)
         self.awaits_yes = next((s for s in self.screens if isinstance(s, AwaitYes)), None)
         self.model_text = cleaned_text if self.knobs.clean_results else raw_text
+        # what a model step is not offered again, and whether the route's delivered call ends the loop
+        self.set_aside = set_aside_for(self.knobs, deps.domain, deps.registry)
+        self.goal_stop = next((f for f in self.set_aside if isinstance(f, GoalStop)), None)
 
     def offered(self, state: HarnessState, config: RunnableConfig | None = None):
-        tools = self.offer(state, config)
-        # A tool called with a value no one gave (a figure, or an id a lookup on offer would show) is set aside
-        # until another call works, while another tool can serve: offered again, a small model repeats the
-        # same call (a conversion of a time nobody named; a renewal of a loan id it made up).
-        aside: set[str] = set()
-        for r in state.get("tool_log") or []:
-            if r.get("status") == "ok":
-                aside.clear()
-            elif r.get("error_type") == "validation" and r.get("exception") in ("UngroundedValue", "InventedArgument"):
-                aside.add(str(r.get("name")))
-        # A lookup on the way to a change delivered: the change comes next, not the same lookup again.
-        goal = {t.name for t in tools if t.name in set(state.get("goal_tools") or ()) and t.changes_state}
-        done = {str(r.get("name")) for r in state.get("tool_log") or [] if r.get("status") == "ok"}
-        if self.knobs.answer_after_goal and goal - done:
-            aside |= {t.name for t in tools if t.name in done and t.name not in goal and not t.changes_state}
-            # and a lookup an earlier message made of the very record in hand (its status asked, then a return
-            # of it): its result is in the conversation; offered, a small model spends a round reading it again
-            aside |= looked_up_before(state, [t for t in tools if t.name not in goal])
-        # The message names a record a lookup takes ("does P1001 have noise cancelling?"): the search or list that
-        # would only find its id is not offered; a small model otherwise searches and answers from the hits.
-        named = self.deps.domain.entities_in(last_human_text(state.get("messages") or []))
-        mentioned = set(named)
-        entities = {t.name: set(self.deps.domain.tool_entities(t).values()) for t in tools if not t.changes_state}
-        if mentioned and any(mentioned & kinds for kinds in entities.values()):
-            aside |= {name for name, kinds in entities.items() if not kinds}
-        read = self.read_enough(state, tools, named) if self.knobs.answer_after_goal else set()
-        kept = [t for t in tools if t.name not in aside | read]
-        # every lookup left has read what it could: the next step is the answer (or the change), not a re-read
-        return kept if kept or read else tools
-
-    def read_enough(self, state: HarnessState, tools: Sequence[Any], named: Mapping[str, list[str]]) -> set[str]:
-        """The reading tools that worked in this message and have read every record the message names of their
-        kinds. Offered again, a small model repeats the identical call instead of going on or answering (12 of
-        13 such steps of Qwen2.5-Coder-0.5B on held-out helpdesk goals: a list, a search, a verification)."""
-        seen: dict[str, set[str]] = {}
-        for r in state.get("tool_log") or []:
-            if r.get("status") == "ok":
-                seen.setdefault(str(r.get("name")), set()).update(str(v) for v in (r.get("args") or {}).values())
-        out: set[str] = set()
-        for t in tools:
-            if t.changes_state or t.name not in seen:
-                continue
-            wanted = {v for kind in self.deps.domain.tool_entities(t).values() for v in named.get(kind, ())}
-            if wanted <= seen[t.name]:  # e.g. "compare P1001 and P1002": the second product is still to read
-                out.add(t.name)
-        return out
+        """The tools this model step may call: the request's, less what the design's filters set aside."""
+        return kept(step_of(state, self.deps.domain), self.offer(state, config), self.set_aside)
 
     def delivered(self, state: HarnessState) -> bool:
-        """The route's call delivered (``guards.goal_reached``) and, where it reads, has read every record of
-        its kinds the message names ("compare P1001 and P1002" needs both products). Or the route only reads,
-        the message names none of its records, and the customer's own list came back ("how many tickets do I
-        have?"): a lookup of one record would need an id the model picks from the list."""
-        worked = {r.get("name") for r in state.get("tool_log") or [] if r.get("status") == "ok"}
-        named = self.deps.domain.entities_in(last_human_text(state.get("messages") or []))
-        goal = [s for n in state.get("goal_tools") or () if (s := self.deps.registry.get(n)) is not None]
-        if not goal_reached(state, self.knobs):
-            return (self.knobs.answer_after_goal and bool(goal) and not any(s.changes_state for s in goal)
-                    and not set(named) & {k for s in goal for k in self.deps.domain.tool_entities(s).values()}
-                    and any(_needs_nothing(s) for n in worked if (s := self.deps.registry.get(str(n)))
-                            and not s.changes_state))
-        reads = [s for s in goal if s.name in worked and not s.changes_state]
-        return {s.name for s in reads} <= self.read_enough(state, reads, named)
+        """The route's call delivered: the next step is the answer (designs with a goal stop only)."""
+        return self.goal_stop is not None and self.goal_stop.delivered(step_of(state, self.deps.domain))
 
     def offer(self, state: HarnessState, config: RunnableConfig | None = None):
         if self.delivered(state):  # the route's call delivered: the next step is the answer, in words

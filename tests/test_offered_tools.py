@@ -79,7 +79,7 @@ def test_a_change_route_does_not_offer_again_a_lookup_an_earlier_message_made_of
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     from lg_harness.core.state import HarnessState
     from lg_harness.domains.shop import DOMAIN
-    from lg_harness.nodes.action import looked_up_before
+    from lg_harness.nodes.goal_stop import looked_up_before
 
     tools = DOMAIN.registry().offer(["get_order_status", "request_return"], "customer")
 

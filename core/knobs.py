@@ -30,7 +30,8 @@ class Knobs(BaseModel):
     enforce_constraints: bool = Field(default=True, description="refuse tool calls a pinned constraint forbids")
     confirm_changes: bool = Field(default=False, description="before a state-changing tool runs, say what will change and "
                                   "wait for the user's explicit yes in their next message")
-    normalize_args: bool = Field(default=True, description="rewrite identifier arguments to their canonical form")
+    normalize_args: bool = Field(default=True, description="rewrite identifier arguments to their canonical form "
+                                 "and a respelled one-word value to the customer's spelling")
     executor: Literal["classified", "framework", "raw"] = Field(
         default="classified", description="tool execution: classified retries, a framework's blind retries, or none")
     tool_offer: Literal["routed", "all"] = Field(default="routed", description="tools of the routed intent, or every tool")

@@ -15,7 +15,7 @@ KIND_ORDER = ("long", "injection", "unicode", "tool-faults", "correction", "nega
               "adversarial",
               "slot-filling", "handoff", "referential", "multi-turn", "single")
 
-# A generated scenario id: <prefix>-<template>-<lang>-<number> (domains/*/generate.py).
+# A generated scenario id: <prefix>-<template>-<lang>-<number> (evals/generators/).
 _GENERATED = re.compile(r"^(?P<family>.+)-(?:en|zh)-\d+$")
 # Tags that say nothing about a scenario's kind: its provenance, language and shape.
 _NOT_A_KIND = frozenset({"handwritten", "heldout", "held-out", "dev-goal", "test-goal", "en", "zh", "single",

@@ -12,9 +12,9 @@ from typing import get_args
 
 import pytest
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.domains.shop import generate
 from lg_harness.domains.shop.backend import SHOP_TOOLS, ShopDB
 from lg_harness.domains.shop.nlu import INTENTS
+from lg_harness.evals.generators import shop as generate
 from lg_harness.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
 from lg_harness.tools.context import ToolContext
 
@@ -221,6 +221,6 @@ def test_committed_file_matches_a_fresh_generation(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.jsonl"
     generate.main(["--seed", str(generate.DEFAULT_SEED), "--out", str(fresh)])
     assert GENERATED.read_bytes() == fresh.read_bytes(), (
-        "domains/shop/scenarios/generated.jsonl is stale: run python -m lg_harness.domains.shop.generate --seed 11 "
+        "domains/shop/scenarios/generated.jsonl is stale: run python -m lg_harness.evals.generators.shop --seed 11 "
         "--out domains/shop/scenarios/generated.jsonl"
     )

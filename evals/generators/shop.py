@@ -1,6 +1,6 @@
 """Seeded scenario generator: conversations built from the real shop database, in English and Chinese.
 
-    python -m lg_harness.domains.shop.generate --seed 11 --out domains/shop/scenarios/generated.jsonl
+    python -m lg_harness.evals.generators.shop --seed 11 --out domains/shop/scenarios/generated.jsonl
 
 The shop is opened with ``ShopDB.open(":memory:")`` (the shop's own seed 7), so every order id, status,
 tracking number, product name, price and coupon in a scenario is real. ``--seed`` only picks which users,
@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import lg_harness.domains.shop as pack
 from lg_harness.domains.shop.backend import ShopDB
 from lg_harness.domains.shop.tools import FIXED_NOW
 from lg_harness.evals.scenario import Scenario
 
 DEFAULT_SEED = 11
-DEFAULT_OUT = Path(__file__).parent / "scenarios" / "generated.jsonl"
+DEFAULT_OUT = Path(pack.__file__).parent / "scenarios" / "generated.jsonl"  # the pack's own scenario folder
 
 LANGS = ("en", "zh")
 STATUS_WORDS: dict[str, tuple[str, str]] = {
@@ -677,7 +678,7 @@ def dumps(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lg_harness.domains.shop.generate", description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lg_harness.evals.generators.shop", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"generator seed (default {DEFAULT_SEED})")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSONL file to write")
     args = parser.parse_args(argv)

@@ -65,6 +65,19 @@ SAY = {
 }
 
 
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+# A sentence that asks for something without a question mark ("I need your order number first.")
+_REQUEST = re.compile(r"\b(provide|enter|share|need|send|tell me|give me)\b|请提供|请输入|请告诉|需要", re.I)
+
+
+def asking_sentences(reply: str) -> str:
+    """The sentences of ``reply`` that ask: a question, or a request ("I need your order number. Could you
+    share it?"); the whole reply when none does."""
+    asking = [m.group(0) for m in _SENTENCE.finditer(reply or "")
+              if _QUESTION.search(m.group(0)) or _REQUEST.search(m.group(0))]
+    return " ".join(asking) if asking else reply
+
+
 def _norm(text: str) -> str:
     return unicodedata.normalize("NFKC", text or "").lower()
 
@@ -142,7 +155,7 @@ class GoalCustomer:
             self.confirmed = True
             self.events.append(Event("confirm" if wants else "decline"))
             return self._say("yes" if wants else "no")
-        if question and _ASKS_FOR_INPUT.search(reply) and not self._answered(current):
+        if question and _ASKS_FOR_INPUT.search(asking_sentences(reply)) and not self._answered(current):
             self.unknown_streak += 1
             if self.unknown_streak <= 2:
                 self.events.append(Event("unknown"))
@@ -185,14 +198,16 @@ class GoalCustomer:
         return bool(self.heard) and not _QUESTION.search(self.heard[-1])
 
     def _asked_fact(self, reply: str, whole: bool = False) -> tuple[str, Mapping[str, Any]] | None:
-        """The known fact the reply asks for: the one whose ``about`` words it shares most (half of a
-        description's words at least, all of them when ``whole``), or, failing that, the one most similar in
-        meaning above a bar."""
+        """The known fact the reply asks for: the one whose ``about`` words its asking sentences share most
+        (half of a description's words at least, all of them when ``whole``), or, failing that, the one most
+        similar in meaning above a bar. Only sentences that ask count: "I can help with orders and returns.
+        What do you need?" does not ask for the order number."""
+        reply_all, reply = reply, asking_sentences(reply)
         words = _tokens(reply)
         bar = 1.0 if whole else 0.5
         best: tuple[float, str, Mapping[str, Any]] | None = None
         for name, fact in (self.goal.get("knows") or {}).items():
-            if _norm(str(fact.get("value"))) in _norm(reply):
+            if _norm(str(fact.get("value"))) in _norm(reply_all):
                 continue  # the reply already quotes it: it is asking something else (or for a yes)
             for about in fact.get("about") or [name.replace("_", " ")]:
                 want = _tokens(about)

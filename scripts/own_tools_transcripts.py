@@ -75,7 +75,10 @@ def run(conversation: dict[str, Any], model: str) -> list[dict[str, Any]]:
                               "model_calls": r.usage.model_calls, "output_tokens": r.usage.output_tokens,
                               "input_tokens": r.usage.input_tokens,
                               "calls": [{"name": c["name"], "args": c["args"], "status": c["status"],
-                                         "error_type": c["error_type"], "error": c["error"]} for c in r.tool_calls]})
+                                         "error_type": c["error_type"], "error": c["error"],
+                                         # what the model wrote, where the harness rewrote it before the tool
+                                         "emitted": c.get("emitted_args")}
+                                        for c in r.values.get("tool_log") or []]})
 
     if conversation.get("lending"):
         from fixtures.lending_domain import DOMAIN as LENDING  # pyright: ignore[reportMissingImports]  (tests/)
@@ -99,7 +102,9 @@ def markdown(record: dict[str, Any]) -> str:
             lines.append(f"**Customer:** {t['user']}  ")
             for c in t["calls"]:
                 shown = c["status"] if c["status"] == "ok" else f"{c['error_type']}: {c['error']}"
-                lines.append(f"`{c['name']}({json.dumps(c['args'], ensure_ascii=False)})` -> {shown}  ")
+                wrote = c.get("emitted")
+                said = f" (the model wrote {json.dumps(wrote, ensure_ascii=False)})" if wrote and wrote != c["args"] else ""
+                lines.append(f"`{c['name']}({json.dumps(c['args'], ensure_ascii=False)})`{said} -> {shown}  ")
             lines += [f"**Assistant:** {t['reply']}  ",
                       f"_{t['model_calls']} model calls, {t['input_tokens']} prompt + {t['output_tokens']} generated "
                       f"tokens, {t['seconds']} s_", ""]

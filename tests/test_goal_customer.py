@@ -172,3 +172,19 @@ def test_a_change_made_without_asking_first_is_taken_as_answered() -> None:
     shown = GoalCustomer(CANCEL)
     shown.opening()
     assert shown.react("Order ORD-10185 is pending.") is not None and shown.events[-1].kind == "again"
+
+
+def test_a_list_of_what_the_agent_can_do_is_not_a_question_for_the_order_number() -> None:
+    """Seen in transcripts: "I can help with your orders, returns and coupons. What do you need?" got the order
+    id, because "order" is in the reply; only the sentences that ask count."""
+    c = GoalCustomer(LOOKUP)
+    c.opening()
+    said = c.react("I can help with your order status, returns and coupons. What do you need?")
+    assert said is not None and "ORD-10171" not in said and "check my order" in said, said
+    c = GoalCustomer(LOOKUP)
+    c.opening()
+    said = c.react("I need the order number first. Could you share it?")  # the ask is the sentence before
+    assert said is not None and "ORD-10171" in said, said
+    zh = GoalCustomer(LOOKUP, lang="zh")
+    zh.opening()
+    assert "ORD-10171" not in (zh.react("我可以帮您查询订单、退货和优惠券。请问您需要什么帮助？") or "")

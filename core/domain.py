@@ -22,6 +22,8 @@ from lg_harness.core.claims import Claim
 from lg_harness.tools.entities import EntityType, derived_types, entity_args, find_mentions
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
+from lg_harness.errors import UsageError
+
 IntentKind = Literal["task", "conversational", "to-human", "escalate"]
 Lang = str  # "en", "zh", ...
 
@@ -101,9 +103,10 @@ class BenchScript:
 
     def __post_init__(self) -> None:
         if self.recall_question not in self.messages:
-            raise ValueError("BenchScript.recall_question must be one of its messages")
+            raise UsageError("BenchScript.recall_question must be one of its messages: copy it from `messages`")
         if "{" + self.recall_key + "}" not in self.messages[0]:
-            raise ValueError(f"BenchScript.recall_key '{self.recall_key}' is not a placeholder of the first message")
+            raise UsageError(f"BenchScript.recall_key '{self.recall_key}' is not a placeholder of the first message: "
+                             f"write {{{self.recall_key}}} into messages[0], or name one of its placeholders")
 
     @property
     def recall_turn(self) -> int:
@@ -400,7 +403,7 @@ def mcp_domain(target: str) -> Domain:
     """A domain of the tools of one MCP server (``tools.mcp``): a command line (stdio) or an http(s) URL."""
     from lg_harness.tools.mcp import mcp_tools
 
-    from lg_harness.errors import HarnessError, UsageError
+    from lg_harness.errors import HarnessError
 
     if not target.strip():
         raise HarnessError("--domain mcp: needs the server: mcp:<command line> (stdio) or mcp:http(s)://host/path")

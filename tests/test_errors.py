@@ -61,3 +61,13 @@ def test_every_error_the_project_defines_sits_in_one_branch() -> None:
     loose = [c for c in tree(HarnessError) if c not in (HarnessError, UsageError, RunError)
              and c.__module__.startswith("lg_harness") and not issubclass(c, (UsageError, RunError))]
     assert loose == [], f"errors under HarnessError but in neither branch: {loose}"
+
+
+def test_a_pack_authors_bench_script_mistake_is_a_usage_error_that_says_what_to_do() -> None:
+    from lg_harness.core.domain import BenchScript
+
+    with pytest.raises(UsageError, match="copy it from `messages`"):
+        BenchScript(messages=("I am {user}",), facts=lambda r, u: {}, recall_question="who am I?", recall_key="user")
+    with pytest.raises(UsageError, match=r"write \{order\} into messages\[0\]"):
+        BenchScript(messages=("hi", "who am I?"), facts=lambda r, u: {}, recall_question="who am I?",
+                    recall_key="order")

@@ -93,10 +93,10 @@ def planned_first(router: Any) -> Any:
     return route
 
 
-def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver | None = None, *,
+def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | None = None, *,
                 domain: Domain | None = None, registry: ToolRegistry | None = None,
                 executor: Executor | None = None, resources: dict[str, Any] | None = None,
-                runtime: Runtime | None = None) -> CompiledStateGraph:
+                runtime: Runtime | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the harness graph for ``design``; collaborators are passed in, never looked up globally.
 
     Without a ``domain`` the graph knows only its tools: every message is one open task over ``registry``.

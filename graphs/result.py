@@ -51,7 +51,7 @@ class SendResult:
     waiting_for_human: bool
     checkpoint_id: str | None
     trace_id: str | None = None
-    values: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    values: dict[str, Any] = field(default_factory=dict[str, Any], repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``harness run --json``, the HTTP service): every field but ``values``."""
@@ -59,6 +59,12 @@ class SendResult:
         out["tool_calls"] = [dict(c) for c in self.tool_calls]
         out["usage"] = dataclasses.asdict(self.usage)
         return out
+
+
+def configurable(snapshot: Any) -> dict[str, Any]:
+    """The ``configurable`` part of a snapshot's config (thread and checkpoint ids)."""
+    found: dict[str, Any] = snapshot.config.get("configurable") or {}
+    return found
 
 
 def send_result(thread_id: str, design: str, domain: str, snapshot: Any, path: list[str], *,
@@ -71,10 +77,11 @@ def send_result(thread_id: str, design: str, domain: str, snapshot: Any, path: l
     ``waiting_for_human`` then say what the customer was told.
     """
     values: dict[str, Any] = snapshot.values
-    stats = values.get("turn_stats") or {}
+    stats: dict[str, Any] = values.get("turn_stats") or {}
+    log: list[dict[str, Any]] = values.get("tool_log") or []
     calls = [ToolCallResult(id=r.get("id"), name=r.get("name"), args=r.get("args"), status=r.get("status"),
                             error_type=r.get("error_type"), error=r.get("error"))
-             for r in values.get("tool_log") or []]
+             for r in log]
     usage = Usage(input_tokens=stats.get("input_tokens", 0), output_tokens=stats.get("output_tokens", 0),
                   model_calls=stats.get("model_calls", 0))
     if not bot_ran:
@@ -95,7 +102,7 @@ def send_result(thread_id: str, design: str, domain: str, snapshot: Any, path: l
         context=values.get("context_account") or {},
         handoff=values.get("handoff"),
         waiting_for_human=waiting_for_human if waiting_for_human is not None else "human" in snapshot.next,
-        checkpoint_id=(snapshot.config.get("configurable") or {}).get("checkpoint_id"),
+        checkpoint_id=configurable(snapshot).get("checkpoint_id"),
         trace_id=trace_id,
         values=values,
     )

@@ -88,7 +88,8 @@ class Unreadable:
     def __call__(self, s: Screening, call: Mapping[str, Any], sig: str) -> ToolOutcome | None:
         if call["name"] != PARSE_ERROR_TOOL:
             return None
-        return failed(call, "validation", "TextCallParseError", (call.get("args") or {}).get("error", ""))
+        args: Mapping[str, Any] = call.get("args") or {}
+        return failed(call, "validation", "TextCallParseError", str(args.get("error", "")))
 
 
 class BlockRepeats:
@@ -139,7 +140,7 @@ class UngroundedFigures:
         made_up = ungrounded_values(call, s.state, s.host.entity_args(call["name"]))
         if not made_up:
             return None
-        args = call.get("args") or {}
+        args: Mapping[str, Any] = call.get("args") or {}
         return failed(call, "validation", "UngroundedValue",
                       "; ".join(f"{k}: {args[k]!r} was not said by the customer or found in any result"
                                 for k in made_up) + "; call a tool whose arguments the customer gave, or ask")

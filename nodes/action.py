@@ -271,6 +271,8 @@ class ToolLoopAction:
         stats = state.get("turn_stats") or {}
         ai = AIMessage("", tool_calls=plan.get("calls") or [])
         outcomes, reached = self.screen_and_run(state, ai, config, confirmed=bool(plan.get("confirmed")))
+        if self.goal_stop is not None:  # the next step picks a hit by its id: the customer's best match first
+            outcomes = [self.goal_stop.ranked(o, state) for o in outcomes]
         self.log_calls(outcomes)
         log = list(state.get("tool_log") or [])
         earlier = {json.dumps(r.get("result_digest")) for r in log}

@@ -11,6 +11,8 @@ the goal stop; 12 of 13 steps where a lookup that worked was still offered).
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +25,45 @@ from lg_harness.memory.context import last_human_text, split_turn
 if TYPE_CHECKING:
     from lg_harness.core.domain import Domain
     from lg_harness.core.state import HarnessState
+    from lg_harness.tools.executor import ToolOutcome
     from lg_harness.tools.registry import ToolRegistry
+
+# What two texts share, in any language: Latin words of three letters or more, and Chinese characters.
+_UNITS = re.compile(r"[a-z0-9]{3,}|[\u4e00-\u9fff]")
+_COMMON = frozenset({"the", "and", "you", "your", "for", "with", "have", "has", "are", "was", "can", "how", "what",
+                     "does", "any", "not"})
+
+
+def _units(text: str) -> set[str]:
+    return {u for u in _UNITS.findall(text.lower()) if u not in _COMMON}
+
+
+def _strings(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return " ".join(_strings(v) for v in value.values())  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        return " ".join(_strings(v) for v in value)  # pyright: ignore[reportUnknownVariableType]
+    return value if isinstance(value, str) else ""
+
+
+def in_customer_order(result: Any, text: str) -> Any:
+    """``result`` with each list of records it holds put in order of how much of ``text`` (the customer's
+    words) each record holds; ties keep the tool's order. A search ranks by the query the model wrote, and a
+    small model writes a poor one ("家" for "你们家有空气炸锅卖不？") and then reads the first hit."""
+    words = _units(text)
+    if not words:
+        return result
+
+    def order(items: list[Any]) -> list[Any]:
+        if len(items) < 2 or not all(isinstance(i, Mapping) for i in items):
+            return items
+        return sorted(items, key=lambda i: -len(words & _units(_strings(i))))
+
+    if isinstance(result, list):
+        return order(result)  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(result, Mapping):
+        return {k: order(v) if isinstance(v, list) else v for k, v in result.items()}  # pyright: ignore
+    return result
 
 
 @dataclass(frozen=True)
@@ -139,6 +179,22 @@ class GoalStop:
             if wanted <= seen[t.name]:
                 out.add(t.name)
         return out
+
+    def is_search(self, name: str) -> bool:
+        """A lookup that takes free text no entity type names (a query): its hits are for the model to pick."""
+        spec = self.registry.get(name)
+        if spec is None or spec.changes_state:
+            return False
+        ids = self.domain.tool_entities(spec)
+        return any(f.is_required() and f.annotation is str and arg not in ids
+                   for arg, f in spec.args_model.model_fields.items())
+
+    def ranked(self, outcome: ToolOutcome, state: HarnessState) -> ToolOutcome:
+        """A search's hits in the order of the customer's words (the next step picks one of them by its id)."""
+        if outcome.status != "ok" or not self.is_search(outcome.name):
+            return outcome
+        return dataclasses.replace(outcome, result=in_customer_order(
+            outcome.result, last_human_text(state.get("messages") or [])))
 
     def delivered(self, step: Step) -> bool:
         """The route's call delivered (``guards.goal_reached``) and, where it reads, has read every record of

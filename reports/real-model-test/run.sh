@@ -1,7 +1,8 @@
 #!/bin/bash
 # Real-model cells, one run at a time, resumable (rerun: finished cells are kept), code at $RUN (a worktree).
-#   dev-<d>:  harness on the same 16 dev goal scenarios as reports/real-model-dev (the repeat fix, issue 41)
 #   test-<d>: harness on every test goal scenario of the domain, with the sim beside it (issues 41 and 45)
+#   then harness on the shop's held-out goal scenarios
+# (reports/real-model-dev/repeat-fix-<d> ran the same way at e557cb4, on the 16 dev scenarios of real-model-dev)
 set -u
 RUN=${RUN:-/work/run3}; OUT=/work/main/reports
 MODEL="--model local:qwen2.5-coder-0.5b --model-timeout 240 --workers 1 --seeds 1"
@@ -13,9 +14,7 @@ step() {  # out designs domain scenarios split limit
   uptime >> "$out/load-end.txt"
 }
 for d in helpdesk shop; do
-  step "$OUT/real-model-dev/repeat-fix-$d" harness $d domains/$d/goals/dev.yaml dev 16
-done
-for d in helpdesk shop; do
   step "$OUT/real-model-test/harness-$d" harness $d domains/$d/goals/test.yaml test 100
 done
+step "$OUT/real-model-heldout-shop-after" harness shop domains/shop/scenarios/heldout/goals.yaml heldout 50
 echo ALL DONE

@@ -306,7 +306,8 @@ def wrong_language(text: str, lang: str) -> bool:
     cjk = len(_CJK.findall(text))
     latin = len(_LATIN_WORD.findall(IDENTIFIER.sub(" ", text)))
     if lang == "zh":
-        return cjk < 2 and latin >= 2
+        # no Chinese, or a Chinese word in front of English ("抱歉, I'm a bit busy right now. Please send...")
+        return (cjk < 2 and latin >= 2) or (latin >= 6 and latin > 2 * cjk)
     if lang == "en":
         return cjk > 0 and cjk >= 2 * max(latin, 1)
     return False

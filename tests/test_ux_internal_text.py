@@ -275,3 +275,12 @@ def test_a_refusal_the_model_leaves_out_reaches_the_customer_with_its_reason(tmp
         reply = h.send("t", "帮我申请GitHub权限，做新项目要用。我的员工号E1026，PIN是288499", "E1026").reply
     assert "REQ0001221" in reply and "无需重新申请" in reply, reply
     assert not wrong_language(reply, "zh") and internal_text(reply, load_domain("helpdesk").registry().names()) == []
+
+
+def test_a_chinese_word_in_front_of_english_is_the_wrong_language_for_a_chinese_customer():
+    """Real model, the time server: "上海现在几点？" got "抱歉, I'm a bit busy right now. Please send your message
+    again in a moment." (the model copying the harness's English reply from the turn before)."""
+    assert wrong_language("抱歉, I'm a bit busy right now. Please send your message again in a moment.", "zh")
+    # product names and codes in Latin letters inside a Chinese answer are fine
+    assert not wrong_language("您的订单包含 Sony WH-1000XM5 Wireless Noise Cancelling Headphones，价格 299 美元。", "zh")
+    assert not wrong_language("Apple MacBook Pro 14 M3 的保修期到 2028年3月10日。", "zh")

@@ -22,10 +22,11 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats, acting_user
-from lg_harness.llm.decoding import Step, constrain, holds_tools_by_grammar
+from lg_harness.llm.decoding import Step, holds_tools_by_grammar
 from lg_harness.llm.embeddings import Embedder, current_embedder
-from lg_harness.llm.text_tools import from_text, invalid_as_calls, to_text_mode
+from lg_harness.llm.text_tools import invalid_as_calls
 from lg_harness.memory.assembly import WORKING_STRATEGIES, StrategyRegistry
+from lg_harness.nodes.calling import Calling, calling_for
 from lg_harness.obs.tracing import bind_context, model_identity, model_span, record_model_response, span_event
 from lg_harness.tools.errors import classify, retry_after_of
 from lg_harness.tools.executor import Executor, renew_after_fork
@@ -54,6 +55,11 @@ class NodeDeps:
     model_calls: ModelCalls = field(default_factory=lambda: ModelCalls())
     embedder: Embedder = field(default_factory=current_embedder)
     strategies: StrategyRegistry = field(default_factory=lambda: WORKING_STRATEGIES)
+    # how the model is asked for a step (nodes.calling), chosen once from the design's knobs
+    calling: Calling = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.calling = calling_for(self.design.knobs)
 
 
 VariantFactory = Callable[[NodeDeps], Node]
@@ -213,16 +219,8 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
     ``constrained_decoding`` is on and the provider can (``llm.decoding``); ``call`` is an action step that must
     call. ``shown`` are the tools the prompt lists whatever the step offers (``prompt_tools``), where the
     provider holds a step to its offered ones by grammar; elsewhere the prompt lists the offered tools only."""
-    text_mode = bool(tools) and deps.design.knobs.tool_calling == "text"
-    finish = None
-    if text_mode:  # a model without native tool calls reads instructions and writes TOOL: lines
-        model, messages = deps.model, to_text_mode(messages, [t.json_schema() for t in tools])
-    elif step is not None and deps.design.knobs.constrained_decoding:
-        constrained = constrain(deps.model, step, [t.json_schema() for t in tools], [t.json_schema() for t in shown],
-                                schema)
-        model, finish = constrained.runnable, constrained.finish
-    else:
-        model = deps.model.bind_tools([t.json_schema() for t in tools]) if tools else deps.model
+    prepared = deps.calling.prepare(deps.model, messages, tools, step, shown, schema)  # the design's way
+    model, messages, finish = prepared.model, prepared.messages, prepared.finish
     name, provider = model_identity(deps.model)
     audit = deps.resources.get("audit")
     started = time.perf_counter()
@@ -243,8 +241,6 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
                                    duration_ms=(time.perf_counter() - started) * 1000)
             raise
         record_model_response(span, reply)
-    if text_mode:
-        reply = from_text(reply, [t.name for t in tools])
     if finish is not None:
         reply = finish(reply)
     if reply.invalid_tool_calls:

@@ -86,11 +86,12 @@ class SlotCollect:
         slots = {**facts, **earlier, **said}
         missing = domain.missing_slots(intent, slots)
         if missing and not set(domain.route(intent).tools) & domain.changing_tools() and any(
-                domain.kind(i) == "task" and not domain.missing_slots(i, slots)
+                domain.kind(i) == "task" and not domain.missing_slots(i, {**slots, **slots_from_message(domain, i, text)})
                 for i in state.get("offer_intents") or [] if i != intent):
             # Unsure between a lookup that needs an id and a task that needs none ("how many tickets have I got
-            # open?"): the offered tools decide; a call that lacks the id comes back here to ask for it. A
-            # change ("I want to return an order") still asks which record first.
+            # open?"), or whose values this message gives (a knowledge-base question is its own query): the
+            # offered tools decide; a call that lacks the id comes back here to ask for it. A change ("I want
+            # to return an order") still asks which record first.
             missing = []
         if any(r.get("error_type") in ("validation", "invented_argument") for r in state.get("tool_log") or []):
             # Back from action: the model could not form a valid call, so ask the user instead of guessing.

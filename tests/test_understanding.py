@@ -78,3 +78,13 @@ def test_the_intent_probe_scores_the_first_label_and_the_model_only_where_the_ru
     assert [right(r, "hybrid") for r in rows] == [False, True]  # any of several requests counts
     assert [right(r, "model_if_unknown") for r in rows] == [True, True]
     assert "| shop | all | 2 | 50.0%" in table(rows)
+
+
+def test_a_how_to_question_with_a_device_word_is_not_asked_for_an_asset_tag(tmp_path: Path) -> None:
+    """Real model, helpdesk test 0037: "setting up GlobalProtect on my new laptop - what portal address do I type
+    in?" was routed to the asset lookup by "laptop" and asked for the asset tag; the knowledge base, whose query
+    is the message itself, was a candidate the rules could not rule out."""
+    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+        r = h.send("t", "setting up GlobalProtect on my new laptop - what portal address do I type in?", "E1001")
+    assert r.missing_slots == [] and "asset tag" not in r.reply.lower(), r.reply
+    assert [c["name"] for c in r.tool_calls][:1] == ["search_kb"], r.tool_calls

@@ -31,8 +31,14 @@ HELPDESK_WORDS = ("reset_password", "request_access", "asset_id", "escalate_to_t
 ID_FORMATS = re.compile(r"ORD-?\d|\bORD\b|(?<![A-Za-z])P\d{4}\b|\bU0\d\d\b|INC\d{5,}|\bLT-\d")
 
 
+# The lab's scenario generators are written for one pack each (they seed the pack's database and name its
+# tools): they are pack content kept in the lab, not core. Nothing in the core may import them (checked below).
+PACK_CONTENT = ROOT / "evals" / "generators"
+
+
 def core_files() -> list[Path]:
-    return sorted(p for package in CORE for p in (ROOT / package).rglob("*.py"))
+    return sorted(p for package in CORE for p in (ROOT / package).rglob("*.py")
+                  if not p.is_relative_to(PACK_CONTENT))
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -90,6 +96,18 @@ def test_core_module_names_no_domain_vocabulary(path):
     words = re.compile(r"\b(?:" + "|".join(map(re.escape, SHOP_WORDS + HELPDESK_WORDS)) + r")s?\b")
     found = [(line, text) for line, text in code_tokens(path) if words.search(text) or ID_FORMATS.search(text)]
     assert not found, f"{path.relative_to(ROOT)} names domain things: {found[:5]}"
+
+
+@pytest.mark.parametrize("path", core_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_module_imports_no_pack_generator(path):
+    bad = [m for m in imported_modules(path) if "evals.generators" in m or m == "generators"]
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}: the generators are a pack's lab content, not core"
+
+
+def test_only_the_generators_are_left_out_of_the_scan():
+    scanned = set(core_files())
+    left_out = {p for package in CORE for p in (ROOT / package).rglob("*.py")} - scanned
+    assert left_out and all(p.is_relative_to(PACK_CONTENT) for p in left_out)
 
 
 def test_the_scan_catches_a_shop_word(tmp_path):

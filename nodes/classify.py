@@ -8,6 +8,7 @@ its own (``Domain.classifier``) replaces all of this.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lg_harness.core.domain import Domain
@@ -141,12 +142,29 @@ def tool_intents(domain: Domain, text: str, embedder: Embedder | None = None) ->
             and not changing & set(i.route.tools)]
 
 
+# What a question asks for, as intents' descriptions say it ("the customer's orders: a list, how many, which
+# ones"), and the Chinese that asks it: a count or a list is a request of its own, whatever record it names.
+ASKED_FOR = {
+    "how many": re.compile(r"\bhow many\b|几个|几单|几张|几次|多少个|多少单|多少张|一共有几|总共有几", re.I),
+    "which ones": re.compile(r"\bwhich ones\b|\b(?:all|list) (?:of )?my\b|哪些|哪几", re.I),
+}
+
+
+def described_intents(domain: Domain, text: str) -> list[str]:
+    """The task intents whose descriptions name what the message asks for (a count, a list), in declaration
+    order."""
+    asked = [phrase for phrase, pattern in ASKED_FOR.items() if pattern.search(text)]
+    return [i.name for i in domain.intents if i.kind == "task" and any(
+        re.search(rf"\b{phrase}\b", (i.description or "").lower()) for phrase in asked)]
+
+
 def candidates(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:
-    """The intents a message may mean when no keyword rule decided, most likely first: every rule hit, the
-    intent its identifier names, the intents of the lookups most relevant to it (``tool_intents``), and the
+    """The intents a message may mean when no keyword rule decided, most likely first: those whose
+    descriptions name what it asks for (``described_intents``), every rule hit, the intent its identifier names, the intents of the lookups most relevant to it (``tool_intents``), and the
     nearest examples' intents above ``CANDIDATE_THRESHOLD``. Only intents with tools to offer count (a
     greeting needs none)."""
-    found = [name for name, _ in rule_hits(domain, text)]
+    # what the question asks for first: "我账户里被取消的订单一共有几个？" asks a count, not one order
+    found = [*described_intents(domain, text), *(name for name, _ in rule_hits(domain, text))]
     if hint := hinted_intent(domain, text):
         found.append(hint)
     found += tool_intents(domain, text, embedder)  # what the tools say they do, before one example's likeness

@@ -166,6 +166,39 @@ def _unparroted(text: str) -> str:
     return out[:1].upper() + out[1:] if out != text and out[:1].islower() else out
 
 
+_ECHO_WORDS = 5  # a run of this many words shared with a note of ours is the note told back
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", _second_person(text).lower())
+
+
+def _word_runs(text: str) -> set[tuple[str, ...]]:
+    ws = _words(text)
+    return {tuple(ws[i:i + _ECHO_WORDS]) for i in range(len(ws) - _ECHO_WORDS + 1)}
+
+
+def _echoes(clause: str, runs: set[tuple[str, ...]], notes: Sequence[list[str]]) -> bool:
+    """A clause shares a run of words with a note, or is a short piece of one ("say it")."""
+    ws = _words(clause)
+    if _word_runs(clause) & runs:
+        return True
+    return 0 < len(ws) < _ECHO_WORDS and any(ws == n[i:i + len(ws)] for n in notes for i in range(len(n)))
+
+
+def without_echoes(reply: str, notes: Iterable[str]) -> str | None:
+    """``reply`` without the clauses that tell back a note the harness wrote for the model (why a draft was
+    sent back: "the change is already done (its status is now cancelled); tell the customer it is done"), or
+    None when nothing is left. A small model asked to answer again often copies the note into the answer."""
+    runs = set().union(*(_word_runs(n) for n in notes)) if notes else set()
+    if not runs:
+        return reply
+    said = [_words(n) for n in notes]
+    kept = [c.group(0) for c in _CLAUSE.finditer(reply or "") if not _echoes(c.group(0), runs, said)]
+    out = "".join(kept).strip()
+    return out if len(re.sub(r"\W", "", out)) >= 2 else None
+
+
 def customer_safe(reply: str, tool_names: Iterable[str]) -> str | None:
     """``reply`` without internal text, or None when nothing worth saying is left."""
     text = _second_person(_without_json(_LABEL_TAG.sub("", reply or "")))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -18,6 +19,9 @@ from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
 from lg_harness.memory.known_ids import ids_in_text, names_in_text
+from lg_harness.nodes.answer_words import ZH_VERBS
+from lg_harness.nodes.asking import asks_for_information, change_intents, names_a_change
+from lg_harness.nodes.asking import only_asks as asks_without_change
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.classify import (
     OPEN,
@@ -42,19 +46,19 @@ from lg_harness.tools.text import (
 )
 
 
-def intent_labels(domain: Domain) -> list[str]:
-    return [*domain.intent_names(), *([] if domain.intent(UNKNOWN) else [UNKNOWN])]
+def intent_labels(domain: Domain, exclude: AbstractSet[str] = frozenset()) -> list[str]:
+    return [n for n in [*domain.intent_names(), *([] if domain.intent(UNKNOWN) else [UNKNOWN])] if n not in exclude]
 
 
-def classify_prompt(domain: Domain, described: bool = False) -> str:
+def classify_prompt(domain: Domain, described: bool = False, exclude: AbstractSet[str] = frozenset()) -> str:
     """The classification request. Bare, it lists the intents' names (the ``llm`` variant, as the first
     customer-service bot asked); ``described``, each intent with its description and an example where the
     domain gives them, so a small model picks from meanings, not labels (``hybrid``)."""
     if not described:
-        return ("Classify the customer's last message into one intent of: " + ", ".join(intent_labels(domain)) +
+        return ("Classify the customer's last message into one intent of: " + ", ".join(intent_labels(domain, exclude)) +
                 '. Respond with JSON only: {"intent": "<intent>", "confidence": <0..1>}.')
     lines = []
-    for name in intent_labels(domain):
+    for name in intent_labels(domain, exclude):
         declared = domain.intent(name)
         meaning = (declared.description if declared else "") or ("none of these" if name == UNKNOWN else
                                                                  name.replace("_", " "))
@@ -64,10 +68,10 @@ def classify_prompt(domain: Domain, described: bool = False) -> str:
             'Respond with JSON only: {"intent": "<intent>", "confidence": <0..1>}.')
 
 
-def label_schema(domain: Domain) -> dict[str, Any]:
+def label_schema(domain: Domain, exclude: AbstractSet[str] = frozenset()) -> dict[str, Any]:
     """What the model's classification may be: one of the domain's intents (an enum), and a confidence."""
     return {"type": "object", "additionalProperties": False, "required": ["intent", "confidence"],
-            "properties": {"intent": {"type": "string", "enum": intent_labels(domain)},
+            "properties": {"intent": {"type": "string", "enum": intent_labels(domain, exclude)},
                            "confidence": {"type": "number", "minimum": 0, "maximum": 1}}}
 
 
@@ -152,14 +156,20 @@ def continue_or_switch(domain: Domain, state: HarnessState, intent: str, confide
     return previous if answered_slots(domain, previous, text, waiting) else intent
 
 
-def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float) -> tuple[str, list[str]]:
+def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float,
+                 exclude: AbstractSet[str] = frozenset()) -> tuple[str, list[str]]:
     """When no keyword rule decided (confidence below 1), the candidate intents whose tools are offered
     together (knob ``unsure_offer``): a paraphrase the rules miss is not routed to one wrong guess. An
     unknown message with candidates becomes the likeliest one; without any it stays unknown (and is asked
-    about)."""
+    about). Intents in ``exclude`` are not candidates, nor a task that exists to change something when the
+    message asks to be told something and names no change as a request (``nodes.asking``)."""
     if not deps.design.knobs.unsure_offer or confidence >= 1.0 or is_low_information(text):
         return intent, []
-    found = candidates(deps.domain, text, deps.embedder)
+    if asks_without_change(deps.domain, deps.registry, text):  # "how many of my orders were cancelled?"
+        exclude = {*exclude, *change_intents(deps.domain, deps.registry)}
+    found = [c for c in candidates(deps.domain, text, deps.embedder) if c not in exclude]
+    if intent in exclude:
+        intent = found[0] if found else UNKNOWN
     if intent == UNKNOWN and found:
         intent = found[0]
     return intent, list(dict.fromkeys([intent, *found])) if found else []
@@ -203,7 +213,7 @@ def takes_back(domain: Domain, state: HarnessState, text: str) -> bool:
 
 
 def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str,
-           confidence: float) -> StateUpdate:
+           confidence: float, exclude: AbstractSet[str] = frozenset()) -> StateUpdate:
     domain = deps.domain
     text = last_human_text(state.get("messages") or [])
     if takes_back(domain, state, text):
@@ -213,7 +223,7 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
                       unknown_streak=0, refused=None, pending_change=None, confirmed_change=None)
         return update
     switched = continue_or_switch(domain, state, intent, confidence, text)
-    intent, offer = (unsure_offer(deps, still_asked(text), switched, confidence) if switched == intent
+    intent, offer = (unsure_offer(deps, still_asked(text), switched, confidence, exclude) if switched == intent
                      else (switched, []))
     update["offer_intents"] = offer
     carried = domain.follow_up(text, state.get("intent"), state.get("slots") or {}) if domain.follow_up else None
@@ -330,16 +340,17 @@ _QUESTION = re.compile(r"[?？]|\b(?:what|which|any|is there|are there|do you ha
 
 def only_asks(deps: NodeDeps, text: str, changing: list[Any]) -> bool:
     """Whether the message only asks about what a route's changes would act on: a question that names none of
-    its changes' verbs ("claim" of claim_coupon) and none of the values they take (a coupon code)."""
+    its changes' verbs as a request ("claim" of claim_coupon, "领取") and none of the values they take (a
+    coupon code), unless it asks to be told something about it ("what's the minimum spend for HOLIDAY30?")."""
     if not text or not _QUESTION.search(text):
         return False
-    said = set(re.findall(r"[a-z]+", text.lower()))
+    verbs = frozenset(w for spec in changing for w in re.findall(r"[a-z]+", spec.name.lower()) if w in WRITES)
+    if names_a_change(text, verbs, frozenset(ZH_VERBS[v] for v in verbs if v in ZH_VERBS)):
+        return False
+    if asks_for_information(text):
+        return True
     mentioned = set(deps.domain.entities_in(text))
-    for spec in changing:
-        verbs = set(re.findall(r"[a-z]+", spec.name.lower().replace("_", " ")))
-        if said & verbs or mentioned & set(deps.domain.tool_entities(spec).values()):
-            return False
-    return True
+    return not any(mentioned & set(deps.domain.tool_entities(spec).values()) for spec in changing)
 
 
 def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:
@@ -447,18 +458,21 @@ class LLMIntent:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
 
-    def classify(self, state: HarnessState, update: StateUpdate) -> tuple[str, float]:
+    def classify(self, state: HarnessState, update: StateUpdate,
+                 exclude: AbstractSet[str] = frozenset()) -> tuple[str, float]:
+        """The model's label for the message, never one in ``exclude``."""
         text = last_human_text(state.get("messages") or [])
         if self.described:
             text = still_asked(text)
+        prompt = classify_prompt(self.deps.domain, self.described, exclude)
         try:
             reply, update["turn_stats"] = call_model(
-                self.deps, [SystemMessage(classify_prompt(self.deps.domain, self.described)), HumanMessage(text)],
-                update.get("turn_stats", {}), step="data", schema=label_schema(self.deps.domain))  # start_turn set them
+                self.deps, [SystemMessage(prompt), HumanMessage(text)], update.get("turn_stats", {}),
+                step="data", schema=label_schema(self.deps.domain, exclude))  # start_turn set them
         except ModelCallFailed as err:
             update["turn_stats"] = err.stats
             return UNKNOWN, 0.0
-        return parse_intent_json(reply.text, self.deps.domain.intent_names())
+        return parse_intent_json(reply.text, [n for n in self.deps.domain.intent_names() if n not in exclude])
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         update = start_turn(self.deps, state, config)
@@ -480,11 +494,20 @@ class HybridIntent(LLMIntent):
         update = start_turn(self.deps, state, config)
         text = last_human_text(state.get("messages") or [])
         intent, confidence = understood(self.deps, text)
-        if confidence < 1.0 and not self.answers_waiting(state, intent, text):
-            label, sure = self.classify(state, update)
+        answers = self.answers_waiting(state, intent, text)
+        # A question that names no change as a request is not a change ("how many of my orders were cancelled?")
+        changes = (change_intents(self.deps.domain, self.deps.registry) if not answers and
+                   asks_without_change(self.deps.domain, self.deps.registry, still_asked(text)) else frozenset())
+        if intent in changes:
+            confidence = min(confidence, 0.6)  # the model chooses, among the others
+        if confidence < 1.0 and not answers:
+            label, sure = self.classify(state, update, changes)
             if label != UNKNOWN:  # the model's unknown keeps the rules' candidate
                 intent, confidence = label, min(sure, 0.9)
-        return finish(self.deps, state, update, intent, confidence)
+        if intent in changes:  # the model said unknown: the likeliest candidate that changes nothing
+            others = [c for c in candidates(self.deps.domain, still_asked(text), self.deps.embedder) if c not in changes]
+            intent = others[0] if others else UNKNOWN
+        return finish(self.deps, state, update, intent, confidence, changes)
 
     def answers_waiting(self, state: HarnessState, intent: str, text: str) -> bool:
         waiting = state.get("missing_slots") or []

@@ -32,6 +32,7 @@ from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 MAX_FACTS = 3  # fields stated beyond the identifier, name and status
 MAX_ITEMS = 3  # list items named before "and n more"
+ALL_ITEMS = 5  # a list this short is named in full: "3 of them, and 1 more" hides what a customer asked to see
 MAX_TEXT = 220  # characters of a long text field kept (at a sentence end)
 
 _INTERNAL = re.compile(r"(?:^|_)(?:score|rank|ranking|relevance|confidence|similarity|distance|embedding|internal|"
@@ -217,7 +218,7 @@ def screened_text(text: str, limit: int = MAX_TEXT) -> str:
     return " ".join(kept)[: limit + 40]
 
 
-def _kind(key: str, value: Any) -> str:
+def kind_of(key: str, value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
     if _ID_KEY.search(key) and isinstance(value, str | int):
@@ -237,7 +238,7 @@ def facts_of(record: Mapping[str, Any], voice: Voice) -> list[Fact]:
     for key, value in localized(record, voice.lang).items():
         if isinstance(value, dict | list) or not _shown(key, value):
             continue
-        kind = _kind(key, value)
+        kind = kind_of(key, value)
         shown = screened_text(value) if kind == "text" else voice.value(key, value)
         if shown and not holds_instruction(shown):
             out.append(Fact(key, voice.label(key), shown, kind))
@@ -270,6 +271,17 @@ def relevance(key: str, question: str) -> int:
 
 
 # ------------------------------------------------------------------------------------------ writing
+
+
+def asks_of_items(items: Sequence[Any], question: str) -> bool:
+    """Whether the question asks about a short field of a list's items ("which colour?" of a product's
+    variants), not their prose."""
+    first = items[0] if items and isinstance(items[0], Mapping) else None
+    return first is not None and any(relevance(k, question) > 0 for k, v in first.items()
+                                     if k not in OWN_KEYS and kind_of(k, v) != "text")
+
+
+OWN_KEYS = frozenset({"id", "name", "title"})  # every item has one: asked by "what", they say nothing of the items
 
 
 def _join(parts: Sequence[str], zh: bool) -> str:
@@ -407,7 +419,8 @@ def nothing_found(voice: Voice) -> str:
 def list_sentence(key: str, items: Sequence[Any], voice: Voice, question: str, noun: str = "") -> str:
     if not items:
         return nothing_found(voice)
-    named = [n for n in (_item(i, voice, question) for i in items[:MAX_ITEMS]) if n]
+    shown = items if len(items) <= ALL_ITEMS else items[:MAX_ITEMS]
+    named = [n for n in (_item(i, voice, question) for i in shown) if n]
     more = len(items) - len(named)
     label = _list_label(key, noun, voice)
     if voice.zh:
@@ -443,7 +456,7 @@ def result_sentences(result: Any, voice: Voice, question: str) -> list[str]:
     main = bool([f for f in facts if f.kind in ("id", "status")])
     outcome = voice.spec is not None and voice.spec.changes_state
     out = [record_sentence(scalars, voice, question, outcome=outcome)] if main or not lists else []
-    shown = {k: v for k, v in lists.items() if not main or relevance(k, question) > 0}
+    shown = {k: v for k, v in lists.items() if not main or relevance(k, question) > 0 or asks_of_items(v, question)}
     filled = {k: v for k, v in shown.items() if v}
     for key, items in (filled or dict(list(shown.items())[:1])).items():  # an empty list only when all are
         out.append(list_sentence(key, items, voice, question, noun))

@@ -28,12 +28,13 @@ from lg_harness.nodes.customer_text import (
     only_data,
     outcome_phrase,
     untold_refusal,
+    without_echoes,
     wrong_language,
 )
 from lg_harness.nodes.fact_check import contradictions, corrected, results_of
 from lg_harness.nodes.money import with_currency
 from lg_harness.nodes.phrases import say
-from lg_harness.nodes.render_answer import render_answer
+from lg_harness.nodes.render_answer import OWN_KEYS, Voice, kind_of, localized, relevance, render_answer
 from lg_harness.tools.entities import EntityType
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
@@ -134,6 +135,48 @@ def parts_unanswered(text: str, state: HarnessState, deps: NodeDeps) -> list[str
     return missed
 
 
+def _forms(key: str, value: Any, voice: Voice) -> set[str]:
+    """How a reply may write one value: as the result has it, as the customer's voice words it, and a
+    number with or without its cents."""
+    forms = {str(value), voice.value(key, value)}
+    if isinstance(value, int | float):
+        forms |= {f"{value:.2f}", f"{value:g}", f"{value:,.2f}"}
+    return {f.casefold() for f in forms if f.strip()}
+
+
+def asked_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The fields a lookup of this message found that the question asks about (``render_answer.relevance``:
+    "where" asks the status, "一共多少钱" the total) when ``text`` states none of them; [] when it states one,
+    or when nothing asked can be told apart from the customer's own words. "防摔手机壳。" does not answer
+    "到哪了？" though it is true. Prose fields (a description, an article) are left out: a paraphrase of them
+    cannot be checked by value."""
+    question = question_of(state)
+    lang = (state.get("fact_card") or {}).get("language") or "en"
+    folded, said = text.casefold(), question.casefold()
+    untold: list[str] = []
+    for record in log:
+        spec = deps.registry.get(str(record.get("name") or ""))
+        result = next(iter(results_of([record])), None) if record.get("status") == "ok" else None
+        if spec is None or spec.changes_state or not isinstance(result, Mapping):
+            continue
+        currency = str(result.get("currency") or deps.domain.currency or "")
+        voice = Voice(lang, deps.domain, spec, currency)
+        # the record's own fields, and those of its lists' items ("which colour?" of a product's variants)
+        rows = [localized(result, lang)] + [localized(i, lang) for v in result.values() if isinstance(v, list)
+                                            for i in v if isinstance(i, Mapping)]
+        asked = [(k, v) for row in rows for k, v in row.items()
+                 if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()
+                 and k not in OWN_KEYS and kind_of(k, v) != "text" and relevance(k, question) > 0]
+        forms = [(k, _forms(k, v, voice)) for k, v in asked]
+        forms = [(k, f) for k, f in forms if not any(x in said for x in f)]  # not the customer's own words
+        if not forms:
+            continue
+        if any(x in folded for _, f in forms for x in f) or mentions(text, [dict(asked)], "", deps.domain.claims):
+            return []
+        untold += [voice.label(k) for k, _ in forms]
+    return list(dict.fromkeys(untold))
+
+
 def figures_made_up(text: str, state: HarnessState, deps: NodeDeps, results: Sequence[Any]) -> bool:
     """Whether ``text`` states a figure (two digits or more) found nowhere it could come from: the customer's
     messages, the results of calls that worked, the domain's own policy text, or a count of a result's items."""
@@ -222,12 +265,40 @@ def customer_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool)
     return text, problems
 
 
+def words_problem(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[Mapping[str, Any]],
+                  worked: bool) -> str | None:
+    """Why words for the customer are not yet the answer, or None: the note for one more try while
+    regenerations are left, after which the harness writes the answer from the results."""
+    results = results_of(log)
+    if worked and (missed := parts_unanswered(text, state, deps)):
+        # several requests in one message: an answer to each, not to the first alone
+        return f"it does not answer every part of the message (missing: {', '.join(missed)}); answer each"
+    if worked and (untold := asked_untold(text, state, deps, log)):
+        # True words about the record, but not what was asked ("防摔手机壳。" for "到哪了？").
+        return f"it does not say what was asked ({', '.join(untold[:3])}); say it"
+    if figures_made_up(text, state, deps, results):
+        # A figure that neither the customer nor any result gave ("the battery lasts about 10 hours" after a
+        # search that says nothing of batteries): made up.
+        return "it states figures that no tool result or customer message gave"
+    if log and not worked and figures_from_elsewhere(text, state):
+        # Every call of this message failed, yet the words state figures neither the customer nor this
+        # message's results gave (an earlier lookup's time, told as the answer to a new question).
+        return "it states figures that no tool result of this message gave; say what went wrong"
+    if done := untold_change(text, log, deps):
+        # A change that went through, told as one still to come ("You will renew the loan"): the outcome is
+        # the tool's status word.
+        return f"the change is already done (its status is now {done}); tell the customer it is done"
+    return None
+
+
 def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) -> tuple[str, list[str]]:
     """``customer_draft`` before a refusal the words leave out is added."""
     draft = state.get("reply") or ""
     log = state.get("tool_log") or []
     lang = (state.get("fact_card") or {}).get("language") or "en"
     text = draft_words(draft, log, lang, deps)
+    if text is not None and (notes := (state.get("check") or {}).get("problems")):
+        text = without_echoes(text, notes)  # our note on why the last draft went back, told to the customer
     results = results_of(log)
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and any(r.get("status") == "ok" for r in log)
@@ -236,28 +307,9 @@ def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) 
         # ORD-1"), the harness's own prompt parroted, "How can I help?". Not an answer: one more try, then
         # the harness writes it from the results.
         text = None
-    if text is not None and worked and (missed := parts_unanswered(text, state, deps)):
-        # several requests in one message: an answer to each, not to the first alone
+    if text is not None and (problem := words_problem(text, state, deps, log, worked)):
         if may_regenerate:
-            return draft, [f"it does not answer every part of the message (missing: {', '.join(missed)}); answer each"]
-        text = None
-    if text is not None and figures_made_up(text, state, deps, results):
-        # A figure that neither the customer nor any result gave ("the battery lasts about 10 hours" after a
-        # search that says nothing of batteries): made up. One more try, then the harness writes it.
-        if may_regenerate:
-            return draft, ["it states figures that no tool result or customer message gave"]
-        text = None
-    if text is not None and log and not worked and figures_from_elsewhere(text, state):
-        # Every call of this message failed, yet the words state figures neither the customer nor this
-        # message's results gave (an earlier lookup's time, told as the answer to a new question).
-        if may_regenerate:
-            return draft, ["it states figures that no tool result of this message gave; say what went wrong"]
-        text = None
-    if text is not None and (done := untold_change(text, log, deps)):
-        # A change that went through, told as one still to come ("You will renew the loan"): the outcome is
-        # the tool's status word; one more try, then the harness writes it from the result.
-        if may_regenerate:
-            return draft, [f"the change is already done (its status is now {done}); tell the customer it is done"]
+            return draft, [problem]
         text = None
     # In another language than the customer's, with or without a result: an answer from the conversation
     # ("the first order you gave me was…") reaches the customer in their language too.

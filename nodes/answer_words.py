@@ -86,6 +86,7 @@ SENSES: dict[str, tuple[str, ...]] = {
     "assignee": ("who", "assigned", "handling", "谁", "负责"),
     "discount": ("discount", "off", "percent", "save", "折扣", "优惠", "打折"),
     "warranty": ("warranty", "guarantee", "保修", "质保"),
+    "count": ("many", "number", "count", "几个", "几单", "多少个", "一共", "总共"),
     "color": ("colour", "colours", "colors", "颜色", "什么色", "哪些色"),
     "locked": ("locked", "lock", "unlock", "锁", "锁定"),
     "excerpt": ("how", "what", "steps", "guide", "如何", "怎么", "怎样", "步骤"),

@@ -41,6 +41,7 @@ _LANG_VARIANT = re.compile(r"_(zh|cn|en)$", re.I)
 _ID_KEY = re.compile(r"(?:^|_)(?:id|no|number|code|ref)$", re.I)
 _NAME_KEY = re.compile(r"(?:^|_)(?:name|title)$", re.I)
 _STATUS_KEY = re.compile(r"(?:^|_)(?:status|state)$", re.I)
+_COUNT_KEY = re.compile(r"(?:^|_)(?:count|number|num|qty|quantity)s?$", re.I)  # "total_count": how many, not money
 _MONEY_KEY = re.compile(r"price|total|amount|fee|cost|balance|refund", re.I)
 _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2})?)?")
 _TEXT_KEY = re.compile(r"excerpt|summary|answer|body|content|text|description|message|next_step|note", re.I)
@@ -87,6 +88,8 @@ class Voice:
         words = field_words(key)
         if len(words) > 1 and unit_of(key):  # "high_c" is a high, in °C (the value says the unit)
             words = words[:-1]
+        if self.zh and [w.lower() for w in words] == ["total", "count"]:
+            return "总数"
         if self.zh:
             zh = [ZH_FIELD_WORDS.get(w.lower()) for w in words]
             if all(z is not None for z in zh) and "".join(z or "" for z in zh):
@@ -99,7 +102,7 @@ class Voice:
     def value(self, key: str, value: Any) -> str:
         if isinstance(value, bool):
             return ("是" if value else "否") if self.zh else ("yes" if value else "no")
-        if isinstance(value, int | float) and _MONEY_KEY.search(key) and self.currency:
+        if isinstance(value, int | float) and _MONEY_KEY.search(key) and not _COUNT_KEY.search(key) and self.currency:
             unit = CURRENCY_ZH.get(self.currency, self.currency) if self.zh else self.currency
             return f"{value:.2f} {unit}"
         if isinstance(value, int | float) and (unit := unit_of(key)):

@@ -135,13 +135,24 @@ def parts_unanswered(text: str, state: HarnessState, deps: NodeDeps) -> list[str
     return missed
 
 
+_ZH_DIGITS = "零一二三四五六七八九十"
+
+
 def _forms(key: str, value: Any, voice: Voice) -> set[str]:
-    """How a reply may write one value: as the result has it, as the customer's voice words it, and a
-    number with or without its cents."""
-    forms = {str(value), voice.value(key, value)}
+    """How a reply may write one value: as the result has it and as the customer's voice words it."""
+    return {f.casefold() for f in (str(value), voice.value(key, value)) if f.strip()}
+
+
+def _states(text: str, key: str, value: Any, voice: Voice) -> bool:
+    """Whether ``text`` states the value: a number as a number of its own (not the 1 inside ORD-10147; 1 or
+    1.00, 一 or 两 in Chinese), anything else in one of its forms."""
     if isinstance(value, int | float):
-        forms |= {f"{value:.2f}", f"{value:g}", f"{value:,.2f}"}
-    return {f.casefold() for f in forms if f.strip()}
+        numbers = {round(float(n), 2) for n in re.findall(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w.]*\d)", text.replace(",", ""))}
+        if round(float(value), 2) in numbers:
+            return True
+        words = ([_ZH_DIGITS[value]] + (["两"] if value == 2 else [])) if isinstance(value, int) and 0 <= value <= 10 else []
+        return any(re.search(f"{w}[个单张项次件笔条位]", text) for w in words)  # 一个, 两单: 一共 counts nothing
+    return any(f in text.casefold() for f in _forms(key, value, voice))
 
 
 def asked_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -152,7 +163,6 @@ def asked_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[M
     cannot be checked by value."""
     question = question_of(state)
     lang = (state.get("fact_card") or {}).get("language") or "en"
-    folded, said = text.casefold(), question.casefold()
     untold: list[str] = []
     for record in log:
         spec = deps.registry.get(str(record.get("name") or ""))
@@ -167,13 +177,12 @@ def asked_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[M
         asked = [(k, v) for row in rows for k, v in row.items()
                  if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()
                  and k not in OWN_KEYS and kind_of(k, v) != "text" and relevance(k, question) > 0]
-        forms = [(k, _forms(k, v, voice)) for k, v in asked]
-        forms = [(k, f) for k, f in forms if not any(x in said for x in f)]  # not the customer's own words
-        if not forms:
+        asked = [(k, v) for k, v in asked if not _states(question, k, v, voice)]  # not the customer's own words
+        if not asked:
             continue
-        if any(x in folded for _, f in forms for x in f) or mentions(text, [dict(asked)], "", deps.domain.claims):
+        if any(_states(text, k, v, voice) for k, v in asked) or mentions(text, [dict(asked)], "", deps.domain.claims):
             return []
-        untold += [voice.label(k) for k, _ in forms]
+        untold += [voice.label(k) for k, _ in asked]
     return list(dict.fromkeys(untold))
 
 

@@ -72,7 +72,7 @@ def dates(text: str) -> list[tuple[int | None, int, int]]:
     t = norm(text)
     out: list[tuple[int | None, int, int]] = []
     out += [(int(y), int(m), int(d)) for y, m, d in re.findall(r"(?<![0-9a-z])(\d{4})-(\d{1,2})-(\d{1,2})", t)]
-    out += [(int(y) if y else None, int(m), int(d)) for y, m, d in re.findall(r"(?:(\d{4})年)?(\d{1,2})月(\d{1,2})[日号]", t)]
+    out += [(int(y) if y else None, int(m), int(d)) for y, m, d in re.findall(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]", t)]  # "2026 年 10 月 25 日" too
     month = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
     for mon, d, y in re.findall(rf"(?<![a-z]){month}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?(?:\s+(\d{{4}}))?", t):
         out.append((int(y) if y else None, MONTHS[mon], int(d)))

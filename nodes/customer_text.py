@@ -173,9 +173,14 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", _second_person(text).lower())
 
 
+_ECHO_CJK = 6  # Chinese: a run of this many characters
+
+
 def _word_runs(text: str) -> set[tuple[str, ...]]:
     ws = _words(text)
-    return {tuple(ws[i:i + _ECHO_WORDS]) for i in range(len(ws) - _ECHO_WORDS + 1)}
+    runs = {tuple(ws[i:i + _ECHO_WORDS]) for i in range(len(ws) - _ECHO_WORDS + 1)}
+    cjk = "".join(re.findall(r"[\u3400-\u9fff]", text))
+    return runs | {tuple(cjk[i:i + _ECHO_CJK]) for i in range(len(cjk) - _ECHO_CJK + 1)}
 
 
 def _echoes(clause: str, runs: set[tuple[str, ...]], notes: Sequence[list[str]]) -> bool:

@@ -232,6 +232,30 @@ def untold_change(text: str, log: Sequence[Mapping[str, Any]], deps: NodeDeps) -
     return None
 
 
+def new_id_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[Mapping[str, Any]]) -> str | None:
+    """The label of an identifier a change of this message made (in its result, never in the customer's
+    words: a new ticket's number) that ``text`` does not state, or None."""
+    said = " ".join(str(m.content) for m in state.get("messages") or [] if isinstance(m, HumanMessage))
+    lang = (state.get("fact_card") or {}).get("language") or "en"
+    for record in log:
+        spec = deps.registry.get(str(record.get("name") or ""))
+        result = next(iter(results_of([record])), None) if record.get("status") == "ok" else None
+        if spec is None or not spec.changes_state or not isinstance(result, Mapping):
+            continue
+        for key, value in result.items():
+            if kind_of(key, value) == "id" and len(str(value)) >= 4 and str(value) not in said \
+                    and str(value) not in text:
+                return Voice(lang, deps.domain, spec).label(key)
+    return None
+
+
+def confirmation_told_back(text: str, lang: str, deps: NodeDeps) -> str | None:
+    """``text`` without the confirmation question's own words ("Reply yes to go ahead..."), once the change it
+    asked about is done: an answer that asks again for a yes tells the customer nothing happened."""
+    template = say("confirm_change", lang, deps.domain, change="\x00")
+    return without_echoes(text, [part for part in template.split("\x00") if part.strip()])
+
+
 def rendered(state: HarnessState, deps: NodeDeps, lang: str) -> str:
     """The answer the harness writes itself: the results in words (``render_answer``) when a call of the
     message worked, else what happened and what the customer can do next (``outcome_phrase``)."""
@@ -293,6 +317,10 @@ def words_problem(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[
         # Every call of this message failed, yet the words state figures neither the customer nor this
         # message's results gave (an earlier lookup's time, told as the answer to a new question).
         return "it states figures that no tool result of this message gave; say what went wrong"
+    if ident := new_id_untold(text, state, deps, log):
+        # A change that made a record (a ticket, a request) and an answer without its number: the customer
+        # has nothing to quote when they come back.
+        return f"it does not give the new {ident}; say it"
     if done := untold_change(text, log, deps):
         # A change that went through, told as one still to come ("You will renew the loan"): the outcome is
         # the tool's status word.
@@ -308,6 +336,9 @@ def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) 
     text = draft_words(draft, log, lang, deps)
     if text is not None and (notes := (state.get("check") or {}).get("problems")):
         text = without_echoes(text, notes)  # our note on why the last draft went back, told to the customer
+    if text is not None and any(r.get("status") == "ok" and (s := deps.registry.get(str(r.get("name")))) is not None
+                                and s.changes_state for r in log):
+        text = confirmation_told_back(text, lang, deps)
     results = results_of(log)
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and any(r.get("status") == "ok" for r in log)

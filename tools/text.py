@@ -45,8 +45,10 @@ def keyword_pattern(word: str) -> re.Pattern[str]:
     ``graphs.warm``): the rules try every keyword of every intent on each message."""
     if CJK.search(word):
         return re.compile(re.escape(word))
-    # plurals and simple inflections count ("coupons", "returned", "tracking")
-    return re.compile(rf"(?<![a-z]){re.escape(word)}(?:s|es|ed|ing)?(?![a-z])")
+    # plurals and simple inflections count ("coupons", "returned", "tracking"), and a phrase's words may have
+    # one word between them ("request VPN access", "need Salesforce access" say "request access", "need access")
+    words = [rf"{re.escape(w)}(?:s|es|ed|ing)?" for w in word.split()]
+    return re.compile(r"(?<![a-z])" + r"\s+(?:[a-z0-9][\w.-]*\s+)?".join(words) + r"(?![a-z])")
 
 
 def is_phrase(keyword: str) -> bool:

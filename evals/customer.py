@@ -46,6 +46,7 @@ def asks_permission(reply: str) -> bool:
 
 # A question for something of the customer's own ("your PIN", "请提供"), as against "anything else?"
 _ASKS_FOR_INPUT = re.compile(r"\b(your|provide|enter|share)\b|您的|你的|请提供|请输入|请告诉", re.I)
+_ANSWER_WORDS = frozenset({"yes", "no", "ok", "okay", "是", "不", "好"})
 _WORD = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]", re.I)
 
 SAY = {
@@ -204,6 +205,8 @@ class GoalCustomer:
         What do you need?" does not ask for the order number."""
         reply_all, reply = reply, asking_sentences(reply)
         words = _tokens(reply)
+        if whole:  # "reply yes, or no to leave it": the yes and the no are the answers asked for, not a fact's words
+            words -= _ANSWER_WORDS
         bar = 1.0 if whole else 0.5
         best: tuple[float, str, Mapping[str, Any]] | None = None
         for name, fact in (self.goal.get("knows") or {}).items():

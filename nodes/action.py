@@ -18,17 +18,17 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from lg_harness.core.domain import Domain
 from lg_harness.core.routing import counters
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.memory.context import build_context, must_call_messages
-from lg_harness.memory.known_ids import customer_spelling, ids_of_outcomes
+from lg_harness.memory.known_ids import ids_of_outcomes
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, prompt_tools, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.goal_stop import GoalStop, kept, set_aside_for, step_of
 from lg_harness.nodes.offer import relevant_offer
 from lg_harness.nodes.phrases import say
-from lg_harness.nodes.retry_declined import call_or_retry, ready_task
+from lg_harness.nodes.retry_declined import declines_for
+from lg_harness.nodes.rewrites import rewrites_for, rewritten
 from lg_harness.nodes.screens import AwaitYes, Screening, screens_for
 from lg_harness.obs.tracing import TOOL_LOGGERS, span_event
 from lg_harness.tools.cleaning import clean_error, clean_result
@@ -82,23 +82,6 @@ def earlier_outcome(record: Mapping[str, Any]) -> ToolOutcome:
                        error=record.get("error"), exception=record.get("exception"))
 
 
-def canonical_args(args: dict[str, Any], entity_args: dict[str, str], domain: Domain) -> dict[str, Any]:
-    """Entity arguments in their type's canonical form ("ord10134" -> "ORD-10134"), lists item by item.
-
-    Only a value that is unambiguously one identifier is rewritten; anything else is left for validation.
-    """
-    out = dict(args)
-    for key, value in args.items():
-        entity = domain.entity_type(entity_args.get(key, ""))
-        if entity is None:
-            continue
-        if isinstance(value, str):
-            out[key] = entity.canonicalize(value) or value
-        elif isinstance(value, list):
-            out[key] = [(entity.canonicalize(v) or v) if isinstance(v, str) else v for v in value]
-    return out
-
-
 def with_call_ids(ai: AIMessage, log: Sequence[Mapping[str, Any]], rnd: int) -> AIMessage:
     """``ai`` with one distinct id per tool call: providers may send none, or one id (``call_0``) for several
     calls. Results are paired with calls by these ids, and the change each call makes is keyed by what it is,
@@ -130,6 +113,8 @@ class ToolLoopAction:
         self.knobs = deps.design.knobs
         # what a call meets before it runs, composed once from the design (nodes/screens.py)
         self.screens = screens_for(self.knobs, deps.domain, deps.registry)
+        self.rewrites = rewrites_for(self.knobs, deps.domain)
+        self.declines = declines_for(self.knobs)
         self.awaits_yes = next((s for s in self.screens if isinstance(s, AwaitYes)), None)
         self.model_text = cleaned_text if self.knobs.clean_results else raw_text
         # what a model step is not offered again, and whether the route's delivered call ends the loop
@@ -205,14 +190,14 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         offered = self.offered(state, config)
-        shown = prompt_tools(self.deps, state, config) if offered and ready_task(state, self.deps) else []
+        shown = prompt_tools(self.deps, state, config) if offered and self.declines.ready(state, self.deps) else []
         if shown:
             # a step that must call reads a prefix every such call shares (the instructions and every tool), who
             # the customer is, their message and the task (memory.context.must_call_messages); other steps are
             # assembled as without the knob (with every tool listed, or the task after the conversation, the
             # 0.5B model's answers fell apart: reports/bench-local/README.md)
             messages = must_call_messages(state, self.deps.design, self.deps.domain, self.deps.strategies)
-        ai, stats = call_or_retry(self.deps, state, messages, stats, offered, shown)
+        ai, stats = self.declines.call(self.deps, state, messages, stats, offered, shown)
         if ai.tool_calls and self.delivered(state):
             # offered no tool and calling one anyway (a model without a grammar): nothing more runs; the
             # answer step writes the reply from what the route's call returned
@@ -234,11 +219,9 @@ class ToolLoopAction:
         # rewrite below, and the harness's arguments at the tool boundary after it (evals.metrics).
         ai = with_call_ids(ai, state.get("tool_log") or [], rnd)
         emitted = [dict(c.get("args") or {}) for c in ai.tool_calls]
-        if self.knobs.normalize_args and ai.tool_calls:
+        if self.rewrites and ai.tool_calls:
             ai = ai.model_copy(update={"tool_calls": [
-                {**c, "args": customer_spelling(
-                    canonical_args(c.get("args") or {}, self.entity_args(c["name"]), self.deps.domain),
-                    state, self.entity_args(c["name"]))}
+                {**c, "args": rewritten(c.get("args") or {}, self.rewrites, self.entity_args(c["name"]), state)}
                 for c in ai.tool_calls]})
         return ai, emitted
 

@@ -1,5 +1,5 @@
 """Write docs/commands.md from the CLI's own help: every command, its arguments and options, defaults and
-environment variables, as ``harness COMMAND --help`` states them. ``tests/test_docs.py`` fails when the
+environment variables, as ``harness COMMAND --help`` states them. ``tests/project/test_docs.py`` fails when the
 page and the CLI differ; then run ``python scripts/cli_reference.py``.
 """
 

@@ -2,7 +2,7 @@
 
 grimp reads every import statement, those inside functions too, so a deferred import is an arrow like any
 other. An arrow points from the importer to what it imports; the boxes are the layers
-``tests/test_layers.py`` holds the code to (the graph never imports the service around it).
+``tests/project/test_layers.py`` holds the code to (the graph never imports the service around it).
 
     python scripts/layers.py            # print the mermaid diagram
     python scripts/layers.py --write    # put it into docs/layout.md, between the markers

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the repository root: tests.fixtures is there
 
 
 def demo_repo() -> str:
@@ -81,7 +81,7 @@ def run(conversation: dict[str, Any], model: str) -> list[dict[str, Any]]:
                                         for c in r.values.get("tool_log") or []]})
 
     if conversation.get("lending"):
-        from fixtures.lending_domain import DOMAIN as LENDING  # pyright: ignore[reportMissingImports]  (tests/)
+        from tests.fixtures.lending_domain import DOMAIN as LENDING
 
         talk(LENDING, LENDING.fresh_resources() if LENDING.fresh_resources else None)
     else:

@@ -1,7 +1,7 @@
 """Type-check the whole project with pyright (basic mode; ``[tool.pyright]`` in pyproject.toml).
 
     .venv/bin/python scripts/typecheck.py          # exit 0 when clean; pyright's report otherwise
-    .venv/bin/python scripts/typecheck.py --json   # pyright's JSON report (tests/test_typing.py reads it)
+    .venv/bin/python scripts/typecheck.py --json   # pyright's JSON report (tests/project/test_typing.py reads it)
 
 Why a script and not bare ``pyright``: the folders are reached as ``lg_harness.<name>`` through the committed
 folder links ``lg_harness/<name> -> ../<name>``, and pyright follows linked files but checks a linked folder's

@@ -28,30 +28,22 @@ _OPTIONAL = ("_stream", "_astream")
 os.environ.setdefault("SIMLM_PROFILE", "prior")
 
 
-# Markers by what a test needs or costs, so ``pytest -m "not slow"`` is the quick suite (README) and a machine
-# without a browser, PostgreSQL or the local model can leave those out by name. CI runs everything.
-MARKERS = {
-    "slow": "takes seconds to minutes (whole graphs on many scenarios, sweeps, reports, the CLI in processes)",
-    "real_model": "runs the real local model (bash scripts/setup.sh --local-model; skips without it)",
-    "browser": "drives the web desk in Chromium through Playwright",
-    "postgres": "needs PostgreSQL 15 (started through pg_ctlcluster; skips without it)",
-    "docs": "builds or checks the docs, the notebooks, the README's examples or the types",
-}
+# Markers by what a test needs or costs (registered in pyproject.toml, [tool.pytest.ini_options]), so
+# ``pytest -m "not slow"`` is the quick suite (README) and a machine without a browser, PostgreSQL or the local
+# model can leave those out by name. CI runs everything.
+NEEDS = ("real_model", "browser", "postgres", "docs")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", f"{REAL_MODEL_MARKER}: the test may call a real model endpoint (Ollama / OpenAI-compatible)"
-    )
-    for name, text in MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: {text}")
-
-
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects: the markers added here count there
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that takes the PostgreSQL server fixture is a ``postgres`` test, whatever file it is in."""
+    """A test that takes the PostgreSQL server fixture is a ``postgres`` test, whatever file it is in; a test that
+    needs the real model, a browser, PostgreSQL or builds the docs is also ``slow``, so ``-m "not slow"`` never
+    starts one."""
     for item in items:
         if "postgres_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.postgres)
+        if not item.get_closest_marker("slow") and any(item.get_closest_marker(name) for name in NEEDS):
+            item.add_marker(pytest.mark.slow)
 
 
 class RealModelCallBlocked(RuntimeError):
@@ -134,10 +126,7 @@ def harness_app(tmp_path):
     by a user who confirms the changes they ask for (``ConfirmingUser``)."""
     from lg_harness.graphs.app import Harness
 
-    try:
-        from support import ConfirmingUser
-    except ImportError:  # tests/ imported as a package
-        from tests.support import ConfirmingUser
+    from tests.support import ConfirmingUser
 
     h = Harness(tmp_path, design=patient_design())
     yield ConfirmingUser(h)

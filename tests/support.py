@@ -159,7 +159,7 @@ def real_model_missing() -> str | None:
 
 
 def real_model(test: Any) -> Any:
-    """Mark a test that runs the real local model: marker ``real_model`` (``-m "not real_model"`` leaves it out),
-    and a skip that says what to install where the model is missing (a failure in CI, conftest)."""
+    """Mark a test that runs the real local model: markers ``real_model`` and ``slow`` (``-m "not real_model"``
+    leaves it out), and a skip that says what to install where the model is missing (a failure in CI, conftest)."""
     missing = real_model_missing()
-    return pytest.mark.real_model(pytest.mark.skipif(missing is not None, reason=str(missing))(test))
+    return pytest.mark.slow(pytest.mark.real_model(pytest.mark.skipif(missing is not None, reason=str(missing))(test)))

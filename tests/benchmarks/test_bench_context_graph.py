@@ -20,11 +20,7 @@ from lg_harness.domains.shop.bench import customer_facts
 from lg_harness.nodes.classify import classify
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import tool_spec
-except ImportError:  # tests/ imported as a package
-    from tests.support import tool_spec
+from tests.support import tool_spec
 
 STRATEGY_KEYS = {"tokens", "token_stand_ins", "token_ratio", "checkpoint_bytes", "checkpoint_ratio", "db_bytes",
                  "waiting_turns", "recall_reply", "recall_ok", "tokens_by_turn", "seconds", "fresh_tokens",
@@ -99,11 +95,13 @@ def test_context_figures_have_the_documented_keys(context_figures: dict) -> None
         assert s["recall_ok"] is None  # six turns end before the recall question
 
 
+@pytest.mark.slow
 def test_full_history_costs_more_tokens_than_hybrid_at_the_last_turn(context_figures: dict) -> None:
     s, last = context_figures["strategies"], context_figures["token_turns"][-1]
     assert s["full"]["tokens"][last] > s["hybrid"]["tokens"][last]
 
 
+@pytest.mark.slow
 def test_fresh_thread_baseline_isolates_what_the_history_adds(context_figures: dict) -> None:
     s, turns = context_figures["strategies"], context_figures["token_turns"]
     for figures in s.values():
@@ -113,6 +111,7 @@ def test_fresh_thread_baseline_isolates_what_the_history_adds(context_figures: d
     assert s["full"]["over_fresh"][turns[-1]] > s["hybrid"]["over_fresh"][turns[-1]]
 
 
+@pytest.mark.slow
 def test_hybrid_checkpoint_stays_flat_while_full_grows(context_figures: dict) -> None:
     s = context_figures["strategies"]
     *_, earlier, last = context_figures["byte_turns"]
@@ -124,6 +123,7 @@ def test_hybrid_checkpoint_stays_flat_while_full_grows(context_figures: dict) ->
     assert growth("full") > growth("hybrid")
 
 
+@pytest.mark.slow
 def test_context_report_names_every_strategy_and_target(context_figures: dict) -> None:
     table = bench_context.format_table(context_figures)
     assert all(name in table for name in STRATEGIES)
@@ -149,6 +149,7 @@ def test_graph_figures_have_the_documented_keys(graph_figures: dict) -> None:
     assert f["tracing"]["off_ms"] > 0 and f["tracing"]["on_ms"] > 0
 
 
+@pytest.mark.slow
 def test_create_agent_database_is_larger_than_ours(graph_figures: dict) -> None:
     ours, theirs = graph_figures["ours"], graph_figures["create_agent"]
     assert theirs["db_bytes"] > ours["db_bytes"]
@@ -158,14 +159,17 @@ def test_create_agent_database_is_larger_than_ours(graph_figures: dict) -> None:
     assert theirs["messages_in_state"] >= 2 * 40
 
 
+@pytest.mark.slow
 def test_create_agent_ran_the_shop_tools_cleanly(graph_figures: dict) -> None:
     assert graph_figures["create_agent"]["tool_errors"] == 0
 
 
+@pytest.mark.slow
 def test_tracing_arm_wrote_spans(graph_figures: dict) -> None:
     assert graph_figures["tracing"]["spans"] > 0
 
 
+@pytest.mark.slow
 def test_graph_report_prints_both_systems_and_targets(graph_figures: dict) -> None:
     table = bench_graph.format_table(graph_figures)
     assert "ours" in table and "create_agent" in table and "tracing" in table
@@ -175,6 +179,7 @@ def test_graph_report_prints_both_systems_and_targets(graph_figures: dict) -> No
     assert bench_graph.notes(graph_figures)
 
 
+@pytest.mark.slow
 def test_the_default_saves_each_message_once_and_the_sync_row_every_step(graph_figures: dict) -> None:
     """Ours (durability "exit", the default) leaves one checkpoint per message; the third system, the same
     harness with durability="sync", saves every step (and prunes all but the ends of older messages)."""
@@ -185,6 +190,7 @@ def test_the_default_saves_each_message_once_and_the_sync_row_every_step(graph_f
     assert len(synced["cpu_ms_per_message"]) == len(ours["cpu_ms_per_message"]) == graph_figures["messages"]
 
 
+@pytest.mark.slow
 def test_unseen_window_embeds_what_names_nothing_and_is_reported(graph_figures: dict) -> None:
     """The first window again on new threads, every text new to the embedder: each message that names no
     identifier is embedded for recall (so at least those; 0 if the memo were not emptied), one that names

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 # benchmarks/ sits at the repository root but is not an installed package
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from lg_harness.benchmarks.bench_tools import format_table, run_bench_tools  # noqa: E402
 

@@ -14,7 +14,7 @@ from lg_harness.core.design import PRESETS, load_design, with_variant
 from lg_harness.core.parts import is_part
 from lg_harness.graphs.runtime import default_runtime
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HARNESS = Path(sys.executable).with_name("harness")
 
 USER_FILE = '''

@@ -22,10 +22,7 @@ from lg_harness.tools.context import ToolContext
 from lg_harness.tools.executor import ToolExecutor, ToolOutcome
 from lg_harness.tools.registry import ToolRegistry
 
-try:
-    from support import tool_spec
-except ImportError:  # tests/ imported as a package
-    from tests.support import tool_spec
+from tests.support import tool_spec
 
 SCENARIO_DIR = Path(DOMAIN.scenario_path())
 REQUIRED_TAGS = ("single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation", "role",

@@ -17,13 +17,9 @@ from lg_harness.core.domain import load_domain
 from lg_harness.graphs.app import Harness
 
 from lg_harness.errors import HarnessError
+from tests.support import harness
 
-try:
-    from support import harness
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness
-
-SOURCE = Path(__file__).parent / "fixtures" / "library_domain.py"
+SOURCE = Path(__file__).parents[1] / "fixtures" / "library_domain.py"
 
 
 @pytest.fixture

@@ -324,7 +324,7 @@ def test_calibrate_write_fits_the_answer_rows_into_the_profile_the_sim_then_foll
     import simlm.faults as faults
     from simlm import Provider
 
-    reports = Path(__file__).resolve().parents[1] / "reports"
+    reports = Path(__file__).resolve().parents[2] / "reports"
     model = "local:qwen2.5-coder-0.5b"
     rows = f"rows-{model.replace(':', '_')}.json"
     shutil.copy(reports / "calibration" / rows, tmp_path / rows)  # measured before: reused, nothing re-run

@@ -8,13 +8,11 @@ import pytest
 from lg_harness.core.domain import load_domain
 from lg_harness.evals.scenario import load_scenarios, split_of
 
-try:
-    from support import harness
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness
+from tests.support import harness
+
+pytestmark = pytest.mark.slow
 
 
-@pytest.mark.slow
 def test_split_selects_the_scenarios_and_the_report_says_which(tmp_path):
     out = tmp_path / "dev"
     run = harness("compare", "--designs", "harness", "--split", "dev", "--limit", "3", "--workers", "1",
@@ -29,7 +27,6 @@ def test_split_selects_the_scenarios_and_the_report_says_which(tmp_path):
     assert bad.returncode != 0 and "unknown split" in bad.stderr
 
 
-@pytest.mark.slow
 def test_two_splits_run_in_one_folder_and_the_headline_puts_them_side_by_side(tmp_path):
     """``--split test,heldout``: one cells file, each split's report in its own folder, and headline.md with
     both splits' outcome-judged completion and paired differences in one table."""
@@ -56,7 +53,6 @@ def test_two_splits_run_in_one_folder_and_the_headline_puts_them_side_by_side(tm
     assert "| harness |" in headline and "(baseline)" in headline and "heldout: wrong changes" in headline
 
 
-@pytest.mark.slow
 def test_ablations_add_one_design_per_knob_and_a_report_section(tmp_path):
     out = tmp_path / "abl"
     run = harness("compare", "--designs", "harness", "--ablations", "--limit", "1", "--workers", "2",
@@ -69,7 +65,6 @@ def test_ablations_add_one_design_per_knob_and_a_report_section(tmp_path):
     assert "| normalize_args: True -> False | knob | harness-no:normalize_args |" in report
 
 
-@pytest.mark.slow
 def test_profiles_run_once_per_profile_and_write_the_sensitivity_table(tmp_path):
     out = tmp_path / "prof"
     run = harness("compare", "--designs", "naive,harness", "--profiles", "clean,flat", "--limit", "2",

@@ -18,15 +18,8 @@ from lg_harness.evals.compare import CELLS, read_cells, run_compare
 from lg_harness.evals.runner import run_cell
 from lg_harness.evals.scenario import Scenario, Turn, load_scenarios
 
-try:
-    from standins.ollama_server import OllamaStandIn
-except ImportError:  # tests/ imported as a package
-    from tests.standins.ollama_server import OllamaStandIn
-
-try:
-    from support import harness
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness
+from tests.standins.ollama_server import OllamaStandIn
+from tests.support import harness
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

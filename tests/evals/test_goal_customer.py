@@ -17,7 +17,7 @@ from lg_harness.evals.metrics import cell_metrics
 from lg_harness.evals.runner import run_cell
 from lg_harness.evals.scenario import Scenario
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 LOOKUP = {"knows": {"order_id": {"value": "ORD-10171", "about": ["order number", "order id", "订单号"]},
                     "email": {"value": "kim@example.com", "about": ["email address", "邮箱"]}},

@@ -18,10 +18,7 @@ from lg_harness.evals.metrics import aggregate, arg_validity
 from lg_harness.evals.runner import tool_calls_of
 from lg_harness.evals.scenario import DEV_FRACTION, Scenario, Turn, load_scenarios, select_split, split_of
 
-try:
-    from support import patient_design, u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design, u001_order
+from tests.support import patient_design, u001_order
 
 # ------------------------------------------------------------------------------------------------ Wilson
 

@@ -2,7 +2,7 @@
 
 On the LangGraph server a customer could once write another customer's id and a confirmed change into a
 thread's state and run it (issue 40). The server's auth hook now refuses such writes
-(``tests/test_langgraph_server.py``); here the graph's own check is tested alone, as the server would run it:
+(``tests/service/test_langgraph_server.py``); here the graph's own check is tested alone, as the server would run it:
 a run whose ``configurable.langgraph_auth_user_id`` is not the state's user runs no tool at all.
 """
 

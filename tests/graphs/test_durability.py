@@ -18,11 +18,7 @@ import pytest
 from lg_harness.graphs.app import Harness
 
 from lg_harness.errors import UsageError
-
-try:
-    from support import harness, patient_design, u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness, patient_design, u001_order
+from tests.support import harness, patient_design, u001_order
 
 HARNESS = Path(sys.executable).with_name("harness")
 MODEL = "sim:clean"

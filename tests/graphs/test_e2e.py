@@ -17,11 +17,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import SendResult
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import ConfirmingUser
-except ImportError:  # tests/ imported as a package
-    from tests.support import ConfirmingUser
+from tests.support import ConfirmingUser
 
 # What a Chinese answer may call each status (a general model says 已送达 where the shop's staff say 已签收).
 STATUS_ZH = {"pending": ("待发货", "待处理"), "shipped": ("已发货",), "delivered": ("已签收", "已送达"),

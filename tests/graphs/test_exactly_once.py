@@ -16,10 +16,7 @@ from langchain_core.messages import ToolMessage
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import ToolCallResult
 
-try:
-    from support import ScriptedModel, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import ScriptedModel, patient_design
+from tests.support import ScriptedModel, patient_design
 
 
 def read_results(model: ScriptedModel) -> list:

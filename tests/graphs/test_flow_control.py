@@ -26,11 +26,7 @@ from lg_harness.tools.faults import FaultPlan
 from pydantic import Field
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import harness, patient_design, u001_order, without_goal_stop
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness, patient_design, u001_order, without_goal_stop
+from tests.support import harness, patient_design, u001_order, without_goal_stop
 
 MODEL = "sim:clean"
 

@@ -14,10 +14,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.graphs.runtime import Runtime
 from lg_harness.nodes import classify
 
-try:
-    from support import RecordingEmbedder, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import RecordingEmbedder, patient_design
+from tests.support import RecordingEmbedder, patient_design
 
 # No rule of the shop matches it: the classifier falls back to the nearest example by embeddings.
 UNRULED = "could you suggest a present for my dad"

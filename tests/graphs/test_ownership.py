@@ -17,11 +17,7 @@ from lg_harness.core.state import NotTheOwner
 from lg_harness.graphs.app import Harness
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import HARNESS, harness, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import HARNESS, harness, patient_design
+from tests.support import HARNESS, harness, patient_design
 
 MODEL = "sim:clean"
 PRIVATE = "My email is jane.roe@example.com and my phone is 555-123-4567"

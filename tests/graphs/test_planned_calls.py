@@ -14,10 +14,7 @@ from pathlib import Path
 import pytest
 from lg_harness.graphs.app import Harness
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damaged."
 MODEL = "reword:clean"

@@ -16,16 +16,12 @@ from lg_harness.graphs.app import Harness
 from lg_harness.nodes.reply import ModelReply
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import change_key, harness, patient_design, u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import change_key, harness, patient_design, u001_order
+from tests.support import change_key, harness, patient_design, u001_order
 
 MODEL = "sim:clean"
-# Replays of a change, not its confirmation (tests/test_confirm.py): each change runs in the message asking.
+# Replays of a change, not its confirmation (tests/nodes/test_confirm.py): each change runs in the message asking.
 DESIGN = "harness-no:confirm_changes"
-# Every step saved: these tests fork back into a message's steps (tests/test_durability.py covers the default,
+# Every step saved: these tests fork back into a message's steps (tests/graphs/test_durability.py covers the default,
 # which saves a message at its end and runs it again after a crash).
 SYNC = ("--durability", "sync")
 

@@ -15,11 +15,7 @@ from lg_harness.llm import embeddings
 from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
 
 from lg_harness import Harness, Runtime, UsageError, default_runtime, register_variant, set_default_runtime
-
-try:
-    from support import RecordingEmbedder, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import RecordingEmbedder, patient_design
+from tests.support import RecordingEmbedder, patient_design
 
 # No keyword rule of the shop matches it: the shop's own classifier embeds it (llm.embeddings.embed).
 UNRULED = "could you suggest a present for my dad"

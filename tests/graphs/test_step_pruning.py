@@ -11,12 +11,8 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from lg_harness.graphs.app import Harness
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
-
 from tests.engines import database_url, postgres_server  # noqa: F401 - fixtures
+from tests.support import patient_design
 
 SCRIPT = ["Where is my order ORD-10134?", "thanks", "Do you sell wireless bluetooth headphones?",
           "Show me my orders please", "ok", "Which coupons can I use right now?"]

@@ -21,11 +21,7 @@ from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import ScriptedModel, harness, patient_design, u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import ScriptedModel, harness, patient_design, u001_order
+from tests.support import ScriptedModel, harness, patient_design, u001_order
 
 MODEL = "sim:clean"
 

@@ -15,11 +15,7 @@ from lg_harness.memory.messages import last_human_text
 from lg_harness.nodes.reply import ModelReply
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 
 def langgraph_history(h: Harness, thread: str) -> list[tuple]:

@@ -18,11 +18,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.graphs.model_health import ModelUnavailable
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import HARNESS, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import HARNESS, patient_design
+from tests.support import HARNESS, patient_design
 
 CLOSED_PORT = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused at once
 

@@ -8,10 +8,7 @@ from pathlib import Path
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import SendResult
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 MODEL = "sim:clean"
 

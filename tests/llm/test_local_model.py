@@ -29,10 +29,7 @@ from lg_harness.llm.local_weights import (
     read_gguf_metadata,
 )
 
-try:
-    from support import real_model, tool_spec
-except ImportError:  # tests/ imported as a package
-    from tests.support import real_model, tool_spec
+from tests.support import real_model, tool_spec
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 

@@ -12,15 +12,8 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-try:
-    from standins.ollama_server import OllamaStandIn
-except ImportError:  # tests/ imported as a package
-    from tests.standins.ollama_server import OllamaStandIn
-
-try:
-    from support import u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import u001_order
+from tests.standins.ollama_server import OllamaStandIn
+from tests.support import u001_order
 
 pytestmark = pytest.mark.real_model_wire
 

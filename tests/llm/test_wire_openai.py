@@ -13,15 +13,8 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-try:
-    from standins.openai_server import OpenAIStandIn
-except ImportError:  # tests/ imported as a package
-    from tests.standins.openai_server import OpenAIStandIn
-
-try:
-    from support import u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import u001_order
+from tests.standins.openai_server import OpenAIStandIn
+from tests.support import u001_order
 
 pytestmark = pytest.mark.real_model_wire
 

@@ -18,10 +18,7 @@ from lg_harness.memory.compress import compress
 from lg_harness.memory.context import turn_upkeep
 from lg_harness.tools.cleaning import clean_error, label, unlabel
 
-try:
-    from support import u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import u001_order
+from tests.support import u001_order
 
 ORDER = {"order_id": "ORD-10001", "created_at": "2026-10-26T14:32:00", "status": "shipped", "total": 288.49,
          "carrier": "YTO", "items": [{"name": "Headphones", "sku": "P1001-BLK", "qty": 2},

@@ -13,21 +13,8 @@ from lg_harness.core.state import MAX_KNOWN_IDS, remember_ids
 from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_args, names_in_text, seen_text
 
 from lg_harness import Harness, load_domain
-
-try:
-    from fixtures.chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, say, shop_tasks
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.fixtures.chains import (
-        RETAIL,
-        ChainModel,
-        helpdesk_tasks,
-        retail_tasks,
-        run_task,
-        say,
-        shop_tasks,
-    )
-    from tests.support import patient_design
+from tests.fixtures.chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, say, shop_tasks
+from tests.support import patient_design
 
 CASES = {"retail": (RETAIL + ":DOMAIN", retail_tasks, 4), "shop": ("shop", shop_tasks, 3),
          "helpdesk": ("helpdesk", helpdesk_tasks, 2)}

@@ -19,10 +19,7 @@ from lg_harness.memory.facts import FactStore
 from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.nodes import intent
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 ASK = "Where is my order ORD-10134?"  # U001's own order: get_order_status succeeds, an outcome to remember
 

@@ -14,10 +14,7 @@ from lg_harness.domains.shop import nlu
 from lg_harness.graphs.app import Harness
 from lg_harness.memory.constraints import extract_constraints
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 FILLERS = {
     "en": ["Do you have bluetooth headphones?", "What coupons can I get?", "ok thanks", "Do you have running shoes?",

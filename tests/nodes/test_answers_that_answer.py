@@ -20,10 +20,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.nodes.render_answer import Voice, fact_lines, result_sentences
 from pydantic import Field
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 
 class Picker(BaseChatModel):

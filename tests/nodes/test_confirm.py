@@ -17,10 +17,7 @@ from lg_harness.evals.scenario import Scenario
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.confirm import answer_to_confirmation, confirmation_question
 
-try:
-    from support import patient_design, u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design, u001_order
+from tests.support import patient_design, u001_order
 
 MODEL = "sim:clean"
 

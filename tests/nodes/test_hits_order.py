@@ -10,10 +10,7 @@ from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.goal_stop import GoalStop, in_customer_order
 
-try:
-    from support import ScriptedModel, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import ScriptedModel, patient_design
+from tests.support import ScriptedModel, patient_design
 
 HITS = {"query": "家", "results": [{"product_id": "P1046", "name": "Ceramic mug", "name_zh": "陶瓷马克杯"},
                                     {"product_id": "P1010", "name": "Air fryer", "name_zh": "空气炸锅"},

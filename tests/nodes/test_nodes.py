@@ -406,7 +406,7 @@ def test_action_blocks_an_identical_call_on_the_second_try(make_deps, shop, u001
                                                            text, tool):
     """The same tool with the same arguments twice in one message: the second try is intercepted, whether the
     first one succeeded or failed (a failed call repeated unchanged fails the same way). Tried with the lookup
-    still offered: harness itself stops offering a lookup that worked (tests/test_offered_tools.py)."""
+    still offered: harness itself stops offering a lookup that worked (tests/nodes/test_offered_tools.py)."""
     deps = make_deps(answer_after_goal=False)
     action = acted(deps)
     order = u001_orders[status][0]

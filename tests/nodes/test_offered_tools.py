@@ -15,10 +15,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.tracing import capture_spans
 
-try:
-    from support import ScriptedModel, patient_design, u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import ScriptedModel, patient_design, u001_order
+from tests.support import ScriptedModel, patient_design, u001_order
 
 
 def test_an_injected_call_to_an_unoffered_destructive_tool_changes_nothing(tmp_path):

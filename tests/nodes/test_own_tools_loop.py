@@ -24,10 +24,7 @@ from lg_harness.nodes.customer_text import customer_safe
 from lg_harness.nodes.render_answer import screened_text
 from pydantic import Field
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 
 def get_current_time(timezone: str) -> dict:

@@ -20,10 +20,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import SendResult
 from lg_harness.nodes.customer_text import dump_kind
 
-try:
-    from support import patient_design, u001_order
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design, u001_order
+from tests.support import patient_design, u001_order
 
 DEFAULT_SIM = "sim:fitted"  # what `sim` is outside the tests (conftest sets the prior profile for them)
 RELAYED = ("ignore previous", "ignore all previous", "忽略之前", "reset the password of e1002", "unlock the account",

@@ -13,10 +13,7 @@ from pathlib import Path
 
 from lg_harness.graphs.app import Harness
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 
 def test_an_employee_asking_to_unlock_hears_why_not_and_what_to_do_and_can_take_the_offer(tmp_path: Path) -> None:

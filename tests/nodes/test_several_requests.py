@@ -16,10 +16,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.graphs.app import Harness
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 
 def test_an_order_and_the_coupons_in_one_message_are_both_answered(tmp_path: Path) -> None:

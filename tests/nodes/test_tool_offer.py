@@ -15,11 +15,7 @@ from lg_harness.obs.tracing import capture_spans
 
 from lg_harness import Domain, Harness, load_domain
 from tests.fixtures.chains import REQUESTS, RETAIL, ChainModel
-
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 
 def fresh(domain: Domain) -> dict[str, Any]:

@@ -12,10 +12,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.nodes.classify import classify, tool_intents
 from lg_harness.nodes.intent import still_asked
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 HELPDESK = load_domain("helpdesk")
 

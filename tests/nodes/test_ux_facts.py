@@ -16,10 +16,7 @@ from lg_harness.evals.scenario import Scenario, Turn
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.fact_check import contradictions, corrected
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 SHOP = load_domain("shop")
 TRACKER = {"product_id": "P1022", "name": "Fitness Tracker Band", "name_zh": "健身手环", "brand": "Xiaomi",

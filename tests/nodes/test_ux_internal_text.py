@@ -29,10 +29,7 @@ from lg_harness.nodes.phrases import say
 from lg_harness.nodes.render_answer import render_answer
 from lg_harness.tools.executor import ToolOutcome
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 SHOP_TOOLS = load_domain("shop").registry().names()
 
@@ -191,6 +188,7 @@ def english_error_text(reply: str, errors: Sequence[str]) -> list[str]:
     return sorted(run for run in runs if len(run) >= 12 and run in reply)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
 def test_a_chinese_customer_reads_tool_errors_and_refusals_in_chinese(domain: str) -> None:
     """Every reply to a Chinese message of the domain's suite: no English tool-error text, no internal text.

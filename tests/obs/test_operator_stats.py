@@ -8,10 +8,7 @@ import json
 import pytest
 from lg_harness.graphs.app import Harness
 
-try:
-    from support import harness, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness, patient_design
+from tests.support import harness, patient_design
 
 EMAIL, PHONE = "jane.doe@example.com", "415-555-0199"
 

@@ -15,10 +15,7 @@ from hypothesis import strategies as st
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.redact import PHONE_REGIONS, PII_FORMATS, default_redactor, phone_spans
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 DIGITS = re.compile(r"[0-9０-９]")
 

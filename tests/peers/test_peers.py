@@ -3,7 +3,10 @@ loop, reaches the real backend, and yields run records the metric code scores li
 
 from __future__ import annotations
 
+import asyncio
 import json
+import warnings
+from collections.abc import Iterator
 
 import pytest
 from lg_harness.core.design import load_design
@@ -19,6 +22,24 @@ from typer.testing import CliRunner
 from lg_harness.errors import HarnessError
 
 ALL = tuple(PEERS)
+
+
+@pytest.fixture(autouse=True)
+def _close_the_loop_a_peer_leaves() -> Iterator[None]:
+    """openai-agents' ``Runner.run_sync`` leaves an open event loop set as the thread's loop, on purpose (to
+    reuse it). Closed here: otherwise a later test on this worker that sets a loop (``asyncio.run``) drops the
+    last reference and fails on the unclosed loop's ResourceWarning, whichever test that happens to be."""
+    yield
+    policy = asyncio.get_event_loop_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = policy.get_event_loop()
+        except RuntimeError:  # no loop set
+            return
+    if not loop.is_running():
+        loop.close()
+        policy.set_event_loop(None)
 
 
 def seeded_status(order_id: str) -> str:

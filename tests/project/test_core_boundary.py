@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORE = ("lg_harness", "core", "graphs", "nodes", "memory", "tools", "llm", "evals", "obs", "service")
 
 # The bundled packs' tools, intents, slots and identifier formats. A core module that needs one of these

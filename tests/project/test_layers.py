@@ -16,7 +16,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("layers_script", ROOT / "scripts" / "layers.py")
 assert spec is not None and spec.loader is not None, "scripts/layers.py is missing"
 layers = importlib.util.module_from_spec(spec)

@@ -21,9 +21,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-pytestmark = pytest.mark.docs
+pytestmark = [pytest.mark.docs, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 CELL_TIMEOUT_S = 120
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -20,9 +20,9 @@ import pytest
 from lg_harness.core.domain import load_domain
 from lg_harness.evals.reply_quality import reply_problems
 
-pytestmark = pytest.mark.docs
+pytestmark = [pytest.mark.docs, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HARNESS = Path(sys.executable).with_name("harness")
 _COMMAND = re.compile(r"^(harness (?:run|chat)\b.*?)(?:\s{2,}#.*)?$")
 

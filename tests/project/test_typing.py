@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.docs
+pytestmark = [pytest.mark.docs, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REVEAL = ROOT / "tests" / "typing" / "reveal_send.py"
 
 

@@ -13,17 +13,15 @@ from pathlib import Path
 
 import pytest
 
-try:
-    from support import HARNESS, harness
-except ImportError:  # tests/ imported as a package
-    from tests.support import HARNESS, harness
+from tests.support import HARNESS, harness
 
-FIXTURES = Path(__file__).parent / "fixtures"
+pytestmark = pytest.mark.slow
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 RETAIL = f"{FIXTURES / 'retail_domain.py'}:DOMAIN"
 LIBRARY = f"{FIXTURES / 'library_domain.py'}:DOMAIN"
 
 
-@pytest.mark.slow
 def test_compare_runs_and_scores_a_domain_from_a_file(tmp_path):
     out = tmp_path / "cmp"
     result = harness("compare", "--domain", RETAIL, "--scenarios", str(FIXTURES / "retail_scenarios.yaml"),
@@ -35,7 +33,6 @@ def test_compare_runs_and_scores_a_domain_from_a_file(tmp_path):
     assert "retail" in (out / "report.md").read_text() or summary["cells"]
 
 
-@pytest.mark.slow
 def test_the_default_domain_comes_from_the_config_and_the_environment(tmp_path):
     (tmp_path / "harness.toml").write_text(f'domain = "{LIBRARY}"\n')
     listed = harness("domains", "--json", cwd=tmp_path)
@@ -56,7 +53,6 @@ def test_the_default_domain_comes_from_the_config_and_the_environment(tmp_path):
     assert json.loads(over.stdout)["default"] == {"spec": "helpdesk", "from": "$HARNESS_DOMAIN"}
 
 
-@pytest.mark.slow
 def test_graph_and_calibrate_take_any_domain(tmp_path):
     drawn = harness("graph", "--domain", RETAIL, "--format", "mermaid", cwd=tmp_path)
     assert drawn.returncode == 0 and "action" in drawn.stdout, drawn.stderr

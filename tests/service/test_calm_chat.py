@@ -16,10 +16,7 @@ from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.memory.transcript import TranscriptStore
 from lg_harness.service.cli import app
 
-try:
-    from support import HARNESS, harness, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import HARNESS, harness, patient_design
+from tests.support import HARNESS, harness, patient_design
 
 
 def recorded_model(data_dir: Path, thread: str) -> str | None:

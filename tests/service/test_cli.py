@@ -14,10 +14,7 @@ import pytest
 from lg_harness.domains.shop import nlu
 from lg_harness.graphs.app import Harness
 
-try:
-    from support import harness
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness
+from tests.support import harness
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STATUS_ZH = {"pending": ("待发货", "待处理"), "shipped": ("已发货",), "delivered": ("已签收", "已送达"),

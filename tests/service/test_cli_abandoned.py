@@ -18,6 +18,8 @@ import pytest
 
 from tests.engines import database_url, postgres_server  # noqa: F401
 
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
 HARNESS = Path(sys.executable).with_name("harness")
 TTL = "2"
 
@@ -67,7 +69,6 @@ def kill_mid_message(cli: Any, rows: Any, thread: str) -> None:
     assert [r["status"] for r in rows("SELECT status FROM thread_queue WHERE thread_id = %s", thread)] == ["running"]
 
 
-@pytest.mark.slow
 def test_a_killed_cli_run_expires_and_resume_finish_completes_the_message(cli: Any, rows: Any) -> None:
     kill_mid_message(cli, rows, "x")
     done = cli("resume", "--thread", "x", "--finish", "--json")

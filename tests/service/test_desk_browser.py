@@ -23,13 +23,9 @@ import httpx
 import pytest
 
 from tests.engines import database_url, free_port, postgres_server, stop_group, wait_http  # noqa: F401 - fixtures
+from tests.support import patient_design
 
-pytestmark = pytest.mark.browser
-
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Chromium as the issue asks: headless, no sandbox (root in CI), and nothing that reaches out by itself.
@@ -57,7 +53,7 @@ def _browser_or_skip() -> Any:
     return sync_playwright
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def desk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """``harness serve`` on a fresh data dir (and, for postgres, a fresh database); its base URL."""
     _browser_or_skip()

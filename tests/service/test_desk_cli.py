@@ -12,10 +12,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.obs.audit import AuditLog
 from lg_harness.tools.executor import ToolOutcome
 
-try:
-    from support import harness, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness, patient_design
+from tests.support import harness, patient_design
 
 MARKUP = "[bold red]I want a human[/] [link=http://evil.test]click[/link] <b>bold</b>"
 

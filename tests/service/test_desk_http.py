@@ -13,10 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from lg_harness.service.http import Settings, create_app
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 U1, U2 = {"Authorization": "Bearer key-u1"}, {"Authorization": "Bearer key-u2"}
 ALICE, BOB = {"Authorization": "Bearer key-alice"}, {"Authorization": "Bearer key-bob"}

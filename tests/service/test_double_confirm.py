@@ -18,10 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from lg_harness.service import http
 
-try:
-    from test_desk_http import service
-except ImportError:  # tests/ imported as a package
-    from tests.test_desk_http import service
+from tests.service.test_desk_http import service
 
 U1 = {"Authorization": "Bearer key-u1"}
 COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damaged."

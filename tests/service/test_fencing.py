@@ -20,6 +20,8 @@ from lg_harness.service.http import Settings, Worker
 
 from tests.engines import database_url, postgres_server  # noqa: F401
 
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
 TTL = 1.0
 TEXT = "where is my order ORD-10134?"
 
@@ -59,7 +61,6 @@ def checkpoint_id(config: RunnableConfig) -> str:
     return config["configurable"]["checkpoint_id"]
 
 
-@pytest.mark.slow
 def test_a_stalled_worker_taken_over_writes_nothing_more_and_the_client_gets_one_reply(workers: Any) -> None:
     a, b = workers("a"), workers("b")
     mid = a.submit("t", "send", payload(), None)

@@ -19,11 +19,7 @@ from rich.console import Console
 
 from lg_harness import Domain, EntityType, Harness, Intent, Route, ToolContext
 from lg_harness.errors import HarnessError
-
-try:
-    from support import harness
-except ImportError:  # tests/ imported as a package
-    from tests.support import harness
+from tests.support import harness
 
 
 def renew_loan(ctx: ToolContext, book_id: str) -> dict:
@@ -143,7 +139,7 @@ def test_a_scenario_file_that_cannot_be_used_is_one_line_naming_file_line_and_fi
 
 # ----------------------------------------------------------------------------------------- set-up, docs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # A python that answers scripts/setup.sh as a fresh venv does: pip installs are noted, and importing torch
 # before numpy is installed warns as torch does.
 FAKE_PYTHON = """#!/usr/bin/env bash

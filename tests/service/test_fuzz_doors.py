@@ -74,6 +74,7 @@ from schemathesis.generation.case import Case  # noqa: E402
 from schemathesis.generation.modes import GenerationMode  # noqa: E402
 
 pytestmark = [
+    pytest.mark.slow,
     # hypothesis-jsonschema overrides the standard email formats when Schemathesis builds a strategy
     pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -738,10 +739,7 @@ def harness_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     from lg_harness.service.http import Settings, create_app
 
     work = tmp_path_factory.mktemp("fuzz-harness")
-    try:
-        from support import patient_design
-    except ImportError:  # tests/ imported as a package
-        from tests.support import patient_design
+    from tests.support import patient_design
 
     design = work / "patient.json"  # a loaded CI machine must not turn a sim call into a 'busy' reply
     design.write_text(patient_design().model_dump_json(), encoding="utf-8")
@@ -837,7 +835,6 @@ class HarnessViews:
         return {"shop": shop_rows(self.shop, USERS[caller]), "threads": threads, "handoffs": theirs}
 
 
-@pytest.mark.slow
 def test_fuzz_harness_serve(harness_door: Door, tmp_path: Path) -> None:
     report(fuzz(harness_door), tmp_path)
 
@@ -850,11 +847,9 @@ def langgraph_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     missing = [p for p in ("langgraph_cli", "langgraph_api", "langgraph_runtime_inmem") if find_spec(p) is None]
     if missing:
         pytest.skip(f"langgraph dev needs the dev extra (pip install 'langgraph-cli[inmem]'); missing {missing}")
-    try:
-        from test_langgraph_server import KEYS, start_langgraph_dev, stop, wait_until_up
-    except ImportError:  # tests/ imported as a package
-        from tests.test_langgraph_server import KEYS, start_langgraph_dev, stop, wait_until_up
     from lg_harness.domains.shop.backend import ShopDB
+
+    from tests.service.test_langgraph_server import KEYS, start_langgraph_dev, stop, wait_until_up
 
     work = tmp_path_factory.mktemp("fuzz-langgraph")
     data = work / "data"
@@ -977,6 +972,5 @@ class LangGraphViews:
         return cancelled
 
 
-@pytest.mark.slow
 def test_fuzz_langgraph_server(langgraph_door: Door, tmp_path: Path) -> None:
     report(fuzz(langgraph_door), tmp_path)

@@ -18,11 +18,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.service.desk import ops
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import HARNESS, harness, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import HARNESS, harness, patient_design
+from tests.support import HARNESS, harness, patient_design
 
 ANSWER = "您好，我是客服小王。请问还有什么问题？"  # full-width comma, full stop and question mark
 FOLLOW_UP = "好的，ORD-10134 明天到！"

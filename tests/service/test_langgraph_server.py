@@ -27,7 +27,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GRAPH_ID = "harness"
 STARTUP_TIMEOUT_S = 120.0
 USER = {"id": "U001", "role": "customer"}
@@ -424,7 +424,7 @@ def test_a_customer_cannot_cancel_or_join_another_customers_run(server):
 
 
 def test_bodies_the_servers_routes_cannot_take_get_a_422_not_a_500(server):
-    """What the fuzzer found (tests/test_fuzz_doors.py): each once answered 500 by langgraph-api."""
+    """What the fuzzer found (tests/service/test_fuzz_doors.py): each once answered 500 by langgraph-api."""
     url, mine, desk = server["url"], {"Authorization": "Bearer key-u001"}, {"Authorization": "Bearer key-desk"}
 
     def post(path: str, body, headers=mine) -> httpx.Response:

@@ -26,6 +26,8 @@ import pytest
 
 from tests.engines import chroma_server, database_url, free_port, postgres_server, stop_group, wait_http  # noqa: F401
 
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
 HARNESS = Path(sys.executable).with_name("harness")
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -111,7 +113,6 @@ TEXTS = ("hello, this is note {k}", "where is my order ORD-10134? (note {k})", "
          "do you have bluetooth headphones? note {k}")
 
 
-@pytest.mark.slow
 def test_four_workers_400_messages_50_threads_none_lost_none_twice_order_kept(many: str, rows: Any,
                                                                               shop_rows: Any) -> None:
     sends = [(f"thread-{t:02d}", TEXTS[k % len(TEXTS)].format(k=k)) for k in range(8) for t in range(50)]

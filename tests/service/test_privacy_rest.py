@@ -21,10 +21,7 @@ from lg_harness.service.http import Settings, create_app
 from lg_harness.service.leases import at_rest
 from lg_harness.tools.context import ToolContext
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 A, PHONE_USER = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-p"))
 MOBILE = "07700 900123"
@@ -56,7 +53,7 @@ def test_a_reply_names_the_thread_it_was_sent_on_however_phone_like_its_id(serve
 
 def test_the_owner_of_a_message_reads_it_back_whatever_their_user_id_looks_like(tmp_path):
     """A domain that takes any user id (the library): the queue checks the caller against the id it kept."""
-    library = f"{Path(__file__).parent / 'fixtures' / 'library_domain.py'}:DOMAIN"
+    library = f"{Path(__file__).parents[1] / 'fixtures' / 'library_domain.py'}:DOMAIN"
     app = create_app(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                               lease_ttl=5.0, domain=library, api_keys={"key-p": "4155550123"}))
     with TestClient(app, raise_server_exceptions=False) as client:
@@ -144,10 +141,7 @@ def test_the_shops_other_free_text_rests_with_contact_details_masked():
     from lg_harness.domains.shop.backend import ShopDB
     from lg_harness.domains.shop.tools import cancel_order, request_return, transfer_to_human
 
-    try:
-        from support import u001_order
-    except ImportError:  # tests/ imported as a package
-        from tests.support import u001_order
+    from tests.support import u001_order
 
     db = ShopDB.fresh_copy()
 
@@ -178,7 +172,7 @@ def test_the_privacy_page_names_every_file_and_table_a_data_dir_holds(tmp_path):
         rt.harness.audit.record_desk("sam", "take", "q")
     finally:
         rt.close()
-    page = (Path(__file__).resolve().parents[1] / "docs" / "privacy.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "privacy.md").read_text(encoding="utf-8")
     for path in tmp_path.rglob("*.sqlite*"):
         name = path.relative_to(tmp_path).as_posix()
         if name.startswith("memory/chroma/"):

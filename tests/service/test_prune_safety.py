@@ -13,10 +13,7 @@ from lg_harness.service import cli
 from lg_harness.service.prune import prune
 from typer.testing import CliRunner
 
-try:
-    from support import patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import patient_design
+from tests.support import patient_design
 
 COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damaged."
 

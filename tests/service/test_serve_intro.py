@@ -13,11 +13,12 @@ import pytest
 
 from tests.engines import free_port, wait_http
 
+pytestmark = pytest.mark.slow
+
 HARNESS = Path(sys.executable).with_name("harness")
 SECRET = "my card is 4111 1111 1111 1111"
 
 
-@pytest.mark.slow
 def test_serve_introduces_itself_logs_each_request_and_says_when_it_stops(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}

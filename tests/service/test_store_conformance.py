@@ -76,7 +76,7 @@ class Backend:
             self.pool.close()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     url = request.getfixturevalue("database_url") if request.param == "postgres" else None
     b = Backend(request.param, tmp_path, url)

@@ -11,10 +11,7 @@ from pathlib import Path
 import pytest
 from lg_harness.graphs.app import Harness
 
-try:
-    from support import HARNESS, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import HARNESS, patient_design
+from tests.support import HARNESS, patient_design
 
 
 def snapshot(folder: Path) -> dict[str, str]:

@@ -14,11 +14,7 @@ from lg_harness.graphs.app import Harness
 from lg_harness.tools.text import clean_text
 
 from lg_harness.errors import HarnessError
-
-try:
-    from support import HARNESS, harness, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import HARNESS, harness, patient_design
+from tests.support import HARNESS, harness, patient_design
 
 MODEL = "sim:clean"
 

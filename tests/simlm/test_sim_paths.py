@@ -13,7 +13,7 @@ from lg_harness.evals.reply_quality import restates_request
 from simlm.brain import respond
 from simlm.faults import Dice, FaultProfile, load_profiles
 from simlm.provider import Provider, draw_key
-from tests.test_simlm import LIBRARY, tool
+from tests.simlm.test_simlm import LIBRARY, tool
 
 RESULT = {"loan_id": "LN-123456", "due_date": "2025-03-01", "renewals_left": 2}
 

@@ -18,7 +18,7 @@ from simlm.brain import respond
 from simlm.faults import Dice, FaultProfile, profile
 from simlm.instances import instance_of
 
-SIM_DIR = Path(__file__).resolve().parents[1] / "simlm"
+SIM_DIR = Path(__file__).resolve().parents[2] / "simlm"
 BRAIN_FILES = sorted(SIM_DIR.glob("*.py"))
 
 

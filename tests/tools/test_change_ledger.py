@@ -27,14 +27,11 @@ from lg_harness.tools.executor import RetryPolicy, ToolExecutor
 from lg_harness.tools.ledger import LedgerEntry, SqliteLedger
 from lg_harness.tools.registry import ToolRegistry
 
-try:
-    from support import change_key
-except ImportError:  # tests/ imported as a package
-    from tests.support import change_key
+from tests.support import change_key
 
 NO_CONFIRM = "harness-no:confirm_changes"  # one message per change here; confirmation has its own tests
 ASK = "Please renew BOOK-0042"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ------------------------------------------------------------------------------------------ executor

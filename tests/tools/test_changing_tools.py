@@ -13,11 +13,7 @@ from langchain_core.tools import StructuredTool
 from lg_harness.tools.registry import build_spec, tool_meta
 
 from lg_harness import Domain, Harness
-
-try:
-    from support import ScriptedModel, patient_design, tool_spec
-except ImportError:  # tests/ imported as a package
-    from tests.support import ScriptedModel, patient_design, tool_spec
+from tests.support import ScriptedModel, patient_design, tool_spec
 
 NOTES: list[str] = []
 

@@ -26,7 +26,7 @@ from lg_harness.tools.errors import BusinessError, NotFoundError, ValidationErro
 
 from tests.engines import database_url, postgres_server  # noqa: F401
 
-ENGINES = ("sqlite", "postgres")
+ENGINES = ("sqlite", pytest.param("postgres", marks=pytest.mark.postgres))
 
 
 def _open(cls: type, engine: str, tmp_path: Path, request: pytest.FixtureRequest, name: str) -> Any:

@@ -20,13 +20,9 @@ from lg_harness.obs.tracing import capture_spans
 from lg_harness.tools.mcp import mcp_tools
 
 from lg_harness import Harness, load_domain
+from tests.support import ScriptedModel, harness, patient_design
 
-try:
-    from support import ScriptedModel, harness, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import ScriptedModel, harness, patient_design
-
-SERVER = Path(__file__).parent / "fixtures" / "mcp_orders_server.py"
+SERVER = Path(__file__).parents[1] / "fixtures" / "mcp_orders_server.py"
 STDIO = f"mcp:{sys.executable} {SERVER}"
 
 

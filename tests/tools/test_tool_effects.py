@@ -15,7 +15,7 @@ from lg_harness.core.domain import Domain, load_domain
 from lg_harness.tools.effects import infer
 from pydantic import Field
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def bare(fn):

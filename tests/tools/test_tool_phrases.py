@@ -10,11 +10,7 @@ from lg_harness.tools.errors import NotFoundError
 from lg_harness.tools.registry import tool_meta
 
 from lg_harness import Domain, Harness
-
-try:
-    from support import ScriptedModel, patient_design
-except ImportError:  # tests/ imported as a package
-    from tests.support import ScriptedModel, patient_design
+from tests.support import ScriptedModel, patient_design
 
 WORDS = {"en": "I could not find that parcel.", "zh": "没有找到这个包裹。"}
 

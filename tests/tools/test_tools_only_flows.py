@@ -1,10 +1,10 @@
 """Domains of tools alone, on the offline sim and on the real local model (issue 41, "Tools it did not write").
 
-- The lending chain (``fixtures/lending_domain.py``): "renew my loan of Dune, my email is ..." needs
+- The lending chain (``tests/fixtures/lending_domain.py``): "renew my loan of Dune, my email is ..." needs
   ``find_member`` first, and ``renew_loan`` with a loan id only that lookup showed. Before, ``renew_loan`` never
   ran: the sim asked for the loan id; the real model made one up (``LN-12345``), was refused, and the customer
   was asked "Could you tell me a bit more?".
-- An MCP weather server (``fixtures/mcp_weather_server.py``, free-text ``city``, no annotations): "What's the
+- An MCP weather server (``tests/fixtures/mcp_weather_server.py``, free-text ``city``, no annotations): "What's the
   weather forecast for Lisbon?" got "Could you tell me the city?" on the sim.
 
 The real-model tests run where the GGUF and llama-cpp-python are installed (CI builds them); each asserts the
@@ -22,15 +22,11 @@ from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
 from lg_harness.tools.mcp import mcp_tools
 
-try:
-    from fixtures.lending_domain import DOMAIN as LENDING
-    from support import patient_design, real_model
-except ImportError:  # tests/ imported as a package
-    from tests.fixtures.lending_domain import DOMAIN as LENDING
-    from tests.support import patient_design, real_model
+from tests.fixtures.lending_domain import DOMAIN as LENDING
+from tests.support import patient_design, real_model
 
 LOCAL = "local:qwen2.5-coder-0.5b"
-WEATHER = f"{sys.executable} {Path(__file__).parent / 'fixtures' / 'mcp_weather_server.py'}"
+WEATHER = f"{sys.executable} {Path(__file__).parents[1] / 'fixtures' / 'mcp_weather_server.py'}"
 
 
 def renew_dune(model: str) -> tuple[list[tuple[str | None, str]], str, Any]:

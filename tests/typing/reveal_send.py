@@ -1,4 +1,4 @@
-"""What a user's type checker sees of the public API (checked by pyright in tests/test_typing.py, never run).
+"""What a user's type checker sees of the public API (checked by pyright in tests/project/test_typing.py, never run).
 
 Each ``reveal_type`` below is matched against the type pyright reports; a lazy export that turned into
 ``Any``, or a result that turned back into a ``dict``, fails the test.

@@ -1,0 +1,1 @@
+"""Tests of ``benchmarks/`` (``lg_harness.benchmarks``)."""

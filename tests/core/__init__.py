@@ -1,0 +1,1 @@
+"""Tests of ``core/`` (``lg_harness.core``)."""

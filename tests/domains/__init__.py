@@ -1,0 +1,1 @@
+"""Tests of ``domains/`` (``lg_harness.domains``)."""

@@ -1,0 +1,1 @@
+"""Tests of ``evals/`` (``lg_harness.evals``)."""

@@ -1,0 +1,1 @@
+"""Tests of ``graphs/`` (``lg_harness.graphs``)."""

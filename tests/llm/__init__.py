@@ -1,0 +1,1 @@
+"""Tests of ``llm/`` (``lg_harness.llm``)."""

@@ -1,0 +1,1 @@
+"""Tests of ``memory/`` (``lg_harness.memory``)."""

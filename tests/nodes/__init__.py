@@ -1,0 +1,1 @@
+"""Tests of ``nodes/`` (``lg_harness.nodes``)."""

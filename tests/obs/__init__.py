@@ -1,0 +1,1 @@
+"""Tests of ``obs/`` (``lg_harness.obs``)."""

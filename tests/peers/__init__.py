@@ -1,0 +1,1 @@
+"""Tests of ``peers/`` (``lg_harness.peers``)."""

@@ -1,0 +1,1 @@
+"""Tests of ``service/`` (``lg_harness.service``)."""

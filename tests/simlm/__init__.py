@@ -1,0 +1,1 @@
+"""Tests of ``simlm/``, the simulated model."""

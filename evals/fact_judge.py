@@ -109,6 +109,7 @@ def states(fact: Mapping[str, Any], text: str, lang: str, domain: Any = None) ->
     if kind == "id":
         return id_pattern(str(value)).search(t) is not None
     if kind == "status":
+        t = t.replace("已经", "已")  # "已经发货" says "已发货": 已经 and 已 are the same "already"
         negated = {norm(w) for w in ("not shipped", "not yet shipped", "not delivered", "not cancelled")}
         return any(_word_in(w, t) and not any(n in t and w in n and w != n for n in negated)
                    for w in status_words(domain, str(value), lang, fact.get("field") or "status"))

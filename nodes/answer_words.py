@@ -67,6 +67,8 @@ SENSES: dict[str, tuple[str, ...]] = {
     "refund": ("refund", "money", "back", "退款", "退钱"),
     "stock": ("stock", "available", "availability", "have", "left", "sell", "buy", "库存", "有货", "有没有", "还有", "现货"),
     "available": ("available", "availability", "stock", "have", "claim", "可用", "有货", "能用"),
+    "created": ("when", "placed", "place", "ordered", "opened", "submitted", "哪天", "什么时候", "何时", "下单", "下的",
+                "提的", "提交"),
     "date": ("when", "date", "day", "何时", "什么时候", "哪天", "日期", "时间"),
     "datetime": ("time", "when", "date", "now", "clock", "几点", "时间", "现在", "日期"),
     "time": ("time", "when", "now", "clock", "几点", "时间", "现在"),

@@ -25,7 +25,7 @@ from lg_harness.memory.known_ids import ids_of_outcomes
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, prompt_tools, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.goal_stop import GoalStop, kept, set_aside_for, step_of
-from lg_harness.nodes.offer import relevant_offer
+from lg_harness.nodes.listing import listed, listings_for
 from lg_harness.nodes.phrases import say
 from lg_harness.nodes.retry_declined import declines_for
 from lg_harness.nodes.rewrites import rewrites_for, rewritten
@@ -115,6 +115,7 @@ class ToolLoopAction:
         self.screens = screens_for(self.knobs, deps.domain, deps.registry)
         self.rewrites = rewrites_for(self.knobs, deps.domain)
         self.declines = declines_for(self.knobs)
+        self.listings = listings_for(self.knobs)
         self.awaits_yes = next((s for s in self.screens if isinstance(s, AwaitYes)), None)
         self.model_text = cleaned_text if self.knobs.clean_results else raw_text
         # what a model step is not offered again, and whether the route's delivered call ends the loop
@@ -136,27 +137,7 @@ class ToolLoopAction:
 
     def listing(self, state: HarnessState, config: RunnableConfig | None = None):
         """The tools of this message's request (what ``offer`` offers until the goal is reached)."""
-        role = acting_user(state, config).get("role", "customer")
-        if self.knobs.tool_offer == "all":  # registered once at start, every tool on every call
-            return self.deps.registry.offer(None, role)
-        asked = state.get("request_intents") or []
-        if len(asked) > 1:  # several requests, done in order: the first one not served yet
-            worked = {r.get("name") for r in state.get("tool_log") or [] if r.get("status") == "ok"}
-            groups = state.get("goal_groups") or [[] for _ in asked]
-            now = next(((i, g) for i, g in zip(asked, groups, strict=False) if not set(g) & worked), (asked[-1], groups[-1]))
-            return self.deps.registry.offer(self.route_tools(now[0], now[1]), role)[: self.knobs.max_tools_offered]
-        unsure = state.get("offer_intents") or []
-        if unsure and self.knobs.unsure_offer:  # the intent step could not tell: every candidate's tools
-            goal = state.get("goal_tools") or []
-            names = list(dict.fromkeys(t for i in unsure for t in self.route_tools(i, goal)))
-            return self.deps.registry.offer(names, role)[: max(self.knobs.unsure_offer, self.knobs.max_tools_offered)]
-        if self.deps.domain.intents:
-            names = self.route_tools(state.get("intent"), state.get("goal_tools") or [])
-            return self.deps.registry.offer(names, role)[: self.knobs.max_tools_offered]
-        # a domain without intents has one open task: its tools ranked by relevance to the request, capped
-        confirmed = [c["name"] for c in (state.get("confirmed_change") or {}).get("calls") or []]
-        return relevant_offer(state.get("messages") or [], self.deps.registry.offer(None, role),
-                              self.knobs.max_tools_offered, keep=confirmed, embedder=self.deps.embedder)
+        return listed(self, self.listings, state, acting_user(state, config).get("role", "customer"))
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         """Decide: the calls this round makes (the user's confirmed ones, the ones already decided before a

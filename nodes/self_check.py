@@ -87,8 +87,8 @@ def _values(node: Any) -> list[str]:
         return [v for x in node.values() for v in _values(x)]
     if isinstance(node, list):
         return [v for x in node for v in _values(x)]
-    if isinstance(node, str) and re.match(r"\d{4}-\d{2}-\d{2}[T ]", node):
-        return [node, node[:10]]  # a time stamp is stated by its day too
+    if isinstance(node, str) and re.match(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}", node):
+        return [node, node[:10], node[11:16]]  # a time stamp is stated by its day or its clock too
     return [str(node)] if isinstance(node, str | int | float) and not isinstance(node, bool) else []
 
 
@@ -142,10 +142,10 @@ _ZH_DIGITS = "零一二三四五六七八九十"
 
 def _forms(key: str, value: Any, voice: Voice) -> set[str]:
     """How a reply may write one value: as the result has it and as the customer's voice words it (a time
-    stamp's day alone too: "2026-10-25", "25 October 2026")."""
+    stamp's day or clock alone too: "2026-10-25", "25 October 2026", "17:29")."""
     forms = [str(value), voice.value(key, value)]
-    if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}[T ]", value):
-        forms += [value[:10], voice.value(key, value[:10])]
+    if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}", value):
+        forms += [value[:10], voice.value(key, value[:10]), value[11:16]]  # the day, or the clock ("17:29")
     return {f.casefold() for f in forms if f.strip()}
 
 

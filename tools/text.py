@@ -39,6 +39,11 @@ def keyword_hit(text: str, word: str) -> bool:
     return any(not NEGATION.search(text[: m.start()]) for m in keyword_pattern(word).finditer(text))
 
 
+# Words that cannot stand inside a phrase: they link, they do not name.
+_GAP_STOP = (r"(?:on|in|at|of|to|for|from|with|about|my|your|our|the|a|an|this|that|it|its|me|you|and|or|not|no|"
+             r"is|are|was|be|any|some|all)")
+
+
 @lru_cache(maxsize=4096)
 def keyword_pattern(word: str) -> re.Pattern[str]:
     """The pattern of one keyword. Compiled once per keyword (a harness compiles its domain's when it opens,
@@ -47,8 +52,9 @@ def keyword_pattern(word: str) -> re.Pattern[str]:
         return re.compile(re.escape(word))
     # plurals and simple inflections count ("coupons", "returned", "tracking"), and a phrase's words may have
     # one word between them ("request VPN access", "need Salesforce access" say "request access", "need access")
+    # (a word that names something, not "on" or "my": "any update on my ticket" does not say "update my ticket")
     words = [rf"{re.escape(w)}(?:s|es|ed|ing)?" for w in word.split()]
-    return re.compile(r"(?<![a-z])" + r"\s+(?:[a-z0-9][\w.-]*\s+)?".join(words) + r"(?![a-z])")
+    return re.compile(r"(?<![a-z])" + rf"\s+(?:(?!{_GAP_STOP}\b)[a-z0-9][\w.-]*\s+)?".join(words) + r"(?![a-z])")
 
 
 def is_phrase(keyword: str) -> bool:

@@ -78,6 +78,8 @@ def test_a_status_stated_wrong_about_the_record_is_a_false_fact() -> None:
     ({"kind": "count", "value": 3}, "您有三张优惠券。", "zh"),
     ({"kind": "date", "value": "2026-11-03"}, "It should arrive on November 3.", "en"),
     ({"kind": "date", "value": "2026-11-03"}, "预计2026年11月3日送达。", "zh"),
+    ({"kind": "date", "value": "2026-10-25"}, "INC0012349 是 2026 年 10 月 25 日 提的。", "zh"),  # spaced, as Qwen writes it
+    ({"kind": "status", "value": "shipped"}, "您购买的不粘锅煎锅已经发货。", "zh"),  # 已经 is 已
     ({"kind": "name", "value": "JD Logistics"}, "The carrier is jd logistics.", "en"),
 ])
 def test_values_are_found_however_a_reply_writes_them(fact, reply, lang) -> None:

@@ -188,3 +188,20 @@ def test_a_list_of_what_the_agent_can_do_is_not_a_question_for_the_order_number(
     zh = GoalCustomer(LOOKUP, lang="zh")
     zh.opening()
     assert "ORD-10171" not in (zh.react("我可以帮您查询订单、退货和优惠券。请问您需要什么帮助？") or "")
+
+
+def test_a_confirmation_that_offers_yes_or_no_is_not_read_as_asking_for_the_ticket_no() -> None:
+    """Real model, helpdesk test 0009: "To confirm: I will open a ticket: ... Reply yes to go ahead, or no to
+    leave everything as it is." got "It's INC0012358." because the fact's description "ticket no" shared
+    "ticket" and the "no" of yes-or-no; the customer never said yes."""
+    goal = {"knows": {"ticket_id": {"value": "INC0012358", "about": ["ticket no", "ticket number"]}},
+            "tasks": [{"ask": ["open a new ticket: wifi in room 4B keeps dropping"], "change": True}]}
+    c = GoalCustomer(goal, seed=0)
+    c.opening()
+    said = c.react('To confirm: I will open a ticket: "Wi-Fi drops in room 4B". Reply yes to go ahead, or no to '
+                   "leave everything as it is.")
+    assert said is not None and "INC0012358" not in said and said.lower().startswith("yes")
+    # asked for the ticket number in so many words, it still gives it
+    c = GoalCustomer(goal, seed=0)
+    c.opening()
+    assert "INC0012358" in (c.react("What is your ticket number?") or "")

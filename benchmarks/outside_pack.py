@@ -3,7 +3,7 @@
 A library desk: ``renew_loan`` appends a line to ``renewals.log`` in the data dir (in memory without one),
 standing for any external API. It ignores the idempotency key and says so (``idempotent`` is left False),
 so nothing but the harness's change ledger stands between a crash and a second renewal. The chaos benchmark
-and ``tests/test_change_ledger.py`` use it.
+and ``tests/tools/test_change_ledger.py`` use it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ add is only ``next``, the steps due after a checkpoint; a ``StateGraph`` decides
 ``next_steps`` applies to the saved checkpoint: a step is due when the channel that triggers it
 (``branch:to:<step>``, or ``__start__`` for new input) holds a value, at a newer version than the step
 last saw.
-``tests/test_thread_history.py`` checks this against LangGraph's own ``get_state_history``.
+``tests/graphs/test_thread_history.py`` checks this against LangGraph's own ``get_state_history``.
 """
 
 from __future__ import annotations

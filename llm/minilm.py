@@ -2,7 +2,7 @@
 
 Why: importing sentence-transformers costs about ten seconds per process (it pulls in transformers and
 torch), which every ``harness run`` would pay. This encoder reads the same safetensors weights and the same
-tokenizer, and ``tests/test_embeddings.py`` checks it against sentence-transformers itself.
+tokenizer, and ``tests/llm/test_embeddings.py`` checks it against sentence-transformers itself.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
     Why not ``scipy.special.erf``: it computes in double precision, a fifth of an embedding on a short
     message. The difference in GELU is under 1e-6, the size of float32 rounding in the layer's own products;
-    ``tests/test_embeddings.py`` holds both encoders to sentence-transformers.
+    ``tests/llm/test_embeddings.py`` holds both encoders to sentence-transformers.
     """
     a = np.abs(x)
     t = 1.0 / (1.0 + np.float32(0.3275911) * a)

@@ -1,7 +1,7 @@
 """The transcript store (with thread setup and the handoff queue) and the fact store on Postgres.
 
 Same methods and behaviour as ``memory.transcript.TranscriptStore`` and ``memory.facts.FactStore`` (one
-conformance suite runs on both: ``tests/test_store_conformance.py``), on a psycopg pool shared by every
+conformance suite runs on both: ``tests/service/test_store_conformance.py``), on a psycopg pool shared by every
 thread of a worker, so several worker processes can use them at once. The tables come from
 ``service.pgdb``'s migrations.
 """

@@ -167,7 +167,7 @@ def phone_spans(text: str, regions: Sequence[str] = PHONE_REGIONS, *, shortcut: 
     forms such as 020 7946 0958 or 0151 23456789, 00-prefixed international ones; spans merged across regions.
     ``shortcut=False`` asks the matcher about digits glued to a word too: slower, and it can only add spans
     where a window cut a longer run ("...0958:13812345678" read without the "YT" after it), never a number
-    the matcher finds on the whole text (``tests/test_privacy.py``)."""
+    the matcher finds on the whole text (``tests/obs/test_privacy.py``)."""
     spans = set()
     # The matcher is slow on long text: give it only the stretches that could be a number, with some context
     # (a conversation repeats the same ones, so each window is read once).
@@ -264,7 +264,7 @@ DEFAULT_RULES: tuple[tuple[str, Rule], ...] = (
 )
 
 
-# Every format the default redactor masks, with an example of each; tests/test_privacy.py checks each one, and
+# Every format the default redactor masks, with an example of each; tests/obs/test_privacy.py checks each one, and
 # that identifiers (ORD-10134, INC0012346, SKU codes, prices, dates) are left alone.
 PII_FORMATS: tuple[tuple[str, str, str], ...] = (
     ("email", "plain address", "write to john.doe@example.com"),

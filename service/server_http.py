@@ -3,7 +3,7 @@
 ``langgraph.json`` mounts this app (``"http": {"app": ..., "middleware_order": "auth_first"}``): its middleware
 runs on every route of the server, after the auth hook has let the caller in, and on the runtime's own
 unauthenticated developer routes, which it closes (``CLOSED``). The property-based fuzzer
-(``tests/test_fuzz_doors.py``) found requests that ``langgraph-api``'s in-memory runtime answers with a 500: a
+(``tests/service/test_fuzz_doors.py``) found requests that ``langgraph-api``'s in-memory runtime answers with a 500: a
 store search with no namespace prefix, a search by ``values`` on a thread that has none, an ``after_seconds``
 too large for a date, a cron with no schedule, an offset or limit too large for an integer. Each is a client's
 mistake, so it gets a 4xx that says what to send instead; nothing here decides who may do what (that is

@@ -21,7 +21,7 @@ holds a change before the change runs, under the thread, the message, the round 
 (``nodes.action``). Asked again after a crash, the node takes that answer instead of asking the model, which
 would word its arguments differently and so make a new change (``docs/reliability.md``).
 
-Two backends with one behaviour (``tests/test_store_conformance.py``): a SQLite file in the data dir (in
+Two backends with one behaviour (``tests/service/test_store_conformance.py``): a SQLite file in the data dir (in
 memory without one) and the table ``change_ledger`` on Postgres (``service.pgdb`` migration 6).
 """
 

@@ -3,7 +3,7 @@
 Every design routes through the Python routers of ``core/routing/routers.py``. A design that writes its own
 ``rules`` (rule text, see ``core/routing/rules.py``) routes the nodes it has rules for with them; the other
 nodes keep the routers. The hand-built lightweight agent's write-up states its routes as such rules, so its
-preset carries ``LIGHTWEIGHT_RULES``, which route as the routers do (``tests/test_guards.py`` runs every case
+preset carries ``LIGHTWEIGHT_RULES``, which route as the routers do (``tests/core/test_guards.py`` runs every case
 through both). One route is neither, so no design can drop it: after ``action``, a change that may have
 applied before a crash goes to ``handoff`` (``graphs.builder.uncertain_first``).
 """

@@ -69,7 +69,7 @@ def main(paths: list[str]) -> None:
                 if found is not None:
                     out += ["No design other than `harness` asked to confirm a change in these cells; this one's "
                             "yes or no answers its offer of a person, in words, as a change's would be "
-                            "(`tests/test_sim_paths.py` has a peer asking about a change).", ""]
+                            "(`tests/simlm/test_sim_paths.py` has a peer asking about a change).", ""]
             if found is None:
                 out += ["None in these cells.", ""]
                 continue

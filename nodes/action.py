@@ -113,7 +113,7 @@ class ToolLoopAction:
         self.knobs = deps.design.knobs
         # what a call meets before it runs, composed once from the design (nodes/screens.py)
         self.screens = screens_for(self.knobs, deps.domain, deps.registry)
-        self.rewrites = rewrites_for(self.knobs, deps.domain)
+        self.rewrites = rewrites_for(self.knobs, deps.domain, deps.registry)
         self.declines = declines_for(self.knobs)
         self.listings = listings_for(self.knobs)
         self.awaits_yes = next((s for s in self.screens if isinstance(s, AwaitYes)), None)
@@ -202,7 +202,7 @@ class ToolLoopAction:
         emitted = [dict(c.get("args") or {}) for c in ai.tool_calls]
         if self.rewrites and ai.tool_calls:
             ai = ai.model_copy(update={"tool_calls": [
-                {**c, "args": rewritten(c.get("args") or {}, self.rewrites, self.entity_args(c["name"]), state)}
+                {**c, "args": rewritten(c["name"], c.get("args") or {}, self.rewrites, self.entity_args(c["name"]), state)}
                 for c in ai.tool_calls]})
         return ai, emitted
 

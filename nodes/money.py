@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-_CURRENCY_NEAR = re.compile(r"^\s?(?:[A-Z]{3}\b|[$€£¥元])")
+_CURRENCY_NEAR = re.compile(r"^\s?(?:[A-Z]{3}\b|[$€£¥元]|美元|欧元|英镑|日元|港元|人民币)")  # "112.49 美元" has one
 
 
 def _floats(results: Sequence[Any]) -> set[float]:

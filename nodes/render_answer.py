@@ -459,7 +459,11 @@ def result_sentences(result: Any, voice: Voice, question: str) -> list[str]:
     main = bool([f for f in facts if f.kind in ("id", "status")])
     outcome = voice.spec is not None and voice.spec.changes_state
     out = [record_sentence(scalars, voice, question, outcome=outcome)] if main or not lists else []
-    shown = {k: v for k, v in lists.items() if not main or relevance(k, question) > 0 or asks_of_items(v, question)}
+    # a list by its items' fields only when the record itself has no field the question asks about: "which
+    # colour?" shows a product's variants, "有没有…多少钱" is answered by its price and stock alone
+    about_record = any(relevance(k, question) > 0 for k in scalars if k not in OWN_KEYS)
+    shown = {k: v for k, v in lists.items()
+             if not main or relevance(k, question) > 0 or (not about_record and asks_of_items(v, question))}
     filled = {k: v for k, v in shown.items() if v}
     for key, items in (filled or dict(list(shown.items())[:1])).items():  # an empty list only when all are
         out.append(list_sentence(key, items, voice, question, noun))

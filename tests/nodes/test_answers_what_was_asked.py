@@ -209,3 +209,41 @@ def test_when_an_order_was_placed_is_its_creation_date(check, order):
     assert told["check"]["ok"] is True
     last = check(looked_up(order, asked, "It is shipped.", "en", turn_stats={"regenerations": 99}), CONFIG)
     assert str(day) in last["reply"] and order["created_at"][:4] in last["reply"], last["reply"]
+
+
+def test_a_question_the_record_answers_shows_no_list_of_its_items(shop):
+    """Real model, shop held-out 0042: "有没有空气炸锅卖？多少钱一个" was answered with every variant's stock
+    and "112.49 USD 美元"; the product's own price and stock answer it."""
+    from lg_harness.domains.shop.backend import get_product
+    from lg_harness.nodes.money import with_currency
+    from lg_harness.nodes.render_answer import render_answer
+    from lg_harness.tools.context import ToolContext
+
+    product = shop.query_one("SELECT product_id FROM variants GROUP BY product_id HAVING COUNT(*) > 2 "
+                             "ORDER BY product_id")["product_id"]
+    result = get_product(ToolContext(user_id="U001", extras={"shop": shop}), product)
+    records = [{"name": "get_product", "status": "ok", "result": json.dumps(result)}]
+    text = render_answer(records, SHOP.registry(), SHOP, f"有没有{result['name_zh']}卖？多少钱一个", "zh") or ""
+    assert f"{result['price']:.2f}" in text and "variants" not in text and result["variants"][0]["sku"] not in text
+    assert with_currency(f"价格是{result['price']:.2f} 美元", [result], "USD") == f"价格是{result['price']:.2f} 美元"
+
+
+def test_a_complaint_is_filed_without_the_tools_own_instructions():
+    """Real model, shop held-out 0022: the complaint text held the tool's description ("Do not use this tool
+    for cancellations or returns (use those tools), or when the user asks for a human now (use
+    transfer_to_human).") and "the customer", and the confirmation quoted it."""
+    from lg_harness.nodes.rewrites import CleanFreeText
+
+    registry = SHOP.registry()
+    spec = registry.get("file_complaint")
+    assert spec is not None and spec.changes_state
+    copied = next(s for s in re.split(r"(?<=\.)\s+", spec.description) if len(s.split()) >= 6)
+    state: HarnessState = {"messages": [HumanMessage("我要投诉你们的客服，电话打了三次都没人接", id="h1")]}
+    args = {"text": f"The customer is unhappy with the phone support. {copied}"}
+    out = CleanFreeText(registry)("file_complaint", args, {}, state)
+    assert copied not in out["text"] and "customer" not in out["text"] and "phone support" in out["text"]
+    only_copied = CleanFreeText(registry)("file_complaint", {"text": copied}, {}, state)
+    assert only_copied["text"] == "我要投诉你们的客服，电话打了三次都没人接"
+    # a clean text is left as it is
+    assert CleanFreeText(registry)("file_complaint", {"text": "Nobody answered the phone three times."}, {}, state) \
+        == {"text": "Nobody answered the phone three times."}

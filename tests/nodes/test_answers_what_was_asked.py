@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, cast
 
 import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.design import load_design
-from lg_harness.core.state import HarnessState
+from lg_harness.core.state import HarnessState, ToolCallRecord
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
@@ -43,14 +44,14 @@ def order(shop) -> dict:
     return get_order_status(ToolContext(user_id="U001", extras={"shop": shop}), row["id"])
 
 
-def ran(name: str, args: dict, result: dict, user: str, reply: str, lang: str, **extra) -> HarnessState:
+def ran(name: str, args: dict[str, Any], result: dict[str, Any], user: str, reply: str, lang: str, **extra) -> HarnessState:
     """The state the self-check meets: the customer's message, the call and its result, the draft."""
     call = {"name": name, "args": args, "id": "call_1", "type": "tool_call"}
     messages = [HumanMessage(user, id="h1"), AIMessage("", tool_calls=[call], id="a1"),
                 ToolMessage(json.dumps(result), tool_call_id="call_1", name=name, id="t1")]
-    log = [{"name": name, "args": args, "status": "ok", "result": json.dumps(result)}]
-    return {"messages": messages, "reply": reply, "tool_log": log, "fact_card": {"language": lang},
-            **extra}  # type: ignore[typeddict-item]
+    log: list[ToolCallRecord] = [{"name": name, "args": dict(args), "status": "ok", "result_digest": json.dumps(result)}]
+    state: HarnessState = {"messages": messages, "reply": reply, "tool_log": log, "fact_card": {"language": lang}}
+    return cast(HarnessState, {**state, **extra})
 
 
 def looked_up(order: dict, question: str, reply: str, lang: str, **extra) -> HarnessState:

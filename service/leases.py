@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,11 @@ class _SqliteDb:
         with self.lock:
             return [dict(r) for r in self.conn.execute(sql.replace("%s", "?"), params).fetchall()]
 
+    def settling(self) -> Any:
+        """Held while a finished row is stored and scrubbed: no reader of this process sees it done while its
+        raw text is still in the write-ahead log."""
+        return self.lock
+
     def scrub(self) -> None:
         """Fold the write-ahead log into the file and empty it: the WAL keeps every page as first written (a
         message's raw text) until a checkpoint overwrites it. A reader in another process may hold the log for
@@ -136,6 +141,9 @@ class _PgDb:
     def __init__(self, pool: Any) -> None:
         self.pool = pool
         self._conn = threading.local()
+
+    def settling(self) -> Any:
+        return nullcontext()  # Postgres keeps no log of a row's old text for a reader to see
 
     @contextmanager
     def step(self, thread_id: str | None = None) -> Iterator[Any]:
@@ -326,20 +334,21 @@ class ThreadQueue:
     def complete(self, claim: Claim, status: str, result: Any = None, error: str | None = None) -> bool:
         """Store the outcome and free the thread; False if this worker had lost the message meanwhile."""
         db = self.db
-        with db.step(claim.thread_id):
-            # Only this claim's generation: a worker that stalled past its lease and was taken over stores nothing.
-            # The finished row keeps no typed personal data: the worker needed the text, nobody needs it now.
-            ids = ids_of(claim.thread_id, claim.payload)
-            payload, result, error = at_rest(claim.payload, ids), at_rest(result, ids), at_rest(error, ids)
-            done = db.run(f"UPDATE thread_queue SET status = %s, payload = %s, result = %s, error = %s, finished_at = "
-                          f"{db.now} WHERE id = %s AND worker = %s AND attempts = %s AND status = 'running' RETURNING id",
-                          (status, json.dumps(payload, ensure_ascii=False, default=str),
-                           json.dumps(result, ensure_ascii=False, default=str) if result is not None else None,
-                           error, claim.id, self.worker, claim.attempts))
-            db.run("DELETE FROM thread_leases WHERE thread_id = %s AND worker = %s AND message_id = %s",
-                   (claim.thread_id, self.worker, claim.id))
-        if done and claim.kind in PAYLOAD_KINDS:  # a turn row carries no text
-            db.scrub()
+        with db.settling():  # a reader sees the row done only once its text has left the log too
+            with db.step(claim.thread_id):
+                # Only this claim's generation: a worker that stalled past its lease and was taken over stores nothing.
+                # The finished row keeps no typed personal data: the worker needed the text, nobody needs it now.
+                ids = ids_of(claim.thread_id, claim.payload)
+                payload, result, error = at_rest(claim.payload, ids), at_rest(result, ids), at_rest(error, ids)
+                done = db.run(f"UPDATE thread_queue SET status = %s, payload = %s, result = %s, error = %s, finished_at = "
+                              f"{db.now} WHERE id = %s AND worker = %s AND attempts = %s AND status = 'running' RETURNING id",
+                              (status, json.dumps(payload, ensure_ascii=False, default=str),
+                               json.dumps(result, ensure_ascii=False, default=str) if result is not None else None,
+                               error, claim.id, self.worker, claim.attempts))
+                db.run("DELETE FROM thread_leases WHERE thread_id = %s AND worker = %s AND message_id = %s",
+                       (claim.thread_id, self.worker, claim.id))
+            if done and claim.kind in PAYLOAD_KINDS:  # a turn row carries no text
+                db.scrub()
         return bool(done)
 
     @contextmanager

@@ -6,6 +6,7 @@ without ``normalize_args`` simply has none, and its calls reach the screens as t
 - :class:`CustomerSpelling`: a one-word free-text argument respelled as the customer wrote it
   (``memory.known_ids.customer_spelling``: "Lisbon" for the model's "Lisboa").
 - :class:`CleanFreeText`: a change's free text without internals or the tool's own description.
+- :class:`UnsaidFilter`: a lookup's optional filter the customer never asked for is dropped.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from langchain_core.messages import HumanMessage
 from lg_harness.memory.known_ids import customer_spelling
 from lg_harness.memory.messages import last_human_text
+from lg_harness.nodes.answer_words import ZH_VALUES
 from lg_harness.nodes.customer_text import customer_safe, without_echoes
 
 if TYPE_CHECKING:
@@ -87,9 +90,55 @@ class CleanFreeText:
         return out
 
 
+def _enum(prop: dict[str, Any]) -> list[str]:
+    """The values an argument's schema allows, where it lists them (directly or in an ``anyOf`` branch)."""
+    found = list(prop.get("enum") or [])
+    for branch in prop.get("anyOf") or []:
+        found += list(branch.get("enum") or [])
+    return [str(v) for v in found]
+
+
+@dataclass(frozen=True)
+class UnsaidFilter:
+    """A lookup's optional filter set to a value the customer never said is dropped: "我到现在一共提过几个工单啊？"
+    (how many tickets have I filed?) was listed with ``status: new`` and answered "0". A value counts as said
+    in any form the customer may use: as written, with spaces for underscores, in Chinese
+    (``answer_words.ZH_VALUES``) or in the domain's words for it (its claims)."""
+
+    registry: ToolRegistry
+    domain: Domain
+
+    def said(self, value: str, text: str) -> bool:
+        forms = {value, value.replace("_", " "), ZH_VALUES.get(value.lower(), "")}
+        forms |= {w for c in self.domain.claims if _holds(c, value) for w in c.words}
+        forms |= {f[1:] for f in forms if f.startswith("已") and len(f) > 2}  # 已解决: 已经解决, 被取消 say it too
+        return any(f and f.casefold() in text for f in forms)
+
+    def __call__(self, name: str, args: dict[str, Any], entity_args: dict[str, str],
+                 state: HarnessState) -> dict[str, Any]:
+        spec = self.registry.get(name)
+        if spec is None or spec.changes_state:
+            return args
+        params = spec.json_schema()["function"]["parameters"]
+        required = set(params.get("required") or [])
+        text = " ".join(m.text for m in state.get("messages") or [] if isinstance(m, HumanMessage)).casefold()
+        return {k: v for k, v in args.items()
+                if k in required or not isinstance(v, str) or v not in _enum(params["properties"].get(k) or {})
+                or self.said(v, text)}
+
+
+def _holds(claim: Any, value: Any) -> bool:
+    try:
+        return bool(claim.holds(value))
+    except Exception:  # noqa: BLE001 - a claim's test written for another kind of value
+        return False
+
+
 def rewrites_for(knobs: Knobs, domain: Domain, registry: ToolRegistry) -> tuple[Rewrite, ...]:
     """The design's rewrites, in the order they run."""
-    return (CanonicalIds(domain), CustomerSpelling(), CleanFreeText(registry)) if knobs.normalize_args else ()
+    if not knobs.normalize_args:
+        return ()
+    return (CanonicalIds(domain), CustomerSpelling(), CleanFreeText(registry), UnsaidFilter(registry, domain))
 
 
 def rewritten(name: str, args: dict[str, Any], rewrites: tuple[Rewrite, ...], entity_args: dict[str, str],

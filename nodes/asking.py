@@ -4,7 +4,9 @@
 my account, including cancelled ones?" name the cancel task's word, but as the state of the records they ask
 about: they ask for a count. A change happens only when it is asked for, so a message that asks a question
 and names no change as a request is not given to a task that exists to change something (``change_intents``):
-the rules and the model choose among the other intents, and no such task's tools are offered for it.
+the rules and the model choose among the other intents, and no such task's tools are offered for it. On a
+route that both lists and changes (coupons), a question about what its changes would act on makes the
+route's lookups its goal (``asks_about_changes``).
 
 A change is named as a request by its verb as such ("cancel", "取消掉", "帮我取消"); as a state it is a
 participle ("cancelled ones", "被取消的", "已取消的", "取消了吗"). The verbs are read from the domain: the first
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 from lg_harness.core.domain import Domain
 from lg_harness.nodes.answer_words import ZH_VERBS
 from lg_harness.tools.effects import WRITES, first_word
-from lg_harness.tools.registry import ToolRegistry
+from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 # A question for information (not "can you ..."): what it asks can be told, nothing is asked to be done.
 _INFORMATION = re.compile(r"^\s*(?:what|which|how (?:many|much|long)|when|where|why|who|whose)\b|"
@@ -68,12 +70,33 @@ def names_a_change(text: str, en: frozenset[str], zh: frozenset[str]) -> bool:
     return any(not _as_state(text, m.start(), m.end()) for w in zh for m in re.finditer(re.escape(w), text))
 
 
-def only_asks(domain: Domain, registry: ToolRegistry, text: str) -> bool:
+def asks_without_change(domain: Domain, registry: ToolRegistry, text: str) -> bool:
     """Whether the message asks to be told something and names none of the domain's changes as a request
     ("can I return it?" and "这个可以退吗？" ask for a change, politely: not these)."""
     if not asks_for_information(text):
         return False
     return not names_a_change(text, *change_verbs(domain, registry))
+
+
+# Any question, for a list or a yes-or-no ("what coupons can I use?", "有没有…"), not only for information.
+_QUESTION = re.compile(r"[?？]|\b(?:what|which|any|is there|are there|do you have|how many)\b|有什么|有哪些|哪些|有没有|几个",
+                       re.I)
+
+
+def asks_about_changes(domain: Domain, text: str, changing: Sequence[ToolSpec]) -> bool:
+    """Whether the message only asks about what a route's changes would act on, so the route's goal is its
+    lookups: a question that names none of its changes' verbs as a request ("claim" of claim_coupon, "领取")
+    and none of the values they take (a coupon code), unless it asks to be told something about one ("what's
+    the minimum spend for HOLIDAY30?")."""
+    if not text or not _QUESTION.search(text):
+        return False
+    verbs = frozenset(w for spec in changing for w in re.findall(r"[a-z]+", spec.name.lower()) if w in WRITES)
+    if names_a_change(text, verbs, frozenset(ZH_VERBS[v] for v in verbs if v in ZH_VERBS)):
+        return False
+    if asks_for_information(text):
+        return True
+    mentioned = set(domain.entities_in(text))
+    return not any(mentioned & set(domain.tool_entities(spec).values()) for spec in changing)
 
 
 def asks_for_information(text: str) -> bool:

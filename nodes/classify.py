@@ -160,8 +160,9 @@ def described_intents(domain: Domain, text: str) -> list[str]:
 
 def candidates(domain: Domain, text: str, embedder: Embedder | None = None) -> list[str]:
     """The intents a message may mean when no keyword rule decided, most likely first: those whose
-    descriptions name what it asks for (``described_intents``), every rule hit, the intent its identifier names, the intents of the lookups most relevant to it (``tool_intents``), and the
-    nearest examples' intents above ``CANDIDATE_THRESHOLD``. Only intents with tools to offer count (a
+    descriptions name what it asks for (``described_intents``), every rule hit, the intent its identifier
+    names, the intents of the lookups most relevant to it (``tool_intents``), and the nearest examples'
+    intents above ``CANDIDATE_THRESHOLD``. Only intents with tools to offer count (a
     greeting needs none)."""
     # what the question asks for first: "我账户里被取消的订单一共有几个？" asks a count, not one order
     found = [*described_intents(domain, text), *(name for name, _ in rule_hits(domain, text))]

@@ -167,13 +167,11 @@ def _unparroted(text: str) -> str:
 
 
 _ECHO_WORDS = 5  # a run of this many words shared with a note of ours is the note told back
+_ECHO_CJK = 6  # Chinese: a run of this many characters
 
 
 def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", _second_person(text).lower())
-
-
-_ECHO_CJK = 6  # Chinese: a run of this many characters
 
 
 def _word_runs(text: str) -> set[tuple[str, ...]]:

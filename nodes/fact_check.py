@@ -65,6 +65,11 @@ class Contradiction:
         return f"the answer says '{self.said}' about {subject}, but the tool result says {self.truth}"
 
 
+def result_of(record: Mapping[str, Any]) -> Any:
+    """One tool-log record's parsed result, or None (a call that failed, or a result that cannot be read)."""
+    return next(iter(results_of([record])), None)
+
+
 def results_of(tool_log: Iterable[Mapping[str, Any]]) -> list[Any]:
     """The parsed results of a message's successful tool calls (log records or evaluation records)."""
     out = []

@@ -19,9 +19,7 @@ from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
 from lg_harness.memory.hooks import recall
 from lg_harness.memory.known_ids import ids_in_text, names_in_text
-from lg_harness.nodes.answer_words import ZH_VERBS
-from lg_harness.nodes.asking import asks_for_information, change_intents, names_a_change
-from lg_harness.nodes.asking import only_asks as asks_without_change
+from lg_harness.nodes.asking import asks_about_changes, asks_without_change, change_intents
 from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.classify import (
     OPEN,
@@ -326,31 +324,12 @@ def goal_tools(deps: NodeDeps, intent: str | None, unsure: list[str], state_mess
     for name in unsure or [intent]:
         specs = [s for t in deps.domain.route(name).tools if (s := deps.registry.get(t)) is not None]
         changing = [s for s in specs if s.changes_state]
-        if changing and only_asks(deps, text, changing):
+        if changing and asks_about_changes(deps.domain, text, changing):
             changing = []  # "What coupons can I use?" asks for the list, not for a coupon to be claimed
         reading = [s for s in specs if not s.changes_state]
         targeted = [s.name for s in reading if deps.domain.tool_entities(s)]
         out += [s.name for s in changing] or targeted or [s.name for s in reading or specs]
     return list(dict.fromkeys(out))
-
-
-_QUESTION = re.compile(r"[?？]|\b(?:what|which|any|is there|are there|do you have|how many)\b|有什么|有哪些|哪些|有没有|几个",
-                       re.I)
-
-
-def only_asks(deps: NodeDeps, text: str, changing: list[Any]) -> bool:
-    """Whether the message only asks about what a route's changes would act on: a question that names none of
-    its changes' verbs as a request ("claim" of claim_coupon, "领取") and none of the values they take (a
-    coupon code), unless it asks to be told something about it ("what's the minimum spend for HOLIDAY30?")."""
-    if not text or not _QUESTION.search(text):
-        return False
-    verbs = frozenset(w for spec in changing for w in re.findall(r"[a-z]+", spec.name.lower()) if w in WRITES)
-    if names_a_change(text, verbs, frozenset(ZH_VERBS[v] for v in verbs if v in ZH_VERBS)):
-        return False
-    if asks_for_information(text):
-        return True
-    mentioned = set(deps.domain.entities_in(text))
-    return not any(mentioned & set(deps.domain.tool_entities(spec).values()) for spec in changing)
 
 
 def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpdate, text: str) -> StateUpdate:

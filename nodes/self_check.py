@@ -31,7 +31,7 @@ from lg_harness.nodes.customer_text import (
     without_echoes,
     wrong_language,
 )
-from lg_harness.nodes.fact_check import contradictions, corrected, results_of
+from lg_harness.nodes.fact_check import contradictions, corrected, result_of, results_of
 from lg_harness.nodes.money import with_currency
 from lg_harness.nodes.phrases import say
 from lg_harness.nodes.render_answer import OWN_KEYS, Voice, kind_of, localized, relevance, render_answer
@@ -82,13 +82,22 @@ def draft_words(draft: str, log: Sequence[Mapping[str, Any]], lang: str, deps: N
     return None if text is None or dump_kind(text) else text
 
 
+_STAMP = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})")
+
+
+def stamp_parts(text: str) -> list[str]:
+    """A time stamp's day and clock ("2026-10-25T17:29:00" -> "2026-10-25", "17:29"); [] for anything else."""
+    m = _STAMP.match(text)
+    return [m.group(1), m.group(2)] if m else []
+
+
 def _values(node: Any) -> list[str]:
     if isinstance(node, dict):
         return [v for x in node.values() for v in _values(x)]
     if isinstance(node, list):
         return [v for x in node for v in _values(x)]
-    if isinstance(node, str) and re.match(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}", node):
-        return [node, node[:10], node[11:16]]  # a time stamp is stated by its day or its clock too
+    if isinstance(node, str) and (parts := stamp_parts(node)):
+        return [node, *parts]  # a time stamp is stated by its day or its clock too
     return [str(node)] if isinstance(node, str | int | float) and not isinstance(node, bool) else []
 
 
@@ -107,7 +116,7 @@ def _claim_holds(claim: Any, results: Sequence[Any]) -> bool:
                                                             for v in r.values() if isinstance(v, list)
                                                             for x in v if isinstance(x, dict)]
     for record in records:
-        if any(field in record and _holds(claim, record[field]) for field in claim.fields):
+        if any(field in record and claim.true_of(record[field]) for field in claim.fields):
             return True
     return False
 
@@ -144,8 +153,8 @@ def _forms(key: str, value: Any, voice: Voice) -> set[str]:
     """How a reply may write one value: as the result has it and as the customer's voice words it (a time
     stamp's day or clock alone too: "2026-10-25", "25 October 2026", "17:29")."""
     forms = [str(value), voice.value(key, value)]
-    if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}", value):
-        forms += [value[:10], voice.value(key, value[:10]), value[11:16]]  # the day, or the clock ("17:29")
+    if isinstance(value, str) and (parts := stamp_parts(value)):
+        forms += [*parts, voice.value(key, parts[0])]  # the day, or the clock ("17:29")
     return {f.casefold() for f in forms if f.strip()}
 
 
@@ -172,7 +181,7 @@ def asked_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[M
     untold: list[str] = []
     for record in log:
         spec = deps.registry.get(str(record.get("name") or ""))
-        result = next(iter(results_of([record])), None) if record.get("status") == "ok" else None
+        result = result_of(record)
         if spec is None or spec.changes_state or not isinstance(result, Mapping):
             continue
         currency = str(result.get("currency") or deps.domain.currency or "")
@@ -213,26 +222,19 @@ def figures_from_elsewhere(text: str, state: HarnessState) -> bool:
                                                              "fact_card": state.get("fact_card") or {}}))
 
 
-def _holds(claim: Any, value: Any) -> bool:
-    try:
-        return bool(claim.holds(value))
-    except Exception:  # noqa: BLE001 - a claim's test written for another kind of value
-        return False
-
-
 def untold_change(text: str, log: Sequence[Mapping[str, Any]], deps: NodeDeps) -> str | None:
     """The status word of a change this message made that ``text`` does not say (in any form the domain's
     claims know it by), or None: a reply to a change that worked states its outcome."""
     folded = text.casefold()
     for record in log:
         # each record's own result: ``results_of`` skips a result it cannot read, so a zip would pair it wrongly
-        result = next(iter(results_of([record])), None)
+        result = result_of(record)
         spec = deps.registry.get(str(record.get("name") or ""))
         status = result.get("status") if isinstance(result, Mapping) else None
         if spec is None or not spec.changes_state or not isinstance(status, str) or not status.strip():
             continue
         forms = {status.casefold(), status.replace("_", " ").casefold()}
-        forms |= {w.casefold() for c in deps.domain.claims if "status" in c.fields and _holds(c, status) for w in c.words}
+        forms |= {w.casefold() for c in deps.domain.claims if "status" in c.fields and c.true_of(status) for w in c.words}
         if not any(f in folded for f in forms):
             return status
     return None
@@ -245,7 +247,7 @@ def new_id_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[
     lang = (state.get("fact_card") or {}).get("language") or "en"
     for record in log:
         spec = deps.registry.get(str(record.get("name") or ""))
-        result = next(iter(results_of([record])), None) if record.get("status") == "ok" else None
+        result = result_of(record)
         if spec is None or not spec.changes_state or not isinstance(result, Mapping):
             continue
         for key, value in result.items():

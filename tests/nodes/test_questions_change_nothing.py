@@ -14,7 +14,7 @@ import pytest
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
 from lg_harness.graphs.app import Harness
-from lg_harness.nodes.asking import change_intents, only_asks
+from lg_harness.nodes.asking import asks_without_change, change_intents
 from lg_harness.nodes.classify import described_intents
 
 SHOP = load_domain("shop")
@@ -43,7 +43,7 @@ def test_the_tasks_that_exist_to_change_are_read_from_the_domain():
     ("cancel ORD-10001", False),
 ])
 def test_a_question_names_a_change_only_as_a_request(text, asks):
-    assert only_asks(SHOP, SHOP.registry(), text) is asks
+    assert asks_without_change(SHOP, SHOP.registry(), text) is asks
 
 
 def test_a_count_or_a_list_is_the_intent_whose_description_says_so():

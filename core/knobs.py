@@ -50,10 +50,12 @@ class Knobs(BaseModel):
     answer_presentation: Literal["replay", "facts", "both"] = Field(
         default="replay", description="how results reach the answer step: replayed tool messages, the facts in words in a "
         "user turn, or both")
-    stable_prefix: bool = Field(default=False, description="a step that must call (a task with every value known) reads "
-                                "a prefix every such call shares: the domain's instructions and every tool the "
-                                "customer may use (the grammar holds it to the task's tools; llama.cpp), then who the "
-                                "customer is, their message and the task, not the conversation; other steps as without it")
+    stable_prefix: bool = Field(default=False, description="where a grammar holds a step to its tools (llama.cpp): a step "
+                                "that must call, or may call again after a lookup, reads a prefix every such call "
+                                "shares (the domain's instructions and every tool the customer may use), then who the "
+                                "customer is, their message, its calls so far and the task; an answer from this "
+                                "message's results reads the instructions, the task and this message only, not the "
+                                "conversation; other steps as without it")
     clear_used_results: bool = Field(default=False, description="keep earlier turns' tool results as digests (ids and "
                                      "key fields) once answered; the latest successful one stays whole")
     normalize_input: bool = Field(default=True, description="strip invisible characters from user messages")

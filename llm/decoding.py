@@ -45,7 +45,7 @@ from langchain_core.messages import AIMessage
 # "data": a step whose output is JSON for the harness under a schema the caller gives (the intent step's label)
 Step = Literal["answer", "action", "call", "data"]
 REPLY_KEY = "reply"
-# Not opening with data or markup: the same rule as ``llm.grammars``' first character.
+# Not opening with data or markup: ``llm.grammars``' first character, less its further bans (``>``, braces).
 REPLY_PATTERN = r"^[^{\[<`\s]"
 
 

@@ -1,8 +1,8 @@
 """llama.cpp grammars (GBNF) for the two steps that talk to a customer or to the tools.
 
-- ``answer_grammar()``: text for the customer. The first character may not open data (``{ [ <``, a backtick)
-  or be white space, so the model cannot paste a result, write a call or open markup; after that it writes
-  freely. On Qwen2.5-Coder-0.5B this turned 8 of 8 answers that re-emitted the call and the result as JSON
+- ``answer_grammar()``: text for the customer. The first character may not open data (``{ [ <``, a backtick),
+  be a quote mark (``>``) or white space, and no brace comes anywhere, so the model cannot paste a result,
+  write a call or open markup; otherwise it writes freely. On Qwen2.5-Coder-0.5B this turned 8 of 8 answers that re-emitted the call and the result as JSON
   into 7 of 8 answers in words (DESIGN.md, "What the customer reads").
 - ``action_grammar(tools)``: one call of an offered tool, as the JSON object ``{"name": ..., "arguments":
   {...}}`` with the name as a constant per tool and the arguments under that tool's own schema (types,
@@ -27,10 +27,12 @@ from functools import lru_cache
 from typing import Any
 
 # Rule names no JSON-schema conversion produces (it derives names from property names, with "-").
+# Words: not opening with data or markup, and no brace anywhere, so a call cannot come back as text in the words
+# branch (the 0.5B model wrote '>{"name": "get_product", ...}' as an answer, reports/bench-local run 9).
 _TEXT_RULES = r'''
 zq-text ::= zq-first zq-rest
-zq-first ::= [^{\[<` \t\n]
-zq-rest ::= [^\x00]*
+zq-first ::= [^{}\[<>` \t\n]
+zq-rest ::= [^{}\x00]*
 '''
 
 _CLASS_ESCAPES = {r"\d": "[0-9]", r"\D": "[^0-9]", r"\w": "[A-Za-z0-9_]", r"\W": "[^A-Za-z0-9_]",

@@ -101,11 +101,16 @@ def build_context(state: HarnessState, design: Design, domain: Domain, notes: Se
 def must_call_messages(state: HarnessState, design: Design, domain: Domain,
                        strategies: StrategyRegistry = WORKING_STRATEGIES) -> list[BaseMessage]:
     """The prompt of a step that must call, with the design's ``stable_prefix``: the instructions (the prompt
-    lists every tool right after them, ``nodes.base.prompt_tools``), who the customer is, their message, and the
-    task with the pinned constraints. Every such call of every thread starts with the same tokens, and of a
-    thread's with the same customer line; the values the call needs are in the task, so the conversation is
-    not read (nor assembled)."""
-    asked = [m for m in split_turn(state.get("messages") or [])[1] if isinstance(m, HumanMessage)][-1:]
+    lists every tool right after them, ``nodes.base.prompt_tools``), who the customer is, their message (with
+    the calls and results of this message so far, for a step after a lookup that may call again), and the task
+    with the pinned constraints. Every such call of every thread starts with the same tokens, and of a thread's
+    with the same customer line; the values the call needs are in the task, so the conversation is not read
+    (nor assembled)."""
+    turn = split_turn(state.get("messages") or [])[1]
+    # this message, and the calls and results of this message's earlier steps (a step after a lookup that may
+    # call again reads its own call's prompt, then what the call found)
+    asked = [*[m for m in turn if isinstance(m, HumanMessage)][-1:],
+             *(m for m in turn if isinstance(m, ToolMessage) or (isinstance(m, AIMessage) and m.tool_calls))]
     # Of the memory, the pinned constraints only: without the conversation the fact card's other ids misled the
     # call ("first_order_id: ORD-10134" looked up when ORD-10198 was asked, reports/bench-local run 6).
     memory = MemoryLayer(constraints=list(state.get("constraints") or []))
@@ -113,6 +118,19 @@ def must_call_messages(state: HarnessState, design: Design, domain: Domain,
     return assemble(system=domain.system_prompt, session=customer_line(state), task=task_of(state, domain),
                     memory=memory, history=[], immediate=asked, policy=stable,
                     entity_types=domain.entity_types).messages
+
+
+def answer_messages(state: HarnessState, design: Design, domain: Domain,
+                    strategies: StrategyRegistry = WORKING_STRATEGIES) -> list[BaseMessage]:
+    """The prompt of an answer step from this message's results, with the design's ``stable_prefix``: the
+    instructions, who the customer is, the task and the pinned constraints, then this message with its calls and
+    results. Not the earlier conversation nor the fact card: the task names what the answer is about (its values
+    were resolved from the conversation before the call), and what the step reads is then only what is new since
+    the thread's last call, after a prefix every answer of the thread shares."""
+    memory = MemoryLayer(constraints=list(state.get("constraints") or []))
+    return assemble(system=domain.system_prompt, session=customer_line(state), task=task_of(state, domain),
+                    memory=memory, history=[], immediate=split_turn(state.get("messages") or [])[1],
+                    policy=policy_for(design, strategies), entity_types=domain.entity_types).messages
 
 
 def turn_upkeep(state: HarnessState, design: Design, text: str, domain: Domain,

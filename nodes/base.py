@@ -201,11 +201,17 @@ def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]
     raise AssertionError("unreachable")
 
 
+def keeps_prefix(deps: NodeDeps) -> bool:
+    """Whether calls are laid out for a prefix that stays cached (the design's ``stable_prefix``): only where the
+    provider holds a step to its own tools by grammar (``llm.decoding``), so the prompt may list every tool."""
+    return deps.design.knobs.stable_prefix and holds_tools_by_grammar(deps.model)
+
+
 def prompt_tools(deps: NodeDeps, state: HarnessState, config: RunnableConfig | None = None) -> list[ToolSpec]:
     """The tools a step that must call lists with the design's ``stable_prefix``: all those the acting user's
-    role may use, in the registry's order, so every such prompt starts the same; none without the knob, or
-    where the provider cannot hold the step to its own tools by grammar (``llm.decoding``)."""
-    if not deps.design.knobs.stable_prefix or not holds_tools_by_grammar(deps.model):
+    role may use, in the registry's order, so every such prompt starts the same; none where the prefix is not
+    kept (``keeps_prefix``)."""
+    if not keeps_prefix(deps):
         return []
     return deps.registry.offer(None, acting_user(state, config).get("role", "customer"))
 

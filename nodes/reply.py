@@ -13,8 +13,8 @@ from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
-from lg_harness.memory.context import build_context, last_ai, last_human_text
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
+from lg_harness.memory.context import answer_messages, build_context, last_ai, last_human_text
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model, keeps_prefix
 from lg_harness.nodes.fact_check import results_of
 from lg_harness.nodes.phrases import has_phrase, say
 from lg_harness.nodes.presentation import present
@@ -104,6 +104,12 @@ class ModelReply:
         (``answer_presentation``, ``nodes.presentation``): in words, the closing note is the request to reply."""
         variant = self.deps.design.knobs.answer_presentation
         results = turn_results(state)
-        context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
+        if keeps_prefix(self.deps) and results:
+            # as the action step's answer (memory.context.answer_messages), and the results stay replayed before
+            # any facts turn: a regeneration then extends the rejected answer's prompt and reads only what follows
+            context = answer_messages(state, self.deps.design, self.deps.domain, self.deps.strategies)
+            variant = "both" if variant == "facts" else variant
+        else:
+            context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
         notes = [note] if variant == "replay" or note != FINAL_NOTE or not results else []
         return present(context, notes, variant, results, lang_of(state), self.deps.registry, self.deps.domain)

@@ -1,6 +1,7 @@
 """The prompt the local model reads, call by call (issue 42): a ready task's first try held to a call, two calls a
-lookup; with the knob ``stable_prefix`` a step that must call reads a prefix every such call shares (the instructions
-and every tool), who the customer is, their message and the task. The engine is a stand-in that records what it is given, so
+lookup; with the knob ``stable_prefix`` a step that must call (or may call again after a lookup) reads a prefix every
+such call shares (the instructions and every tool), who the customer is, their message and the task, and an answer
+reads only its own message after the instructions. The engine is a stand-in that records what it is given, so
 these run without the model; ``harness bench local`` measures the real one."""
 
 from __future__ import annotations
@@ -21,16 +22,26 @@ class ScriptedEngine:
 
     read_rate, write_rate = 100.0, 10.0  # tokens/s: what a call's deadline is scaled by
 
-    def __init__(self) -> None:
+    def __init__(self, first_answer: str = "") -> None:
         self.calls: list[dict[str, Any]] = []
+        self.first_answer = first_answer  # what the first answer step writes instead of a sentence
 
     def complete(self, messages, tools, *, grammar=None, **kw):
         self.calls.append({"messages": messages, "tools": [t["function"]["name"] for t in tools or []],
                            "grammar": grammar or ""})
         said = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         order = re.search(r"ORD-\d{5}", said)
-        if "zq-call" in (grammar or "") and order:
+        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        found_by = [m.get("content", "") for m in messages[last_user:] if m["role"] == "tool"]  # this message's
+        callable_ = "zq-call" in (grammar or "")
+        if callable_ and order and not found_by:
             text = json.dumps({"name": "get_order_status", "arguments": {"order_id": order.group()}})
+        elif callable_ and "search_products" in grammar and not found_by:
+            text = json.dumps({"name": "search_products", "arguments": {"query": "wireless bluetooth headphones"}})
+        elif callable_ and "get_product" in grammar and found_by and "P1001" in found_by[-1]:
+            text = json.dumps({"name": "get_product", "arguments": {"product_id": "P1001"}})
+        elif self.first_answer:
+            text, self.first_answer = self.first_answer, ""
         else:
             found = re.findall(r'"status":\s*"(\w+)"|status: (\w+)', str(messages[-1]["content"]))
             found = [a or b for a, b in found]
@@ -86,12 +97,13 @@ def test_every_thread_starts_with_the_same_instructions_and_the_customer_follows
     assert other[0]["messages"][1]["content"] == "Customer: id U002, role vip."
 
 
-def test_a_step_that_must_call_reads_a_shared_prefix_and_answers_are_assembled_as_without_the_knob(
+def test_a_step_that_must_call_reads_a_shared_prefix_and_an_answer_reads_only_its_message(
         engine: ScriptedEngine) -> None:
     """Two messages, a lookup each. A step that must call lists every tool the customer may use (the grammar
     holds it to the task's own) and reads the instructions, who the customer is, their message and the task: the
-    same prefix for every such call, and of a thread's up to its message. An answer is assembled as without the
-    knob: no tool listed, the customer, task and memory with the instructions, then the conversation."""
+    same prefix for every such call, and of a thread's up to its message. An answer lists no tool (with every
+    tool listed the 0.5B model wrote the call again as text) and reads the instructions with the customer and the
+    task, then this message, its call and its result: not the earlier messages, nor the fact card."""
     texts = ("Where is my order ORD-10144?", "What's the status of ORD-10198?")
     calls = ask(stable(), engine, "U001", texts=texts)
     plain = ask(load_design("harness"), engine, "U001", texts=texts)
@@ -104,9 +116,40 @@ def test_a_step_that_must_call_reads_a_shared_prefix_and_answers_are_assembled_a
         assert call["messages"][:2] == head and call["messages"][2] == {"role": "user", "content": text}
         assert len(call["messages"]) == 4 and is_task_block(call["messages"][3])
         assert "## Known facts" not in call["messages"][3]["content"], "the fact card's other ids misled calls"
-    for answer, same in zip(calls[1::2], plain[1::2], strict=True):
+    for answer, text in zip(calls[1::2], texts, strict=True):
         assert answer["grammar"].startswith("root ::= zq-text") and answer["tools"] == []
-        assert without_ids(answer["messages"]) == without_ids(same["messages"])
+        system, *rest = answer["messages"]
+        assert system["content"].startswith(SHOP.system_prompt + "\nCustomer: id U001, role customer.\n\n## Current task")
+        assert "## Known facts" not in system["content"]
+        assert [m["role"] for m in rest] == ["user", "assistant", "tool"] and rest[0]["content"] == text
+    assert texts[0] not in json.dumps(calls[3]["messages"]), "the second answer reads the first message"
+    assert texts[0] in json.dumps(plain[3]["messages"]), "without the knob it does (the conversation)"
+
+
+def test_a_step_that_may_call_again_after_a_lookup_extends_the_calls_prompt(engine: ScriptedEngine) -> None:
+    """A product question: a search, then a step that may fetch the product. That step lists every tool too and
+    reads the prompt of the message's first call up to the customer's message, then the call and what it found,
+    then the task: the engine reads only what the lookup added."""
+    calls = ask(stable(), engine, "U001", texts=("Do you sell wireless bluetooth headphones?",))
+    search, after = calls[0], calls[1]
+    assert search["tools"] == after["tools"] and len(after["tools"]) > 1
+    assert after["grammar"].startswith("root ::= zq-call | zq-text"), "it may call or answer"
+    assert after["messages"][:3] == search["messages"][:3]
+    assert [m["role"] for m in after["messages"][3:]] == ["assistant", "tool", "system"]
+    assert is_task_block(after["messages"][-1])
+
+
+def test_a_regenerated_answer_extends_the_rejected_answers_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer the self-check sends back (raw data) is asked again with the results still replayed and the facts
+    in words after them, so the engine reads only the note and the facts turn after the first answer's prompt."""
+    scripted = ScriptedEngine(first_answer='{"status": "delivered"}')
+    monkeypatch.setattr(LocalChatModel, "engine", lambda self: scripted)
+    calls = ask(stable(), scripted, "U001")
+    assert len(calls) == 3, [c["grammar"][:30] for c in calls]
+    answer, again = calls[1], calls[2]
+    assert again["messages"][: len(answer["messages"])] == answer["messages"]
+    assert [m["role"] for m in again["messages"][len(answer["messages"]):]] == ["system", "user"]
+    assert "delivered" in again["messages"][-1]["content"], "the facts in words"
 
 
 def test_without_the_knob_the_customer_and_task_ride_in_the_instructions(engine: ScriptedEngine) -> None:

@@ -101,7 +101,7 @@ def build_context(state: HarnessState, design: Design, domain: Domain, notes: Se
 def must_call_messages(state: HarnessState, design: Design, domain: Domain,
                        strategies: StrategyRegistry = WORKING_STRATEGIES) -> list[BaseMessage]:
     """The prompt of a step that must call, with the design's ``stable_prefix``: the instructions (the prompt
-    lists every tool right after them, ``nodes.base.prompt_tools``), who the customer is, their message (with
+    lists every tool right after them, ``nodes.prompt_layout``), who the customer is, their message (with
     the calls and results of this message so far, for a step after a lookup that may call again), and the task
     with the pinned constraints. Every such call of every thread starts with the same tokens, and of a thread's
     with the same customer line; the values the call needs are in the task, so the conversation is not read

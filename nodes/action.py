@@ -20,20 +20,14 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing import counters
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
-from lg_harness.memory.context import answer_messages, build_context, must_call_messages, turn_messages
+from lg_harness.memory.context import build_context
 from lg_harness.memory.known_ids import ids_of_outcomes
-from lg_harness.nodes.base import (
-    ModelCallFailed,
-    NodeDeps,
-    builtin_variant,
-    keeps_prefix,
-    prompt_tools,
-    thread_id,
-)
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, thread_id
 from lg_harness.nodes.confirm import confirmation_question, precheck_outcome
 from lg_harness.nodes.goal_stop import GoalStop, kept, set_aside_for, step_of
 from lg_harness.nodes.listing import listed, listings_for
 from lg_harness.nodes.phrases import say
+from lg_harness.nodes.prompt_layout import answers_results, layout_for
 from lg_harness.nodes.retry_declined import declines_for
 from lg_harness.nodes.rewrites import rewrites_for, rewritten
 from lg_harness.nodes.screens import AwaitYes, Screening, screens_for
@@ -104,11 +98,6 @@ def with_call_ids(ai: AIMessage, log: Sequence[Mapping[str, Any]], rnd: int) -> 
     return ai.model_copy(update={"tool_calls": calls}) if changed else ai
 
 
-def answers_results(state: HarnessState) -> bool:
-    """Whether this message has tool results for an answer step to word."""
-    return any(isinstance(m, ToolMessage) for m in turn_messages(state.get("messages") or []))
-
-
 def is_empty(result: Any, empty_keys: tuple[str, ...]) -> bool:
     if result in (None, "", [], {}):
         return True
@@ -128,6 +117,7 @@ class ToolLoopAction:
         self.rewrites = rewrites_for(self.knobs, deps.domain, deps.registry)
         self.declines = declines_for(self.knobs)
         self.listings = listings_for(self.knobs)
+        self.layout = layout_for(deps)
         self.awaits_yes = next((s for s in self.screens if isinstance(s, AwaitYes)), None)
         self.model_text = cleaned_text if self.knobs.clean_results else raw_text
         # what a model step is not offered again, and whether the route's delivered call ends the loop
@@ -183,18 +173,10 @@ class ToolLoopAction:
         if (earlier := self.decided(key)) is not None:  # decided before a crash: never ask the model again
             return AIMessage(earlier["content"], tool_calls=earlier["calls"]), earlier["emitted"], stats
         offered = self.offered(state, config)
-        may_call = offered and (self.declines.ready(state, self.deps) or answers_results(state))
-        shown = prompt_tools(self.deps, state, config) if may_call else []
-        if shown:
-            # a step that must call, or may call again after this message's lookup, reads a prefix every such call
-            # shares (the instructions and every tool), who the customer is, their message, its calls so far and
-            # the task (memory.context.must_call_messages)
-            messages = must_call_messages(state, self.deps.design, self.deps.domain, self.deps.strategies)
-        elif keeps_prefix(self.deps) and answers_results(state):
-            # the answer from this message's results lists no tool (with every tool listed the 0.5B model wrote the
-            # call again as text: reports/bench-local/README.md) and reads the instructions, the task and this
-            # message only (memory.context.answer_messages): what is new, after the thread's prefix
-            messages = answer_messages(state, self.deps.design, self.deps.domain, self.deps.strategies)
+        # the design's layout (nodes.prompt_layout): with a kept prefix, a step that must call or may call again
+        # after a lookup lists every tool and extends a prefix every such call shares; an answer reads its message
+        may_call = bool(offered) and (self.declines.ready(state, self.deps) or answers_results(state))
+        messages, shown = self.layout.step(state, config, messages, may_call)
         ai, stats = self.declines.call(self.deps, state, messages, stats, offered, shown)
         if ai.tool_calls and self.delivered(state):
             # offered no tool and calling one anyway (a model without a grammar): nothing more runs; the

@@ -21,8 +21,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.design import Design
 from lg_harness.core.domain import Domain
-from lg_harness.core.state import HarnessState, StateUpdate, TurnStats, acting_user
-from lg_harness.llm.decoding import Step, holds_tools_by_grammar
+from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
+from lg_harness.llm.decoding import Step
 from lg_harness.llm.embeddings import Embedder, current_embedder
 from lg_harness.llm.text_tools import invalid_as_calls
 from lg_harness.memory.assembly import WORKING_STRATEGIES, StrategyRegistry
@@ -201,21 +201,6 @@ def _invoke_rate_limited(deps: NodeDeps, model: Any, messages: list[BaseMessage]
     raise AssertionError("unreachable")
 
 
-def keeps_prefix(deps: NodeDeps) -> bool:
-    """Whether calls are laid out for a prefix that stays cached (the design's ``stable_prefix``): only where the
-    provider holds a step to its own tools by grammar (``llm.decoding``), so the prompt may list every tool."""
-    return deps.design.knobs.stable_prefix and holds_tools_by_grammar(deps.model)
-
-
-def prompt_tools(deps: NodeDeps, state: HarnessState, config: RunnableConfig | None = None) -> list[ToolSpec]:
-    """The tools a step that must call lists with the design's ``stable_prefix``: all those the acting user's
-    role may use, in the registry's order, so every such prompt starts the same; none where the prefix is not
-    kept (``keeps_prefix``)."""
-    if not keeps_prefix(deps):
-        return []
-    return deps.registry.offer(None, acting_user(state, config).get("role", "customer"))
-
-
 def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats,
                tools: Sequence[ToolSpec] = (), step: Step | None = None,
                shown: Sequence[ToolSpec] = (), schema: dict[str, Any] | None = None) -> tuple[AIMessage, TurnStats]:
@@ -223,7 +208,7 @@ def call_model(deps: NodeDeps, messages: Sequence[BaseMessage], stats: TurnStats
 
     ``step`` (``answer``, ``action``, or ``data`` with its JSON ``schema``) asks for decoding that fits it when the design's
     ``constrained_decoding`` is on and the provider can (``llm.decoding``); ``call`` is an action step that must
-    call. ``shown`` are the tools the prompt lists whatever the step offers (``prompt_tools``), where the
+    call. ``shown`` are the tools the prompt lists whatever the step offers (``nodes.prompt_layout``), where the
     provider holds a step to its offered ones by grammar; elsewhere the prompt lists the offered tools only."""
     prepared = deps.calling.prepare(deps.model, messages, tools, step, shown, schema)  # the design's way
     model, messages, finish = prepared.model, prepared.messages, prepared.finish

@@ -13,11 +13,12 @@ from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
-from lg_harness.memory.context import answer_messages, build_context, last_ai, last_human_text
-from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model, keeps_prefix
+from lg_harness.memory.context import build_context, last_ai, last_human_text
+from lg_harness.nodes.base import ModelCallFailed, NodeDeps, builtin_variant, call_model
 from lg_harness.nodes.fact_check import results_of
 from lg_harness.nodes.phrases import has_phrase, say
 from lg_harness.nodes.presentation import present
+from lg_harness.nodes.prompt_layout import layout_for
 from lg_harness.obs.tracing import span_event
 
 FINAL_NOTE = "Answer the customer now using only the tool results above. Do not call tools."
@@ -51,6 +52,7 @@ def own_words(text: str) -> StateUpdate:
 class ModelReply:
     def __init__(self, deps: NodeDeps) -> None:
         self.deps = deps
+        self.layout = layout_for(deps)
 
     def __call__(self, state: HarnessState, config: RunnableConfig) -> StateUpdate:
         intent = state.get("intent") or ""
@@ -104,12 +106,11 @@ class ModelReply:
         (``answer_presentation``, ``nodes.presentation``): in words, the closing note is the request to reply."""
         variant = self.deps.design.knobs.answer_presentation
         results = turn_results(state)
-        if keeps_prefix(self.deps) and results:
-            # as the action step's answer (memory.context.answer_messages), and the results stay replayed before
-            # any facts turn: a regeneration then extends the rejected answer's prompt and reads only what follows
-            context = answer_messages(state, self.deps.design, self.deps.domain, self.deps.strategies)
-            variant = "both" if variant == "facts" else variant
-        else:
-            context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
+        context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
+        if results:
+            # the design's layout (nodes.prompt_layout); where the results stay replayed, the facts turn comes
+            # after them, so a regeneration extends the rejected answer's prompt and reads only what follows
+            context, replayed = self.layout.answer(state, context)
+            variant = "both" if replayed and variant == "facts" else variant
         notes = [note] if variant == "replay" or note != FINAL_NOTE or not results else []
         return present(context, notes, variant, results, lang_of(state), self.deps.registry, self.deps.domain)

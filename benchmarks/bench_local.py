@@ -219,7 +219,7 @@ def run_bench_local(domain: Domain | str = "shop", model: str = "qwen2.5-coder-0
     raw = {k: (raw_before[k] + raw_after[k]) / 2 for k in raw_before}
     figures: dict[str, Any] = {
         "domain": loaded.name, "model": model, "n_threads": timed.n_threads, "n_ctx": timed.n_ctx,
-        "cpus": os.cpu_count(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "cpus": os.cpu_count(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "flash_attn": timed.flash_attn,
         "loadavg_1m": {"start": load_before, "end": os.getloadavg()[0]},
         "raw": raw, "raw_before": raw_before, "raw_after": raw_after, "messages_per_thread": messages,
         "designs": {d: summary(m, raw) for d, m in convo.items()}, "transcripts": convo}
@@ -234,7 +234,7 @@ def run_bench_local(domain: Domain | str = "shop", model: str = "qwen2.5-coder-0
 def format_table(f: dict[str, Any]) -> str:
     raw = f["raw"]
     lines = [f"local:{f['model']} on {f['domain']}: {f['n_threads']} threads, {f['cpus']} CPUs, OMP_WAIT_POLICY "
-             f"{f['omp_wait_policy']}, load average {f['loadavg_1m']['start']:.2f} at the start, "
+             f"{f['omp_wait_policy']}, fused attention {'on' if f.get('flash_attn') else 'off'}, load average {f['loadavg_1m']['start']:.2f} at the start, "
              f"{f['loadavg_1m']['end']:.2f} at the end",
              f"engine alone (mean of before and after): cold read {raw['cold_read_tok_s']:.0f} tok/s "
              f"({raw['prompt_tokens']:.0f} tokens), read after a cached prefix {raw['read_tok_s']:.0f} tok/s "

@@ -507,6 +507,7 @@ def machine_of(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return {}
     return {"cpus": os.cpu_count(), "threads": int(os.environ.get("HARNESS_LOCAL_THREADS", "2")),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "flash_attn": os.environ.get("HARNESS_LOCAL_FLASH_ATTN", "1") not in ("0", "false", "no"),
             "load_1m": {"min": loads[0], "median": statistics.median(loads), "max": loads[-1], "n": len(loads)}}
 
 

@@ -126,8 +126,12 @@ def answer_messages(state: HarnessState, design: Design, domain: Domain,
     instructions, who the customer is, the task and the pinned constraints, then this message with its calls and
     results. Not the earlier conversation nor the fact card: the task names what the answer is about (its values
     were resolved from the conversation before the call), and what the step reads is then only what is new since
-    the thread's last call, after a prefix every answer of the thread shares."""
-    memory = MemoryLayer(constraints=list(state.get("constraints") or []))
+    the thread's last call, after a prefix every answer of the thread shares. Of the fact card, the customer's
+    language: a message of one word ("是", confirming a change) does not say it (the 0.5B model answered
+    "Cancelled." to a Chinese customer without it)."""
+    language = (state.get("fact_card") or {}).get("language")
+    memory = MemoryLayer(constraints=list(state.get("constraints") or []),
+                         fact_card={"language": language} if language else {})
     return assemble(system=domain.system_prompt, session=customer_line(state), task=task_of(state, domain),
                     memory=memory, history=[], immediate=split_turn(state.get("messages") or [])[1],
                     policy=policy_for(design, strategies), entity_types=domain.entity_types).messages

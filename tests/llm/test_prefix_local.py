@@ -120,10 +120,17 @@ def test_a_step_that_must_call_reads_a_shared_prefix_and_an_answer_reads_only_it
         assert answer["grammar"].startswith("root ::= zq-text") and answer["tools"] == []
         system, *rest = answer["messages"]
         assert system["content"].startswith(SHOP.system_prompt + "\nCustomer: id U001, role customer.\n\n## Current task")
-        assert "## Known facts" not in system["content"]
+        assert system["content"].endswith("## Known facts\n- language: en"), "of the fact card, the language only"
         assert [m["role"] for m in rest] == ["user", "assistant", "tool"] and rest[0]["content"] == text
     assert texts[0] not in json.dumps(calls[3]["messages"]), "the second answer reads the first message"
     assert texts[0] in json.dumps(plain[3]["messages"]), "without the knob it does (the conversation)"
+
+
+def test_an_answer_keeps_the_customers_language(engine: ScriptedEngine) -> None:
+    """The answer reads no earlier message, so the customer's language rides with the task: a one-word message
+    ("是", confirming a change) does not say it, and the 0.5B model answered a Chinese customer "Cancelled."."""
+    calls = ask(stable(), engine, "U001", texts=("我的订单 ORD-10144 到哪了？",))
+    assert calls[-1]["messages"][0]["content"].endswith("## Known facts\n- language: zh")
 
 
 def test_a_step_that_may_call_again_after_a_lookup_extends_the_calls_prompt(engine: ScriptedEngine) -> None:

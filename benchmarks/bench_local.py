@@ -7,8 +7,8 @@ baseline measured in the same run:
    read of a whole prompt (the domain's system prompt and every tool), a read of its last 200 tokens after
    the rest is cached (the size of what a harness call reads), and 64 tokens written without a grammar.
    The machine's load average, its CPUs, the threads and the OpenMP wait policy are printed with them.
-2. **Conversations.** Each design (``harness``; ``harness+stable_prefix``, the same with the knob that keeps a
-   prompt prefix in place; ``naive``) answers the same messages on two threads
+2. **Conversations.** Each design (``harness``; ``harness-no:stable_prefix``, the same without the knob that keeps
+   a prompt prefix in place; ``naive``) answers the same messages on two threads
    of its own. Everything is interleaved: message 1 of every thread of every design, then message 2, ..., so
    the load of the machine falls on all alike, and each thread's saved engine state must survive the others'
    calls in between. Each design has saved states of its own and starts its turn from an empty engine: two
@@ -19,7 +19,7 @@ baseline measured in the same run:
 
 Figures: the engine's tokens/s inside each design against the raw ones, the cached share of prompt tokens from
 each thread's second call on, time to first token on messages 2+ against message 1, seconds per message of
-``harness`` against ``naive`` and against ``harness+stable_prefix``.
+``harness`` against ``naive`` and against ``harness-no:stable_prefix``.
 
 Run ``harness bench local [--domain NAME]`` or ``python -m lg_harness.benchmarks.bench_local`` (needs
 ``bash scripts/setup.sh --local-model``; about 10 minutes on 2 cores).
@@ -49,7 +49,7 @@ from pydantic import PrivateAttr
 
 from lg_harness.errors import UsageError
 
-DESIGNS = ("harness", "harness+stable_prefix", "naive")
+DESIGNS = ("harness", "harness-no:stable_prefix", "naive")
 SUFFIX = 200  # tokens the engine reads after a cached prefix in the raw figure: about what a harness call reads
 WRITE = 64
 RAW_TASK = "Write a detailed description of a pair of wireless headphones for the product page."

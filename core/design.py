@@ -123,10 +123,11 @@ PRESETS: dict[str, Design] = {d.name: d for d in (
             "card, masked tools, canonical, validated and entity-aligned arguments, classified retries, cleaned "
             "results, layered context (anchored window, summary, fact card) with compression, dual memory, "
             "guards, a grounded self-check, decoding constrained to each step, another try for a declined call, "
-            "and an explicit yes before any change, checked first.",
+            "and an explicit yes before any change, checked first; on an engine whose grammar holds a step to its "
+            "tools, prompts laid out for a prefix the engine keeps (docs/performance.md).",
             {"intent": "classifier"}, context_budget_tokens=1300, clear_used_results=True, confirm_changes=True,
             constrained_decoding=True, retry_declined_call=2, answer_presentation="facts", unsure_offer=6,
-            answer_after_goal=True),
+            answer_after_goal=True, stable_prefix=True),
 )}
 
 

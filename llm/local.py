@@ -350,6 +350,14 @@ class _Engine:
         return live
 
 
+def keep_states_on_disk() -> None:
+    """For a process that sends one message (``harness run``): keep the engine's saved states under the user's
+    cache (``~/.cache/lg-harness/states``) unless ``HARNESS_LOCAL_CACHE_DIR`` says where (empty: in memory only),
+    so the next process reads only what is new. Without them every such process reads the instructions and every
+    tool cold (a prefix of about 1,900 tokens for the shop: some 30 s on two CPU threads)."""
+    os.environ.setdefault("HARNESS_LOCAL_CACHE_DIR", str(Path.home() / ".cache" / "lg-harness" / "states"))
+
+
 def _states_dir(path: str, n_ctx: int, n_batch: int, flash_attn: bool = True) -> Path | None:
     """Where this engine's states are kept across processes (``HARNESS_LOCAL_CACHE_DIR``), one folder per model
     file and context settings (a state fits only the context it came from); None: in memory only."""

@@ -174,6 +174,10 @@ def run(message: Annotated[str, typer.Argument(help="the user's message")], thre
         domain: DomainOpt = None, user: UserOpt = None, role: RoleOpt = None, json_out: JsonOpt = False,
         debug: DebugOpt = False) -> None:
     """Send one user message on a thread."""
+    if model.startswith("local:"):  # a process a message: the next one starts from this one's engine states
+        from lg_harness.llm.local import keep_states_on_disk
+
+        keep_states_on_disk()
     with open_harness(data_dir, design, model, domain) as h:
         note_model_fit(h.domain, model)
         result = h.send(thread, message, caller(h, user), role)

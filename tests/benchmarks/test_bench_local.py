@@ -56,7 +56,8 @@ def test_targets_say_met_and_not_met_for_each_design_against_naive():
 
 
 def test_a_design_with_a_switch_turned_on_and_a_clear_error_for_a_knob_that_is_not_one():
-    assert design_of("harness+stable_prefix").knobs.stable_prefix and not design_of("harness").knobs.stable_prefix
+    assert design_of("harness-no:stable_prefix+stable_prefix").knobs.stable_prefix
+    assert not design_of("harness-no:stable_prefix").knobs.stable_prefix and design_of("harness").knobs.stable_prefix
     with pytest.raises(UsageError, match="not a switch knob"):
         design_of("harness+max_rounds")
 

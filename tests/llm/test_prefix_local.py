@@ -58,8 +58,12 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> ScriptedEngine:
 
 
 def stable() -> Any:
-    design = load_design("harness")
-    return design.model_copy(update={"knobs": design.knobs.model_copy(update={"stable_prefix": True})})
+    """``harness`` as shipped: the knob ``stable_prefix`` on."""
+    return load_design("harness")
+
+
+def plain() -> Any:
+    return load_design("harness-no:stable_prefix")
 
 
 def ask(design, engine: ScriptedEngine, user: str, thread: str = "t",
@@ -80,7 +84,7 @@ def is_task_block(message: dict[str, Any]) -> bool:
 
 
 def test_a_lookup_is_one_call_held_to_a_call_then_the_answer(engine: ScriptedEngine) -> None:
-    calls = ask(load_design("harness"), engine, "U001")
+    calls = ask(plain(), engine, "U001")
     assert len(calls) == 2, [c["grammar"][:40] for c in calls]
     first, answer = calls
     assert first["tools"] == ["get_order_status"] and first["grammar"].startswith("root ::= zq-call\n")
@@ -106,8 +110,8 @@ def test_a_step_that_must_call_reads_a_shared_prefix_and_an_answer_reads_only_it
     task, then this message, its call and its result: not the earlier messages, nor the fact card."""
     texts = ("Where is my order ORD-10144?", "What's the status of ORD-10198?")
     calls = ask(stable(), engine, "U001", texts=texts)
-    plain = ask(load_design("harness"), engine, "U001", texts=texts)
-    assert len(calls) == len(plain) == 4
+    without = ask(plain(), engine, "U001", texts=texts)
+    assert len(calls) == len(without) == 4
     everything = [spec.name for spec in SHOP.registry().offer(None, "customer")]
     assert len(everything) > 1
     head = [{"role": "system", "content": SHOP.system_prompt}, {"role": "system", "content": "Customer: id U001, role customer."}]
@@ -123,7 +127,7 @@ def test_a_step_that_must_call_reads_a_shared_prefix_and_an_answer_reads_only_it
         assert system["content"].endswith("## Known facts\n- language: en"), "of the fact card, the language only"
         assert [m["role"] for m in rest] == ["user", "assistant", "tool"] and rest[0]["content"] == text
     assert texts[0] not in json.dumps(calls[3]["messages"]), "the second answer reads the first message"
-    assert texts[0] in json.dumps(plain[3]["messages"]), "without the knob it does (the conversation)"
+    assert texts[0] in json.dumps(without[3]["messages"]), "without the knob it does (the conversation)"
 
 
 def test_an_answer_keeps_the_customers_language(engine: ScriptedEngine) -> None:
@@ -160,9 +164,10 @@ def test_a_regenerated_answer_extends_the_rejected_answers_prompt(monkeypatch: p
 
 
 def test_without_the_knob_the_customer_and_task_ride_in_the_instructions(engine: ScriptedEngine) -> None:
-    """``harness`` as shipped: on the 0.5B model the knob made answers longer and slower (docs/performance.md)."""
-    assert ablation(stable(), "stable_prefix").knobs == load_design("harness").knobs
-    calls = ask(load_design("harness"), engine, "U001")
+    """``harness`` ships with the knob on (on the real model its threads' messages are faster, its dev results
+    even: docs/performance.md); its ablation lays every prompt out as assembled."""
+    assert stable().knobs.stable_prefix and ablation(stable(), "stable_prefix").knobs == plain().knobs
+    calls = ask(plain(), engine, "U001")
     head = calls[0]["messages"][0]["content"]
     assert head.startswith(SHOP.system_prompt + "\nCustomer: id U001") and "## Current task" in head
 
@@ -171,7 +176,7 @@ def test_the_knob_changes_nothing_where_no_grammar_holds_a_step_to_its_tools(rec
     """The sim (and any provider without a grammar) gets the prompt ``harness`` gives it: listing every tool is
     safe only where the step cannot call the others."""
     prompts = []
-    for design in (load_design("harness"), stable()):
+    for design in (plain(), stable()):
         model = recording_sim_cls()
         with Harness(None, design, model, domain="shop") as h:
             h.send("t", "Where is my order ORD-10144?", "U001")

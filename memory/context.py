@@ -127,13 +127,18 @@ def answer_messages(state: HarnessState, design: Design, domain: Domain,
     results. Not the earlier conversation nor the fact card: the task names what the answer is about (its values
     were resolved from the conversation before the call), and what the step reads is then only what is new since
     the thread's last call, after a prefix every answer of the thread shares. Of the fact card, the customer's
-    language: a message of one word ("是", confirming a change) does not say it (the 0.5B model answered
-    "Cancelled." to a Chinese customer without it)."""
+    language, and the message that started the task when an earlier one did: a confirmation ("yes") says neither
+    (the 0.5B model answered "Cancelled." to a Chinese customer's confirmed cancel)."""
     language = (state.get("fact_card") or {}).get("language")
     memory = MemoryLayer(constraints=list(state.get("constraints") or []),
                          fact_card={"language": language} if language else {})
+    history, turn = split_turn(state.get("messages") or [])
+    # the message that started the task when it came before this one ("取消订单 ORD-10197" before the "yes" that
+    # confirms it): what the answer is about, in the customer's words
+    anchor_id = state.get("task_anchor_id")
+    started = [m for m in history if anchor_id and m.id == anchor_id and isinstance(m, HumanMessage)]
     return assemble(system=domain.system_prompt, session=customer_line(state), task=task_of(state, domain),
-                    memory=memory, history=[], immediate=split_turn(state.get("messages") or [])[1],
+                    memory=memory, history=[], immediate=[*started, *turn],
                     policy=policy_for(design, strategies), entity_types=domain.entity_types).messages
 
 

@@ -342,8 +342,9 @@ def wrong_language(text: str, lang: str) -> bool:
     cjk = len(_CJK.findall(text))
     latin = len(_LATIN_WORD.findall(IDENTIFIER.sub(" ", text)))
     if lang == "zh":
-        # no Chinese, or a Chinese word in front of English ("抱歉, I'm a bit busy right now. Please send...")
-        return (cjk < 2 and latin >= 2) or (latin >= 6 and latin > 2 * cjk)
+        # no Chinese ("Cancelled." to a Chinese customer), or a Chinese word in front of English ("抱歉, I'm a bit
+        # busy right now. Please send..."); identifiers alone ("ORD-10197") are no language
+        return (cjk == 0 and latin >= 1) or (cjk < 2 and latin >= 2) or (latin >= 6 and latin > 2 * cjk)
     if lang == "en":
         return cjk > 0 and cjk >= 2 * max(latin, 1)
     return False

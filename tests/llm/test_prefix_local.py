@@ -35,7 +35,8 @@ class ScriptedEngine:
         found_by = [m.get("content", "") for m in messages[last_user:] if m["role"] == "tool"]  # this message's
         callable_ = "zq-call" in (grammar or "")
         if callable_ and order and not found_by:
-            text = json.dumps({"name": "get_order_status", "arguments": {"order_id": order.group()}})
+            name = "cancel_order" if "Intent: cancel_order" in json.dumps(messages) else "get_order_status"
+            text = json.dumps({"name": name, "arguments": {"order_id": order.group()}})
         elif callable_ and "search_products" in grammar and not found_by:
             text = json.dumps({"name": "search_products", "arguments": {"query": "wireless bluetooth headphones"}})
         elif callable_ and "get_product" in grammar and found_by and "P1001" in found_by[-1]:
@@ -135,6 +136,15 @@ def test_an_answer_keeps_the_customers_language(engine: ScriptedEngine) -> None:
     ("是", confirming a change) does not say it, and the 0.5B model answered a Chinese customer "Cancelled."."""
     calls = ask(stable(), engine, "U001", texts=("我的订单 ORD-10144 到哪了？",))
     assert calls[-1]["messages"][0]["content"].endswith("## Known facts\n- language: zh")
+
+
+def test_the_answer_to_a_confirmed_change_reads_the_request_that_started_it(engine: ScriptedEngine) -> None:
+    """A change runs on the customer's yes, a message of its own: the answer reads the request it confirms too."""
+    calls = ask(stable(), engine, "U001", texts=("请帮我取消订单 ORD-10198", "是的"))
+    answer = next(c for c in calls if c["messages"][-1]["role"] == "tool" and "cancel_order" in c["messages"][-1]["content"])
+    said = [m["content"] for m in answer["messages"] if m["role"] == "user"]
+    assert said == ["请帮我取消订单 ORD-10198", "是的"], said
+    assert [m["role"] for m in answer["messages"][1:]] == ["user", "user", "assistant", "tool"]
 
 
 def test_a_step_that_may_call_again_after_a_lookup_extends_the_calls_prompt(engine: ScriptedEngine) -> None:

@@ -282,3 +282,9 @@ def test_a_chinese_word_in_front_of_english_is_the_wrong_language_for_a_chinese_
     # product names and codes in Latin letters inside a Chinese answer are fine
     assert not wrong_language("您的订单包含 Sony WH-1000XM5 Wireless Noise Cancelling Headphones，价格 299 美元。", "zh")
     assert not wrong_language("Apple MacBook Pro 14 M3 的保修期到 2028年3月10日。", "zh")
+
+
+def test_one_english_word_is_the_wrong_language_for_a_chinese_customer_and_an_identifier_is_none():
+    """Real model, shop dev: a Chinese customer's confirmed cancel was answered "Cancelled."."""
+    assert wrong_language("Cancelled.", "zh")
+    assert not wrong_language("ORD-10197", "zh") and not wrong_language("好的。", "zh")

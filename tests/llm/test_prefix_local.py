@@ -27,13 +27,14 @@ class ScriptedEngine:
         self.first_answer = first_answer  # what the first answer step writes instead of a sentence
 
     def complete(self, messages, tools, *, grammar=None, **kw):
+        grammar = grammar or ""
         self.calls.append({"messages": messages, "tools": [t["function"]["name"] for t in tools or []],
-                           "grammar": grammar or ""})
+                           "grammar": grammar})
         said = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         order = re.search(r"ORD-\d{5}", said)
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
         found_by = [m.get("content", "") for m in messages[last_user:] if m["role"] == "tool"]  # this message's
-        callable_ = "zq-call" in (grammar or "")
+        callable_ = "zq-call" in grammar
         if callable_ and order and not found_by:
             name = "cancel_order" if "Intent: cancel_order" in json.dumps(messages) else "get_order_status"
             text = json.dumps({"name": name, "arguments": {"order_id": order.group()}})

@@ -42,7 +42,7 @@ from lg_harness.benchmarks.printing import print_report
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
-from lg_harness.llm.local import LocalChatModel
+from lg_harness.llm.local import LocalChatModel, engine_env
 from lg_harness.llm.local_weights import get_spec
 from lg_harness.llm.prompt_cache import PrefixStates
 from pydantic import PrivateAttr
@@ -203,8 +203,7 @@ def run_bench_local(domain: Domain | str = "shop", model: str = "qwen2.5-coder-0
     """Measure everything in one run (see the module doc); ``messages`` per thread, two threads per design."""
     loaded, bench = bench_domain(domain)
     get_spec(model)
-    timed = TimedLocal(model_name=model, n_ctx=int(os.environ.get("HARNESS_LOCAL_N_CTX", "4096")),
-                       n_threads=int(os.environ.get("HARNESS_LOCAL_THREADS", "2")))
+    timed = TimedLocal(model_name=model, **engine_env())
     load_before = os.getloadavg()[0]
     progress.stage("engine alone")
     raw_before = raw_engine(timed, loaded)

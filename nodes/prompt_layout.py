@@ -19,7 +19,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from lg_harness.core.state import HarnessState, acting_user
 from lg_harness.llm.decoding import holds_tools_by_grammar
-from lg_harness.memory.context import answer_messages, must_call_messages, turn_messages
+from lg_harness.memory.context import answer_messages, build_context, must_call_messages, turn_messages
 from lg_harness.nodes.base import NodeDeps
 from lg_harness.tools.registry import ToolSpec
 
@@ -38,7 +38,7 @@ class Layout(Protocol):
         beyond the offered ones; ``may_call``: it is offered tools and must call or has a lookup to build on."""
         ...
 
-    def answer(self, state: HarnessState, assembled: list[Any]) -> tuple[list[Any], bool]:
+    def answer(self, state: HarnessState) -> tuple[list[Any], bool]:
         """An answer step's messages from this message's results, and whether its results stay replayed before
         a facts turn (so a regeneration extends the rejected answer's prompt)."""
         ...
@@ -47,12 +47,16 @@ class Layout(Protocol):
 class AsAssembled:
     """The context as assembled for every step; the prompt lists the offered tools only."""
 
+    def __init__(self, deps: NodeDeps) -> None:
+        self.deps = deps
+
     def step(self, state: HarnessState, config: RunnableConfig | None, assembled: list[Any], may_call: bool
              ) -> tuple[list[Any], list[ToolSpec]]:
         return assembled, []
 
-    def answer(self, state: HarnessState, assembled: list[Any]) -> tuple[list[Any], bool]:
-        return assembled, False
+    def answer(self, state: HarnessState) -> tuple[list[Any], bool]:
+        deps = self.deps
+        return build_context(state, deps.design, deps.domain, strategies=deps.strategies)[0], False
 
 
 class KeptPrefix:
@@ -75,7 +79,7 @@ class KeptPrefix:
             return answer_messages(state, deps.design, deps.domain, deps.strategies), []
         return assembled, []
 
-    def answer(self, state: HarnessState, assembled: list[Any]) -> tuple[list[Any], bool]:
+    def answer(self, state: HarnessState) -> tuple[list[Any], bool]:
         deps = self.deps
         return answer_messages(state, deps.design, deps.domain, deps.strategies), True
 
@@ -86,5 +90,5 @@ def layout_for(deps: NodeDeps) -> Layout:
     ``AsAssembled``."""
     if deps.design.knobs.stable_prefix and holds_tools_by_grammar(deps.model):
         return KeptPrefix(deps)
-    return AsAssembled()
+    return AsAssembled(deps)
 

@@ -106,11 +106,12 @@ class ModelReply:
         (``answer_presentation``, ``nodes.presentation``): in words, the closing note is the request to reply."""
         variant = self.deps.design.knobs.answer_presentation
         results = turn_results(state)
-        context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
         if results:
             # the design's layout (nodes.prompt_layout); where the results stay replayed, the facts turn comes
             # after them, so a regeneration extends the rejected answer's prompt and reads only what follows
-            context, replayed = self.layout.answer(state, context)
+            context, replayed = self.layout.answer(state)
             variant = "both" if replayed and variant == "facts" else variant
+        else:
+            context, _ = build_context(state, self.deps.design, self.deps.domain, strategies=self.deps.strategies)
         notes = [note] if variant == "replay" or note != FINAL_NOTE or not results else []
         return present(context, notes, variant, results, lang_of(state), self.deps.registry, self.deps.domain)

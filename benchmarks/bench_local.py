@@ -233,7 +233,8 @@ def run_bench_local(domain: Domain | str = "shop", model: str = "qwen2.5-coder-0
 def format_table(f: dict[str, Any]) -> str:
     raw = f["raw"]
     lines = [f"local:{f['model']} on {f['domain']}: {f['n_threads']} threads, {f['cpus']} CPUs, OMP_WAIT_POLICY "
-             f"{f['omp_wait_policy']}, fused attention {'on' if f.get('flash_attn') else 'off'}, load average {f['loadavg_1m']['start']:.2f} at the start, "
+             f"{f['omp_wait_policy']}, fused attention {'on' if f.get('flash_attn') else 'off'}, "
+             f"load average {f['loadavg_1m']['start']:.2f} at the start, "
              f"{f['loadavg_1m']['end']:.2f} at the end",
              f"engine alone (mean of before and after): cold read {raw['cold_read_tok_s']:.0f} tok/s "
              f"({raw['prompt_tokens']:.0f} tokens), read after a cached prefix {raw['read_tok_s']:.0f} tok/s "

@@ -260,10 +260,11 @@ def model_lines(models: list[str], machine: Mapping[str, Any] | None = None) -> 
             lines.append(f"Model: `{spec}` (a real model; no fault profile).")
             if machine and spec.startswith("local:"):
                 load = machine["load_1m"]
+                # reports made before the setting was recorded say nothing of it
+                attention = (f", fused attention {'on' if machine['flash_attn'] else 'off'}"
+                             if "flash_attn" in machine else "")
                 lines.append(f"Engine: llama.cpp in process, {machine['threads']} threads on {machine['cpus']} CPUs, "
-                             f"OMP_WAIT_POLICY {machine['omp_wait_policy']}"
-                             f"{', fused attention ' + ('on' if machine['flash_attn'] else 'off') if 'flash_attn' in machine else ''}"
-                             "; load average (1 min) when its "
+                             f"OMP_WAIT_POLICY {machine['omp_wait_policy']}{attention}; load average (1 min) when its "
                              f"{load['n']} messages ended: {load['min']:.2f} least, {load['median']:.2f} median, "
                              f"{load['max']:.2f} most (`harness bench local` gives the engine's own speed on a "
                              "machine for comparison).")

@@ -2,8 +2,9 @@
 
 - ``answer_grammar()``: text for the customer. The first character may not open data (``{ [ <``, a backtick),
   be a quote mark (``>``) or white space, and no brace comes anywhere, so the model cannot paste a result,
-  write a call or open markup; otherwise it writes freely. On Qwen2.5-Coder-0.5B this turned 8 of 8 answers that re-emitted the call and the result as JSON
-  into 7 of 8 answers in words (DESIGN.md, "What the customer reads").
+  write a call or open markup; otherwise it writes freely. On Qwen2.5-Coder-0.5B the first-character rule
+  turned 8 of 8 answers that re-emitted the call and the result as JSON into 7 of 8 answers in words
+  (DESIGN.md, "What the customer reads").
 - ``action_grammar(tools)``: one call of an offered tool, as the JSON object ``{"name": ..., "arguments":
   {...}}`` with the name as a constant per tool and the arguments under that tool's own schema (types,
   enums, patterns), or text for the customer as above (a question for a missing value, or the answer).

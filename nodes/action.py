@@ -348,10 +348,14 @@ class ToolLoopAction:
     def screen_and_run(self, state: HarnessState, ai: AIMessage, config: RunnableConfig, confirmed: bool = False
                        ) -> tuple[list[ToolOutcome], list[bool]]:
         """Outcomes in call order, and per call whether it reached the tools (False: the harness answered it)."""
-        # Every call this message already made, failed ones too: asking again will not change the answer.
+        # Every call this message already made: asking again will not change the answer. A refusal stands only
+        # until another call works: that call may be what it asked for ("verify your identity first").
         # (every logged call has its signature: execute logs it)
-        done = {sig: earlier_outcome(r) for r in state.get("tool_log") or []
-                if r.get("error_type") not in RETRYABLE_LATER and (sig := r.get("signature")) is not None}
+        log = state.get("tool_log") or []
+        since = max((i for i, r in enumerate(log) if r.get("status") == "ok"), default=-1)
+        done = {sig: earlier_outcome(r) for i, r in enumerate(log)
+                if (r.get("status") == "ok" or (i > since and r.get("error_type") not in RETRYABLE_LATER))
+                and (sig := r.get("signature")) is not None}
         user = acting_user(state, config) or {"id": "", "role": "customer"}
         thread = thread_id(config)
 

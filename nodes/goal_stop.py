@@ -4,7 +4,8 @@
 Always on: a tool called with a value no one gave waits until another call works, and a search or list is not
 offered when the message names the record a lookup takes. With ``answer_after_goal`` (``harness``) the
 :class:`GoalStop` joins them: once the route's call delivered, nothing is offered and the next step is the
-answer; a lookup on the way to a change, or one that read what it could, is not offered again. A small model
+answer; a lookup on the way to a change, or one that read what it could, is not offered again; a tool refused
+with a reason that names another tool on offer waits until another call works. A small model
 offered the same tool after its result mostly repeats the call (64 of 65 turns of Qwen2.5-Coder-0.5B before
 the goal stop; 12 of 13 steps where a lookup that worked was still offered).
 """
@@ -86,6 +87,18 @@ class SetAside(Protocol):
     def __call__(self, step: Step, tools: Sequence[Any]) -> set[str]: ...
 
 
+def waiting(step: Step, fails: Any) -> set[str]:
+    """The tools whose last call since a call that worked failed as ``fails(record)`` says: they wait until
+    another call works."""
+    aside: set[str] = set()
+    for r in step.state.get("tool_log") or []:
+        if r.get("status") == "ok":
+            aside.clear()
+        elif fails(r):
+            aside.add(str(r.get("name")))
+    return aside
+
+
 class MadeUpValues:
     """A tool called with a value no one gave (a figure, or an id a lookup on offer would show) waits until
     another call works, while another tool can serve: offered again, a small model repeats the same call (a
@@ -94,13 +107,26 @@ class MadeUpValues:
     settles = False
 
     def __call__(self, step: Step, tools: Sequence[Any]) -> set[str]:
-        aside: set[str] = set()
-        for r in step.state.get("tool_log") or []:
-            if r.get("status") == "ok":
-                aside.clear()
-            elif r.get("error_type") == "validation" and r.get("exception") in ("UngroundedValue", "InventedArgument"):
-                aside.add(str(r.get("name")))
-        return aside
+        return waiting(step, lambda r: r.get("error_type") == "validation"
+                       and r.get("exception") in ("UngroundedValue", "InventedArgument"))
+
+
+class RefusedUntilNamed:
+    """A tool refused with a reason that names another tool on offer ("Identity must be verified first: ... call
+    verify_identity") waits until another call works: the tool said what comes first. Offered again beside every
+    other tool, the 0.5B model called ``request_access`` twice and never ``verify_identity``
+    (``reports/real-model-kept-prefix-dev-helpdesk``)."""
+
+    settles = False
+
+    def __call__(self, step: Step, tools: Sequence[Any]) -> set[str]:
+        names = {t.name for t in tools}
+
+        def names_another(r: Mapping[str, Any]) -> bool:
+            said = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(r.get("error") or "")))
+            return r.get("error_type") == "business" and bool(said & (names - {r.get("name")}))
+
+        return waiting(step, names_another)
 
 
 @dataclass(frozen=True)
@@ -216,7 +242,7 @@ def set_aside_for(knobs: Knobs, domain: Domain, registry: ToolRegistry) -> tuple
     """The filters a design's knobs ask for."""
     filters: list[SetAside] = [MadeUpValues(), SearchWhenNamed(domain)]
     if knobs.answer_after_goal:
-        filters += [PrerequisitesDone(), GoalStop(domain, registry, knobs)]
+        filters += [PrerequisitesDone(), RefusedUntilNamed(), GoalStop(domain, registry, knobs)]
     return tuple(filters)
 
 

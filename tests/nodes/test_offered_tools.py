@@ -15,7 +15,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.tracing import capture_spans
 
-from tests.support import ScriptedModel, patient_design, u001_order
+from tests.support import ConfirmingUser, ScriptedModel, patient_design, u001_order
 
 
 def test_an_injected_call_to_an_unoffered_destructive_tool_changes_nothing(tmp_path):
@@ -128,3 +128,41 @@ def test_a_lookup_stays_offered_while_the_message_names_a_record_it_has_not_read
     with Harness(tmp_path, patient_design(), model) as h:
         h.send("two", "What is the difference between P1001 and P1002?", "U001")
     assert len(model.bound) >= 2 and "get_product" in model.bound[1], model.bound
+
+
+class FirstChoiceModel(ScriptedModel):
+    """Calls the first of ``prefers`` it is offered (a small model's favourite tool), with ``args`` per tool."""
+
+    prefers: list[str] = []
+    args: dict = {}
+    bound: list[list[str]] = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        names = [t["function"]["name"] if "function" in t else t.get("name") for t in kwargs.get("tools") or []]
+        self.bound.append(names)
+        tool = next((t for t in self.prefers if t in names), None)
+        if tool is None:
+            return super()._generate(messages, stop, run_manager, tools=None)
+        call = {"name": tool, "args": dict(self.args[tool]), "id": f"c{len(self.bound)}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_a_tool_refused_with_a_reason_naming_another_tool_waits_for_it(tmp_path):
+    """"Identity must be verified first: ... call verify_identity": the refused tool is not offered again until
+    another call works, so a model that prefers the refused tool calls the one the refusal named, then the
+    change goes through (the 0.5B model, shown every tool, called ``request_access`` twice and never
+    ``verify_identity``)."""
+    model = FirstChoiceModel(prefers=["request_access", "verify_identity"], bound=[], args={
+        "request_access": {"system": "vpn", "reason": "New project needs the repository"},
+        "verify_identity": {"employee_id": "E1001", "pin": "258176"}})
+    with Harness(tmp_path, patient_design(), model, domain="helpdesk") as h:
+        user = ConfirmingUser(h)
+        r = user.send("acc", "I need VPN access for a new project. I'm E1001, PIN 258176.", "E1001")
+        # refused, verified, put to the customer, and run on their yes
+        names = [(c["name"], c["error_type"]) for c in r.tool_calls]
+        assert names == [("request_access", "business"), ("verify_identity", None),
+                         ("request_access", "needs_confirmation"), ("request_access", None)], names
+        assert "request_access" not in model.bound[1] and "verify_identity" in model.bound[1], model.bound
+        rows = h.resources["helpdesk"].query("SELECT system, status FROM access_requests WHERE employee_id = 'E1001' AND system = 'vpn'")
+        assert [tuple(r) for r in rows] == [("vpn", "pending")]
+        assert r.reply

@@ -308,13 +308,13 @@ from pathlib import Path
 
 from IPython.display import Image, Markdown, display
 
-from lg_harness.evals.compare import run_compare
-from lg_harness.evals.formatting import fmt_stat, table
-from lg_harness.evals.metrics import METRICS, aggregate
-from lg_harness.evals.plots import write_plots
-from lg_harness.evals.report import render_report
+from lg_harness_lab.evals.compare import run_compare
+from lg_harness_lab.evals.formatting import fmt_stat, table
+from lg_harness_lab.evals.metrics import METRICS, aggregate
+from lg_harness_lab.evals.plots import write_plots
+from lg_harness_lab.evals.report import render_report
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.evals.scenario import load_scenarios, spread
+from lg_harness_lab.evals.scenario import load_scenarios, spread
 
 # The tool errors and the simulated model's timeouts of these runs are the faults the comparison injects and
 # measures: every run record keeps them, and a cell that crashed is named below. Their log lines would only
@@ -507,11 +507,11 @@ written to a YAML file. `workers=1` runs the cells in this kernel, where the `su
 the variant; the new tool serves no scenario of the suite.
 
 # %%
-from lg_harness.evals.compare import run_compare
-from lg_harness.evals.metrics import METRICS, aggregate
-from lg_harness.evals.report import fmt_value
+from lg_harness_lab.evals.compare import run_compare
+from lg_harness_lab.evals.metrics import METRICS, aggregate
+from lg_harness_lab.evals.report import fmt_value
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.evals.scenario import load_scenarios, spread
+from lg_harness_lab.evals.scenario import load_scenarios, spread
 
 design_file = Path(workdir.name) / "harness-survey.yaml"
 design_file.write_text(yaml.safe_dump(design.model_dump(), allow_unicode=True, sort_keys=False), encoding="utf-8")

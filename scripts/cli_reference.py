@@ -81,8 +81,9 @@ def _section(path: list[str], command: Any, level: int) -> list[str]:
 
 
 def render() -> str:
-    from lg_harness.service.cli import app
     from typer.core import TyperGroup
+
+    from lg_harness.service.cli import app
 
     root = typer.main.get_command(app)
     if not isinstance(root, TyperGroup):  # an app with several commands is a group

@@ -1,7 +1,7 @@
-"""An mkdocs hook: files of the repository that the docs link to (``../reports/...``, ``../README.md``) become part
+"""An mkdocs hook: files of the repository that the docs link to (``../lab/reports/...``, ``../README.md``) become part
 of the site, under ``repo/``, so no link of the site is dead.
 
-A page links to a report as it sits in the repository (``../reports/bench-local/README.md``), which reads right
+A page links to a report as it sits in the repository (``../lab/reports/bench-local/README.md``), which reads right
 on a forge and in an editor. The site holds only ``docs/``: such a link would point outside it. This hook adds
 each linked file, and the files beside it (a report's plots and data), to the site at ``repo/<path>``, and
 rewrites the page's link to that copy. A linked Markdown file becomes a page of its own (not in the navigation).

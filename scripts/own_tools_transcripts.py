@@ -7,7 +7,7 @@ status, error), the reply, and the model calls, tokens and seconds it took; the 
 load, so a slow figure can be read against it.
 
     python -m venv /tmp/mcpvenv && /tmp/mcpvenv/bin/pip install mcp-server-time mcp-server-git
-    python scripts/own_tools_transcripts.py --servers /tmp/mcpvenv/bin --out reports/own-tools-local
+    python scripts/own_tools_transcripts.py --servers /tmp/mcpvenv/bin --out lab/reports/own-tools-local
 
 Writes ``transcripts.md`` (to read) and ``transcripts.json`` (to check) under ``--out``.
 """
@@ -115,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--model", default="local:qwen2.5-coder-0.5b")
     parser.add_argument("--servers", default="/tmp/mcpvenv/bin", help="folder with mcp-server-time, mcp-server-git")
-    parser.add_argument("--out", default="reports/own-tools-local")
+    parser.add_argument("--out", default="lab/reports/own-tools-local")
     args = parser.parse_args()
     servers = Path(args.servers)
     missing = [s for s in ("mcp-server-time", "mcp-server-git") if not (servers / s).exists()]

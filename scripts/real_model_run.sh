@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The real-model run of issue 25, resumable: on local:qwen2.5-coder-0.5b, per domain,
 #   1. harness and naive on the test split (LIMIT scenarios, a spread over scenario kinds) and on the whole
-#      held-out split, in reports/real-model-<domain>/{test,heldout}/ and headline.md side by side;
+#      held-out split, in lab/reports/real-model-<domain>/{test,heldout}/ and headline.md side by side;
 #   2. harness, layered, naive and peer:langchain-mw on the same test scenarios (the first run's harness
-#      and naive cells are reused), in reports/real-model-<domain>/report.md; headline.md is refreshed.
+#      and naive cells are reused), in lab/reports/real-model-<domain>/report.md; headline.md is refreshed.
 # Interrupted? Run the same command again: finished cells (cells.jsonl) are not rerun. Each report states
 # its n; commit partial reports as they are.
 #
@@ -22,11 +22,11 @@ MODEL_TIMEOUT=${MODEL_TIMEOUT:-240}
 HARNESS=${HARNESS:-.venv/bin/harness}
 
 for domain in $DOMAINS; do
-  out=reports/real-model-$domain
+  out=lab/reports/real-model-$domain
   common=(--domain "$domain" --model "$MODEL" --model-timeout "$MODEL_TIMEOUT" --workers 1 --out "$out")
   splits=test,heldout
   # before the held-out scenarios exist there is only the test split to run
-  if [ -z "$(ls domains/"$domain"/scenarios/heldout 2>/dev/null)" ]; then
+  if [ -z "$(ls lg_harness/domains/"$domain"/scenarios/heldout 2>/dev/null)" ]; then
     splits=test
   fi
   flock "$LOCK" nice "$HARNESS" compare --designs harness,naive --split "$splits" --limit "$LIMIT" "${common[@]}"

@@ -24,11 +24,13 @@ done
 # numpy with torch: torch imports it when present, and checked without it torch warns "Failed to initialize NumPy".
 .venv/bin/python -m pip install -q "$TORCH_SPEC" numpy 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import torch" || { echo "setup: torch did not install ($TORCH_SPEC); set TORCH_SPEC or install a CPU torch first" >&2; exit 1; }
-extra=""
-[ "$dev" = 1 ] && extra="[dev]"
-.venv/bin/python -m pip install -q -e ".${extra}" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import lg_harness.service.cli, langgraph, chromadb, sentence_transformers" || { echo "setup: install failed" >&2; exit 1; }
-# The dev extra carries the peers extra: the peer frameworks' tests need them.
+# Three distributions from this checkout: the simulated model (sim/), the library (.) and the lab (lab/, which
+# adds `harness compare`, `bench` and `calibrate`); with --dev the test tools and the lab's peer frameworks.
+extra="" lab_extra=""
+[ "$dev" = 1 ] && { extra="[dev]"; lab_extra="[peers]"; }
+.venv/bin/python -m pip install -q -e ./sim -e ".${extra}" -e "./lab${lab_extra}" 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/python -c "import lg_harness.service.cli, lg_harness_lab.cli, simlm, langgraph, chromadb, sentence_transformers" || { echo "setup: install failed" >&2; exit 1; }
+# The peer frameworks' tests need the lab's peers extra.
 [ "$dev" = 1 ] && { .venv/bin/python -c "import pydantic_ai, agents" || { echo "setup: the peers extra did not install" >&2; exit 1; }; }
 
 if [ "$local_model" = 1 ]; then

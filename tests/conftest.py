@@ -125,7 +125,6 @@ def harness_app(tmp_path):
     """A ``Harness`` on tmp_path with the default design (patient model deadline) and the ``sim`` model, used
     by a user who confirms the changes they ask for (``ConfirmingUser``)."""
     from lg_harness.graphs.app import Harness
-
     from tests.support import ConfirmingUser
 
     h = Harness(tmp_path, design=patient_design())
@@ -160,8 +159,9 @@ def recording_sim_cls():
     Its fault profile defaults to ``clean`` (node tests check the harness, not the model's faults); pass
     ``faults="prior"`` for the profile the ``sim`` spec uses.
     """
-    from lg_harness.llm.sim import SimChatModel
     from pydantic import Field
+
+    from lg_harness.llm.sim import SimChatModel
 
     class RecordingSim(SimChatModel):
         faults: str = "clean"

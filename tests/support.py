@@ -14,11 +14,12 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
 from lg_harness.core.design import Design, load_design
 from lg_harness.domains.shop.backend import ShopDB
 from lg_harness.llm.embeddings import Embedder
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
-from pydantic import Field
 
 HARNESS = Path(sys.executable).with_name("harness")
 
@@ -121,7 +122,7 @@ class ScriptedModel(BaseChatModel):
 class ConfirmingUser:
     """A ``Harness`` used by a user who means every change they ask for: when the reply asks to confirm one
     (``harness`` has ``confirm_changes`` on), they answer yes in their language, as the scripted scenarios
-    do (evals/runner.py). ``send`` returns the result of the yes, with the calls of both messages and the
+    do (lab/lg_harness_lab/evals/runner.py). ``send`` returns the result of the yes, with the calls of both messages and the
     request's intent; everything else is the harness itself."""
 
     def __init__(self, h) -> None:

@@ -1,1 +1,1 @@
-"""Tests of ``benchmarks/`` (``lg_harness.benchmarks``)."""
+"""Tests of ``lab/lg_harness_lab/benchmarks/`` (``lg_harness_lab.benchmarks``)."""

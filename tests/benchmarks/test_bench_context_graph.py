@@ -9,17 +9,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from lg_harness.benchmarks import bench_context, bench_graph
-from lg_harness.benchmarks.bench_context import BYTE_FRACTIONS, STRATEGIES, TOKEN_FRACTIONS, sample_turns
+
 from lg_harness.core.domain import Domain
 from lg_harness.domains.helpdesk import DOMAIN as HELPDESK
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop.backend import ShopDB
 from lg_harness.domains.shop.bench import customer_facts
-from lg_harness.nodes.classify import classify
-
 from lg_harness.errors import HarnessError
+from lg_harness.nodes.classify import classify
+from lg_harness_lab.benchmarks import bench_context, bench_graph
+from lg_harness_lab.benchmarks.bench_context import BYTE_FRACTIONS, STRATEGIES, TOKEN_FRACTIONS, sample_turns
 from tests.support import tool_spec
 
 STRATEGY_KEYS = {"tokens", "token_stand_ins", "token_ratio", "checkpoint_bytes", "checkpoint_ratio", "db_bytes",

@@ -5,9 +5,9 @@ as met or not."""
 from __future__ import annotations
 
 import pytest
-from lg_harness.benchmarks.bench_local import design_of, message_figures, summary, targets
 
 from lg_harness.errors import UsageError
+from lg_harness_lab.benchmarks.bench_local import design_of, message_figures, summary, targets
 
 
 def call(started: float, prompt: int, cached: int, read: int, read_s: float, wrote: int, write_s: float) -> dict:
@@ -65,9 +65,9 @@ def test_a_design_with_a_switch_turned_on_and_a_clear_error_for_a_knob_that_is_n
 def test_each_design_reads_only_its_own_saved_states(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two designs send the same first prompt: each call must see the states of its own design and an engine
     emptied at the switch, or the second design reads the first's answer from the cache."""
-    from lg_harness.benchmarks.bench_local import TimedLocal, converse
     from lg_harness.domains.shop import DOMAIN
     from lg_harness.llm.local import LocalChatModel
+    from lg_harness_lab.benchmarks.bench_local import TimedLocal, converse
 
     class Llama:
         resets = 0

@@ -3,10 +3,10 @@
 import sys
 from pathlib import Path
 
-# benchmarks/ sits at the repository root but is not an installed package
+# lab/lg_harness_lab/benchmarks/ sits at the repository root but is not an installed package
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from lg_harness.benchmarks.bench_tools import format_table, run_bench_tools  # noqa: E402
+from lg_harness_lab.benchmarks.bench_tools import format_table, run_bench_tools  # noqa: E402
 
 FIGURES = ("bare_us", "harness_us", "harness_inline_us", "validate_us", "finish_us", "overhead_ratio",
            "parallel_wall_s", "parallel_sum_s", "parallel_ratio")

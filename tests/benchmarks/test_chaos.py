@@ -9,8 +9,8 @@ the user got in the transcript.
 from __future__ import annotations
 
 import pytest
-from lg_harness.benchmarks.bench_chaos import Crash, Setup, order_inversions, run_setup, soak
 
+from lg_harness_lab.benchmarks.bench_chaos import Crash, Setup, order_inversions, run_setup, soak
 from tests.engines import postgres_server  # noqa: F401
 
 FIVE = ("applied_twice", "lost", "unanswered", "unrecoverable", "reply_missing")

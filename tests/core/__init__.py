@@ -1,1 +1,1 @@
-"""Tests of ``core/`` (``lg_harness.core``)."""
+"""Tests of ``lg_harness/core/`` (``lg_harness.core``)."""

@@ -12,11 +12,13 @@ import typing
 from pathlib import Path
 from typing import Annotated
 
-import lg_harness.core.routing.rules as rules_module
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+import lg_harness.core.routing.rules as rules_module
 from lg_harness.core.design import Knobs
 from lg_harness.core.routing.errors import RuleRuntimeError, RuleSyntaxError
 from lg_harness.core.routing.expr import And, Call, Compare, Const, Expr, FieldRef, ListOf, Not, Or
@@ -24,8 +26,6 @@ from lg_harness.core.routing.facts import KNOB_FIELDS, KNOWN_FIELDS, STATE_FIELD
 from lg_harness.core.routing.route import LIGHTWEIGHT_RULES, ROUTED
 from lg_harness.core.routing.route import NODES as DEFAULT_NODES
 from lg_harness.core.routing.rules import RuleSet, compile_rules
-from typing_extensions import TypedDict
-
 from lg_harness.errors import HarnessError
 
 NODES = set(DEFAULT_NODES)

@@ -3,11 +3,11 @@
 from pathlib import Path
 
 import pytest
+
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.routing.route import BUILTIN_RULES, LIGHTWEIGHT_RULES
-from lg_harness.graphs.app import Harness
-
 from lg_harness.errors import HarnessError
+from lg_harness.graphs.app import Harness
 
 CONVERSATION = [
     "hi",

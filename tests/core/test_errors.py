@@ -4,13 +4,13 @@ to tell a bad call (``UsageError``: fix it) from a failed run (``RunError``: the
 from __future__ import annotations
 
 import pytest
+
+from lg_harness import HarnessError, RunError, UsageError
 from lg_harness.core.state import NotTheOwner
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.nodes.base import ModelCallFailed
 from lg_harness.tools.errors import TransientError, ValidationError
 from lg_harness.tools.executor import OutcomeUncertainError
-
-from lg_harness import HarnessError, RunError, UsageError
 
 
 @pytest.mark.parametrize("error", [ValidationError, TransientError, ModelCallFailed, OutcomeUncertainError,

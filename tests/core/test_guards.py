@@ -1,5 +1,5 @@
-"""Routing: the routers (core/routing/routers.py) over the guards' predicates, every branch firing and not, and
-pure; the hand-built agent's rules (core/routing/route.py, LIGHTWEIGHT_RULES) route every case the same."""
+"""Routing: the routers (lg_harness/core/routing/routers.py) over the guards' predicates, every branch firing and not, and
+pure; the hand-built agent's rules (lg_harness/core/routing/route.py, LIGHTWEIGHT_RULES) route every case the same."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
+
 from lg_harness.core.design import Knobs
 from lg_harness.core.routing.route import LIGHTWEIGHT_RULES, NODES, next_node
 from lg_harness.core.routing.rules import compile_rules

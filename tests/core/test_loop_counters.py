@@ -1,4 +1,4 @@
-"""The tool loop's counters (core/routing/counters.py): what a round adds, and that the brakes stop on it."""
+"""The tool loop's counters (lg_harness/core/routing/counters.py): what a round adds, and that the brakes stop on it."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from lg_harness.core.design import PRESETS, load_design, with_variant
 from lg_harness.core.parts import is_part
 from lg_harness.graphs.runtime import default_runtime

@@ -1,1 +1,1 @@
-"""Tests of ``domains/`` (``lg_harness.domains``)."""
+"""Tests of ``lg_harness/domains/`` (``lg_harness.domains``)."""

@@ -12,16 +12,16 @@ from typing import Any, get_args
 
 import pytest
 import yaml
+
 from lg_harness.domains.helpdesk import DOMAIN, HELPDESK_TOOLS, kb, pin_slot, system_slot
 from lg_harness.domains.helpdesk import tools as hd_tools
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import INJECTED_ARTICLES, LOCKED
-from lg_harness.evals.generators import helpdesk as generate
-from lg_harness.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.executor import ToolExecutor, ToolOutcome
 from lg_harness.tools.registry import ToolRegistry
-
+from lg_harness_lab.evals.generators import helpdesk as generate
+from lg_harness_lab.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
 from tests.support import tool_spec
 
 SCENARIO_DIR = Path(DOMAIN.scenario_path())

@@ -13,10 +13,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lg_harness.core.domain import load_domain
-from lg_harness.graphs.app import Harness
 
+from lg_harness.core.domain import load_domain
 from lg_harness.errors import HarnessError
+from lg_harness.graphs.app import Harness
 from tests.support import harness
 
 SOURCE = Path(__file__).parents[1] / "fixtures" / "library_domain.py"

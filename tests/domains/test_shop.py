@@ -8,6 +8,7 @@ import typing
 
 import pydantic
 import pytest
+
 from lg_harness.domains.shop.backend import (
     CHANGING_TOOLS,
     SHOP_TOOLS,

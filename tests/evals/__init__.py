@@ -1,1 +1,1 @@
-"""Tests of ``evals/`` (``lg_harness.evals``)."""
+"""Tests of ``lab/lg_harness_lab/evals/`` (``lg_harness_lab.evals``)."""

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
+
 from lg_harness.core.design import PRESETS, ablation, ablations, load_design
 from lg_harness.core.knobs import KNOB_OFF, Knobs, off_value
-from lg_harness.evals.ablations import ablation_specs, differences, parse
-from lg_harness.evals.claims import CLAIMS, claim_rows, compares
-from lg_harness.evals.metrics import aggregate
-from lg_harness.evals.report import render_report
-from lg_harness.evals.scenario import Scenario, Turn, TurnExpect
-
 from lg_harness.errors import HarnessError
+from lg_harness_lab.evals.ablations import ablation_specs, differences, parse
+from lg_harness_lab.evals.claims import CLAIMS, claim_rows, compares
+from lg_harness_lab.evals.metrics import aggregate
+from lg_harness_lab.evals.report import render_report
+from lg_harness_lab.evals.scenario import Scenario, Turn, TurnExpect
 
 
 def knob_diff(a, b) -> dict:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lg_harness.evals.agreement import rows
 from typer.testing import CliRunner
+
+from lg_harness_lab.evals.agreement import rows
 
 
 def test_rows_compare_rates_and_count_cells_with_the_same_verdict() -> None:

@@ -8,8 +8,11 @@ import random
 import pytest
 import yaml
 from langchain_core.messages import AIMessage
+
 from lg_harness.core.domain import load_domain
-from lg_harness.evals.calibrate import (
+from lg_harness.llm.sim import SimChatModel
+from lg_harness.nodes.reply import FINAL_NOTE
+from lg_harness_lab.evals.calibrate import (
     FACT_PROBES,
     _fit_forget,
     _fit_per_tool,
@@ -23,9 +26,7 @@ from lg_harness.evals.calibrate import (
     side_by_side,
     summarise,
 )
-from lg_harness.evals.scenario import load_scenarios, split_of
-from lg_harness.llm.sim import SimChatModel
-from lg_harness.nodes.reply import FINAL_NOTE
+from lg_harness_lab.evals.scenario import load_scenarios, split_of
 
 SCHEMA = {"type": "function", "function": {"name": "renew", "parameters": {
     "type": "object", "required": ["loan_id"],
@@ -183,7 +184,7 @@ def test_the_sim_misstates_results_at_its_profiles_rate_and_the_probe_measures_i
 
 def test_the_three_answer_step_faults_show_at_their_rates_and_the_probes_fit_them(probes, fact_probes):
     """No call where one is needed, a call again where an answer is due, the raw result pasted back: the
-    local model does all three (reports/calibration), so the sim can, and the probes measure what it does."""
+    local model does all three (lab/reports/calibration), so the sim can, and the probes measure what it does."""
     from simlm import FaultProfile
 
     def faulty(**rates):
@@ -283,8 +284,7 @@ def test_a_rate_that_differs_between_domains_is_fitted_per_domain_and_loads_as_a
 def test_answer_step_rows_fit_rates_per_presentation_and_decoding_into_the_profile(tmp_path):
     """The answer-step probes' rows (one per presentation x decoding) give the answer step's rates per way of
     presenting the result; the profile keeps them with their evidence, and the flat rates for the rest."""
-    from lg_harness.evals.fit_answers import fit_answer_steps
-
+    from lg_harness_lab.evals.fit_answers import fit_answer_steps
     from simlm.faults import load_profiles
 
     call = json.dumps({"name": "get_order_status", "arguments": {"order_id": "ORD-10134"}})
@@ -311,20 +311,20 @@ def test_answer_step_rows_fit_rates_per_presentation_and_decoding_into_the_profi
 @pytest.mark.slow
 def test_calibrate_write_fits_the_answer_rows_into_the_profile_the_sim_then_follows(tmp_path, monkeypatch):
     """``harness calibrate --write --answer-rows`` fits the answer step per presentation and decoding into the
-    fitted profile; the profile loads them with their evidence; the committed ``simlm/fitted.yaml`` is what
+    fitted profile; the profile loads them with their evidence; the committed ``sim/simlm/fitted.yaml`` is what
     the command makes from the committed rows; and the sim draws an answer step's faults from the rates of the
     presentation the request carries (results replayed as tool messages vs stated as facts in the turn)."""
     import shutil
     from pathlib import Path
 
     from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage, convert_to_openai_messages
-    from lg_harness.service import cli
     from typer.testing import CliRunner
 
     import simlm.faults as faults
+    from lg_harness.service import cli
     from simlm import Provider
 
-    reports = Path(__file__).resolve().parents[2] / "reports"
+    reports = Path(__file__).resolve().parents[2] / "lab" / "reports"
     model = "local:qwen2.5-coder-0.5b"
     rows = f"rows-{model.replace(':', '_')}.json"
     shutil.copy(reports / "calibration" / rows, tmp_path / rows)  # measured before: reused, nothing re-run
@@ -345,7 +345,7 @@ def test_calibrate_write_fits_the_answer_rows_into_the_profile_the_sim_then_foll
         assert written[name].answer_steps == committed[name].answer_steps, name
         assert written[name].call_after_result == committed[name].call_after_result, name
     assert set(fitted.answer_steps) >= {"facts/free", "facts/constrained", "both/free", "replay/constrained"}
-    # the flat per-domain rates measure that one; only the path rates from real cells (simlm/paths.yaml) sit there
+    # the flat per-domain rates measure that one; only the path rates from real cells (sim/simlm/paths.yaml) sit there
     assert not {"call_after_result", "echo_result"} & set(fitted.answer_steps.get("replay/free", {}))
     assert fitted.evidence["answer_steps.facts/free.call_after_result"]["n"] == 8
     assert helpdesk.answer_steps == fitted.answer_steps  # a domain's variant keeps the answer-step rates

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from lg_harness.core.domain import load_domain
-from lg_harness.evals.scenario import load_scenarios, split_of
 
+from lg_harness.core.domain import load_domain
+from lg_harness_lab.evals.scenario import load_scenarios, split_of
 from tests.support import harness
 
 pytestmark = pytest.mark.slow

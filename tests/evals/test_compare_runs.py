@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from lg_harness.core.design import load_design
 from lg_harness.domains.shop.backend import ShopDB
-from lg_harness.evals.compare import CELLS, read_cells, run_compare
-from lg_harness.evals.runner import run_cell
-from lg_harness.evals.scenario import Scenario, Turn, load_scenarios
-
+from lg_harness_lab.evals.compare import CELLS, read_cells, run_compare
+from lg_harness_lab.evals.runner import run_cell
+from lg_harness_lab.evals.scenario import Scenario, Turn, load_scenarios
 from tests.standins.ollama_server import OllamaStandIn
 from tests.support import harness
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import io
 
-from lg_harness.evals.formatting import console_cell, console_diff
-from lg_harness.service.cli import summary_tables
 from rich.console import Console
+
+from lg_harness_lab.cli import summary_tables
+from lg_harness_lab.evals.formatting import console_cell, console_diff
 
 DESIGNS = ["naive", "harness-with:self_check=off", "peer:openai-agents", "harness"]
 

@@ -4,9 +4,10 @@ substring expectations judged the same reply (the old judge is ``evals.metrics.j
 from __future__ import annotations
 
 import pytest
+
 from lg_harness.core.domain import load_domain
-from lg_harness.evals.fact_judge import claims_change, dates, judge_goal, numbers, states
-from lg_harness.evals.metrics import judge_turn
+from lg_harness_lab.evals.fact_judge import claims_change, dates, judge_goal, numbers, states
+from lg_harness_lab.evals.metrics import judge_turn
 
 SHOP, HELPDESK = load_domain("shop"), load_domain("helpdesk")
 

@@ -11,11 +11,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+
 from lg_harness.core.design import load_design
-from lg_harness.evals.customer import GoalCustomer
-from lg_harness.evals.metrics import cell_metrics
-from lg_harness.evals.runner import run_cell
-from lg_harness.evals.scenario import Scenario
+from lg_harness_lab.evals.customer import GoalCustomer
+from lg_harness_lab.evals.metrics import cell_metrics
+from lg_harness_lab.evals.runner import run_cell
+from lg_harness_lab.evals.scenario import Scenario
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ CANCEL = {"knows": {"order_id": {"value": "ORD-10185", "about": ["order number"]
 
 
 def test_the_customer_imports_nothing_of_the_harness() -> None:
-    tree = ast.parse((REPO / "evals" / "customer.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "lab" / "lg_harness_lab" / "evals" / "customer.py").read_text(encoding="utf-8"))
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= {"__future__", "hashlib", "re", "unicodedata", "collections", "dataclasses", "typing"}
@@ -139,8 +140,8 @@ class AsksInWords(BaseChatModel):
 
 def test_a_design_other_than_harness_gets_its_confirmation_answered_in_words() -> None:
     from lg_harness.domains.shop import DOMAIN
-    from lg_harness.evals.runner import customer_for
     from lg_harness.graphs.app import Harness
+    from lg_harness_lab.evals.runner import customer_for
 
     scenario = Scenario.model_validate({"id": "goal-cancel", "user_id": "U001", "lang": "en", "goal": CANCEL,
                                         "outcome": {"changes": [{"table": "orders", "op": "update",

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lg_harness.evals.metrics import (
+
+from lg_harness_lab.evals.metrics import (
     aggregate,
     arg_validity,
     asked_slots,
@@ -19,10 +20,10 @@ from lg_harness.evals.metrics import (
     judge_turn,
     retries_after_429,
 )
-from lg_harness.evals.plots import write_plots
-from lg_harness.evals.report import claim_rows, write_json, write_report
-from lg_harness.evals.scenario import Scenario, TurnExpect
-from lg_harness.evals.stats import wilson
+from lg_harness_lab.evals.plots import write_plots
+from lg_harness_lab.evals.report import claim_rows, write_json, write_report
+from lg_harness_lab.evals.scenario import Scenario, TurnExpect
+from lg_harness_lab.evals.stats import wilson
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ORDER = "ORD-10134"
@@ -377,7 +378,7 @@ def test_plots_are_valid_pngs(summary: dict, tmp_path: Path) -> None:
 
 def test_run_cell_records_aggregate_and_harness_args_are_no_worse_than_naive() -> None:
     from lg_harness.core.design import PRESETS
-    from lg_harness.evals.runner import run_cell
+    from lg_harness_lab.evals.runner import run_cell
 
     tiny = [
         Scenario.model_validate({"id": "tiny-status", "user_id": "U001", "tags": ["en", "single"], "turns": [

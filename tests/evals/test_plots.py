@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lg_harness.evals.plots import (
+from matplotlib.figure import Figure
+
+from lg_harness_lab.evals.plots import (
     LOG_SPAN,
     ablation_figure,
     ablation_plot,
@@ -15,7 +17,6 @@ from lg_harness.evals.plots import (
     interval_note,
     value_scale,
 )
-from matplotlib.figure import Figure
 
 DESIGNS = ["naive", "framework-default", "custom-lightweight", "state-machine", "layered", "harness"]
 

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
+
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop.backend import SHOP_TOOLS, ShopDB
 from lg_harness.domains.shop.nlu import INTENTS
-from lg_harness.evals.generators import shop as generate
-from lg_harness.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
 from lg_harness.tools.context import ToolContext
+from lg_harness_lab.evals.generators import shop as generate
+from lg_harness_lab.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
 
 ORDER_ID = re.compile(r"ORD-\d{5}")
 INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -221,6 +222,6 @@ def test_committed_file_matches_a_fresh_generation(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.jsonl"
     generate.main(["--seed", str(generate.DEFAULT_SEED), "--out", str(fresh)])
     assert GENERATED.read_bytes() == fresh.read_bytes(), (
-        "domains/shop/scenarios/generated.jsonl is stale: run python -m lg_harness.evals.generators.shop --seed 11 "
-        "--out domains/shop/scenarios/generated.jsonl"
+        "lg_harness/domains/shop/scenarios/generated.jsonl is stale: run python -m lg_harness_lab.evals.generators.shop --seed 11 "
+        "--out lg_harness/domains/shop/scenarios/generated.jsonl"
     )

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from lg_harness.evals.sensitivity import flips, render_sweep, sweep_variants, sweep_verdict
-from lg_harness.llm.factory import make_model
-from lg_harness.llm.sim import SimChatModel
 
 from lg_harness.errors import HarnessError
+from lg_harness.llm.factory import make_model
+from lg_harness.llm.sim import SimChatModel
+from lg_harness_lab.evals.sensitivity import flips, render_sweep, sweep_variants, sweep_verdict
 from simlm import FaultProfile
 
 

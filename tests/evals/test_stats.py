@@ -11,13 +11,13 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from lg_harness.core.domain import load_domain
-from lg_harness.evals import stats
-from lg_harness.evals.clusters import cluster_of
-from lg_harness.evals.metrics import aggregate, arg_validity
-from lg_harness.evals.runner import tool_calls_of
-from lg_harness.evals.scenario import DEV_FRACTION, Scenario, Turn, load_scenarios, select_split, split_of
 
+from lg_harness.core.domain import load_domain
+from lg_harness_lab.evals import stats
+from lg_harness_lab.evals.clusters import cluster_of
+from lg_harness_lab.evals.metrics import aggregate, arg_validity
+from lg_harness_lab.evals.runner import tool_calls_of
+from lg_harness_lab.evals.scenario import DEV_FRACTION, Scenario, Turn, load_scenarios, select_split, split_of
 from tests.support import patient_design, u001_order
 
 # ------------------------------------------------------------------------------------------------ Wilson

@@ -8,11 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+
 from lg_harness.core.domain import load_domain
-from lg_harness.evals.claims import MIN_SCENARIOS, TOO_FEW, claim_rows
-from lg_harness.evals.compare import run_compare, write_outputs
-from lg_harness.evals.metrics import aggregate
-from lg_harness.evals.scenario import load_scenarios, select_split, spread
+from lg_harness_lab.evals.claims import MIN_SCENARIOS, TOO_FEW, claim_rows
+from lg_harness_lab.evals.compare import run_compare, write_outputs
+from lg_harness_lab.evals.metrics import aggregate
+from lg_harness_lab.evals.scenario import load_scenarios, select_split, spread
 
 
 def _compare(tmp_path: Path, n: int) -> tuple[dict, list[Path]]:
@@ -47,7 +48,7 @@ def test_a_quick_comparison_does_not_call_claims_reproduced(tmp_path: Path) -> N
 
 
 def test_several_seeds_keep_their_spread() -> None:
-    from lg_harness.evals.metrics import _seed_stats
+    from lg_harness_lab.evals.metrics import _seed_stats
 
     assert _seed_stats({0: 0.5, 1: 0.7})["seed_ci"][0] < 0.5 < 0.7 < _seed_stats({0: 0.5, 1: 0.7})["seed_ci"][1]
     assert _seed_stats({0: 0.5})["seed_ci"] is None and _seed_stats({0: 0.5, 1: None})["seed_ci"] is None

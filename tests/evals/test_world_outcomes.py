@@ -10,18 +10,18 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import Domain
-from lg_harness.evals import runner
-from lg_harness.evals.metrics import arg_validity, cell_metrics
-from lg_harness.evals.scenario import Outcome, Scenario, Turn, parse_splits, select_split, split_of
-from lg_harness.evals.world import judge_outcome, value_matches
+from lg_harness.errors import HarnessError
 from lg_harness.tools.backend import SeededDB, changes_once
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity
-from pydantic import Field
-
-from lg_harness.errors import HarnessError
+from lg_harness_lab.evals import runner
+from lg_harness_lab.evals.metrics import arg_validity, cell_metrics
+from lg_harness_lab.evals.scenario import Outcome, Scenario, Turn, parse_splits, select_split, split_of
+from lg_harness_lab.evals.world import judge_outcome, value_matches
 
 # ----------------------------------------------------------------------- a retail domain the core never saw
 

@@ -1,1 +1,1 @@
-"""Tests of ``graphs/`` (``lg_harness.graphs``)."""
+"""Tests of ``lg_harness/graphs/`` (``lg_harness.graphs``)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
 from lg_harness.core.state import NotTheOwner, acting_user

@@ -10,6 +10,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 from langgraph.graph import END, START, StateGraph
+
 from lg_harness.graphs.draw import draw_ascii, draw_png
 
 NODES = ["intent", "collect", "action", "reply", "self_check", "handoff"]

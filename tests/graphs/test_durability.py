@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from lg_harness.graphs.app import Harness
 
 from lg_harness.errors import UsageError
+from lg_harness.graphs.app import Harness
 from tests.support import harness, patient_design, u001_order
 
 HARNESS = Path(sys.executable).with_name("harness")

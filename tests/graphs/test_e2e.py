@@ -11,12 +11,12 @@ import re
 from typing import Any
 
 import pytest
+
 from lg_harness.core.design import Design, Knobs
 from lg_harness.domains.shop import nlu
+from lg_harness.errors import HarnessError
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import SendResult
-
-from lg_harness.errors import HarnessError
 from tests.support import ConfirmingUser
 
 # What a Chinese answer may call each status (a general model says 已送达 where the shop's staff say 已签收).

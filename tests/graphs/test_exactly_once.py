@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 from langchain_core.messages import ToolMessage
+
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import ToolCallResult
-
 from tests.support import ScriptedModel, patient_design
 
 

@@ -15,17 +15,17 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
 from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
+from lg_harness.errors import HarnessError
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.result import SendResult
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.faults import FaultPlan
-from pydantic import Field
-
-from lg_harness.errors import HarnessError
 from tests.support import harness, patient_design, u001_order, without_goal_stop
 
 MODEL = "sim:clean"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from lg_harness.graphs import warm as warm_module
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.runtime import Runtime
 from lg_harness.nodes import classify
-
 from tests.support import RecordingEmbedder, patient_design
 
 # No rule of the shop matches it: the classifier falls back to the nearest example by embeddings.

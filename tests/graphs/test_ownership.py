@@ -13,10 +13,10 @@ import subprocess
 
 import pytest
 from langchain_core.messages import HumanMessage
-from lg_harness.core.state import NotTheOwner
-from lg_harness.graphs.app import Harness
 
+from lg_harness.core.state import NotTheOwner
 from lg_harness.errors import HarnessError
+from lg_harness.graphs.app import Harness
 from tests.support import HARNESS, harness, patient_design
 
 MODEL = "sim:clean"

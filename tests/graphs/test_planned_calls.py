@@ -1,6 +1,6 @@
 """A decided call is state: a crash between deciding a change and saving what it did never asks the model again.
 
-The model here (``reword:clean``, ``llm/reword.py``) rewords its free text and renames its calls on every
+The model here (``reword:clean``, ``lg_harness/llm/reword.py``) rewords its free text and renames its calls on every
 answer, as real models do, so a change keyed by its arguments would get a new key if the model were asked
 again. The crash is played by deleting what the interrupted step would not have saved: every checkpoint after
 ``keep`` and every pending write from ``keep`` on (the step that was running saved nothing).
@@ -12,8 +12,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from lg_harness.graphs.app import Harness
 
+from lg_harness.graphs.app import Harness
 from tests.support import patient_design
 
 COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damaged."

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from lg_harness.service.http import Settings, Worker
 
 TEXT = "where is my order ORD-10134?"

@@ -2,7 +2,7 @@
 
 A process can die after a tool committed its change but before the graph wrote the checkpoint that records
 it; resuming from the last checkpoint then runs that tool step again. Changing tools are keyed for
-idempotency by thread and call id (``tools/shop/tools.py: changing``), so the replay must find the stored
+idempotency by thread and call id (``lg_harness/tools/shop/tools.py: changing``), so the replay must find the stored
 result instead of changing the shop a second time. Expectations about shop data are read from the database.
 """
 
@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from lg_harness.graphs.app import Harness
-from lg_harness.nodes.reply import ModelReply
 
 from lg_harness.errors import HarnessError
+from lg_harness.graphs.app import Harness
+from lg_harness.nodes.reply import ModelReply
 from tests.support import change_key, harness, patient_design, u001_order
 
 MODEL = "sim:clean"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.runnables import RunnableConfig
+
+from lg_harness import Harness, Runtime, UsageError, default_runtime, register_variant, set_default_runtime
 from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.llm import embeddings
 from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
-
-from lg_harness import Harness, Runtime, UsageError, default_runtime, register_variant, set_default_runtime
 from tests.support import RecordingEmbedder, patient_design
 
 # No keyword rule of the shop matches it: the shop's own classifier embeds it (llm.embeddings.embed).

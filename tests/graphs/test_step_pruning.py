@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
-from lg_harness.graphs.app import Harness
 
+from lg_harness.graphs.app import Harness
 from tests.engines import database_url, postgres_server  # noqa: F401 - fixtures
 from tests.support import patient_design
 

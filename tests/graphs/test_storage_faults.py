@@ -12,6 +12,8 @@ import threading
 
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
+
+from lg_harness.errors import HarnessError
 from lg_harness.graphs.app import Harness, prepare_data_dir
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.memory.transcript import TranscriptStore
@@ -19,8 +21,6 @@ from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import RateLimitedError, classify, retry_after_of
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry
-
-from lg_harness.errors import HarnessError
 from tests.support import ScriptedModel, harness, patient_design, u001_order
 
 MODEL = "sim:clean"

@@ -9,12 +9,12 @@ person and answered, and a fork.
 from __future__ import annotations
 
 import pytest
+
+from lg_harness.errors import HarnessError
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.thread_history import read_history
 from lg_harness.memory.messages import last_human_text
 from lg_harness.nodes.reply import ModelReply
-
-from lg_harness.errors import HarnessError
 from tests.support import patient_design
 
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from lg_harness.evals import cell_health
-from lg_harness.evals.compare import CELLS, plan_tasks, read_cells, run_compare
-from lg_harness.evals.scenario import load_scenarios
-from lg_harness.graphs.app import Harness
-from lg_harness.graphs.model_health import ModelUnavailable
 
 from lg_harness.errors import HarnessError
+from lg_harness.graphs.app import Harness
+from lg_harness.graphs.model_health import ModelUnavailable
+from lg_harness_lab.evals import cell_health
+from lg_harness_lab.evals.compare import CELLS, plan_tasks, read_cells, run_compare
+from lg_harness_lab.evals.scenario import load_scenarios
 from tests.support import HARNESS, patient_design
 
 CLOSED_PORT = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused at once
@@ -70,7 +70,7 @@ def test_cli_run_on_an_unreachable_model_exits_non_zero_with_an_error_field(tmp_
 
 def _suite(n: int) -> list[Any]:
     from lg_harness.core.domain import load_domain
-    from lg_harness.evals.scenario import select_split, spread
+    from lg_harness_lab.evals.scenario import select_split, spread
 
     pack = load_domain("shop")
     return spread(select_split(load_scenarios(pack.scenario_path("builtin")), "test"), n)

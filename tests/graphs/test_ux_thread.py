@@ -7,7 +7,6 @@ from pathlib import Path
 
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import SendResult
-
 from tests.support import patient_design
 
 MODEL = "sim:clean"

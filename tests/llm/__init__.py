@@ -1,1 +1,1 @@
-"""Tests of ``llm/`` (``lg_harness.llm``)."""
+"""Tests of ``lg_harness/llm/`` (``lg_harness.llm``)."""

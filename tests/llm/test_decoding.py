@@ -7,6 +7,7 @@ import json
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
 from lg_harness.core.design import PRESETS
 from lg_harness.core.domain import load_domain
 from lg_harness.llm.decoding import (
@@ -19,7 +20,6 @@ from lg_harness.llm.decoding import (
 )
 from lg_harness.llm.grammars import action_grammar, answer_grammar, call_schema, portable_pattern
 from lg_harness.llm.sim import SimChatModel
-
 from simlm import Provider, profile
 from simlm.constraint import Constraint, constraint_of, fits
 

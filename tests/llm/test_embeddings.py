@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from lg_harness.llm.embeddings import bundled_model_dir, count_tokens, embed, sentence_embed
 
 TEXTS = [

@@ -16,6 +16,7 @@ from importlib.util import find_spec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from lg_harness.llm.gbnf import JSON_RULES, pattern_expr, schema_gbnf, translate
 
 # ------------------------------------------------------------------------- a GBNF recognizer for the test

@@ -1,4 +1,4 @@
-"""The local model (llm/local.py, llm/local_weights.py): reading Qwen's text tool calls, rendering the
+"""The local model (lg_harness/llm/local.py, lg_harness/llm/local_weights.py): reading Qwen's text tool calls, rendering the
 prompt through the GGUF's chat template, assembling and checking the weights, and -- when the GGUF and
 llama-cpp-python are installed -- the real model on a shop question.
 
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
 from lg_harness.llm import local_weights
 from lg_harness.llm.local import extract_tool_calls, to_template_messages
 from lg_harness.llm.local_weights import (
@@ -28,7 +29,6 @@ from lg_harness.llm.local_weights import (
     ensure_gguf,
     read_gguf_metadata,
 )
-
 from tests.support import real_model, tool_spec
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None

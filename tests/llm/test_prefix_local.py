@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import pytest
+
 from lg_harness.core.design import ablation, load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness

@@ -12,13 +12,13 @@ import re
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
+
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.domains.shop import SYSTEM_PROMPT, nlu
 from lg_harness.domains.shop.backend import get_order_status
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.nodes.intent import classify_prompt
 from lg_harness.tools.context import ToolContext
-
 from simlm.provider import fit_window, message_tokens
 
 ORDER_ID_RE = re.compile(r"ORD-\d{5}")

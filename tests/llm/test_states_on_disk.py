@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from lg_harness.llm.local import _states_dir, keep_states_on_disk
 
 

@@ -32,6 +32,7 @@ def server():
 @pytest.fixture
 def model(server, monkeypatch):
     from langchain_ollama import ChatOllama
+
     from lg_harness.llm.factory import make_model
 
     monkeypatch.setenv("OLLAMA_HOST", server.url)

@@ -34,6 +34,7 @@ def server():
 @pytest.fixture
 def model(server, monkeypatch):
     from langchain_openai import ChatOpenAI
+
     from lg_harness.llm.factory import make_model
 
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)

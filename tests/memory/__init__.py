@@ -1,1 +1,1 @@
-"""Tests of ``memory/`` (``lg_harness.memory``)."""
+"""Tests of ``lg_harness/memory/`` (``lg_harness.memory``)."""

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.llm.embeddings import count_tokens
 from lg_harness.memory.assembly import (

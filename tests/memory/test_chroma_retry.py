@@ -13,6 +13,7 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 from chromadb.errors import InternalError, InvalidArgumentError
+
 from lg_harness.memory.chroma_retry import RetryingCollection
 from lg_harness.memory.experiences import ExperienceStore
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
+
 from lg_harness.core.design import load_design
 from lg_harness.core.state import HarnessState
 from lg_harness.domains.shop import DOMAIN as SHOP
@@ -17,7 +18,6 @@ from lg_harness.memory.clearing import clear_used_results, cleared, is_digest, r
 from lg_harness.memory.compress import compress
 from lg_harness.memory.context import turn_upkeep
 from lg_harness.tools.cleaning import clean_error, label, unlabel
-
 from tests.support import u001_order
 
 ORDER = {"order_id": "ORD-10001", "created_at": "2026-10-26T14:32:00", "status": "shipped", "total": 288.49,

@@ -17,6 +17,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.memory.assembly import (
     Anchors,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage
-from lg_harness.core.state import MAX_KNOWN_IDS, remember_ids
-from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_args, names_in_text, seen_text
 
 from lg_harness import Harness, load_domain
+from lg_harness.core.state import MAX_KNOWN_IDS, remember_ids
+from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_args, names_in_text, seen_text
 from tests.fixtures.chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, say, shop_tasks
 from tests.support import patient_design
 
@@ -110,6 +110,7 @@ def test_what_a_message_names_leaves_out_counts_dates_and_amounts():
 def test_a_one_word_value_the_model_respelled_is_put_back_as_the_customer_wrote_it():
     """The 0.5B model wrote "Lisboa" for the customer's "Lisbon", and the weather server knows only Lisbon."""
     from langchain_core.messages import HumanMessage
+
     from lg_harness.memory.known_ids import customer_spelling
 
     state = {"messages": [HumanMessage("What's the weather forecast for Lisbon?")]}

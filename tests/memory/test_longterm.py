@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 import chromadb
 import pytest
 from chromadb.config import Settings
+
+from lg_harness.errors import HarnessError
 from lg_harness.llm.embeddings import embed
 from lg_harness.memory.longterm import (
     ExperienceStore,
@@ -22,8 +24,6 @@ from lg_harness.memory.longterm import (
     MiniLMEmbeddingFunction,
     RetrievalWeights,
 )
-
-from lg_harness.errors import HarnessError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 DAY = 86_400.0

@@ -13,12 +13,12 @@ import textwrap
 import threading
 
 import pytest
+
 from lg_harness.graphs.app import Harness
 from lg_harness.memory import writer as writer_module
 from lg_harness.memory.facts import FactStore
 from lg_harness.memory.longterm import LongTermMemory
 from lg_harness.nodes import intent
-
 from tests.support import patient_design
 
 ASK = "Where is my order ORD-10134?"  # U001's own order: get_order_status succeeds, an outcome to remember

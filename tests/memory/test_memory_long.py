@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
+
 from lg_harness.domains.shop import nlu
 from lg_harness.graphs.app import Harness
 from lg_harness.memory.constraints import extract_constraints
-
 from tests.support import patient_design
 
 FILLERS = {

@@ -1,1 +1,1 @@
-"""Tests of ``nodes/`` (``lg_harness.nodes``)."""
+"""Tests of ``lg_harness/nodes/`` (``lg_harness.nodes``)."""

@@ -15,11 +15,11 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.render_answer import Voice, fact_lines, result_sentences
-from pydantic import Field
-
 from tests.support import patient_design
 
 

@@ -1,6 +1,6 @@
 """An answer says what the customer asked, and never our own note on why a draft went back.
 
-Read on the real model (reports/real-model-test): "ORD-10154 那两台显示器到哪了？" answered "防摔手机壳。" (true,
+Read on the real model (lab/reports/real-model-test): "ORD-10154 那两台显示器到哪了？" answered "防摔手机壳。" (true,
 the order's item, but not where it is); "这单一共多少钱" answered "纯棉T恤。"; a regenerated answer that copied
 the self-check's note ("The change is already done (its status is now cancelled); tell you it is done.").
 """
@@ -11,10 +11,11 @@ import json
 import re
 from typing import Any, cast
 
-import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+
+import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 from lg_harness.core.design import load_design
 from lg_harness.core.state import HarnessState, ToolCallRecord
 from lg_harness.domains.shop import DOMAIN as SHOP

@@ -8,15 +8,15 @@ next message change nothing; a pinned constraint still blocks.
 from __future__ import annotations
 
 import pytest
+
 from lg_harness.core.design import PRESETS
 from lg_harness.core.domain import load_domain
-from lg_harness.evals import runner
-from lg_harness.evals.metrics import cell_metrics
-from lg_harness.evals.runner import run_cell
-from lg_harness.evals.scenario import Scenario
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.confirm import answer_to_confirmation, confirmation_question
-
+from lg_harness_lab.evals import runner
+from lg_harness_lab.evals.metrics import cell_metrics
+from lg_harness_lab.evals.runner import run_cell
+from lg_harness_lab.evals.scenario import Scenario
 from tests.support import patient_design, u001_order
 
 MODEL = "sim:clean"

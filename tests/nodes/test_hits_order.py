@@ -9,7 +9,6 @@ from lg_harness.domains.helpdesk import DOMAIN as HELPDESK
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.goal_stop import GoalStop, in_customer_order
-
 from tests.support import ScriptedModel, patient_design
 
 HITS = {"query": "家", "results": [{"product_id": "P1046", "name": "Ceramic mug", "name_zh": "陶瓷马克杯"},

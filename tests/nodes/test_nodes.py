@@ -15,7 +15,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast, runtime_checkable
 
-import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -30,6 +29,9 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import add_messages
+from pydantic import Field
+
+import lg_harness.nodes  # noqa: F401 - registers the built-in variants
 from lg_harness.core.design import load_design
 from lg_harness.core.routing.route import next_node
 from lg_harness.core.state import HarnessState, StateUpdate, UserInfo
@@ -40,7 +42,6 @@ from lg_harness.llm.sim import SimChatModel
 from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
 from lg_harness.nodes.phrases import say
 from lg_harness.tools.executor import ToolExecutor
-from pydantic import Field
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "t"}}
 U001: UserInfo = {"id": "U001", "role": "customer"}

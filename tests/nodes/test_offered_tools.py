@@ -12,9 +12,9 @@ import sqlite3
 
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.tracing import capture_spans
-
 from tests.support import ConfirmingUser, ScriptedModel, patient_design, u001_order
 
 
@@ -74,6 +74,7 @@ def test_a_change_route_does_not_offer_again_a_lookup_an_earlier_message_made_of
     so the return's step offers the return alone (offered, a small model spends a round reading it again). A
     lookup of another order, or one that failed, does not count."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
     from lg_harness.core.state import HarnessState
     from lg_harness.domains.shop import DOMAIN
     from lg_harness.nodes.goal_stop import looked_up_before

@@ -17,13 +17,13 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
 from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
 from lg_harness.memory.known_ids import ungrounded_values
 from lg_harness.nodes.customer_text import customer_safe
 from lg_harness.nodes.render_answer import screened_text
-from pydantic import Field
-
 from tests.support import patient_design
 
 

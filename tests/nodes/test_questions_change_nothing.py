@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
 from lg_harness.graphs.app import Harness

@@ -7,12 +7,13 @@ import json
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
 from lg_harness.core.domain import Domain, load_domain
-from lg_harness.evals.metrics import judge_turn
-from lg_harness.evals.reply_quality import customer_grade, reply_problems, turn_language
 from lg_harness.nodes.customer_text import dump_kind, wrong_language
 from lg_harness.nodes.presentation import present
 from lg_harness.nodes.render_answer import Voice, fact_lines, render_answer
+from lg_harness_lab.evals.metrics import judge_turn
+from lg_harness_lab.evals.reply_quality import customer_grade, reply_problems, turn_language
 
 SHOP = load_domain("shop")
 ORDER = {"order_id": "ORD-10134", "status": "shipped", "created_at": "2026-10-26T14:32:00", "total": 288.49,

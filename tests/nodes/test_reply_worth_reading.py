@@ -14,12 +14,12 @@ import json
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+
 from lg_harness.core.domain import load_domain
-from lg_harness.evals.reply_quality import customer_grade
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.result import SendResult
 from lg_harness.nodes.customer_text import dump_kind
-
+from lg_harness_lab.evals.reply_quality import customer_grade
 from tests.support import patient_design, u001_order
 
 DEFAULT_SIM = "sim:fitted"  # what `sim` is outside the tests (conftest sets the prior profile for them)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from lg_harness.graphs.app import Harness
-
 from tests.support import patient_design
 
 

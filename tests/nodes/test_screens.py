@@ -1,4 +1,4 @@
-"""A design's screens are composed from its knobs once (nodes/screens.py): what a call meets before it runs is a
+"""A design's screens are composed from its knobs once (lg_harness/nodes/screens.py): what a call meets before it runs is a
 list a reader can print, not switches inside the action step."""
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ def test_model_check_passes_a_grounded_answer_with_one_extra_call(tmp_path) -> N
 def test_the_simulated_verifier_flags_an_invented_identifier() -> None:
     """The harness's own verification prompt, sent to the simulated model as any model would get it."""
     from langchain_core.messages import HumanMessage, SystemMessage
+
     from lg_harness.llm.sim import SimChatModel
     from lg_harness.nodes.self_check import VERIFY_PROMPT
 

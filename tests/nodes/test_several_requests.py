@@ -14,8 +14,8 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from lg_harness.graphs.app import Harness
 
+from lg_harness.graphs.app import Harness
 from tests.support import patient_design
 
 

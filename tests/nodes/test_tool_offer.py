@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lg_harness.obs.tracing import capture_spans
 
 from lg_harness import Domain, Harness, load_domain
+from lg_harness.obs.tracing import capture_spans
 from tests.fixtures.chains import REQUESTS, RETAIL, ChainModel
 from tests.support import patient_design
 

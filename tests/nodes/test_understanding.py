@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from lg_harness.core.domain import load_domain
-from lg_harness.evals.intent_probe import right, table
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.classify import classify, tool_intents
 from lg_harness.nodes.intent import still_asked
-
+from lg_harness_lab.evals.intent_probe import right, table
 from tests.support import patient_design
 
 HELPDESK = load_domain("helpdesk")

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+
 from lg_harness.core.claims import Claim, equals
 from lg_harness.core.domain import Domain, load_domain
-from lg_harness.evals.metrics import cell_metrics
-from lg_harness.evals.scenario import Scenario, Turn
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.fact_check import contradictions, corrected
-
+from lg_harness_lab.evals.metrics import cell_metrics
+from lg_harness_lab.evals.scenario import Scenario, Turn
 from tests.support import patient_design
 
 SHOP = load_domain("shop")
@@ -132,12 +132,12 @@ def test_false_facts_metric_counts_contradicted_replies() -> None:
 
 
 def test_a_result_pasted_back_as_json_is_internal_text_not_a_false_fact() -> None:
-    """The local model answers a result by pasting it (reports/calibration): the reply states exactly what
+    """The local model answers a result by pasting it (lab/reports/calibration): the reply states exactly what
     the result says, so it counts once, as internal text, even where clause splitting would pair a list
     row's Chinese status with another row."""
     import json
 
-    listing = {"tickets": [  # as `naive` pasted it on the helpdesk split (reports/compare-split-helpdesk)
+    listing = {"tickets": [  # as `naive` pasted it on the helpdesk split (lab/reports/compare-split-helpdesk)
         {"ticket_id": "INC0012346", "status": "in_progress", "status_zh": "处理中", "priority": "high",
          "short_description": "Laptop screen flickers after waking from sleep", "updated_at": "2026-10-24T19:05:00"},
         {"ticket_id": "INC0012308", "status": "closed", "status_zh": "已关闭", "priority": "high",

@@ -13,10 +13,9 @@ from typing import Any, NamedTuple
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
-from lg_harness.evals.runner import run_cell
-from lg_harness.evals.scenario import load_scenarios
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.customer_text import (
     customer_safe,
@@ -28,7 +27,8 @@ from lg_harness.nodes.customer_text import (
 from lg_harness.nodes.phrases import say
 from lg_harness.nodes.render_answer import render_answer
 from lg_harness.tools.executor import ToolOutcome
-
+from lg_harness_lab.evals.runner import run_cell
+from lg_harness_lab.evals.scenario import load_scenarios
 from tests.support import patient_design
 
 SHOP_TOOLS = load_domain("shop").registry().names()
@@ -98,7 +98,7 @@ def _lookup_then(*answers: AIMessage) -> Scripted:
 
 
 def test_a_call_written_where_the_answer_was_due_gets_one_more_try_then_the_facts(tmp_path: Path) -> None:
-    """The local model answers a result by writing the same call again, 12 times in 20 (reports/calibration):
+    """The local model answers a result by writing the same call again, 12 times in 20 (lab/reports/calibration):
     the customer gets a second try's words, or the result in plain words; never "sorry" after a lookup worked."""
     again = AIMessage('{"name": "get_order_status", "arguments": {"order_id": "ORD-10134"}}')
     with Harness(tmp_path / "a", patient_design(), _lookup_then(again, AIMessage("ORD-10134 has shipped."))) as h:

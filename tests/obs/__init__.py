@@ -1,1 +1,1 @@
-"""Tests of ``obs/`` (``lg_harness.obs``)."""
+"""Tests of ``lg_harness/obs/`` (``lg_harness.obs``)."""

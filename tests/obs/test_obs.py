@@ -13,6 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import StatusCode
+from rich.console import Console
+
 from lg_harness.obs.audit import AuditLog, Thresholds
 from lg_harness.obs.redact import RegexRedactor, default_redactor
 from lg_harness.obs.render import load_trace, span_tree, stats_table
@@ -45,10 +50,6 @@ from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import RateLimitedError
 from lg_harness.tools.executor import RetryPolicy, ToolExecutor, ToolOutcome
 from lg_harness.tools.registry import ToolRegistry
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
-from rich.console import Console
 
 
 @pytest.fixture(autouse=True)

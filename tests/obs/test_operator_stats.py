@@ -1,13 +1,13 @@
 """``harness stats`` is the operator's view: health, the human queue and uncertain changes, with no personal
-data in it (``obs/operator_view.py``)."""
+data in it (``lg_harness/obs/operator_view.py``)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from lg_harness.graphs.app import Harness
 
+from lg_harness.graphs.app import Harness
 from tests.support import harness, patient_design
 
 EMAIL, PHONE = "jane.doe@example.com", "415-555-0199"

@@ -12,9 +12,9 @@ import sqlite3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.redact import PHONE_REGIONS, PII_FORMATS, default_redactor, phone_spans
-
 from tests.support import patient_design
 
 DIGITS = re.compile(r"[0-9０-９]")

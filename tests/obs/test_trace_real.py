@@ -12,14 +12,14 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
 from lg_harness.core.design import Design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.tracing import capture_spans
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.faults import FaultPlan
-from pydantic import Field
-
 from tests.support import harness, patient_design, u001_order, without_goal_stop
 
 MODEL = "sim:clean"

@@ -1,1 +1,1 @@
-"""Tests of ``peers/`` (``lg_harness.peers``)."""
+"""Tests of ``lab/lg_harness_lab/peers/`` (``lg_harness_lab.peers``)."""

@@ -9,17 +9,17 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
-from lg_harness.core.design import load_design
-from lg_harness.domains.shop.backend import ShopDB
-from lg_harness.evals.compare import run_compare
-from lg_harness.evals.metrics import aggregate, cell_metrics
-from lg_harness.evals.runner import run_cell
-from lg_harness.evals.scenario import Scenario
-from lg_harness.graphs.builder import check_design
-from lg_harness.peers import PEERS, get_peer
 from typer.testing import CliRunner
 
+from lg_harness.core.design import load_design
+from lg_harness.domains.shop.backend import ShopDB
 from lg_harness.errors import HarnessError
+from lg_harness.graphs.builder import check_design
+from lg_harness_lab.evals.compare import run_compare
+from lg_harness_lab.evals.metrics import aggregate, cell_metrics
+from lg_harness_lab.evals.runner import run_cell
+from lg_harness_lab.evals.scenario import Scenario
+from lg_harness_lab.peers import PEERS, get_peer
 
 ALL = tuple(PEERS)
 
@@ -114,7 +114,7 @@ def test_peers_are_rows_of_a_comparison_with_paired_differences(tmp_path):
     assert summary["designs"] == names
     assert {p["design"] for p in summary["paired"]} == {"peer:langchain", "peer:pydantic-ai"}
     assert {d: summary["metrics"][d]["task_completion"]["mean"] for d in names} == dict.fromkeys(names, 1.0), [t.get("error") for r in records for t in r["turns"]]
-    from lg_harness.evals.report import render_report
+    from lg_harness_lab.evals.report import render_report
 
     text = render_report(summary, "harness compare --designs " + ",".join(names))
     assert "## Peer frameworks" in text and "role masking" in text

@@ -3,14 +3,13 @@
 The graph (assembly, nodes, memory, tools, core, llm, obs) never imports the service around it (storage
 backends for many workers, leases, HTTP, CLI, evaluation, peers, benchmarks); the domain packs run on the graph
 alone (their scenario generators are evaluation tools); simlm imports nothing of the harness; no module
-imports itself round a cycle; and every file has one import name, ``lg_harness.<folder>...``.
+imports itself round a cycle; nothing of the library imports the lab; and every library package is a folder of
+lg_harness/ (one path, one import name).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import grimp
@@ -23,9 +22,8 @@ layers = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(layers)
 
 GRAPH = layers.LAYERS["graph"][1]
-SERVICE = layers.LAYERS["service"][1]
-FOLDERS = ("core", "graphs", "nodes", "memory", "tools", "llm", "evals", "obs", "benchmarks", "domains", "peers",
-           "service")
+SERVICE = layers.LAYERS["service"][1] + layers.LAYERS["lab"][1]  # what the graph must never reach
+LIBRARY = ("core", "graphs", "nodes", "memory", "tools", "llm", "obs", "domains", "service")
 # Cycles the code still has, which this list may only lose (none left: evals reaches the peers' cells through
 # the lg_harness.cell_runners entry point, so only peers import evals).
 KNOWN_MODULE_CYCLES: list[set[str]] = []
@@ -91,8 +89,8 @@ def test_the_graph_never_imports_the_service_around_it(graph):
 
 
 def test_domain_packs_run_on_the_graph_alone(graph):
-    """A pack (its domain, tools, backends, everything under domains/) imports only the graph: the scenario
-    generators live in the lab (evals/generators/)."""
+    """A pack (its domain, tools, backends, everything under lg_harness/domains/) imports only the graph: the scenario
+    generators live in the lab (lab/lg_harness_lab/evals/generators/)."""
     packs = [m for m in graph.modules if m.startswith("lg_harness.domains.")]
     service = tuple(layers.package_name(s) + "." for s in SERVICE)
     bad = {m: sorted(d for d in graph.find_upstream_modules(m) if d.startswith(service)) for m in packs}
@@ -140,14 +138,20 @@ def test_the_committed_diagram_is_what_the_code_draws(graph):
             f"{path.relative_to(ROOT)}: the layers diagram is stale; run python scripts/layers.py --write")
 
 
-@pytest.mark.parametrize("folder", FOLDERS)
-def test_each_folder_has_one_import_name(folder):
-    """``lg_harness/<folder>`` is the folder (a committed relative symlink), and the bare name is refused."""
-    link = ROOT / "lg_harness" / folder
-    assert link.is_symlink() and link.readlink() == Path("..", folder), f"lg_harness/{folder} -> ../{folder}"
-    out = subprocess.run([sys.executable, "-c", f"import {folder}"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode != 0 and f"import lg_harness.{folder}, not {folder}" in out.stderr, out.stderr
+@pytest.mark.parametrize("folder", LIBRARY)
+def test_each_library_package_is_a_folder_of_the_library(folder):
+    """``lg_harness/<folder>`` is a real folder (no links to follow): a file has one path and one import name."""
+    path = ROOT / "lg_harness" / folder
+    assert path.is_dir() and not path.is_symlink() and (path / "__init__.py").is_file()
+    assert not (ROOT / folder).exists(), f"{folder}/ at the top of the repository: it lives in lg_harness/{folder}/"
+
+
+def test_nothing_in_the_library_imports_the_lab(graph):
+    """The library installs alone (its wheel holds no lab module): no module of lg_harness reaches lg_harness_lab."""
+    chain = graph.find_shortest_chain(importer="lg_harness", imported="lg_harness_lab", as_packages=True)
+    assert chain is None, f"the library imports the lab: {chain}"
+    # the check can fail: the lab does reach the library
+    assert graph.find_shortest_chain(importer="lg_harness_lab", imported="lg_harness", as_packages=True)
 
 
 def test_the_service_and_the_peers_register_through_entry_points():
@@ -157,13 +161,12 @@ def test_the_service_and_the_peers_register_through_entry_points():
     stores = {ep.name: ep.value for ep in entry_points(group="lg_harness.stores")}
     designs = {ep.name: ep.value for ep in entry_points(group="lg_harness.designs")}
     assert stores["postgresql"] == stores["postgres"] == "lg_harness.service.postgres:open_postgres"
-    assert designs["peer"] == "lg_harness.peers:peer_design"
+    assert designs["peer"] == "lg_harness_lab.peers:peer_design"
 
 
 def test_a_database_url_of_no_registered_scheme_names_the_ones_there_are(tmp_path):
-    from lg_harness.graphs.storage import open_stores
-
     from lg_harness.errors import HarnessError
+    from lg_harness.graphs.storage import open_stores
 
     with pytest.raises(HarnessError, match=r"must start with postgres:// or postgresql://, got 'mysql://"):
         open_stores(tmp_path, "mysql://harness@127.0.0.1/harness")
@@ -171,7 +174,6 @@ def test_a_database_url_of_no_registered_scheme_names_the_ones_there_are(tmp_pat
 
 def test_a_design_name_of_no_registered_source_lists_the_sources():
     from lg_harness.core.design import load_design
-
     from lg_harness.errors import HarnessError
 
     assert load_design("peer:langchain").name == "peer:langchain"

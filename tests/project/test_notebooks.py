@@ -202,8 +202,9 @@ def _accent_pixels(png: str) -> int:
     import io
 
     import numpy as np
-    from lg_harness.graphs.draw import MARK_C
     from PIL import Image
+
+    from lg_harness.graphs.draw import MARK_C
 
     pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(png))).convert("RGB")).reshape(-1, 3)
     accent = np.array([int(MARK_C[i:i + 2], 16) for i in (1, 3, 5)])

@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from lg_harness.core.domain import load_domain
-from lg_harness.evals.reply_quality import reply_problems
+from lg_harness_lab.evals.reply_quality import reply_problems
 
 pytestmark = [pytest.mark.docs, pytest.mark.slow]
 

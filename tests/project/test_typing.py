@@ -1,7 +1,8 @@
 """The project type-checks, and a user's type checker sees the public API's real types.
 
-pyright (basic mode, ``[tool.pyright]`` in pyproject.toml) runs once over the whole project through
-``scripts/typecheck.py``. Two things are checked on its report:
+pyright (basic mode, ``[tool.pyright]`` in pyproject.toml) runs once over the whole project (``.venv/bin/pyright``:
+every file lives under the one name it is imported by, so no shadow tree is laid out). Two things are checked on
+its report:
 
 - ``tests/typing/reveal_send.py``, written as a user would write it (``from lg_harness import Harness``),
   reveals ``SendResult`` for ``Harness(...).send(...)``, and the other types its comments expect;
@@ -10,9 +11,10 @@ pyright (basic mode, ``[tool.pyright]`` in pyproject.toml) runs once over the wh
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 REVEAL = ROOT / "tests" / "typing" / "reveal_send.py"
 
 
-def _typecheck_module() -> Any:
-    spec = importlib.util.spec_from_file_location("typecheck", ROOT / "scripts" / "typecheck.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def run_pyright(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pyright", "--pythonpath", sys.executable, *args],
+                          cwd=ROOT, capture_output=True, text=True)
 
 
 def _folder(file: str) -> str:
@@ -48,9 +47,8 @@ def _revealed(report: dict[str, Any]) -> tuple[dict[int, str], dict[int, str], l
 
 @pytest.mark.slow
 def test_the_project_type_checks_and_a_user_sees_send_return_a_send_result() -> None:
-    # One pyright run for both checks: it takes minutes, and it lays out build/pyright/ (two runs at once,
-    # as two test workers would make, would race on it).
-    done = _typecheck_module().run_pyright("--outputjson")
+    # One pyright run for both checks: it takes minutes.
+    done = run_pyright("--outputjson")
     assert done.stdout.strip(), f"pyright gave no report: {done.stderr[-2000:]}"
     report = json.loads(done.stdout)
 
@@ -62,4 +60,4 @@ def test_the_project_type_checks_and_a_user_sees_send_return_a_send_result() -> 
     by_folder = dict(sorted(Counter(_folder(d["file"]) for d in errors_all).items()))
     shown = "\n".join(f"{Path(d['file']).resolve().relative_to(ROOT)}:{d['range']['start']['line'] + 1}: "
                       f"{d['message'].splitlines()[0]} ({d.get('rule', '')})" for d in errors_all)
-    assert not errors_all, f"{len(errors_all)} type errors; by folder {by_folder}; run scripts/typecheck.py\n{shown}"
+    assert not errors_all, f"{len(errors_all)} type errors; by folder {by_folder}; run .venv/bin/pyright\n{shown}"

@@ -1,1 +1,1 @@
-"""Tests of ``service/`` (``lg_harness.service``)."""
+"""Tests of ``lg_harness/service/`` (``lg_harness.service``)."""

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from lg_harness.service.http import Settings, create_app
-from lg_harness.service.http_guard import Doorman
 
 from lg_harness.errors import HarnessError
+from lg_harness.service.http import Settings, create_app
+from lg_harness.service.http_guard import Doorman
 
 KEYS = "key-u1=U001,key-u2=U002"
 

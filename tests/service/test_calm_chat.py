@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import typer
+
 from lg_harness.graphs.app import Harness
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.memory.transcript import TranscriptStore
 from lg_harness.service.cli import app
-
 from tests.support import HARNESS, harness, patient_design
 
 

@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
+
 from lg_harness.domains.shop import nlu
 from lg_harness.graphs.app import Harness
-
 from tests.support import harness
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

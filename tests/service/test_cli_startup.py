@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+
 from lg_harness.graphs.app import Harness
 
 HEAVY = ("torch", "chromadb", "sentence_transformers", "transformers", "langchain", "pydantic_ai", "agents",

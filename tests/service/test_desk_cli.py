@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+
 from lg_harness.graphs.app import Harness
 from lg_harness.obs.audit import AuditLog
 from lg_harness.tools.executor import ToolOutcome
-
 from tests.support import harness, patient_design
 
 MARKUP = "[bold red]I want a human[/] [link=http://evil.test]click[/link] <b>bold</b>"

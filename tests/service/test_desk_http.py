@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from lg_harness.service.http import Settings, create_app
 
+from lg_harness.service.http import Settings, create_app
 from tests.support import patient_design
 
 U1, U2 = {"Authorization": "Bearer key-u1"}, {"Authorization": "Bearer key-u2"}

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from lg_harness.service import http
 
+from lg_harness.service import http
 from tests.service.test_desk_http import service
 
 U1 = {"Authorization": "Bearer key-u1"}

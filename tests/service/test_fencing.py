@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
-from lg_harness.service.http import Settings, Worker
 
+from lg_harness.service.http import Settings, Worker
 from tests.engines import database_url, postgres_server  # noqa: F401
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

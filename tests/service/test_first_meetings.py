@@ -11,14 +11,14 @@ import logging
 from pathlib import Path
 
 import pytest
-from lg_harness.evals.scenario import load_scenarios
-from lg_harness.obs.tracing import log_tool_call_full
-from lg_harness.service.demo import _show_turn
-from lg_harness.tools.executor import ToolOutcome
 from rich.console import Console
 
 from lg_harness import Domain, EntityType, Harness, Intent, Route, ToolContext
 from lg_harness.errors import HarnessError
+from lg_harness.obs.tracing import log_tool_call_full
+from lg_harness.service.demo import _show_turn
+from lg_harness.tools.executor import ToolOutcome
+from lg_harness_lab.evals.scenario import load_scenarios
 from tests.support import harness
 
 
@@ -60,8 +60,9 @@ def test_the_log_names_held_blocked_and_failed_calls_apart(caplog: pytest.LogCap
 
 
 def test_a_held_calls_span_says_held_and_is_no_error() -> None:
-    from lg_harness.obs.tracing import capture_spans, record_tool_outcome, tool_span
     from opentelemetry.trace import StatusCode
+
+    from lg_harness.obs.tracing import capture_spans, record_tool_outcome, tool_span
 
     with capture_spans() as exporter:
         for call_id, error_type in (("h", "needs_confirmation"), ("f", "timeout")):

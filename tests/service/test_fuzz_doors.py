@@ -735,6 +735,7 @@ DESK_KEY = "key-alice"
 @pytest.fixture(scope="module")
 def harness_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     import uvicorn
+
     from lg_harness.service.desk import api as desk_api
     from lg_harness.service.http import Settings, create_app
 
@@ -848,7 +849,6 @@ def langgraph_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     if missing:
         pytest.skip(f"langgraph dev needs the dev extra (pip install 'langgraph-cli[inmem]'); missing {missing}")
     from lg_harness.domains.shop.backend import ShopDB
-
     from tests.service.test_langgraph_server import KEYS, start_langgraph_dev, stop, wait_until_up
 
     work = tmp_path_factory.mktemp("fuzz-langgraph")

@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from lg_harness.service.http import Settings, create_app
 
 A, B, DESK = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-b", "key-desk"))
@@ -157,10 +158,9 @@ def raising(error: Exception):
 def test_errors_say_whose_they_are_by_their_status(tmp_path: Path) -> None:
     """A usage error is the caller's to fix (400), a busy thread waits (409), any other run error is the
     service's and may pass (503): a client retries only what can work the second time."""
+    from lg_harness.errors import RunError, UsageError
     from lg_harness.service.fencing import LeaseLost
     from lg_harness.service.leases import ThreadBusy
-
-    from lg_harness.errors import RunError, UsageError
 
     app = create_app(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                               api_keys={"key-a": "U001"}))

@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lg_harness.graphs.app import Harness
-from lg_harness.service.desk import ops
 
 from lg_harness.errors import HarnessError
+from lg_harness.graphs.app import Harness
+from lg_harness.service.desk import ops
 from tests.support import HARNESS, harness, patient_design
 
 ANSWER = "您好，我是客服小王。请问还有什么问题？"  # full-width comma, full stop and question mark

@@ -153,9 +153,8 @@ def server(tmp_path_factory):
 def test_factory_compiles_without_checkpointer_and_takes_preset_designs(tmp_path, monkeypatch):
     import asyncio
 
-    from lg_harness.service import server as module
-
     from lg_harness.errors import HarnessError
+    from lg_harness.service import server as module
 
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("HARNESS_DESIGN", raising=False)
@@ -176,10 +175,10 @@ def test_factory_compiles_without_checkpointer_and_takes_preset_designs(tmp_path
 def test_langgraph_json_points_at_the_factory_and_the_auth_hook():
     config = json.loads((REPO / "langgraph.json").read_text())
     path, _, variable = config["graphs"][GRAPH_ID].rpartition(":")
-    assert (REPO / path).resolve() == REPO / "service" / "server.py" and variable == "make_graph"
+    assert (REPO / path).resolve() == REPO / "lg_harness" / "service" / "server.py" and variable == "make_graph"
     assert config["dependencies"] == ["."]
     path, _, variable = config["auth"]["path"].rpartition(":")
-    assert (REPO / path).resolve() == REPO / "service" / "server_auth.py" and variable == "auth"
+    assert (REPO / path).resolve() == REPO / "lg_harness" / "service" / "server_auth.py" and variable == "auth"
 
 
 def send(client, thread_id: str, text: str) -> dict:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.tools import add_ticket_comment, create_ticket
 from lg_harness.graphs.app import Harness
 from lg_harness.service.http import Settings, create_app
 from lg_harness.service.leases import at_rest
 from lg_harness.tools.context import ToolContext
-
 from tests.support import patient_design
 
 A, PHONE_USER = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-p"))
@@ -140,7 +140,6 @@ def test_no_copy_of_a_finished_message_lingers_in_the_queue_files(tmp_path):
 def test_the_shops_other_free_text_rests_with_contact_details_masked():
     from lg_harness.domains.shop.backend import ShopDB
     from lg_harness.domains.shop.tools import cancel_order, request_return, transfer_to_human
-
     from tests.support import u001_order
 
     db = ShopDB.fresh_copy()

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from lg_harness.service.http import Settings
 
 from lg_harness.errors import HarnessError
+from lg_harness.service.http import Settings
 from tests.engines import free_port, stop_group, wait_http
 
 HARNESS = Path(sys.executable).with_name("harness")

@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from lg_harness.graphs.app import Harness
 from lg_harness.service import cli
 from lg_harness.service.prune import prune
-from typer.testing import CliRunner
-
 from tests.support import patient_design
 
 COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damaged."

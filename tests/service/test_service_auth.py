@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from fastapi import HTTPException
-from lg_harness.service.http import AGENT, Api, Settings
 from starlette.requests import Request
 
 from lg_harness.errors import HarnessError
+from lg_harness.service.http import AGENT, Api, Settings
 
 
 def request(**headers: str) -> Request:

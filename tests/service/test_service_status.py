@@ -8,11 +8,10 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+from lg_harness.errors import HarnessError
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.service.http import UNAVAILABLE, Worker, failure_status
 from lg_harness.service.leases import Claim
-
-from lg_harness.errors import HarnessError
 
 
 def test_failure_status_by_outcome():

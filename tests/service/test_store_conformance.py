@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from langgraph.types import Durability
-from lg_harness.memory.transcript import author_label
-from lg_harness.service.leases import LeaseOrder, ThreadBusy, ThreadQueue
 
 from lg_harness.errors import HarnessError, UsageError
+from lg_harness.memory.transcript import author_label
+from lg_harness.service.leases import LeaseOrder, ThreadBusy, ThreadQueue
 from tests.engines import chroma_server, database_url, postgres_server  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -31,6 +31,7 @@ class Backend:
         self._closers: list[Any] = []
         if url:
             from langgraph.checkpoint.postgres import PostgresSaver
+
             from lg_harness.service.pgdb import migrate, open_pool
 
             self.pool = open_pool(url)
@@ -491,8 +492,8 @@ def test_ledger_begins_a_key_once_when_many_workers_race(backend: Backend) -> No
 
 
 def test_harness_applies_an_outside_change_once_when_a_fork_replays_it(backend: Backend) -> None:
-    from lg_harness.benchmarks.outside_pack import DOMAIN, renewals
     from lg_harness.graphs.app import Harness
+    from lg_harness_lab.benchmarks.outside_pack import DOMAIN, renewals
 
     data, thread = backend.tmp / "data", f"lib-{uuid.uuid4().hex[:8]}"
     # every step saved: the fork goes back into the message, to the step before the call was decided
@@ -540,6 +541,7 @@ def test_harness_checkpoints_history_fork_and_state(backend: Backend, durability
 
 def test_migrations_are_versioned_and_run_once_even_concurrently(database_url: str) -> None:  # noqa: F811
     from langgraph.checkpoint.postgres import PostgresSaver
+
     from lg_harness.service.pgdb import MIGRATIONS, migrate, open_pool, schema_version
 
     pool = open_pool(database_url)

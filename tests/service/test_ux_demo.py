@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lg_harness.graphs.app import Harness
 
+from lg_harness.graphs.app import Harness
 from tests.support import HARNESS, patient_design
 
 

@@ -8,12 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
+from lg_harness.errors import HarnessError
 from lg_harness.graphs.app import Harness
 from lg_harness.tools.text import clean_text
-
-from lg_harness.errors import HarnessError
 from tests.support import HARNESS, harness, patient_design
 
 MODEL = "sim:clean"
@@ -108,8 +108,8 @@ def test_ids_are_found_across_dash_variants(dash: str) -> None:
 
 
 def test_compare_says_on_ctrl_c_what_was_saved_and_how_to_resume(tmp_path: Path) -> None:
-    from lg_harness.evals.compare import read_cells, run_compare
-    from lg_harness.evals.scenario import load_scenarios, select_split, spread
+    from lg_harness_lab.evals.compare import read_cells, run_compare
+    from lg_harness_lab.evals.scenario import load_scenarios, select_split, spread
 
     suite = spread(select_split(load_scenarios(load_domain("shop").scenario_path("builtin")), "test"), 3)
 
@@ -127,7 +127,7 @@ def test_compare_says_on_ctrl_c_what_was_saved_and_how_to_resume(tmp_path: Path)
 
 
 def test_bench_context_reports_progress_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    from lg_harness.benchmarks.bench_context import run_bench_context
+    from lg_harness_lab.benchmarks.bench_context import run_bench_context
 
     run_bench_context(turns=3, long_turns=3, strategies=("hybrid",))
     captured = capsys.readouterr()

@@ -1,1 +1,1 @@
-"""Tests of ``simlm/``, the simulated model."""
+"""Tests of ``sim/simlm/``, the simulated model."""

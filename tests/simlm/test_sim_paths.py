@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from lg_harness.evals import fit_paths
-from lg_harness.evals.reply_quality import restates_request
 
+from lg_harness_lab.evals import fit_paths
+from lg_harness_lab.evals.reply_quality import restates_request
 from simlm.brain import respond
 from simlm.faults import Dice, FaultProfile, load_profiles
 from simlm.provider import Provider, draw_key
@@ -181,7 +181,7 @@ def test_a_skipped_prerequisite_is_read_from_real_cells():
 
 
 def test_a_confirmation_question_is_read_from_the_words_alone():
-    from lg_harness.evals.customer import asks_permission
+    from lg_harness_lab.evals.customer import asks_permission
 
     for waiting in ("To confirm: I will cancel order ORD-10134. Reply yes to go ahead, or no to leave everything as it is.",
                     "请确认：我将取消订单 ORD-10134。回复“是”继续，回复“不”则不做任何更改。",
@@ -194,8 +194,8 @@ def test_a_confirmation_question_is_read_from_the_words_alone():
 
 
 def test_a_peer_that_asks_in_words_gets_its_confirmation_answered_in_the_same_turn():
-    from lg_harness.evals.scenario import Scenario
-    from lg_harness.peers.recorder import PeerCell
+    from lg_harness_lab.evals.scenario import Scenario
+    from lg_harness_lab.peers.recorder import PeerCell
 
     scenario = Scenario.model_validate({"id": "s1", "user_id": "U001", "lang": "en", "turns": [
         {"user": "Cancel ORD-10134", "expect": {}}, {"user": "Thanks", "expect": {}}]})

@@ -18,7 +18,7 @@ from simlm.brain import respond
 from simlm.faults import Dice, FaultProfile, profile
 from simlm.instances import instance_of
 
-SIM_DIR = Path(__file__).resolve().parents[2] / "simlm"
+SIM_DIR = Path(__file__).resolve().parents[2] / "sim" / "simlm"
 BRAIN_FILES = sorted(SIM_DIR.glob("*.py"))
 
 
@@ -80,7 +80,7 @@ def shop_tools() -> list[dict]:
 
         registry = shop_registry()
         return [s.json_schema() for s in registry.offer(None, "customer")]
-    except Exception:  # the shop is being moved to domains/: its schemas, then small inline ones
+    except Exception:  # the shop is being moved to lg_harness/domains/: its schemas, then small inline ones
         try:
             from lg_harness.core.domain import load_domain
 
@@ -587,7 +587,6 @@ def test_injection_resistance_comes_from_delimiting_not_from_one_marker():
 
 def test_broken_json_arrives_as_an_invalid_tool_call_the_harness_can_reject():
     from lg_harness.llm.sim import from_wire
-
     from simlm import Provider
 
     faulty = FaultProfile(malformed_args=1.0, malformation_mix={"broken_json": 1.0})

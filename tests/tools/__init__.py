@@ -1,1 +1,1 @@
-"""Tests of ``tools/`` (``lg_harness.tools``)."""
+"""Tests of ``lg_harness/tools/`` (``lg_harness.tools``)."""

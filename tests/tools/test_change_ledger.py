@@ -2,7 +2,7 @@
 outside system (not guarded by a domain backend's ``changes_once``) is applied once, never twice, and never
 silently skipped when a crash lands between the tool and its settle.
 
-The outside system is ``benchmarks/outside_pack.py``: a library desk whose ``renew_loan`` appends a line to a
+The outside system is ``lab/lg_harness_lab/benchmarks/outside_pack.py``: a library desk whose ``renew_loan`` appends a line to a
 file and ignores idempotency keys.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lg_harness.benchmarks.outside_pack import DOMAIN, DOMAIN_KEYED, renewals
+
 from lg_harness.graphs.app import Harness
 from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import capture_spans
@@ -26,7 +26,7 @@ from lg_harness.tools.errors import ToolTimeoutError, TransientError
 from lg_harness.tools.executor import RetryPolicy, ToolExecutor
 from lg_harness.tools.ledger import LedgerEntry, SqliteLedger
 from lg_harness.tools.registry import ToolRegistry
-
+from lg_harness_lab.benchmarks.outside_pack import DOMAIN, DOMAIN_KEYED, renewals
 from tests.support import change_key
 
 NO_CONFIRM = "harness-no:confirm_changes"  # one message per change here; confirmation has its own tests
@@ -161,7 +161,7 @@ def crash_between_tool_and_settle(data_dir: Path, domain: str, design: str = NO_
     script = textwrap.dedent(f"""
         import os
         from lg_harness.graphs.app import Harness
-        from lg_harness.benchmarks import outside_pack
+        from lg_harness_lab.benchmarks import outside_pack
         from lg_harness.tools.ledger import SqliteLedger
         SqliteLedger.settle = lambda self, key, result: os._exit(137)
         with Harness({str(data_dir)!r}, {design!r}, "sim:clean", domain=outside_pack.{domain},

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 
 from langchain_core.tools import StructuredTool
-from lg_harness.tools.registry import build_spec, tool_meta
 
 from lg_harness import Domain, Harness
+from lg_harness.tools.registry import build_spec, tool_meta
 from tests.support import ScriptedModel, patient_design, tool_spec
 
 NOTES: list[str] = []

@@ -11,6 +11,7 @@ from decimal import Decimal
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from lg_harness.tools.cleaning import (
     DEFAULT_KEY_FIELDS,
     EMPTY_RESULT,

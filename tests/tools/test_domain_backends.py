@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from lg_harness.domains.helpdesk import DOMAIN as HELPDESK
 from lg_harness.domains.helpdesk import HelpdeskDB
 from lg_harness.domains.helpdesk import tools as desk
@@ -23,7 +24,6 @@ from lg_harness.domains.shop import tools as shop
 from lg_harness.tools.backend import BackendPlace
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import BusinessError, NotFoundError, ValidationError
-
 from tests.engines import database_url, postgres_server  # noqa: F401
 
 ENGINES = ("sqlite", pytest.param("postgres", marks=pytest.mark.postgres))

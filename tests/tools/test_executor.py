@@ -13,6 +13,8 @@ from email.utils import format_datetime
 from typing import Annotated
 
 import pytest
+from pydantic import Field
+
 from lg_harness.domains.shop.backend import ShopDB, cancel_order
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import (
@@ -29,7 +31,6 @@ from lg_harness.tools.errors import (
 from lg_harness.tools.executor import LOG_ERROR_CHARS, DeadlineWorkers, RetryPolicy, ToolExecutor, ToolOutcome
 from lg_harness.tools.framework_executor import FrameworkExecutor
 from lg_harness.tools.registry import ToolRegistry, tool_meta
-from pydantic import Field
 
 CTX = ToolContext(user_id="U001", thread_id="t1")
 

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from lg_harness.obs.tracing import capture_spans
-from lg_harness.tools.mcp import mcp_tools
 
 from lg_harness import Harness, load_domain
+from lg_harness.obs.tracing import capture_spans
+from lg_harness.tools.mcp import mcp_tools
 from tests.support import ScriptedModel, harness, patient_design
 
 SERVER = Path(__file__).parents[1] / "fixtures" / "mcp_orders_server.py"

@@ -9,13 +9,13 @@ from typing import Annotated, Literal
 import pydantic
 import pytest
 from langchain_core.tools import tool
+from pydantic import BaseModel, Field
+
 from lg_harness.domains.shop.backend import SHOP_TOOLS, list_my_orders
+from lg_harness.errors import UsageError
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.registry import ToolRegistry, build_spec, self_contained_schema, tool_meta
-from pydantic import BaseModel, Field
-
-from lg_harness.errors import UsageError
 
 CTX = ToolContext(user_id="U001", thread_id="t1")
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from lg_harness.tools.entities import derived_type, entity_args
-
 from lg_harness import Domain, EntityType
+from lg_harness.tools.entities import derived_type, entity_args
 from tests.fixtures import retail_domain
 
 RETAIL_IDS = {

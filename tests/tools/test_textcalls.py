@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from lg_harness.tools.textcalls import (
     EXPECTED_CALL,
     EXPECTED_JSON,

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Annotated
 
 import pytest
+from pydantic import Field
+
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.tools.effects import infer
-from pydantic import Field
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

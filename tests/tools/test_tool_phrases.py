@@ -6,10 +6,9 @@ English, or as nothing for a customer who writes Chinese. A tool can carry its o
 
 from __future__ import annotations
 
+from lg_harness import Domain, Harness
 from lg_harness.tools.errors import NotFoundError
 from lg_harness.tools.registry import tool_meta
-
-from lg_harness import Domain, Harness
 from tests.support import ScriptedModel, patient_design
 
 WORDS = {"en": "I could not find that parcel.", "zh": "没有找到这个包裹。"}

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness
 from lg_harness.tools.mcp import mcp_tools
-
 from tests.fixtures.lending_domain import DOMAIN as LENDING
 from tests.support import patient_design, real_model
 

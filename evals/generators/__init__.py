@@ -1,6 +1,0 @@
-"""Seeded scenario generators of the two bundled packs (the lab's: they write the packs' scripted scenarios
-from the packs' own seeded databases; the packs import nothing of the evaluation).
-
-    python -m lg_harness.evals.generators.shop --seed 11 --out domains/shop/scenarios/generated.jsonl
-    python -m lg_harness.evals.generators.helpdesk --seed 5 --out domains/helpdesk/scenarios/generated.jsonl
-"""

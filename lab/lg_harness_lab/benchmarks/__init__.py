@@ -1,0 +1,2 @@
+"""Benchmarks that print figures measured in one run, each next to its own baseline."""
+

@@ -1,0 +1,2 @@
+"""Evaluation: scenarios, runs, metrics and reports for A/B comparisons of designs."""
+

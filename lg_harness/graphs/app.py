@@ -1,0 +1,417 @@
+"""The harness as an application: a data dir, a design and a model, and one call per user message.
+
+The CLI, notebooks and tests all go through ``Harness``, so input checks, thread ownership and error
+messages are written once. What a message returns is ``graphs.result.SendResult``; finishing a stopped
+message is ``graphs.recovery``; threads a human takes over are ``graphs.human_hold``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Durability
+
+from lg_harness.core.design import Design, load_design
+from lg_harness.core.domain import Domain, default_domain, load_domain
+from lg_harness.errors import HarnessError, RunError, UsageError
+from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.human_hold import HumanHold
+from lg_harness.graphs.model_health import model_unavailable, unanswered
+from lg_harness.graphs.recovery import Recovery
+from lg_harness.graphs.result import SendResult, send_result
+from lg_harness.graphs.runtime import Runtime, default_runtime
+from lg_harness.graphs.step_pruning import prune_steps
+from lg_harness.graphs.storage import open_stores
+from lg_harness.graphs.storage_faults import prove_writable, storage_problem
+from lg_harness.graphs.thread_history import Checkpoint, ThreadReader, fork_point, thread_config
+from lg_harness.graphs.warm import warm_caches
+from lg_harness.llm.factory import close_model, make_model
+from lg_harness.memory.hooks import UnopenedMemory
+from lg_harness.obs.tracing import current_trace_id, message_span
+from lg_harness.tools.backend import BackendPlace
+from lg_harness.tools.executor import Executor, RetryPolicy, ToolExecutor
+from lg_harness.tools.ledger import LEDGER_RESOURCE
+from lg_harness.tools.registry import ToolRegistry
+from lg_harness.tools.text import clean_text
+
+if TYPE_CHECKING:  # chromadb loads with it: only the commands that run messages open memory
+    from lg_harness.memory.longterm import LongTermMemory
+
+
+def executor_for(design: Design, registry: ToolRegistry, **options: Any) -> Executor:
+    """The executor the design names: classified retries (default), a heavyweight framework's, or raw.
+    ``options``: the executor's keyword arguments (``sleep``, ``clock``, ``workers``)."""
+    kind = design.knobs.executor
+    if kind == "framework":
+        from lg_harness.tools.framework_executor import FrameworkExecutor
+
+        return FrameworkExecutor(registry, **options)
+    if kind == "raw":
+        return ToolExecutor(registry, RetryPolicy(backoff=(), rate_limit_retries=0), **options)
+    return ToolExecutor(registry, **options)
+
+
+__all__ = ["Harness", "SendResult", "executor_for", "prepare_data_dir"]
+
+
+def prepare_data_dir(path: str | Path) -> Path:
+    """Create the data dir if needed and prove it is writable, with an error that says what to do."""
+    data_dir = Path(path).expanduser()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        prove_writable(data_dir)
+    except OSError as err:
+        raise UsageError(f"data dir {data_dir} is not usable ({err.strerror or err}); "
+                         "pass --data-dir or set HARNESS_DATA_DIR to a writable folder") from err
+    return data_dir
+
+
+def graph_resources(resources: Mapping[str, Any], stores: Any, memory: Any, *, runs_messages: bool,
+                    long_term_memory: bool) -> dict[str, Any]:
+    """What the graph's nodes reach besides the domain's backends: memory, audit, fences and the ledger."""
+    out = dict(resources)
+    if memory is not None:
+        out["memory"] = memory
+    elif not runs_messages and long_term_memory:
+        out["memory"] = UnopenedMemory()  # the same steps as the graph that wrote the thread
+    if stores.audit is not None:
+        out["audit"] = stores.audit
+    if (fences := getattr(stores, "fences", None)) is not None:
+        out["commit_guard"] = fences.domain_guard()
+    if stores.ledger is not None:
+        out[LEDGER_RESOURCE] = stores.ledger
+    return out
+
+
+class Harness:
+    """One data dir, one design, one model; ``send`` runs one user message on a thread."""
+
+    def __init__(self, data_dir: str | Path | None = ".harness", design: Design | str = "harness",
+                 model: BaseChatModel | str = "sim", *, domain: Domain | str | None = None,
+                 resources: dict[str, Any] | None = None, checkpointer: BaseCheckpointSaver | None = None,
+                 memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
+                 executor: Executor | None = None, database_url: str | None = None,
+                 chroma_url: str | None = None, runs_messages: bool = True, runtime: Runtime | None = None,
+                 durability: Durability = "exit") -> None:
+        """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
+
+        ``database_url`` (``postgresql://...``) keeps checkpoints, transcripts, facts, audit, the handoff
+        queue and per-thread leases in Postgres, ``chroma_url`` experiences in a Chroma server
+        (``graphs.storage``); the domain's backends go to the same database (``tools.backend.BackendPlace``).
+
+        ``domain`` is a ``Domain``, an installed pack's name, ``module:attr`` or a file (default ``shop``).
+        The keyword arguments replace single parts (the evaluation runner injects the domain's fresh
+        backends, a fault-wrapped registry, an executor on a virtual clock and an in-memory checkpointer).
+
+        ``runs_messages=False`` opens a harness that only reads and forks threads (``harness history``,
+        ``resume``): no long-term memory and none of the caches a message needs (``graphs.warm``); ``send``
+        refuses.
+
+        ``runtime`` (``graphs.runtime``): the node variants and context strategies the design may name, the
+        worker threads and the embedder; default the process's (``default_runtime()``).
+
+        ``durability`` (LangGraph's modes; ``docs/reliability.md``): ``exit`` (the default) saves a message
+        once, when it ends or pauses, a failing step included; after a crash the message runs again from its
+        start (each change still applies once: the change ledger holds them) and forks start at message ends.
+        ``sync`` saves every step before the next one starts (13-24% more CPU per message in the shop
+        bench), so a crash resumes at the last step, without repeating its model calls, and any step can be
+        forked; ``async`` saves each step while the next one runs (the CPU of ``sync``, less waiting; a crash
+        can lose the last step).
+        """
+        if durability not in get_args(Durability):
+            raise UsageError(f"unknown durability '{durability}': use one of {', '.join(get_args(Durability))} "
+                             "(sync: every step saved; exit: each message saved when it ends)")
+        self.durability: Durability = durability
+        # the parts that work on this harness's threads, each an object of its own (graphs.thread_host)
+        self.recovery, self.holds = Recovery(self), HumanHold(self)
+        self.runtime = runtime or default_runtime()
+        self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
+        self.domain = load_domain(domain)
+        self.design = load_design(design) if isinstance(design, str) else design
+        self.model = make_model(model, domain=self.domain) if isinstance(model, str) else model
+        # How to open this harness again: the preset name or design file, and the model spec if it had one.
+        self.setup = (design if isinstance(design, str) else self.design.name,
+                      model if isinstance(model, str) else None,
+                      domain if isinstance(domain, str) else (None if domain is not None else default_domain()[0]))
+        self._owns_model = isinstance(model, str)
+        self.runs_messages = runs_messages
+        self._owned: list[Any] = []
+        self.resources: dict[str, Any] = (dict(resources) if resources is not None
+                                          else self._open_backends(database_url))
+        self.stores = self._own(open_stores(self.data_dir, database_url, chroma_url))
+        self.checkpointer = checkpointer or self.stores.checkpointer
+        self.transcripts = self.stores.transcripts
+        self.threads = ThreadReader(self.checkpointer, self.transcripts)
+        self.memory = memory
+        if memory is None and self.design.knobs.long_term_memory and runs_messages:
+            self.memory = self.stores.memory(self.runtime.embedder)
+            if self.memory is not None:
+                self._own(self.memory)
+                self.memory.recover()  # what a process that stopped after its replies left unwritten
+        if runs_messages:
+            warm_caches(self.design, self.domain, self.data_dir, self.memory, self.runtime.embedder,
+                        self.runtime.variants)
+        self.audit = self.stores.audit
+        if runs_messages and self.audit is not None:
+            self.audit.warm()
+        self.order = self.stores.order
+        self.on_update: Any = None  # called with (thread_id, update) for each node's update (graphs.service)
+        self.registry = registry or self.domain.registry()
+        resources_of_graph = graph_resources(self.resources, self.stores, self.memory, runs_messages=runs_messages,
+                                             long_term_memory=self.design.knobs.long_term_memory)
+        self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
+                                 registry=self.registry, resources=resources_of_graph, runtime=self.runtime,
+                                 executor=executor or executor_for(self.design, self.registry,
+                                                                   workers=self.runtime.tool_workers))
+
+    def _open_backends(self, database_url: str | None) -> dict[str, Any]:
+        """The domain's backends: on the harness's Postgres with a database URL, else in the data dir (in
+        memory without one); closed with the harness."""
+        place = BackendPlace(self._path, database_url)
+        opened = self.domain.open_resources(place) if self.domain.open_resources else {}
+        for backend in opened.values():
+            if callable(getattr(backend, "close", None)):
+                self._own(backend)
+        return dict(opened)
+
+    def _path(self, name: str) -> str:
+        return str(self.data_dir / name) if self.data_dir is not None else ":memory:"
+
+    def _own(self, resource: Any) -> Any:
+        self._owned.append(resource)
+        return resource
+
+    def close(self) -> None:
+        for resource in reversed(self._owned):
+            resource.close()
+        self._owned.clear()
+        if self._owns_model:
+            close_model(self.model)
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- users, threads, messages
+
+    def user(self, user_id: str | None, role: str | None = None) -> dict[str, str]:
+        uid = (user_id or "").strip()
+        if not uid:
+            raise UsageError(f"no user given: every message acts for one user; pass user_id (--user), e.g. "
+                             f"the domain's demo user {self.domain.default_user}")
+        found = self.domain.user(uid, self.resources)
+        if found is None:
+            raise UsageError(f"unknown user '{uid}' in domain '{self.domain.name}'; "
+                             f"try --user {self.domain.default_user}")
+        return {"id": str(found["id"]), "role": role or str(found.get("role") or self.domain.default_role)}
+
+    # Who owns a thread and whether it exists are read the one way harness history reads them too
+    # (graphs.thread_history.ThreadReader, which needs no graph).
+
+    def owner_of(self, thread_id: str, values: dict[str, Any] | None = None) -> str | None:
+        return self.threads.owner_of(thread_id, values)
+
+    def check_owner(self, thread_id: str, user_id: str, values: dict[str, Any] | None = None) -> None:
+        self.threads.check_owner(thread_id, user_id, values, domain=self.setup[2])
+
+    config = staticmethod(thread_config)
+
+    def thread_exists(self, thread_id: str) -> bool:
+        return self.threads.exists(thread_id)
+
+    def require_thread(self, thread_id: str) -> None:
+        self.threads.require(thread_id)
+
+    def check_message(self, text: str, *, as_typed: bool = False) -> str:
+        """The message as the graph gets it, or ``UsageError`` for one no store can keep (an unpaired surrogate),
+        an empty one or one over the design's limit. A customer's text is normalised when the design says so
+        (``normalize_input``: full-width forms, dashes, invisible characters); ``as_typed`` keeps a person's
+        words exactly as written (a human agent's answer: full-width punctuation included), outer blanks aside."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:  # a lone surrogate: JSON can carry one, no store can keep it
+            raise UsageError(f"the message holds an unpaired surrogate (U+{ord(text[err.start]):04X}) at "
+                             f"character {err.start}; send valid UTF-8 text") from None
+        normalise = self.design.knobs.normalize_input and not as_typed
+        cleaned = (clean_text(text) if normalise else text).strip()
+        if not cleaned:
+            raise UsageError("empty message: type what you need, e.g. harness run \"hello, I need help\"")
+        limit = self.design.knobs.max_message_chars
+        if len(cleaned) > limit:
+            raise UsageError(f"message is {len(cleaned):,} characters; the limit is {limit:,} "
+                             "(design knob max_message_chars): shorten it or split it")
+        return cleaned
+
+    # -- one message
+
+    def send(self, thread_id: str, text: str, user_id: str | None = None, role: str | None = None) -> SendResult:
+        """Run one user message; messages on one thread run one at a time, in the order they arrived."""
+        self._require_messages()
+        message = self.check_message(text)
+        user = self.user(user_id, role)
+        running = self.memory.writer.during_message() if self.memory is not None else contextlib.nullcontext()
+        # long-term memory's writer waits while a message runs here, so the reply goes out first
+        with self.order.turn(thread_id), running:
+            try:
+                return self._send(thread_id, message, user)
+            except HarnessError:
+                raise
+            except Exception as err:
+                if (problem := storage_problem(err)) is None:
+                    raise
+                raise RunError(f"{problem} ({err}); {self.recovery.saved_state(thread_id)}") from err
+
+    def _send(self, thread_id: str, message: str, user: dict[str, str]) -> SendResult:
+        snapshot = self.graph.get_state(self.config(thread_id))
+        self.check_owner(thread_id, user["id"], snapshot.values)
+        self.transcripts.claim(thread_id, user["id"])
+        turn = self.holds.next_turn(thread_id, snapshot)
+        # the setup first: a message that only reached the transcript is finished with the design, model and
+        # domain it was sent with (harness resume --finish reads them)
+        self.transcripts.record_setup(thread_id, *self.setup)
+        self.transcripts.append(thread_id, turn, "user", message)
+        if "human" in snapshot.next:
+            return self.holds.while_waiting(thread_id, snapshot, turn)
+        if self.holds.is_held(thread_id):
+            return self.holds.while_held(thread_id, snapshot, message, turn)
+        return self.run_graph(thread_id, {"messages": [HumanMessage(message)], "user": user}, turn, user["id"])
+
+    def _require_messages(self) -> None:
+        if not self.runs_messages:
+            raise UsageError("this harness was opened to read threads only (runs_messages=False); open it "
+                             "without that to run messages")
+
+    def run_graph(self, thread_id: str, graph_input: Any, turn: int, user_id: str | None = None, *,
+                  human: str | None = None) -> SendResult:
+        """Run the graph on a thread (new input, a resume ``Command``, or None to finish pending steps) and
+        record the message: its reply in the transcript (``human``: written by that human agent, not the bot),
+        its span and audit row."""
+        self._require_messages()
+        with message_span(thread_id, user_id, turn):
+            trace_id = current_trace_id()
+            path = self._stream(thread_id, graph_input)
+            prune_steps(self.checkpointer, thread_id)
+            snapshot = self.graph.get_state(self.config(thread_id))
+            if (failure := unanswered(snapshot.values.get("turn_stats") or {})) is not None:
+                raise model_unavailable(self.setup[1], failure, thread_id)
+            reply = snapshot.values.get("reply") or ""
+            if human is None:
+                self.transcripts.append(thread_id, turn, "assistant", reply)
+            else:
+                self.transcripts.append(thread_id, turn, "assistant", reply, author="human", author_name=human or None)
+            if "human" in snapshot.next:
+                ticket = str((snapshot.values.get("handoff") or {}).get("ticket", "pending"))
+                self.transcripts.open_handoff(thread_id, ticket)
+        result = self.result(thread_id, snapshot, path, trace_id=trace_id)
+        if self.audit is not None:
+            stats = snapshot.values.get("turn_stats") or {}
+            self.audit.record_message(thread_id, turn, completed=result.phase == "done",
+                                      rounds=result.usage.model_calls,
+                                      latency_ms=stats.get("model_latency_s", 0.0) * 1000,
+                                      input_tokens=result.usage.input_tokens, trace_id=trace_id)
+        return result
+
+    def _stream(self, thread_id: str, graph_input: Any) -> list[str]:
+        """The nodes a run went through; each node's update goes to ``on_update`` as it comes."""
+        path: list[str] = []
+        try:
+            # "exit" (the default): the message is saved when it ends or pauses, a failure included; "sync":
+            # each step is saved before the next one starts (graphs.step_pruning says which are kept).
+            for update in self.graph.stream(graph_input, self.config(thread_id), stream_mode="updates",
+                                            durability=self.durability):
+                path.extend(k for k in update if k != "__interrupt__")
+                if self.on_update is not None:
+                    self.on_update(thread_id, update)
+        except Exception as err:  # noqa: BLE001 - the checkpoint keeps the state up to the failing step
+            problem = storage_problem(err)
+            cause = f"{problem} ({err})" if problem else f"the graph stopped with {type(err).__name__}: {err}"
+            raise RunError(f"{cause}; {self.recovery.saved_state(thread_id)}") from err
+        return path
+
+    def result(self, thread_id: str, snapshot: Any, path: list[str], **given: Any) -> SendResult:
+        """The result of a message on this harness from a saved state (``graphs.result.send_result``)."""
+        return send_result(thread_id, self.design.name, self.domain.name, snapshot, path, **given)
+
+    def saved_state(self, thread_id: str) -> str:
+        """What is saved of ``thread_id`` after a failure, and what to do about the message that failed."""
+        return self.recovery.saved_state(thread_id)
+
+    # -- human handoff (graphs.human_hold)
+
+    def waiting_threads(self) -> list[dict[str, Any]]:
+        """Threads paused for a human, with what the operator needs (who, the handoff's reason, ticket, pinned
+        constraints, summary and fact card, the last message), personal data masked: contact details reach
+        the agent who answers through the thread itself, not through a queue listing every customer."""
+        return self.holds.waiting_threads()
+
+    def held_threads(self) -> list[dict[str, Any]]:
+        """Threads a human answered and still holds (``harness handoff release`` gives them back)."""
+        return self.holds.held_threads()
+
+    def human_reply(self, thread_id: str, text: str, agent: str | None = None) -> SendResult:
+        """Answer a waiting thread as the human agent (``agent``: their name, as the transcript shows it); the
+        thread resumes and the answer, kept exactly as typed, is its reply."""
+        return self.holds.human_reply(thread_id, text, agent)
+
+    def release(self, thread_id: str) -> dict[str, Any]:
+        """The human hands a thread they hold back to the bot."""
+        return self.holds.release(thread_id)
+
+    # -- checkpoints and recovery (graphs.recovery)
+
+    def history(self, thread_id: str, *, every: bool = False) -> list[Checkpoint]:
+        """The checkpoints of the thread's current branch, newest first (``every``: those earlier forks left
+        behind too; ``graphs.thread_history``)."""
+        return self.threads.history(thread_id, every=every)
+
+    def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        self.require_thread(thread_id)
+        if checkpoint_id and self.checkpointer.get_tuple(self.config(thread_id, checkpoint_id)) is None:
+            raise UsageError(f"unknown checkpoint '{checkpoint_id}' on thread '{thread_id}'; "
+                             f"list them with: harness history --thread {thread_id}")
+        snap = self.graph.get_state(self.config(thread_id, checkpoint_id))
+        # ``next`` leaves out tasks whose writes were saved before the crash: they are still owed their
+        # checkpoint and whatever follows them, so ``pending`` lists every task the checkpoint holds.
+        return {"thread_id": thread_id, "checkpoint_id": (snap.config.get("configurable") or {}).get("checkpoint_id"),
+                "next": list(snap.next), "pending": [t.name for t in snap.tasks], "values": snap.values}
+
+    def unanswered_message(self, thread_id: str, values: dict[str, Any]) -> tuple[int, str] | None:
+        """A user message the transcript holds beyond the thread's last finished turn, with no reply."""
+        return self.recovery.unanswered_message(thread_id, values)
+
+    def finish(self, thread_id: str, checkpoint_id: str | None = None) -> SendResult:
+        """Complete a message that stopped part-way (a crash, or ``checkpoint_id``: an earlier mid-message
+        checkpoint to fork from first) on the state it stopped with; the result is that message's, as
+        ``send`` returns it. A message the crash left only in the transcript runs from its start. Nothing
+        is forked when there is nothing to finish."""
+        return self.recovery.finish(thread_id, checkpoint_id)
+
+    def complete(self, thread_id: str) -> SendResult | None:
+        """The one recovery path (``finish``, ``harness resume --finish``, and the HTTP worker that takes over
+        a dead worker's message): finish what a stopped message left on the thread and record its reply.
+        Returns that message's result, or None when the thread has nothing unfinished (or waits for a
+        human)."""
+        return self.recovery.complete(thread_id)
+
+    def fork(self, thread_id: str, checkpoint_id: str) -> str:
+        """Make ``checkpoint_id`` the head of the thread again; the next message continues from there."""
+        self.state(thread_id, checkpoint_id)  # validates both ids
+        config = self.config(thread_id, checkpoint_id)
+        # the thread's first checkpoint has no parent to take it from
+        config["configurable"] = {**(config.get("configurable") or {}), "checkpoint_ns": ""}
+        new = self.graph.update_state(config, None, as_node="__copy__")
+        # The forked state is from before any human took the thread: its next message goes to the bot again.
+        self.transcripts.release_handoff(thread_id)
+        # The transcript follows: what the old branch said after the checkpoint leaves the thread's branch.
+        forked = self.state(thread_id)
+        turn, mid_message = fork_point(forked["values"], forked["pending"])
+        self.transcripts.fork(thread_id, turn, mid_message=mid_message)
+        return str((new.get("configurable") or {})["checkpoint_id"])

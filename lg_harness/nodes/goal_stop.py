@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -88,7 +88,7 @@ class SetAside(Protocol):
     def __call__(self, step: Step, tools: Sequence[Any]) -> set[str]: ...
 
 
-def waiting(step: Step, fails: Any) -> set[str]:
+def waiting(step: Step, fails: Callable[[Mapping[str, Any]], bool]) -> set[str]:
     """The tools whose last call since a call that worked failed as ``fails(record)`` says: they wait until
     another call works."""
     aside: set[str] = set()
@@ -108,8 +108,10 @@ class MadeUpValues:
     settles = False
 
     def __call__(self, step: Step, tools: Sequence[Any]) -> set[str]:
-        return waiting(step, lambda r: r.get("error_type") == "validation"
-                       and r.get("exception") in ("UngroundedValue", "InventedArgument"))
+        def made_up(r: Mapping[str, Any]) -> bool:
+            return r.get("error_type") == "validation" and r.get("exception") in ("UngroundedValue", "InventedArgument")
+
+        return waiting(step, made_up)
 
 
 class RefusedUntilNamed:

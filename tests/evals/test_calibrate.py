@@ -322,6 +322,7 @@ def test_calibrate_write_fits_the_answer_rows_into_the_profile_the_sim_then_foll
 
     import simlm.faults as faults
     from lg_harness.service import cli
+    from lg_harness_lab import cli as lab_cli
     from simlm import Provider
 
     reports = Path(__file__).resolve().parents[2] / "lab" / "reports"
@@ -330,7 +331,7 @@ def test_calibrate_write_fits_the_answer_rows_into_the_profile_the_sim_then_foll
     shutil.copy(reports / "calibration" / rows, tmp_path / rows)  # measured before: reused, nothing re-run
     committed = faults.load_profiles()
     monkeypatch.setattr(faults, "FITTED_FILE", tmp_path / "fitted.yaml")
-    monkeypatch.setattr(cli, "_probe_model", lambda spec: pytest.fail(f"{spec} probed again"))
+    monkeypatch.setattr(lab_cli, "_probe_model", lambda spec: pytest.fail(f"{spec} probed again"))
     faults.load_profiles.cache_clear()
     try:
         done = CliRunner().invoke(cli.app, ["calibrate", "--models", model, "--per-kind", "5", "--out", str(tmp_path),

@@ -1,25 +1,20 @@
 """What a customer reads in a reply, judged per reply from run records, the same way for every design.
 
 - False facts: a reply states something (a stock level, a status, an amount, a ``Label: value``, a date)
-  that the tool results of its own message contradict (``nodes.fact_check``). Counted over replies to
-  messages with at least one successful tool result: the only ones the check can judge.
-- Internal text: a reply shows a tool name, an error class, a note the harness wrote for the model, a
-  score, or talks of "the user" (``nodes.customer_text``).
-- Dumps: a reply that is data, not words: JSON, ``key: value`` lines or pairs, a Python literal
-  (``customer_text.dump_kind``).
-- Wrong language: not in the language the customer wrote in (``customer_text.wrong_language``).
-- Relayed instructions: a reply repeating an instruction found in data ("ignore previous instructions...",
-  ``tools.cleaning.holds_instruction``).
-
+  that the tool results of its own message contradict (``lg_harness.nodes.fact_check``, the one detector still
+  shared with the harness's self-check: a judge of its own is issue 45's). Counted over replies to messages with
+  at least one successful tool result: the only ones the check can judge.
+- Dumps, wrong language, relayed instructions and internal text: ``evals.customer_grade``, written apart from the
+  harness's self-check (``lg_harness.nodes.customer_text``), so a blind spot of the check is not the judge's too.
+  Re-judged with them, the committed cells show replies the check let through: "Next step是The manager approves..."
+  to a Chinese customer, an intent's name as the whole reply, a status as code writes it ("in_progress").
 - Restated: a reply to a message whose lookup worked that opens by telling the request back ("You asked me to
   look up ORD-10144...", "您问的是...") instead of answering (``restates_request``; written here, not shared with
   the harness's own trimming of such openings, so the count sees what the customer reads whoever wrote it).
   Counted over the same replies as false facts.
 
-The four kinds above false facts are counted over every reply the bot wrote, and any of them fails the turn
-(``customer_grade``): a task is complete only when its facts are stated in words the customer can read.
-The same detectors run inside the harness's self-check, so a design with that check scores zero on text
-its check rewrote; designs without one are judged by exactly the same code. Nothing here names a domain.
+The four kinds of ``customer_grade`` are counted over every reply the bot wrote, and any of them fails the turn:
+a task is complete only when its facts are stated in words the customer can read. Nothing here names a domain.
 """
 
 from __future__ import annotations
@@ -30,14 +25,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lg_harness.core.domain import Domain
-from lg_harness.nodes.customer_text import dump_kind, internal_text, only_data, wrong_language
 from lg_harness.nodes.fact_check import contradictions, results_of
-from lg_harness.tools.cleaning import holds_instruction
+from lg_harness_lab.evals import customer_grade as grade
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _ID = re.compile(r"\b[A-Z]{1,5}-?\d{3,}\b|\b[A-Z0-9]{6,}\b")
-KINDS = ("dump", "wrong_language", "relayed_instruction", "internal_text")
+KINDS = grade.KINDS
 # The opening of a reply that tells the customer's request back: "you asked/want/wanted/requested/would like",
 # "your question/request is", "I understand you want", and the Chinese "您问/您想知道/您要求/你想查询...".
 _TOLD_BACK = re.compile(
@@ -65,8 +59,7 @@ def reply_language(turn: Mapping[str, Any], user_text: str, default: str = "en")
 
 def reply_problems(reply: str, lang: str, tool_names: Sequence[str]) -> dict[str, bool]:
     """Which kinds of text not meant for the customer ``reply`` is or holds (``KINDS``)."""
-    return {"dump": dump_kind(reply) is not None, "wrong_language": wrong_language(reply, lang),
-            "relayed_instruction": holds_instruction(reply), "internal_text": bool(internal_text(reply, tool_names))}
+    return grade.problems(reply, lang, tool_names)
 
 
 def customer_grade(reply: str, lang: str, tool_names: Sequence[str]) -> bool:
@@ -79,7 +72,7 @@ def false_facts(turn: Mapping[str, Any], domain: Domain, user_text: str = "") ->
     results = results_of(turn.get("tool_calls") or [])
     if not results or not turn.get("reply"):
         return None
-    if only_data(turn["reply"]):  # a result pasted back states what it says: internal text, not a false fact
+    if grade.data_dump(turn["reply"]):  # a result pasted back states what it says: a dump, not a false fact
         return []
     evidence = json.dumps(results, ensure_ascii=False, default=str) + "\n" + user_text
     return [c.problem for c in contradictions(turn["reply"], results, domain.claims, domain.currency, evidence)]

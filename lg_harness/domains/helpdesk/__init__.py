@@ -138,6 +138,12 @@ INTENTS = (
 )
 
 PHRASES: dict[str, dict[str, str]] = {
+    # Field labels a Chinese reply needs that the generic words lack (lg_harness/nodes/render_answer.py, Voice.label)
+    "label_verified": {"en": "verified", "zh": "身份已验证"},
+    "label_next_step": {"en": "next step", "zh": "下一步"},
+    "label_reset_link_sent_to": {"en": "reset link sent to", "zh": "重置链接已发送至"},
+    "label_password_last_reset": {"en": "password last reset", "zh": "上次重置密码时间"},
+    "label_account_locked": {"en": "account locked", "zh": "账户已锁定"},
     # What a changing tool will do, for the confirmation question (lg_harness/nodes/confirm.py): no tool names.
     "change_create_ticket": {"en": "open a ticket: \"{short_description}\"", "zh": "新建工单：“{short_description}”"},
     "change_add_ticket_comment": {"en": "add to ticket {ticket_id}: \"{comment}\"", "zh": "在工单 {ticket_id} 中补充：“{comment}”"},

@@ -447,7 +447,8 @@ def reset_password(ctx: ToolContext, employee_id: EmployeeId) -> dict:
     locked = bool(db.query_one("SELECT locked FROM accounts WHERE employee_id = ?", (e["id"],))["locked"])
     return {"employee_id": e["id"], "status": "reset", "status_zh": STATUS_ZH["reset"],
             "reset_link_sent_to": _mask_email(e["email"]), "password_last_reset": now, "account_locked": locked,
-            "next_step": "Open the link within 30 minutes and choose a new password of at least 14 characters."}
+            "next_step": "Open the link within 30 minutes and choose a new password of at least 14 characters.",
+            "next_step_zh": "请在 30 分钟内打开链接，设置一个至少 14 个字符的新密码。"}
 
 
 @changing
@@ -470,7 +471,8 @@ def request_access(
     db.execute("INSERT INTO access_requests (id, employee_id, system, status, reason, created_at) "
                     "VALUES (?, ?, ?, 'pending', ?, ?)", (rid, e["id"], system, at_rest(reason), now))
     return {"request_id": rid, "system": system, "status": "pending", "status_zh": STATUS_ZH["pending"],
-            "created_at": now, "next_step": "The manager approves or rejects it, usually within one business day."}
+            "created_at": now, "next_step": "The manager approves or rejects it, usually within one business day.",
+            "next_step_zh": "由您的经理批准或拒绝，通常在一个工作日内。"}
 
 
 def get_access_request(ctx: ToolContext, request_id: RequestId) -> dict:

@@ -332,7 +332,7 @@ def errors_in_customer_words(draft: str, tool_log: Sequence[Mapping[str, Any]], 
 
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 # an English label before a Chinese colon or 是: "Verified：", "Next step是"; not a name in brackets ("（Nora）：")
-_ENGLISH_LABEL = re.compile(r"(?<![A-Za-z（(])[A-Za-z][a-z]{2,}(?: [A-Za-z][a-z]+){0,2}\s?(?:：|是)")
+ENGLISH_LABEL = re.compile(r"(?<![A-Za-z（(])([A-Za-z][a-z]{2,}(?: [A-Za-z][a-z]+){0,2})\s?(：|是)")
 
 
 def wrong_language(text: str, lang: str) -> bool:
@@ -348,7 +348,7 @@ def wrong_language(text: str, lang: str) -> bool:
         # busy right now. Please send..."); identifiers alone ("ORD-10197") are no language; nor an English label
         # in a Chinese sentence ("Verified：是", "Next step是..."): the label is what the customer reads first
         return ((cjk == 0 and latin >= 1) or (cjk < 2 and latin >= 2) or (latin >= 6 and latin > 2 * cjk)
-                or _ENGLISH_LABEL.search(IDENTIFIER.sub(" ", text)) is not None)
+                or ENGLISH_LABEL.search(IDENTIFIER.sub(" ", text)) is not None)
     if lang == "en":
         return cjk > 0 and cjk >= 2 * max(latin, 1)
     return False

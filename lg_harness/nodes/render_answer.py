@@ -27,6 +27,7 @@ from typing import Any
 
 from lg_harness.core.domain import Domain
 from lg_harness.nodes.answer_words import CURRENCY_ZH, MONTHS, SENSES, ZH_FIELD_WORDS, ZH_VALUES, field_words
+from lg_harness.nodes.customer_text import ENGLISH_LABEL
 from lg_harness.tools.cleaning import holds_instruction
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
@@ -170,6 +171,18 @@ def _arg_descriptions(spec: ToolSpec | None) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------------ reading
+
+
+def labels_in_chinese(text: str, domain: Domain | None) -> str:
+    """``text`` with its English labels ("Orders：", "Next step是") in Chinese where the field's words have a
+    Chinese label (the domain's, else the generic words); a label without one is left as it is."""
+    voice = Voice("zh", domain)
+
+    def swap(m: re.Match[str]) -> str:
+        label = voice.label("_".join(m.group(1).lower().split()))
+        return m.group(0) if re.search(r"[A-Za-z]", label) else label + m.group(2)
+
+    return ENGLISH_LABEL.sub(swap, text)
 
 
 def localized(data: Mapping[str, Any], lang: str) -> dict[str, Any]:

@@ -35,7 +35,15 @@ from lg_harness.nodes.customer_text import (
 from lg_harness.nodes.fact_check import contradictions, corrected, result_of, results_of
 from lg_harness.nodes.money import with_currency
 from lg_harness.nodes.phrases import say
-from lg_harness.nodes.render_answer import OWN_KEYS, Voice, kind_of, localized, relevance, render_answer
+from lg_harness.nodes.render_answer import (
+    OWN_KEYS,
+    Voice,
+    kind_of,
+    labels_in_chinese,
+    localized,
+    relevance,
+    render_answer,
+)
 from lg_harness.tools.entities import EntityType
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
@@ -362,6 +370,8 @@ def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) 
         text = None
     # In another language than the customer's, with or without a result: an answer from the conversation
     # ("the first order you gave me was…") reaches the customer in their language too.
+    if text is not None and lang == "zh":  # "共有 1 项Orders：..." -> "共有 1 项订单：...": a label, not the answer
+        text = labels_in_chinese(text, deps.domain)
     foreign = text is not None and wrong_language(text, lang)
     if ((text is None and worked) or foreign) and may_regenerate:
         # Small models often answer a result by asking for the same call again (written as text, since the

@@ -138,12 +138,25 @@ INTENTS = (
 )
 
 PHRASES: dict[str, dict[str, str]] = {
-    # Field labels a Chinese reply needs that the generic words lack (lg_harness/nodes/render_answer.py, Voice.label)
-    "label_verified": {"en": "verified", "zh": "身份已验证"},
-    "label_next_step": {"en": "next step", "zh": "下一步"},
-    "label_reset_link_sent_to": {"en": "reset link sent to", "zh": "重置链接已发送至"},
-    "label_password_last_reset": {"en": "password last reset", "zh": "上次重置密码时间"},
-    "label_account_locked": {"en": "account locked", "zh": "账户已锁定"},
+    # Field labels in Chinese where the generic words lack them (lg_harness/nodes/render_answer.py, Voice.label);
+    # English keeps the field's own words
+    "label_verified": {"zh": "身份已验证"},
+    "label_next_step": {"zh": "下一步"},
+    "label_reset_link_sent_to": {"zh": "重置链接已发送至"},
+    "label_password_last_reset": {"zh": "上次重置密码时间"},
+    "label_account_locked": {"zh": "账户已锁定"},
+    "label_assigned_to": {"zh": "处理人"},
+    "label_author_id": {"zh": "作者"},
+    "label_body": {"zh": "正文"},
+    "label_decided_at": {"zh": "审批时间"},
+    "label_kind": {"zh": "类型"},
+    "label_query": {"zh": "搜索词"},
+    "label_reopened": {"zh": "已重新打开"},
+    "label_request_id": {"zh": "申请编号"},
+    "label_short_description": {"zh": "简述"},
+    "label_under_warranty": {"zh": "在保修期内"},
+    "label_unlocked_at": {"zh": "解锁时间"},
+    "label_warranty_until": {"zh": "保修截止"},
     # What a changing tool will do, for the confirmation question (lg_harness/nodes/confirm.py): no tool names.
     "change_create_ticket": {"en": "open a ticket: \"{short_description}\"", "zh": "新建工单：“{short_description}”"},
     "change_add_ticket_comment": {"en": "add to ticket {ticket_id}: \"{comment}\"", "zh": "在工单 {ticket_id} 中补充：“{comment}”"},

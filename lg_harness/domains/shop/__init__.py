@@ -95,6 +95,11 @@ PHRASES = {
     "value_pending": {"zh": "待发货"}, "value_delivered": {"zh": "已签收"},
     # What a coupon's figures are: "10% off, minimum spend 500.00 USD", never a bare amount.
     "label_min_total": {"en": "minimum spend", "zh": "最低消费"},
+    "label_complaint_id": {"zh": "投诉编号"},
+    "label_previous_status": {"zh": "原状态"},
+    "label_query": {"zh": "搜索词"},
+    "label_sku": {"zh": "规格编号"},
+    "label_variants": {"zh": "规格"},
     "label_discount_pct": {"en": "discount", "zh": "折扣"},
     "greeting": {
         "en": "Hello! I can help with products, orders, returns, coupons and complaints. What can I do for you?",

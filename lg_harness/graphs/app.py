@@ -8,7 +8,7 @@ message is ``graphs.recovery``; threads a human takes over are ``graphs.human_ho
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -134,6 +134,8 @@ class Harness:
         self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.domain = load_domain(domain)
         self.design = load_design(design) if isinstance(design, str) else design
+        # how a customer's text is read, chosen once from the design (knob normalize_input)
+        self.customer_text: Callable[[str], str] = clean_text if self.design.knobs.normalize_input else str
         self.model = make_model(model, domain=self.domain) if isinstance(model, str) else model
         # How to open this harness again: the preset name or design file, and the model spec if it had one.
         self.setup = (design if isinstance(design, str) else self.design.name,
@@ -240,8 +242,7 @@ class Harness:
         except UnicodeEncodeError as err:  # a lone surrogate: JSON can carry one, no store can keep it
             raise UsageError(f"the message holds an unpaired surrogate (U+{ord(text[err.start]):04X}) at "
                              f"character {err.start}; send valid UTF-8 text") from None
-        normalise = self.design.knobs.normalize_input and not as_typed
-        cleaned = (clean_text(text) if normalise else text).strip()
+        cleaned = (text if as_typed else self.customer_text(text)).strip()
         if not cleaned:
             raise UsageError("empty message: type what you need, e.g. harness run \"hello, I need help\"")
         limit = self.design.knobs.max_message_chars

@@ -107,9 +107,12 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
     check_design(design, runtime)
     domain = domain or Domain(name="tools")
     registry = registry or domain.registry()
+    resources = resources if resources is not None else {}
+    if not design.knobs.long_term_memory and "memory" in resources:  # decided here, once: no memory to reach
+        resources = {k: v for k, v in resources.items() if k != "memory"}
     deps = NodeDeps(model=model, registry=registry,
                     executor=executor or ToolExecutor(registry, workers=runtime.tool_workers),
-                    design=design, domain=domain, resources=resources or {}, model_calls=runtime.model_calls,
+                    design=design, domain=domain, resources=resources, model_calls=runtime.model_calls,
                     embedder=runtime.embedder, strategies=runtime.strategies)
     graph = StateGraph(HarnessState)
     nodes = {role: (part.build(deps) if is_part(part := design.part(role)) else runtime.variants.of(role)[part](deps))
@@ -124,7 +127,7 @@ def build_graph(design: Design, model: BaseChatModel, checkpointer: BaseCheckpoi
     add("execute", execute_step(design, nodes["action"]))
     knobs = design.knobs
     done = END
-    if knobs.long_term_memory and "memory" in deps.resources:
+    if "memory" in deps.resources:  # recall and remember across sessions (knob long_term_memory)
         add("remember", Remember(deps))
         graph.add_edge("remember", END)
         done = "remember"

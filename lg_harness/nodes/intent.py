@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from lg_harness.core.domain import Domain
+from lg_harness.core.knobs import Knobs
 from lg_harness.core.state import HarnessState, NotTheOwner, StateUpdate, acting_user
 from lg_harness.memory.constraints import forbidden_tools
 from lg_harness.memory.context import last_human_text, turn_upkeep
@@ -96,7 +97,7 @@ def start_turn(deps: NodeDeps, state: HarnessState, config: RunnableConfig | Non
         card["language"] = lang
     memory = deps.resources.get("memory")
     recalled: StateUpdate = {}
-    if memory is not None and deps.design.knobs.long_term_memory:
+    if memory is not None:  # the graph has memory where the design remembers (graphs.builder)
         # A message that names an entity recalls by the name: no embedding of the message for the lookup.
         names = names_in_text(text, deps.domain.entity_types)
         recalled = recall(memory, (state.get("user") or {}).get("id", ""), text, names=names,
@@ -155,6 +156,20 @@ def continue_or_switch(domain: Domain, state: HarnessState, intent: str, confide
     return previous if answered_slots(domain, previous, text, waiting) else intent
 
 
+class UnsureStep(Protocol):
+    """What an intent step does when no keyword rule decided: the intent it settles on and the candidates whose
+    tools are offered together (empty: the one intent's tools)."""
+
+    def __call__(self, deps: NodeDeps, text: str, intent: str, confidence: float,
+                 exclude: AbstractSet[str] = frozenset()) -> tuple[str, list[str]]: ...
+
+
+def one_guess(deps: NodeDeps, text: str, intent: str, confidence: float,
+              exclude: AbstractSet[str] = frozenset()) -> tuple[str, list[str]]:
+    """The intent as decided, with no candidates beside it (designs without ``unsure_offer``)."""
+    return intent, []
+
+
 def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float,
                  exclude: AbstractSet[str] = frozenset()) -> tuple[str, list[str]]:
     """When no keyword rule decided (confidence below 1), the candidate intents whose tools are offered
@@ -162,7 +177,7 @@ def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float,
     unknown message with candidates becomes the likeliest one; without any it stays unknown (and is asked
     about). Intents in ``exclude`` are not candidates, nor a task that exists to change something when the
     message asks to be told something and names no change as a request (``nodes.asking``)."""
-    if not deps.design.knobs.unsure_offer or confidence >= 1.0 or is_low_information(text):
+    if confidence >= 1.0 or is_low_information(text):
         return intent, []
     if asks_without_change(deps.domain, deps.registry, text):  # "how many of my orders were cancelled?"
         exclude = {*exclude, *change_intents(deps.domain, deps.registry)}
@@ -172,6 +187,11 @@ def unsure_offer(deps: NodeDeps, text: str, intent: str, confidence: float,
     if intent == UNKNOWN and found:
         intent = found[0]
     return intent, list(dict.fromkeys([intent, *found])) if found else []
+
+
+def unsure_for(knobs: Knobs) -> UnsureStep:
+    """The design's step for a message no rule decided, chosen from the knob ``unsure_offer``."""
+    return unsure_offer if knobs.unsure_offer else one_guess
 
 
 # "Never mind", "forget it", "算了": the customer takes back what they were asked about.
@@ -222,7 +242,8 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
                       unknown_streak=0, refused=None, pending_change=None, confirmed_change=None)
         return update
     switched = continue_or_switch(domain, state, intent, confidence, text)
-    intent, offer = (unsure_offer(deps, still_asked(text), switched, confidence, exclude) if switched == intent
+    unsure = unsure_for(deps.design.knobs)
+    intent, offer = (unsure(deps, still_asked(text), switched, confidence, exclude) if switched == intent
                      else (switched, []))
     update["offer_intents"] = offer
     carried = domain.follow_up(text, state.get("intent"), state.get("slots") or {}) if domain.follow_up else None

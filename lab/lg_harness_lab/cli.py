@@ -75,13 +75,15 @@ def compare(designs: Annotated[str, typer.Option(help="comma-separated presets, 
     from lg_harness_lab.evals.headline import split_records, write_headline
     from lg_harness_lab.evals.metrics import aggregate
     from lg_harness_lab.evals.scenario import load_scenarios, parse_splits, select_split, spread
+    from lg_harness_lab.evals.scenario_sets import scenario_sets
     from lg_harness_lab.evals.sensitivity import write_sensitivity, write_sweep
 
     if full:
         seeds, limit = max(seeds, 3), None
     domain = domain_spec(domain)
     pack = load_domain(domain)
-    everything = load_scenarios(pack.scenario_path(scenarios) if scenarios in pack.scenarios else Path(scenarios))
+    sets = scenario_sets(pack)
+    everything = load_scenarios(sets[scenarios] if scenarios in sets else Path(scenarios))
     splits = parse_splits(split)
     # the split first, so a quick subset never mixes in dev scenarios; --limit applies to each split
     suites = {sp: (spread(chosen, limit) if limit else chosen) for sp in splits

@@ -22,9 +22,10 @@ from lg_harness.tools.executor import ToolExecutor, ToolOutcome
 from lg_harness.tools.registry import ToolRegistry
 from lg_harness_lab.evals.generators import helpdesk as generate
 from lg_harness_lab.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
+from lg_harness_lab.evals.scenario_sets import scenario_path
 from tests.support import tool_spec
 
-SCENARIO_DIR = Path(DOMAIN.scenario_path())
+SCENARIO_DIR = Path(scenario_path(DOMAIN))
 REQUIRED_TAGS = ("single", "multi-turn", "slot-filling", "long", "referential", "correction", "negation", "role",
                  "adversarial", "injection", "unicode", "tool-faults", "handoff", "en", "zh", "handwritten")
 FAULT_KINDS = {"timeout", "rate_limited", "server_error", "malformed", "ok"}

@@ -27,6 +27,7 @@ from lg_harness_lab.evals.calibrate import (
     summarise,
 )
 from lg_harness_lab.evals.scenario import load_scenarios, split_of
+from lg_harness_lab.evals.scenario_sets import scenario_path
 
 SCHEMA = {"type": "function", "function": {"name": "renew", "parameters": {
     "type": "object", "required": ["loan_id"],
@@ -64,7 +65,7 @@ def test_the_forget_fit_recovers_ceiling_and_half_distance():
 
 def test_probes_come_from_the_dev_split_only_and_are_stable():
     shop = load_domain("shop")
-    dev = {s.id for s in load_scenarios(shop.scenario_path()) if split_of(s) == "dev"}
+    dev = {s.id for s in load_scenarios(scenario_path(shop)) if split_of(s) == "dev"}
     probes = build_probes(shop, per_kind=6)
     assert {p.scenario for p in probes} <= dev
     assert {p.kind for p in probes} == {"choice", "repeat", "recall", "injection", "missing"}
@@ -80,7 +81,7 @@ def probes():
 
 def test_a_fault_free_model_measures_clean(probes):
     """On requests without invisible characters (the sim misreads some of those even when fault-free)."""
-    unicode = {s.id for d in ("shop", "helpdesk") for s in load_scenarios(load_domain(d).scenario_path())
+    unicode = {s.id for d in ("shop", "helpdesk") for s in load_scenarios(scenario_path(load_domain(d)))
                if "unicode" in s.tags}
     s = summarise(run_probes(SimChatModel(faults="clean"), [p for p in probes if p.scenario not in unicode]))
     r = s["rates"]
@@ -136,7 +137,7 @@ def test_fact_probes_answer_the_real_result_of_the_intended_call_and_come_after_
         assert call.tool_calls[0]["name"] == p.expect["tool"] and p.tools == []  # the answer step: no tools
         assert note.content == FINAL_NOTE  # and the reply node's closing note
         assert isinstance(json.loads(result.content), dict) and "error" not in json.loads(result.content)
-        assert user.content == next(s for s in load_scenarios(load_domain(p.domain).scenario_path())
+        assert user.content == next(s for s in load_scenarios(scenario_path(load_domain(p.domain)))
                                     if s.id == p.scenario).turns[0].user
     shop, helpdesk = load_domain("shop"), load_domain("helpdesk")
     everything = calibration_probes([shop, helpdesk], per_kind=3)

@@ -8,6 +8,7 @@ import pytest
 
 from lg_harness.core.domain import load_domain
 from lg_harness_lab.evals.scenario import load_scenarios, split_of
+from lg_harness_lab.evals.scenario_sets import scenario_path
 from tests.support import harness
 
 pytestmark = pytest.mark.slow
@@ -20,7 +21,7 @@ def test_split_selects_the_scenarios_and_the_report_says_which(tmp_path):
     assert run.returncode == 0, run.stderr
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["split"] == "dev" and results["splits"] == {"dev": 3, "test": 0, "heldout": 0}
-    by_id = {s.id: s for s in load_scenarios(load_domain("shop").scenario_path())}
+    by_id = {s.id: s for s in load_scenarios(scenario_path(load_domain("shop")))}
     assert all(split_of(by_id[c["scenario"]]) == "dev" for c in results["cells"])
     assert "Split: dev (3 scenarios in " in (out / "report.md").read_text(encoding="utf-8")
     bad = harness("compare", "--split", "train", "--out", str(tmp_path / "x"), cwd=tmp_path, timeout=60)
@@ -33,7 +34,7 @@ def test_two_splits_run_in_one_folder_and_the_headline_puts_them_side_by_side(tm
     import yaml
 
     shop = load_domain("shop")
-    picked = [s for s in load_scenarios(shop.scenario_path()) if split_of(s) == "test"
+    picked = [s for s in load_scenarios(scenario_path(shop)) if split_of(s) == "test"
               and s.outcome is not None and len(s.turns) == 1][:4]
     rows = [s.model_dump(exclude_none=True) for s in picked]
     for row in rows[2:]:

@@ -18,16 +18,17 @@ from lg_harness.domains.shop.nlu import INTENTS
 from lg_harness.tools.context import ToolContext
 from lg_harness_lab.evals.generators import shop as generate
 from lg_harness_lab.evals.scenario import Scenario, Tag, load_scenarios, select_split, split_of
+from lg_harness_lab.evals.scenario_sets import scenario_path
 
 ORDER_ID = re.compile(r"ORD-\d{5}")
 INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-GENERATED = SHOP.scenario_path() / "generated.jsonl"
+GENERATED = scenario_path(SHOP) / "generated.jsonl"
 TOOLS = {fn.__name__: fn for fn in SHOP_TOOLS}
 
 
 @pytest.fixture(scope="module")
 def suite() -> list[Scenario]:
-    return load_scenarios(SHOP.scenario_path())
+    return load_scenarios(scenario_path(SHOP))
 
 
 @pytest.fixture(scope="module")
@@ -222,6 +223,6 @@ def test_committed_file_matches_a_fresh_generation(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.jsonl"
     generate.main(["--seed", str(generate.DEFAULT_SEED), "--out", str(fresh)])
     assert GENERATED.read_bytes() == fresh.read_bytes(), (
-        "lg_harness/domains/shop/scenarios/generated.jsonl is stale: run python -m lg_harness_lab.evals.generators.shop --seed 11 "
-        "--out lg_harness/domains/shop/scenarios/generated.jsonl"
+        "lab/lg_harness_lab/packs/shop/scenarios/generated.jsonl is stale: run python -m lg_harness_lab.evals.generators.shop --seed 11 "
+        "--out lab/lg_harness_lab/packs/shop/scenarios/generated.jsonl"
     )

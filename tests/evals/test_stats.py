@@ -18,6 +18,7 @@ from lg_harness_lab.evals.clusters import cluster_of
 from lg_harness_lab.evals.metrics import aggregate, arg_validity
 from lg_harness_lab.evals.runner import tool_calls_of
 from lg_harness_lab.evals.scenario import DEV_FRACTION, Scenario, Turn, load_scenarios, select_split, split_of
+from lg_harness_lab.evals.scenario_sets import scenario_path
 from tests.support import patient_design, u001_order
 
 # ------------------------------------------------------------------------------------------------ Wilson
@@ -108,7 +109,7 @@ def test_cluster_is_the_template_for_generated_and_the_kind_for_handwritten():
 
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
 def test_every_shipped_scenario_has_a_cluster_that_groups_several(domain):
-    suite = load_scenarios(load_domain(domain).scenario_path())
+    suite = load_scenarios(scenario_path(load_domain(domain)))
     clusters = Counter(cluster_of(s) for s in suite)
     assert 20 <= len(clusters) < len(suite) / 3, clusters
 
@@ -118,7 +119,7 @@ def test_every_shipped_scenario_has_a_cluster_that_groups_several(domain):
 
 @pytest.mark.parametrize("domain", ["shop", "helpdesk"])
 def test_split_is_stable_about_30_percent_dev_and_handwritten_is_test(domain):
-    suite = load_scenarios(load_domain(domain).scenario_path())
+    suite = load_scenarios(scenario_path(load_domain(domain)))
     first = [split_of(s) for s in suite]
     assert first == [split_of(Scenario.model_validate(s.model_dump())) for s in suite], "depends on the scenario only"
     generated = [s for s in suite if not {"handwritten", "heldout"} & set(s.tags)]

@@ -14,10 +14,11 @@ from lg_harness_lab.evals.claims import MIN_SCENARIOS, TOO_FEW, claim_rows
 from lg_harness_lab.evals.compare import run_compare, write_outputs
 from lg_harness_lab.evals.metrics import aggregate
 from lg_harness_lab.evals.scenario import load_scenarios, select_split, spread
+from lg_harness_lab.evals.scenario_sets import scenario_path
 
 
 def _compare(tmp_path: Path, n: int) -> tuple[dict, list[Path]]:
-    suite = spread(select_split(load_scenarios(load_domain("shop").scenario_path("builtin")), "test"), n)
+    suite = spread(select_split(load_scenarios(scenario_path(load_domain("shop"), "builtin")), "test"), n)
     records = run_compare(["naive", "harness"], suite, seeds=1, model="sim:clean", out_dir=tmp_path, workers=1)
     summary = aggregate(records, suite, split="test", order=["naive", "harness"])
     return summary, write_outputs(summary, tmp_path, "harness compare --designs naive,harness")

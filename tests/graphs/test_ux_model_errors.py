@@ -18,6 +18,7 @@ from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness_lab.evals import cell_health
 from lg_harness_lab.evals.compare import CELLS, plan_tasks, read_cells, run_compare
 from lg_harness_lab.evals.scenario import load_scenarios
+from lg_harness_lab.evals.scenario_sets import scenario_path
 from tests.support import HARNESS, patient_design
 
 CLOSED_PORT = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused at once
@@ -73,7 +74,7 @@ def _suite(n: int) -> list[Any]:
     from lg_harness_lab.evals.scenario import select_split, spread
 
     pack = load_domain("shop")
-    return spread(select_split(load_scenarios(pack.scenario_path("builtin")), "test"), n)
+    return spread(select_split(load_scenarios(scenario_path(pack, "builtin")), "test"), n)
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ from lg_harness.nodes.render_answer import render_answer
 from lg_harness.tools.executor import ToolOutcome
 from lg_harness_lab.evals.runner import run_cell
 from lg_harness_lab.evals.scenario import load_scenarios
+from lg_harness_lab.evals.scenario_sets import scenario_path
 from tests.support import patient_design
 
 SHOP_TOOLS = load_domain("shop").registry().names()
@@ -157,7 +158,7 @@ def _suite(domain: str, design: str = "harness") -> tuple[SuiteRun, ...]:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ToolOutcome, "record", recording)
-        for scenario in load_scenarios(pack.scenario_path("builtin")):
+        for scenario in load_scenarios(scenario_path(pack, "builtin")):
             raised.clear()
             record = run_cell(load_design(design), scenario, 0, "sim", domain)
             # a goal's customer writes its own messages: they are in the record

@@ -46,6 +46,8 @@ def test_the_library_wheel_holds_the_library_only(wheels):
     assert "lg_harness/graphs/builder.py" in names and "lg_harness/domains/shop/__init__.py" in names
     assert not [n for n in names if n.startswith(("lg_harness_lab", "simlm", "lg_harness/evals", "lg_harness/peers",
                                                   "lg_harness/benchmarks"))]
+    # the packs' scenario sets measure designs: they are the lab's (lab/lg_harness_lab/packs/)
+    assert not [n for n in names if "/scenarios/" in n or "/goals/" in n]
     sim = zipfile.ZipFile(wheels["sim"]).namelist()
     assert "simlm/brain.py" in sim and "simlm/fitted.yaml" in sim
     assert {n.split("/")[0] for n in sim if not n.split("/")[0].endswith(".dist-info")} == {"simlm"}

@@ -14,6 +14,7 @@ from lg_harness.core.domain import load_domain
 from lg_harness.errors import HarnessError
 from lg_harness.graphs.app import Harness
 from lg_harness.tools.text import clean_text
+from lg_harness_lab.evals.scenario_sets import scenario_path
 from tests.support import HARNESS, harness, patient_design
 
 MODEL = "sim:clean"
@@ -111,7 +112,7 @@ def test_compare_says_on_ctrl_c_what_was_saved_and_how_to_resume(tmp_path: Path)
     from lg_harness_lab.evals.compare import read_cells, run_compare
     from lg_harness_lab.evals.scenario import load_scenarios, select_split, spread
 
-    suite = spread(select_split(load_scenarios(load_domain("shop").scenario_path("builtin")), "test"), 3)
+    suite = spread(select_split(load_scenarios(scenario_path(load_domain("shop"), "builtin")), "test"), 3)
 
     def interrupt_after_one(done: int, total: int) -> None:
         if done == 1:

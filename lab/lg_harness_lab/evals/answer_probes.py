@@ -38,6 +38,7 @@ from lg_harness.nodes.presentation import PRESENTATIONS, present
 from lg_harness.nodes.reply import FINAL_NOTE
 from lg_harness.tools.cleaning import clean_result
 from lg_harness_lab.evals.scenario import Scenario, load_scenarios, split_of
+from lg_harness_lab.evals.scenario_sets import scenario_path
 from lg_harness_lab.evals.stats import wilson
 
 DECODINGS = ("free", "constrained")
@@ -75,7 +76,7 @@ def _result(domain: Domain, s: Scenario, call: dict[str, Any]) -> Any:
 def answer_probes(domain: Domain, *, split: str = "dev", per_lang: int = 2, seed: int = 0) -> list[AnswerProbe]:
     """``per_lang`` probes per language of the domain, from single-turn read requests with expected facts."""
     rng = random.Random(f"{seed}:{domain.name}:answers")
-    scenarios = [s for s in load_scenarios(domain.scenario_path()) if split == "all" or split_of(s) == split]
+    scenarios = [s for s in load_scenarios(scenario_path(domain)) if split == "all" or split_of(s) == split]
     candidates = [s for s in scenarios if _expects_a_read(domain, s)]
     rng.shuffle(candidates)
     probes: list[AnswerProbe] = []

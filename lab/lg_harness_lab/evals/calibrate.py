@@ -37,6 +37,7 @@ from lg_harness.nodes.reply import FINAL_NOTE
 from lg_harness_lab.evals.probe import Probe
 from lg_harness_lab.evals.probe_errors import ERROR_KINDS
 from lg_harness_lab.evals.scenario import Scenario, ToolExpect, Turn, load_scenarios, split_of
+from lg_harness_lab.evals.scenario_sets import scenario_path
 from lg_harness_lab.evals.stats import wilson
 
 TOOL_COUNTS = (1, 3, 6, 0)  # 0: every tool the role may use
@@ -76,7 +77,7 @@ def _offer(all_tools: list[dict[str, Any]], intended: str, n: int, rng: random.R
 
 
 def _calibration_scenarios(domain: Domain, split: str) -> list[Scenario]:
-    return [s for s in load_scenarios(domain.scenario_path()) if split == "all" or split_of(s) == split]
+    return [s for s in load_scenarios(scenario_path(domain)) if split == "all" or split_of(s) == split]
 
 
 def _id_value(args: dict[str, Any]) -> str | None:

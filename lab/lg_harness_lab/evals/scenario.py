@@ -229,7 +229,7 @@ SPLITS = ("dev", "test", "heldout", "all")
 DEV_FRACTION = 0.30
 HELD_OUT_TAGS = frozenset({"heldout"})
 TEST_TAGS = frozenset({"handwritten", "held-out"})
-DEV_TAGS = frozenset({"dev-goal"})  # goal scenarios written for tuning (lg_harness/domains/<d>/goals/dev.yaml)
+DEV_TAGS = frozenset({"dev-goal"})  # goal scenarios written for tuning (lab/lg_harness_lab/packs/<d>/goals/dev.yaml)
 
 
 def split_of(scenario: Scenario) -> str:
@@ -237,7 +237,7 @@ def split_of(scenario: Scenario) -> str:
     between runs.
 
     - A scenario tagged ``heldout`` (written without looking at the routing rules or the generator, and
-      frozen once written: ``lg_harness/domains/<d>/scenarios/heldout/``) is always ``heldout``.
+      frozen once written: ``lab/lg_harness_lab/packs/<d>/scenarios/heldout/``) is always ``heldout``.
     - A goal scenario written for tuning (tag ``dev-goal``) is always ``dev``.
     - A hand-written scenario (tag ``handwritten`` or ``held-out``: written beside the project's rules) is
       always ``test``.

@@ -19,7 +19,7 @@ from lg_harness_lab.evals.scenario import load_scenarios
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 COMMAND = ("harness compare --designs harness,layered,naive --domain helpdesk --scenarios "
-           "lg_harness/domains/helpdesk/scenarios/heldout/goals.yaml --split heldout --agreement sim --model "
+           "lab/lg_harness_lab/packs/helpdesk/scenarios/heldout/goals.yaml --split heldout --agreement sim --model "
            "local:qwen2.5-coder-0.5b --model-timeout 240 --workers 1 --seeds 1 --limit 50 "
            "--out lab/reports/real-model-agreement-heldout-helpdesk")
 
@@ -29,7 +29,7 @@ def cells(folder: Path) -> list[dict]:
 
 
 def main(sim: str = "sim") -> None:
-    scenarios = {s.id: s for s in load_scenarios(ROOT / "lg_harness/domains/helpdesk/scenarios/heldout/goals.yaml")}
+    scenarios = {s.id: s for s in load_scenarios(ROOT / "lab/lg_harness_lab/packs/helpdesk/scenarios/heldout/goals.yaml")}
     found = rows(verdicts(cells(HERE / "real"), scenarios), verdicts(cells(HERE / sim), scenarios),
                  ["harness", "layered", "naive"])
     out = HERE if sim == "sim" else HERE / sim

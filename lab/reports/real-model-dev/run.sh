@@ -14,10 +14,10 @@ step() {  # tree out designs domain scenarios split limit
   uptime > "$out/load-end.txt"
 }
 for d in helpdesk shop; do
-  step "$RUN" "$OUT/real-model-dev/after-$d" harness,layered,naive $d lg_harness/domains/$d/goals/dev.yaml dev 16
+  step "$RUN" "$OUT/real-model-dev/after-$d" harness,layered,naive $d lab/lg_harness_lab/packs/$d/goals/dev.yaml dev 16
 done
 for d in helpdesk shop; do
-  step "$BEFORE_TREE" "$OUT/real-model-dev/before-$d" harness $d lg_harness/domains/$d/goals/dev.yaml dev 16
+  step "$BEFORE_TREE" "$OUT/real-model-dev/before-$d" harness $d lab/lg_harness_lab/packs/$d/goals/dev.yaml dev 16
 done
-step "$RUN" "$OUT/real-model-heldout-helpdesk-after" harness helpdesk lg_harness/domains/helpdesk/scenarios/heldout/goals.yaml heldout 50
+step "$RUN" "$OUT/real-model-heldout-helpdesk-after" harness helpdesk lab/lg_harness_lab/packs/helpdesk/scenarios/heldout/goals.yaml heldout 50
 echo ALL DONE

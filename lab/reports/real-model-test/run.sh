@@ -14,7 +14,7 @@ step() {  # out designs domain scenarios split limit
   uptime >> "$out/load-end.txt"
 }
 for d in helpdesk shop; do
-  step "$OUT/real-model-test/harness-$d" harness $d lg_harness/domains/$d/goals/test.yaml test 100
+  step "$OUT/real-model-test/harness-$d" harness $d lab/lg_harness_lab/packs/$d/goals/test.yaml test 100
 done
-step "$OUT/real-model-heldout-shop-after" harness shop lg_harness/domains/shop/scenarios/heldout/goals.yaml heldout 50
+step "$OUT/real-model-heldout-shop-after" harness shop lab/lg_harness_lab/packs/shop/scenarios/heldout/goals.yaml heldout 50
 echo ALL DONE

@@ -9,7 +9,6 @@ English and Chinese rules, routes and identifiers, phrases and constraint words,
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from lg_harness.core.domain import NO_ROUTE, Domain, Handoff, Intent, Route
@@ -19,8 +18,6 @@ from lg_harness.domains.helpdesk.refusals import REFUSALS
 from lg_harness.domains.helpdesk.seed import SYSTEMS
 from lg_harness.domains.helpdesk.tools import CHANGING_TOOLS, HELPDESK_TOOLS
 from lg_harness.tools.entities import EntityType, normalise_text
-
-SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
 SYSTEM_PROMPT = (
     "You are the IT service desk assistant of Northwind. You help employees with their tickets, devices, "
@@ -319,7 +316,6 @@ def make_domain() -> Domain:
         roles=("employee", "agent"),
         open_resources=lambda place: {"helpdesk": HelpdeskDB.open_at(place, "helpdesk")},
         fresh_resources=lambda: {"helpdesk": HelpdeskDB.fresh_copy()},
-        scenarios={"builtin": SCENARIO_DIR},
         empty_keys=("results", "tickets", "assets"),
         languages=("en", "zh"),
         demo=DEMO,

@@ -9,7 +9,6 @@ words, its scenarios (``scenarios/``, written by ``generate``), and the classifi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from lg_harness.core.domain import NO_ROUTE, Domain, Handoff, Intent, Route
@@ -175,7 +174,6 @@ DOMAIN = Domain(
     roles=("customer", "vip"),
     open_resources=lambda place: {"shop": ShopDB.open_at(place, "shop")},
     fresh_resources=lambda: {"shop": ShopDB.fresh_copy()},
-    scenarios={"builtin": Path(__file__).parent / "scenarios"},
     demo=DEMO,
     demo_check=returns_recorded,
     empty_keys=("results", "orders", "available"),

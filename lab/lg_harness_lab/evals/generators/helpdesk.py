@@ -1,6 +1,6 @@
 """Seeded scenario generator for the service desk: conversations built from the real seeded desk, en and zh.
 
-    python -m lg_harness_lab.evals.generators.helpdesk --seed 5 --out lg_harness/domains/helpdesk/scenarios/generated.jsonl
+    python -m lg_harness_lab.evals.generators.helpdesk --seed 5 --out lab/lg_harness_lab/packs/helpdesk/scenarios/generated.jsonl
 
 The desk is a fresh copy of the seeded database (``HelpdeskDB.fresh_copy()``, the desk's own seed 7), so
 every ticket number, status, asset tag, model, PIN, request id and article in a scenario is real. ``--seed``
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import lg_harness.domains.helpdesk as pack
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.seed import INJECTED_ARTICLES, LOCKED
 from lg_harness_lab.evals.scenario import Scenario
+from lg_harness_lab.evals.scenario_sets import PACKS
 
 DEFAULT_SEED = 5
-DEFAULT_OUT = Path(pack.__file__).parent / "scenarios" / "generated.jsonl"  # the pack's own scenario folder
+DEFAULT_OUT = PACKS / "helpdesk" / "scenarios" / "generated.jsonl"  # the lab's scenario set of the pack
 LANGS = ("en", "zh")
 STATUS_WORDS: dict[str, list[str]] = {
     "new": ["new", "新建"], "in_progress": ["in_progress", "in progress", "处理中"],

@@ -1,6 +1,6 @@
 """Seeded scenario generator: conversations built from the real shop database, in English and Chinese.
 
-    python -m lg_harness_lab.evals.generators.shop --seed 11 --out lg_harness/domains/shop/scenarios/generated.jsonl
+    python -m lg_harness_lab.evals.generators.shop --seed 11 --out lab/lg_harness_lab/packs/shop/scenarios/generated.jsonl
 
 The shop is opened with ``ShopDB.open(":memory:")`` (the shop's own seed 7), so every order id, status,
 tracking number, product name, price and coupon in a scenario is real. ``--seed`` only picks which users,
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import lg_harness.domains.shop as pack
 from lg_harness.domains.shop.backend import ShopDB
 from lg_harness.domains.shop.tools import FIXED_NOW
 from lg_harness_lab.evals.scenario import Scenario
+from lg_harness_lab.evals.scenario_sets import PACKS
 
 DEFAULT_SEED = 11
-DEFAULT_OUT = Path(pack.__file__).parent / "scenarios" / "generated.jsonl"  # the pack's own scenario folder
+DEFAULT_OUT = PACKS / "shop" / "scenarios" / "generated.jsonl"  # the lab's scenario set of the pack
 
 LANGS = ("en", "zh")
 STATUS_WORDS: dict[str, tuple[str, str]] = {

@@ -185,6 +185,39 @@ def labels_in_chinese(text: str, domain: Domain | None) -> str:
     return ENGLISH_LABEL.sub(swap, text)
 
 
+_CODE_VALUE = re.compile(r"(?<![A-Za-z0-9_/.@-])[a-z]+(?:_[a-z]+)+(?![A-Za-z0-9_/@-]|\.[A-Za-z0-9])")
+
+
+def _strings_in(value: Any) -> set[str]:
+    if isinstance(value, Mapping):
+        return {s for v in value.values() for s in _strings_in(v)}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        return {s for v in value for s in _strings_in(v)}  # pyright: ignore[reportUnknownVariableType]
+    return {value} if isinstance(value, str) else set()
+
+
+def values_in_words(text: str, results: Sequence[Any], lang: str, domain: Domain | None) -> str:
+    """``text`` with the results' values written as code writes them ("in_repair") in the words a reply uses
+    ("in repair"; in Chinese the domain's or the generic word for the value)."""
+    values = {v for r in results for v in _strings_in(r) if _CODE_VALUE.fullmatch(v)}
+    if not values:
+        return text
+    voice = Voice(lang, domain)
+    # a value's own words in the customer's language where the result has them ("status_zh" beside "status")
+    own = {str(v): str(r[f"{k}_{lang}"]) for r in _records_in(results) for k, v in r.items()
+           if isinstance(v, str) and r.get(f"{k}_{lang}")} if lang != "en" else {}
+    return _CODE_VALUE.sub(lambda m: (own.get(m.group(0)) or voice.value("", m.group(0))) if m.group(0) in values
+                           else m.group(0), text)
+
+
+def _records_in(value: Any) -> list[Mapping[str, Any]]:
+    if isinstance(value, Mapping):
+        return [value, *(r for v in value.values() for r in _records_in(v))]  # pyright: ignore
+    if isinstance(value, list | tuple):
+        return [r for v in value for r in _records_in(v)]  # pyright: ignore[reportUnknownVariableType]
+    return []
+
+
 def localized(data: Mapping[str, Any], lang: str) -> dict[str, Any]:
     """Language variants (``name_zh``) folded into their base key for ``lang``; other variants dropped."""
     want = ("zh", "cn") if lang == "zh" else ("en",)

@@ -43,6 +43,7 @@ from lg_harness.nodes.render_answer import (
     localized,
     relevance,
     render_answer,
+    values_in_words,
 )
 from lg_harness.tools.entities import EntityType
 
@@ -357,6 +358,8 @@ def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) 
                                 and s.changes_state for r in log):
         text = confirmation_told_back(text, lang, deps)
     results = results_of(log)
+    if text is not None and results:  # "its status is in_repair" -> "its status is in repair"
+        text = values_in_words(text, results, lang, deps.domain)
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and any(r.get("status") == "ok" for r in log)
     if text is not None and worked and not mentions(text, results, question_of(state), deps.domain.claims):

@@ -35,3 +35,17 @@ def test_names_codes_and_values_are_left_alone():
 def test_a_label_without_a_chinese_word_stays_and_the_reply_is_the_wrong_language():
     reply = "工单 INC0012346：Frobnication：是。"
     assert labels_in_chinese(reply, HELPDESK) == reply and wrong_language(reply, "zh")
+
+
+def test_a_value_as_code_writes_it_becomes_words_in_the_customers_language():
+    """The real model wrote 'its status as "in_repair"' (helpdesk held-out, 2026-12-07): the results' values in
+    code form become words, in Chinese the result's own Chinese word where it has one."""
+    from lg_harness.nodes.render_answer import values_in_words
+
+    assert values_in_words('Its status is "in_repair".', [{"status": "in_repair"}], "en", HELPDESK) == \
+        'Its status is "in repair".'
+    assert values_in_words("状态是in_repair。", [{"status": "in_repair", "status_zh": "维修中"}], "zh", HELPDESK) == \
+        "状态是维修中。"
+    # only the results' own values; file names and other words stay
+    assert values_in_words("see setup_vpn.pkg and reset_password", [{"x": "setup_vpn"}], "en", HELPDESK) == \
+        "see setup_vpn.pkg and reset_password"

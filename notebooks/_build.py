@@ -315,6 +315,7 @@ from lg_harness_lab.evals.plots import write_plots
 from lg_harness_lab.evals.report import render_report
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness_lab.evals.scenario import load_scenarios, spread
+from lg_harness_lab.evals.scenario_sets import scenario_path
 
 # The tool errors and the simulated model's timeouts of these runs are the faults the comparison injects and
 # measures: every run record keeps them, and a cell that crashed is named below. Their log lines would only
@@ -325,7 +326,7 @@ logging.getLogger("harness.model").setLevel(logging.ERROR)
 DESIGNS = ["naive", "state-machine", "harness"]
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb04-")
 out = Path(workdir.name)
-suite = load_scenarios(SHOP.scenario_path())
+suite = load_scenarios(scenario_path(SHOP))
 subset = spread(suite, 8)
 print(f"{len(subset)} of {len(suite)} scenarios:")
 for s in subset:
@@ -512,10 +513,11 @@ from lg_harness_lab.evals.metrics import METRICS, aggregate
 from lg_harness_lab.evals.report import fmt_value
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness_lab.evals.scenario import load_scenarios, spread
+from lg_harness_lab.evals.scenario_sets import scenario_path
 
 design_file = Path(workdir.name) / "harness-survey.yaml"
 design_file.write_text(yaml.safe_dump(design.model_dump(), allow_unicode=True, sort_keys=False), encoding="utf-8")
-subset = spread(load_scenarios(SHOP.scenario_path()), 4)
+subset = spread(load_scenarios(scenario_path(SHOP)), 4)
 records = run_compare(["harness", str(design_file)], subset, seeds=1, model="sim:fitted",
                       out_dir=Path(workdir.name) / "ab", workers=1)
 summary = aggregate(records, subset)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -24,10 +25,18 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def build_wheel(source: Path, out: Path) -> Path:
-    """The wheel of the distribution at ``source``, built offline with this environment's setuptools."""
+def build_wheel(source: Path, parts: list[str], out: Path) -> Path:
+    """The wheel of the distribution at ``source`` (its ``parts``, copied as a fresh clone has them: no build
+    folder left by an earlier build), built offline with this environment's setuptools."""
+    tree = out / "src"
+    for part in parts:
+        if (source / part).is_dir():
+            shutil.copytree(source / part, tree / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            tree.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source / part, tree / part)
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                           "-w", str(out), str(source)], capture_output=True, text=True, timeout=600)
+                           "-w", str(out), str(tree)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     [wheel] = out.glob("*.whl")
     return wheel
@@ -35,8 +44,8 @@ def build_wheel(source: Path, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory) -> dict[str, Path]:
-    return {"library": build_wheel(ROOT, tmp_path_factory.mktemp("library")),
-            "sim": build_wheel(ROOT / "sim", tmp_path_factory.mktemp("sim"))}
+    return {"library": build_wheel(ROOT, ["pyproject.toml", "README.md", "lg_harness"], tmp_path_factory.mktemp("library")),
+            "sim": build_wheel(ROOT / "sim", ["pyproject.toml", "simlm"], tmp_path_factory.mktemp("sim"))}
 
 
 def test_the_library_wheel_holds_the_library_only(wheels):

@@ -16,7 +16,7 @@ from lg_harness_lab.evals.scenario import load_scenarios
 
 ROOT = Path(__file__).resolve().parents[3]
 REPORTS = ROOT / "lab" / "reports"
-PACKS = ROOT / "lg_harness" / "domains"
+PACKS = ROOT / "lab" / "lg_harness_lab" / "packs"
 CITED = [  # report folder, scenario file, what the README calls it
     ("real-model-agreement-heldout-helpdesk/real", "helpdesk/scenarios/heldout/goals.yaml", "helpdesk heldout, three designs"),
     ("real-model-heldout-helpdesk-after/real", "helpdesk/scenarios/heldout/goals.yaml", "helpdesk heldout, after"),
@@ -27,17 +27,7 @@ CITED = [  # report folder, scenario file, what the README calls it
 ]
 
 
-def judged(folder: str, scenarios: str) -> tuple[dict[str, float], dict[str, dict[str, bool]]]:
-    stored = json.loads((REPORTS / folder / "results.json").read_text(encoding="utf-8"))["metrics"]
-    by_id = {s.id: s for s in load_scenarios(PACKS / scenarios)}
-    now: dict[str, dict[str, bool]] = {}
-    for line in (REPORTS / folder / "cells.jsonl").read_text(encoding="utf-8").splitlines():
-        cell = json.loads(line)
-        if cell["scenario"] in by_id:
-            now.setdefault(cell["design"], {})[cell["scenario"]] = cell_metrics(cell, by_id[cell["scenario"]])["success"]
-    return {d: m["task_completion"]["mean"] for d, m in stored.items() if "task_completion" in m}, now
-
-
+HEADER = "| cells | design | n | as reported | judged now | net change (scenarios) |\n| --- | --- | --- | --- | --- | --- |"
 SIM_AT = "8a1d708"  # the commit holding the sim goal tables (run at af19893) judged with the harness's detectors (the README's earlier table)
 SIM = [("goals-test-sim-shop", "shop/goals/test.yaml"), ("goals-heldout-sim-shop", "shop/scenarios/heldout/goals.yaml"),
        ("goals-test-sim-helpdesk", "helpdesk/goals/test.yaml"),
@@ -49,26 +39,21 @@ def at_commit(path: str) -> str:
                           check=True).stdout
 
 
-def sim_rows() -> None:
-    """The sim goal tables' cells as committed at ``SIM_AT`` (before the harness's fixes), judged then and now."""
-    print(f"\n## The sim goal tables' cells of commit `{SIM_AT}`, judged again\n")
-    print("The README's earlier sim table (the cells then committed, read from git): a negative change is replies "
-          "the judge's own detectors fail and the harness's self-check passed.\n")
-    print("| cells | design | n | as reported | judged now | net change (scenarios) |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for folder, scenarios in SIM:
-        stored = json.loads(at_commit(f"reports/{folder}/results.json"))["metrics"]
-        by_id = {s.id: s for s in load_scenarios(PACKS / scenarios)}
-        now: dict[str, dict[str, bool]] = {}
-        for line in at_commit(f"reports/{folder}/cells.jsonl").splitlines():
-            cell = json.loads(line)
-            if cell["scenario"] in by_id:
-                now.setdefault(cell["design"], {})[cell["scenario"]] = cell_metrics(cell, by_id[cell["scenario"]])["success"]
-        for design, verdicts in now.items():
-            before = stored[design]["task_completion"]["mean"]
-            after = sum(verdicts.values()) / len(verdicts)
-            print(f"| {folder} | {design} | {len(verdicts)} | {100 * before:.1f}% | {100 * after:.1f}% | "
-                  f"{round((after - before) * len(verdicts))} |")
+def rows(label: str, results: str, cells: str, scenarios: str) -> None:
+    """One table row per design: the task completion ``results`` (a results.json's text) reported, and the
+    ``cells`` (a cells.jsonl's text) judged now on the scenario file ``scenarios``."""
+    stored = json.loads(results)["metrics"]
+    by_id = {s.id: s for s in load_scenarios(PACKS / scenarios)}
+    now: dict[str, dict[str, bool]] = {}
+    for line in cells.splitlines():
+        cell = json.loads(line)
+        if cell["scenario"] in by_id:
+            now.setdefault(cell["design"], {})[cell["scenario"]] = cell_metrics(cell, by_id[cell["scenario"]])["success"]
+    for design, verdicts in now.items():
+        before = stored.get(design, {}).get("task_completion", {}).get("mean")
+        after = sum(verdicts.values()) / len(verdicts)
+        print(f"| {label} | {design} | {len(verdicts)} | {'n/a' if before is None else f'{100 * before:.1f}%'} | "
+              f"{100 * after:.1f}% | {'' if before is None else round((after - before) * len(verdicts))} |")
 
 
 def main() -> None:
@@ -78,17 +63,16 @@ def main() -> None:
           "again). *As reported*: the figure in the report's `results.json`, judged when it was made, when the judge "
           "read replies with the harness's own self-check detectors. *Judged now*: the same cells at HEAD, the judge "
           "with detectors of its own (`lg_harness_lab/evals/customer_grade.py`).\n")
-    print("| cells | design | n | as reported | judged now | net change (scenarios) |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(HEADER)
     for folder, scenarios, name in CITED:
-        stored, now = judged(folder, scenarios)
-        for design, verdicts in now.items():
-            before = stored.get(design)
-            after = sum(verdicts.values()) / len(verdicts)
-            print(f"| [{name}](../{folder.split('/')[0]}/) | {design} | {len(verdicts)} | "
-                  f"{'n/a' if before is None else f'{100 * before:.1f}%'} | {100 * after:.1f}% | "
-                  f"{'' if before is None else round((after - before) * len(verdicts))} |")
-    sim_rows()
+        rows(f"[{name}](../{folder.split('/')[0]}/)", (REPORTS / folder / "results.json").read_text(encoding="utf-8"),
+             (REPORTS / folder / "cells.jsonl").read_text(encoding="utf-8"), scenarios)
+    print(f"\n## The sim goal tables' cells of commit `{SIM_AT}`, judged again\n")
+    print("The README's earlier sim table (the cells then committed, read from git): a negative change is replies "
+          "the judge's own detectors fail and the harness's self-check passed.\n")
+    print(HEADER)
+    for folder, scenarios in SIM:
+        rows(folder, at_commit(f"reports/{folder}/results.json"), at_commit(f"reports/{folder}/cells.jsonl"), scenarios)
 
 
 if __name__ == "__main__":

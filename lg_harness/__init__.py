@@ -2,13 +2,13 @@
 
 The public surface, in one namespace::
 
-    from lg_harness import Harness, Domain, Design
+    from lg_harness import Harness, Settings
 
-    with Harness(".harness", design="harness", model="sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", "helpdesk", "harness", Settings(data_dir=".harness")) as h:
         result: SendResult = h.send("t1", "What is the status of INC0012346?", "E1001")
 
-The project's folders (``graphs``, ``nodes``, ``memory``, ``tools``, ``llm``, ``evals``, ``obs``,
-``domains``, ``benchmarks``) install as subpackages of ``lg_harness``, never as top-level modules.
+The library's layers are its subpackages (``core``, ``graphs``, ``nodes``, ``memory``, ``tools``, ``llm``,
+``obs``, ``domains``, ``service``); the evaluation lab is a distribution of its own (``lg_harness_lab``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
         register_variant,
         set_default_runtime,
     )
+    from lg_harness.graphs.settings import Parts, Settings
     from lg_harness.llm.factory import make_model
     from lg_harness.memory.assembly import WorkingStrategy
     from lg_harness.nodes.base import NodeDeps
@@ -42,6 +43,8 @@ if TYPE_CHECKING:  # what a type checker sees; at run time each name is imported
 _EXPORTS = {
     "Harness": "lg_harness.graphs.app",
     "SendResult": "lg_harness.graphs.result",
+    "Settings": "lg_harness.graphs.settings",
+    "Parts": "lg_harness.graphs.settings",
     "build_graph": "lg_harness.graphs.builder",
     "Design": "lg_harness.core.design",
     "Knobs": "lg_harness.core.design",
@@ -67,8 +70,8 @@ _EXPORTS = {
 
 __all__ = [  # a literal list, so type checkers and linters read the exports without running this file
     "HarnessError", "UsageError", "RunError",
-    "Harness", "SendResult", "build_graph", "Design", "Knobs", "load_design", "Domain", "Intent", "Route",
-    "Handoff", "load_domain", "register_variant", "NodeDeps", "register_strategy", "WorkingStrategy",
+    "Harness", "Settings", "Parts", "SendResult", "build_graph", "Design", "Knobs", "load_design", "Domain",
+    "Intent", "Route", "Handoff", "load_domain", "register_variant", "NodeDeps", "register_strategy", "WorkingStrategy",
     "Runtime", "default_runtime", "set_default_runtime",
     "ToolRegistry", "ToolContext", "Entity", "EntityType", "make_model",
 ]

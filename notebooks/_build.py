@@ -22,7 +22,7 @@ NB01 = r'''
 # %% [markdown]
 # 01 · Run a graph
 
-Build a `Harness` (a data dir, a design and a model), hold a short conversation and look at what each
+Build a `Harness` (a model, a domain, a design, and settings naming its data dir), hold a short conversation and look at what each
 message did: the reply, the tool calls, the usage, and the checkpointed state behind it.
 
 The model is `sim:clean`: the offline simulated chat model with its fault profile switched off, so the
@@ -35,12 +35,12 @@ import json
 import logging
 import tempfile
 
-from lg_harness.graphs.app import Harness
+from lg_harness import Harness, Settings
 
 # Each tool call's outcome is printed below beside its reply; the tool logger's lines would only repeat them.
 logging.getLogger("harness.tools").setLevel(logging.ERROR)
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb01-")
-h = Harness(workdir.name, design="harness", model="sim:clean")
+h = Harness("sim:clean", "shop", "harness", Settings(data_dir=workdir.name))
 print("design:", h.design.name)
 print("data dir:", sorted(p.name for p in h.data_dir.iterdir() if not p.name.endswith(("-shm", "-wal"))))
 
@@ -123,14 +123,14 @@ import tempfile
 
 from IPython.display import Image, Markdown, display
 
-from lg_harness.graphs.app import Harness
+from lg_harness import Harness, Settings
 from lg_harness.core.design import PRESETS, ROLES
 from lg_harness.graphs.draw import draw_png
 
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb02-")
 graphs = {}
 for name in PRESETS:
-    with Harness(workdir.name, design=name, model="sim:clean") as h:
+    with Harness("sim:clean", "shop", name, Settings(data_dir=workdir.name)) as h:
         graphs[name] = h.graph.get_graph()
 print({name: len(g.nodes) for name, g in graphs.items()})
 
@@ -207,7 +207,7 @@ NB03 = r'''
 # 03 · Resume and fork
 
 Every user message is one run of the graph on a thread; the checkpointer (SQLite in the data dir) keeps the
-state at the end of every message (`Harness(..., durability="sync")` keeps every step of it too). So a
+state at the end of every message (`Settings(durability="sync")` keeps every step of it too). So a
 conversation survives the process that held it, and any earlier checkpoint can become the head of the
 thread again: the next message then continues from there (a fork).
 
@@ -217,12 +217,12 @@ Model `sim:clean` (no faults) keeps the outputs deterministic; `sim` would add i
 import logging
 import tempfile
 
-from lg_harness.graphs.app import Harness
+from lg_harness import Harness, Settings
 
 # Each tool call's outcome is printed below beside its reply; the tool logger's lines would only repeat them.
 logging.getLogger("harness.tools").setLevel(logging.ERROR)
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb03-")
-h = Harness(workdir.name, design="harness", model="sim:clean")
+h = Harness("sim:clean", "shop", "harness", Settings(data_dir=workdir.name))
 first, second = [r["id"] for r in h.resources["shop"].query(
     "SELECT id FROM orders WHERE user_id = 'U001' AND status = 'pending' ORDER BY id LIMIT 2")]
 for text in (f"Where is my order {first}?", f"And where is {second}?"):
@@ -236,7 +236,7 @@ Drop the `Harness` (as if the process ended) and open a new one on the same data
 # %%
 h.close()
 del h
-h = Harness(workdir.name, design="harness", model="sim:clean")
+h = Harness("sim:clean", "shop", "harness", Settings(data_dir=workdir.name))
 history = h.history("t1")
 turn_of = {c.checkpoint_id: h.state("t1", c.checkpoint_id)["values"].get("turn") for c in history}
 print(f"{'step':>4}  {'turn':>4}  {'phase':9} {'next':14} checkpoint")
@@ -381,7 +381,7 @@ with `harness`.
 - the variant, reply `survey`: the built-in reply, plus a short satisfaction question after a task.
   `register_variant` adds it to the process's default runtime, which every `Harness` and `harness compare`
   cell in this kernel uses; to keep a variant apart, register it on a runtime of your own
-  (`runtime = Runtime()`, `runtime.variants.register("reply", "survey")`, `Harness(..., runtime=runtime)`).
+  (`runtime = Runtime()`, `runtime.variants.register("reply", "survey")`, `Settings(runtime=runtime)`).
 
 The conversation uses `sim:clean` (deterministic, no faults); the comparison uses `sim:fitted` (the default `sim` profile, named so that `SIMLM_PROFILE` cannot change it).
 
@@ -395,7 +395,7 @@ from pathlib import Path
 import yaml
 from IPython.display import Markdown, display
 
-from lg_harness.graphs.app import Harness
+from lg_harness import Harness, Settings
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import NotFoundError
@@ -486,7 +486,7 @@ print({r: design.variant(r) for r in design.variants if design.variant(r) != bas
 
 # %%
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb05-")
-h = Harness(Path(workdir.name) / "chat", design=design, model="sim:clean", domain=shop_plus)
+h = Harness("sim:clean", shop_plus, design, Settings(data_dir=Path(workdir.name) / "chat"))
 shipped, pending = (h.resources["shop"].query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = ? ORDER BY id", (s,))["id"]
                     for s in ("shipped", "pending"))
 replies = []
@@ -554,7 +554,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from lg_harness.graphs.app import Harness
+from lg_harness import Harness, Settings
 from lg_harness.core.domain import Domain, Intent, Route
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.entities import Entity, EntityType
@@ -615,7 +615,7 @@ changes something, so `harness` asks first (in the core's generic words, as this
 
 # %%
 workdir = tempfile.TemporaryDirectory(prefix="harness-nb06-")
-h = Harness(workdir.name, design="harness", model="sim:clean", domain=library)
+h = Harness("sim:clean", library, "harness", Settings(data_dir=workdir.name))
 for text in ("Tell me about BOOK-0042", "and about book-0007?", "Renew the first one I asked about", "yes"):
     r = h.send("t1", text, user_id="reader1")
     print(f"user: {text}\nbot:  {r.reply}")
@@ -635,7 +635,7 @@ from lg_harness.core.domain import installed_domains, load_domain
 
 print(sorted(installed_domains()))
 helpdesk = load_domain("helpdesk")
-with Harness(f"{workdir.name}/helpdesk", model="sim:clean", domain=helpdesk) as hd:
+with Harness("sim:clean", helpdesk, settings=Settings(data_dir=f"{workdir.name}/helpdesk")) as hd:
     ticket = hd.resources["helpdesk"].query("SELECT id FROM tickets WHERE owner_id = 'E1001' ORDER BY id")[0]["id"]
     r = hd.send("t1", f"What is the status of {ticket}?", user_id="E1001")
     print(f"user: What is the status of {ticket}?\nbot:  {r.reply}")

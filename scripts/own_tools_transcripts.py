@@ -61,13 +61,14 @@ def conversations(servers: Path) -> list[dict[str, Any]]:
 
 def run(conversation: dict[str, Any], model: str) -> list[dict[str, Any]]:
     from lg_harness.core.domain import Domain
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Parts, Settings
     from lg_harness.tools.mcp import mcp_tools
 
     turns: list[dict[str, Any]] = []
 
     def talk(domain: Domain, resources: dict[str, Any] | None = None) -> None:
-        with Harness(None, "harness", model, domain=domain, resources=resources) as h:
+        with Harness(model, domain=domain, design="harness",
+                     settings=Settings(data_dir=None, parts=Parts(resources=resources))) as h:
             for text in conversation["turns"]:
                 began = time.perf_counter()
                 r = h.send("t", text, "ana")

@@ -124,10 +124,10 @@ def patient_design(name: str = "harness"):
 def harness_app(tmp_path):
     """A ``Harness`` on tmp_path with the default design (patient model deadline) and the ``sim`` model, used
     by a user who confirms the changes they ask for (``ConfirmingUser``)."""
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
     from tests.support import ConfirmingUser
 
-    h = Harness(tmp_path, design=patient_design())
+    h = Harness(design=patient_design(), settings=Settings(data_dir=tmp_path))
     yield ConfirmingUser(h)
     h.close()
 

@@ -1,198 +1,93 @@
-"""The harness as an application: a data dir, a design and a model, and one call per user message.
+"""The harness as an application: a model, a domain, a design and its settings, and one call per user message.
 
 The CLI, notebooks and tests all go through ``Harness``, so input checks, thread ownership and error
-messages are written once. What a message returns is ``graphs.result.SendResult``; finishing a stopped
-message is ``graphs.recovery``; threads a human takes over are ``graphs.human_hold``.
+messages are written once. What it opens, ``graphs.opening`` opens (``graphs.settings``: where and how it keeps
+it). What a message returns is ``graphs.result.SendResult``; finishing a stopped message is
+``graphs.recovery``; threads a human takes over are ``graphs.human_hold``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Durability
 
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain, default_domain, load_domain
 from lg_harness.errors import HarnessError, RunError, UsageError
-from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.human_hold import HumanHold
 from lg_harness.graphs.model_health import model_unavailable, unanswered
+from lg_harness.graphs.opening import open_parts
 from lg_harness.graphs.recovery import Recovery
 from lg_harness.graphs.result import SendResult, send_result
-from lg_harness.graphs.runtime import Runtime, default_runtime
+from lg_harness.graphs.runtime import default_runtime
+from lg_harness.graphs.settings import Parts, Settings
 from lg_harness.graphs.step_pruning import prune_steps
-from lg_harness.graphs.storage import open_stores
-from lg_harness.graphs.storage_faults import prove_writable, storage_problem
+from lg_harness.graphs.storage_faults import storage_problem
 from lg_harness.graphs.thread_history import Checkpoint, ThreadReader, fork_point, thread_config
-from lg_harness.graphs.warm import warm_caches
 from lg_harness.llm.factory import close_model, make_model
-from lg_harness.memory.hooks import UnopenedMemory
 from lg_harness.obs.tracing import current_trace_id, message_span
-from lg_harness.tools.backend import BackendPlace
-from lg_harness.tools.executor import Executor, RetryPolicy, ToolExecutor
-from lg_harness.tools.ledger import LEDGER_RESOURCE
-from lg_harness.tools.registry import ToolRegistry
 from lg_harness.tools.text import clean_text
 
-if TYPE_CHECKING:  # chromadb loads with it: only the commands that run messages open memory
-    from lg_harness.memory.longterm import LongTermMemory
-
-
-def executor_for(design: Design, registry: ToolRegistry, **options: Any) -> Executor:
-    """The executor the design names: classified retries (default), a heavyweight framework's, or raw.
-    ``options``: the executor's keyword arguments (``sleep``, ``clock``, ``workers``)."""
-    kind = design.knobs.executor
-    if kind == "framework":
-        from lg_harness.tools.framework_executor import FrameworkExecutor
-
-        return FrameworkExecutor(registry, **options)
-    if kind == "raw":
-        return ToolExecutor(registry, RetryPolicy(backoff=(), rate_limit_retries=0), **options)
-    return ToolExecutor(registry, **options)
-
-
-__all__ = ["Harness", "SendResult", "executor_for", "prepare_data_dir"]
-
-
-def prepare_data_dir(path: str | Path) -> Path:
-    """Create the data dir if needed and prove it is writable, with an error that says what to do."""
-    data_dir = Path(path).expanduser()
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        prove_writable(data_dir)
-    except OSError as err:
-        raise UsageError(f"data dir {data_dir} is not usable ({err.strerror or err}); "
-                         "pass --data-dir or set HARNESS_DATA_DIR to a writable folder") from err
-    return data_dir
-
-
-def graph_resources(resources: Mapping[str, Any], stores: Any, memory: Any, *, runs_messages: bool,
-                    long_term_memory: bool) -> dict[str, Any]:
-    """What the graph's nodes reach besides the domain's backends: memory, audit, fences and the ledger."""
-    out = dict(resources)
-    if memory is not None:
-        out["memory"] = memory
-    elif not runs_messages and long_term_memory:
-        out["memory"] = UnopenedMemory()  # the same steps as the graph that wrote the thread
-    if stores.audit is not None:
-        out["audit"] = stores.audit
-    if (fences := getattr(stores, "fences", None)) is not None:
-        out["commit_guard"] = fences.domain_guard()
-    if stores.ledger is not None:
-        out[LEDGER_RESOURCE] = stores.ledger
-    return out
+__all__ = ["Harness", "Parts", "SendResult", "Settings"]
 
 
 class Harness:
-    """One data dir, one design, one model; ``send`` runs one user message on a thread."""
+    """One model, one domain, one design and their settings; ``send`` runs one user message on a thread."""
 
-    def __init__(self, data_dir: str | Path | None = ".harness", design: Design | str = "harness",
-                 model: BaseChatModel | str = "sim", *, domain: Domain | str | None = None,
-                 resources: dict[str, Any] | None = None, checkpointer: BaseCheckpointSaver | None = None,
-                 memory: LongTermMemory | None = None, registry: ToolRegistry | None = None,
-                 executor: Executor | None = None, database_url: str | None = None,
-                 chroma_url: str | None = None, runs_messages: bool = True, runtime: Runtime | None = None,
-                 durability: Durability = "exit") -> None:
-        """Open (or create) the data dir's stores; pass ``data_dir=None`` to keep everything in memory.
-
-        ``database_url`` (``postgresql://...``) keeps checkpoints, transcripts, facts, audit, the handoff
-        queue and per-thread leases in Postgres, ``chroma_url`` experiences in a Chroma server
-        (``graphs.storage``); the domain's backends go to the same database (``tools.backend.BackendPlace``).
-
-        ``domain`` is a ``Domain``, an installed pack's name, ``module:attr`` or a file (default ``shop``).
-        The keyword arguments replace single parts (the evaluation runner injects the domain's fresh
-        backends, a fault-wrapped registry, an executor on a virtual clock and an in-memory checkpointer).
-
-        ``runs_messages=False`` opens a harness that only reads and forks threads (``harness history``,
-        ``resume``): no long-term memory and none of the caches a message needs (``graphs.warm``); ``send``
-        refuses.
-
-        ``runtime`` (``graphs.runtime``): the node variants and context strategies the design may name, the
-        worker threads and the embedder; default the process's (``default_runtime()``).
-
-        ``durability`` (LangGraph's modes; ``docs/reliability.md``): ``exit`` (the default) saves a message
-        once, when it ends or pauses, a failing step included; after a crash the message runs again from its
-        start (each change still applies once: the change ledger holds them) and forks start at message ends.
-        ``sync`` saves every step before the next one starts (13-24% more CPU per message in the shop
-        bench), so a crash resumes at the last step, without repeating its model calls, and any step can be
-        forked; ``async`` saves each step while the next one runs (the CPU of ``sync``, less waiting; a crash
-        can lose the last step).
+    def __init__(self, model: BaseChatModel | str = "sim", domain: Domain | str | None = None,
+                 design: Design | str = "harness", settings: Settings | None = None) -> None:
+        """Open (or create) a harness: ``model`` a spec (``sim``, ``sim:clean``, ``local:...``,
+        ``ollama:...``, ``openai:...``) or a LangChain chat model; ``domain`` a ``Domain``, an installed pack's name,
+        ``module:attr`` or a file (default: the configured pack); ``design`` a ``Design`` or a preset's name
+        or design file; ``settings`` where it keeps its state and how (``graphs.settings.Settings``: the data
+        dir, by default ``.harness``; ``Settings(data_dir=None)`` keeps everything in memory).
         """
-        if durability not in get_args(Durability):
-            raise UsageError(f"unknown durability '{durability}': use one of {', '.join(get_args(Durability))} "
-                             "(sync: every step saved; exit: each message saved when it ends)")
-        self.durability: Durability = durability
+        if model is None or isinstance(model, Path) or not isinstance(model, (str, BaseChatModel)):
+            raise UsageError(f"Harness(model, domain, design, settings) takes the model first: a spec "
+                             f"such as 'sim:clean' or a chat model, not {type(model).__name__}; the data dir "
+                             "goes in Settings(data_dir=...)")
+        if settings is not None and not isinstance(settings, Settings):
+            raise UsageError(f"Harness(..., settings=...) takes a Settings value, not "
+                             f"{type(settings).__name__}: Settings(data_dir=..., database_url=..., durability=...)")
+        self.settings = settings = settings or Settings()
+        self.durability: Durability = settings.durability
+        self.runs_messages = settings.runs_messages
+        self.runtime = settings.runtime or default_runtime()
         # the parts that work on this harness's threads, each an object of its own (graphs.thread_host)
         self.recovery, self.holds = Recovery(self), HumanHold(self)
-        self.runtime = runtime or default_runtime()
-        self.data_dir = prepare_data_dir(data_dir) if data_dir is not None else None
         self.domain = load_domain(domain)
         self.design = load_design(design) if isinstance(design, str) else design
         # how a customer's text is read, chosen once from the design (knob normalize_input)
         self.customer_text: Callable[[str], str] = clean_text if self.design.knobs.normalize_input else str
-        self.model = make_model(model, domain=self.domain) if isinstance(model, str) else model
-        # How to open this harness again: the preset name or design file, and the model spec if it had one.
+        # How to open this harness again: the preset name or design file, the model spec if any, the domain.
         self.setup = (design if isinstance(design, str) else self.design.name,
                       model if isinstance(model, str) else None,
                       domain if isinstance(domain, str) else (None if domain is not None else default_domain()[0]))
         self._owns_model = isinstance(model, str)
-        self.runs_messages = runs_messages
-        self._owned: list[Any] = []
-        self.resources: dict[str, Any] = (dict(resources) if resources is not None
-                                          else self._open_backends(database_url))
-        self.stores = self._own(open_stores(self.data_dir, database_url, chroma_url))
-        self.checkpointer = checkpointer or self.stores.checkpointer
-        self.transcripts = self.stores.transcripts
-        self.threads = ThreadReader(self.checkpointer, self.transcripts)
-        self.memory = memory
-        if memory is None and self.design.knobs.long_term_memory and runs_messages:
-            self.memory = self.stores.memory(self.runtime.embedder)
-            if self.memory is not None:
-                self._own(self.memory)
-                self.memory.recover()  # what a process that stopped after its replies left unwritten
-        if runs_messages:
-            warm_caches(self.design, self.domain, self.data_dir, self.memory, self.runtime.embedder,
-                        self.runtime.variants)
-        self.audit = self.stores.audit
-        if runs_messages and self.audit is not None:
-            self.audit.warm()
+        self.model = make_model(model, domain=self.domain) if isinstance(model, str) else model
+        try:
+            self.opened = open_parts(self.model, self.domain, self.design, settings, self.runtime)
+        except BaseException:
+            if self._owns_model:
+                close_model(self.model)
+            raise
+        opened = self.opened
+        self.data_dir, self.resources, self.stores = opened.data_dir, opened.resources, opened.stores
+        self.checkpointer, self.memory, self.registry, self.graph = (opened.checkpointer, opened.memory,
+                                                                     opened.registry, opened.graph)
+        self.transcripts, self.audit = self.stores.transcripts, self.stores.audit
         self.order = self.stores.order
+        self.threads = ThreadReader(self.checkpointer, self.transcripts)
         self.on_update: Any = None  # called with (thread_id, update) for each node's update (graphs.service)
-        self.registry = registry or self.domain.registry()
-        resources_of_graph = graph_resources(self.resources, self.stores, self.memory, runs_messages=runs_messages,
-                                             long_term_memory=self.design.knobs.long_term_memory)
-        self.graph = build_graph(self.design, self.model, self.checkpointer, domain=self.domain,
-                                 registry=self.registry, resources=resources_of_graph, runtime=self.runtime,
-                                 executor=executor or executor_for(self.design, self.registry,
-                                                                   workers=self.runtime.tool_workers))
-
-    def _open_backends(self, database_url: str | None) -> dict[str, Any]:
-        """The domain's backends: on the harness's Postgres with a database URL, else in the data dir (in
-        memory without one); closed with the harness."""
-        place = BackendPlace(self._path, database_url)
-        opened = self.domain.open_resources(place) if self.domain.open_resources else {}
-        for backend in opened.values():
-            if callable(getattr(backend, "close", None)):
-                self._own(backend)
-        return dict(opened)
-
-    def _path(self, name: str) -> str:
-        return str(self.data_dir / name) if self.data_dir is not None else ":memory:"
-
-    def _own(self, resource: Any) -> Any:
-        self._owned.append(resource)
-        return resource
 
     def close(self) -> None:
-        for resource in reversed(self._owned):
-            resource.close()
-        self._owned.clear()
+        self.opened.close()
         if self._owns_model:
             close_model(self.model)
 

@@ -5,14 +5,14 @@ calls and tool attempts under their deadlines, and the embedder with its memo of
 on one runtime shares them; two runtimes share nothing, so a test, a notebook or a server can keep its own
 variants and caches apart from everyone else's::
 
-    from lg_harness import Harness, Runtime
+    from lg_harness import Harness, Runtime, Settings
 
     runtime = Runtime()
 
     @runtime.variants.register("reply", "survey")
     class SurveyReply: ...
 
-    with Harness(None, design=my_design, runtime=runtime) as h:   # my_design names reply: survey
+    with Harness("sim", "shop", my_design, Settings(data_dir=None, runtime=runtime)) as h:  # reply: survey
         ...
 
 A ``Harness`` or ``build_graph`` given no runtime uses the process's default one, made on first use;

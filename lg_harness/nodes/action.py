@@ -13,12 +13,13 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
+from lg_harness.core.knobs import Knobs
 from lg_harness.core.routing import counters
 from lg_harness.core.state import HarnessState, StateUpdate, ToolCallRecord, TurnStats, acting_user
 from lg_harness.memory.context import build_context
@@ -52,6 +53,11 @@ def cleaned_text(o: ToolOutcome) -> str:
 def raw_text(o: ToolOutcome) -> str:
     """The raw payload (designs that do not clean results)."""
     return o.content()
+
+
+def results_text_for(knobs: Knobs) -> Callable[[ToolOutcome], str]:
+    """How the model reads a tool's outcome, chosen once from the knob ``clean_results``."""
+    return cleaned_text if knobs.clean_results else raw_text
 
 
 def call_signature(name: str, args: dict[str, Any]) -> str:
@@ -120,7 +126,7 @@ class ToolLoopAction:
         self.listings = listings_for(self.knobs)
         self.layout = layout_for(deps)
         self.awaits_yes = next((s for s in self.screens if isinstance(s, AwaitYes)), None)
-        self.model_text = cleaned_text if self.knobs.clean_results else raw_text
+        self.model_text = results_text_for(self.knobs)
         # what a model step is not offered again, and whether the route's delivered call ends the loop
         self.set_aside = set_aside_for(self.knobs, deps.domain, deps.registry)
         self.goal_stop = next((f for f in self.set_aside if isinstance(f, GoalStop)), None)

@@ -130,7 +130,7 @@ def cli_command(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def start_tracing(data_dir: Path) -> None:
     """Spans of this command's messages go where HARNESS_TRACE says; the data dir's file by default."""
-    from lg_harness.graphs.app import prepare_data_dir
+    from lg_harness.graphs.opening import prepare_data_dir
     from lg_harness.obs.tracing import setup_tracing
 
     setup_tracing(prepare_data_dir(data_dir), default=("file",))
@@ -165,10 +165,11 @@ def open_harness(data_dir: Path, design: str, model: str, domain: str | None = N
                  runs_messages: bool = True):
     """The harness of a command; ``runs_messages=False`` for one that only reads or forks threads (no memory,
     no caches: it starts at once)."""
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
 
-    return Harness(data_dir, design, model, domain=domain_spec(domain), runs_messages=runs_messages,
-                   durability=DURABILITY["mode"], **STORAGE)  # type: ignore[arg-type]  # Harness checks it
+    settings = Settings(data_dir=data_dir, durability=DURABILITY["mode"],  # type: ignore[arg-type]  # checked there
+                        runs_messages=runs_messages, **STORAGE)
+    return Harness(model, domain_spec(domain), design, settings)
 
 
 @app.command()

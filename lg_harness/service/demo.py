@@ -13,7 +13,7 @@ from rich.text import Text
 
 from lg_harness.core.domain import Domain, load_domain
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.obs.outcomes import call_outcome
 
 THREAD = "demo"
@@ -78,13 +78,13 @@ def run_demo(data_dir: str | Path | None = None, design: str = "harness", model:
     if len(script) <= FORK_AFTER:
         raise HarnessError(f"domain '{pack.name}' has no demo script of at least {FORK_AFTER + 1} messages")
     turns = []
-    with Harness(data_dir, design, model, domain=pack) as h:
+    with Harness(model, domain=pack, design=design, settings=Settings(data_dir=data_dir)) as h:
         for i, message in enumerate(script, 1):
             r = h.send(THREAD, message, pack.default_user).to_dict()
             turns.append({"message": message, **r})
             _show_turn(console, i, message, r)
     # A new Harness is what a new process sees: everything comes back from the checkpoint database.
-    with Harness(data_dir, design, model, domain=pack) as h:
+    with Harness(model, domain=pack, design=design, settings=Settings(data_dir=data_dir)) as h:
         checkpoints = h.history(THREAD)
         forked = next(c for c in checkpoints if c.checkpoint_id == turns[FORK_AFTER - 1]["checkpoint_id"])
         h.fork(THREAD, forked.checkpoint_id)

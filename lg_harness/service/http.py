@@ -67,7 +67,7 @@ def failure_code(row: dict[str, Any]) -> str:
 
 
 @dataclass
-class Settings:
+class ServiceSettings:
     data_dir: Path
     database_url: str | None
     chroma_url: str | None
@@ -88,7 +88,7 @@ class Settings:
     durability: str = "exit"  # when a message's steps are saved (Harness durability)
 
     @classmethod
-    def from_env(cls) -> Settings:
+    def from_env(cls) -> ServiceSettings:
         from lg_harness.service.desk.auth import desk_settings, parse_keys
 
         env = os.environ
@@ -185,13 +185,14 @@ class Metrics:
 class Worker:
     """One worker process: its harness, the queue, the executor threads and the waiters of its requests."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: ServiceSettings) -> None:
         from lg_harness.graphs.app import Harness
+        from lg_harness.graphs.settings import Settings
 
         self.settings = settings
-        self.harness = Harness(settings.data_dir, settings.design, settings.model, domain=settings.domain,
-                               database_url=settings.database_url, chroma_url=settings.chroma_url,
-                               durability=settings.durability)  # type: ignore[arg-type]  # checked in Settings
+        self.harness = Harness(settings.model, settings.domain, settings.design, Settings(
+            data_dir=settings.data_dir, database_url=settings.database_url, chroma_url=settings.chroma_url,
+            durability=settings.durability))  # type: ignore[arg-type]  # checked in Settings
         stores = self.harness.stores
         if stores.queue is None:  # embedded: the queue is a file in the data dir, for this one process
             stores.queue = ThreadQueue.sqlite(Path(settings.data_dir) / "queue.sqlite", ttl=settings.lease_ttl)
@@ -373,7 +374,7 @@ class Waiters:
 class Api:
     """What the routes share: the settings, this worker's runtime, authentication and ownership."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: ServiceSettings) -> None:
         self.settings = settings
         self.state: dict[str, Any] = {}
 
@@ -468,12 +469,12 @@ class RequestLog:
                   file=sys.stderr, flush=True)
 
 
-def create_app(settings: Settings | None = None) -> Any:
+def create_app(settings: ServiceSettings | None = None) -> Any:
     """The ASGI app (``uvicorn --factory lg_harness.service.http:create_app``); OpenAPI docs at ``/docs``."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
-    api = Api(settings or Settings.from_env())
+    api = Api(settings or ServiceSettings.from_env())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

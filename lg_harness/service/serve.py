@@ -16,8 +16,8 @@ def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, mo
           log_level: str = "warning", durability: str = "exit") -> None:
     import uvicorn
 
-    from lg_harness.graphs.app import prepare_data_dir
-    from lg_harness.service.http import Settings
+    from lg_harness.graphs.opening import prepare_data_dir
+    from lg_harness.service.http import ServiceSettings
 
     if workers > 1 and not database_url:
         raise HarnessError("several workers need shared state: pass --database-url postgresql://... (embedded "
@@ -28,7 +28,7 @@ def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, mo
            "HARNESS_DATABASE_URL": database_url or "", "HARNESS_CHROMA_URL": chroma_url or "",
            "HARNESS_DURABILITY": durability}
     os.environ.update(env)
-    Settings.from_env()  # a missing API key setting fails here, once, not in every worker
+    ServiceSettings.from_env()  # a missing API key setting fails here, once, not in every worker
     if database_url:
         from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -43,7 +43,7 @@ def serve(*, host: str, port: int, workers: int, data_dir: Path, design: str, mo
     # from loopback, so a local client could pick the address the trusted-proxy check reads, and a proxy on
     # the same host had its requests judged by its client's address instead of its own.
     os.environ["HARNESS_REQUEST_LOG"] = "1"  # each worker logs its requests (service.http.RequestLog)
-    for line in introduction(Settings.from_env(), host, port, workers):
+    for line in introduction(ServiceSettings.from_env(), host, port, workers):
         print(line, file=sys.stderr, flush=True)
     # access_log off: the workers' own request lines replace uvicorn's, which would print query strings.
     uvicorn.run("lg_harness.service.http:create_app", factory=True, host=host, port=port, workers=workers,

@@ -33,8 +33,8 @@ from langgraph.graph.state import CompiledStateGraph
 from lg_harness.core.design import PRESETS, load_design
 from lg_harness.core.domain import Domain, default_domain, load_domain
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import prepare_data_dir
 from lg_harness.graphs.builder import build_graph
+from lg_harness.graphs.opening import prepare_data_dir
 from lg_harness.llm.factory import make_model
 from lg_harness.tools.backend import BackendPlace
 from lg_harness.tools.ledger import LEDGER_RESOURCE, SqliteLedger

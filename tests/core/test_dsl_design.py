@@ -7,7 +7,7 @@ import pytest
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.routing.route import BUILTIN_RULES, LIGHTWEIGHT_RULES
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 
 CONVERSATION = [
     "hi",
@@ -31,7 +31,7 @@ intent -> collect
 
 
 def _run(data_dir: Path, design: Design, conversation: list[str]) -> list[tuple]:
-    with Harness(data_dir, design, "sim:clean") as h:
+    with Harness("sim:clean", design=design, settings=Settings(data_dir=data_dir)) as h:
         out = []
         for text in conversation:
             r = h.send("t", text, "U001")

@@ -26,9 +26,10 @@ def test_a_message_from_another_user_is_a_usage_error_and_still_a_value_error() 
 
 
 def test_a_bad_message_is_refused_with_a_usage_error() -> None:
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
 
-    with Harness(None, "harness", "sim:clean") as h, pytest.raises(UsageError, match="empty message"):
+    with Harness("sim:clean", design="harness",
+                 settings=Settings(data_dir=None)) as h, pytest.raises(UsageError, match="empty message"):
         h.send("t1", "   ", "U001")
 
 

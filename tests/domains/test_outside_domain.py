@@ -16,7 +16,7 @@ import pytest
 
 from lg_harness.core.domain import load_domain
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import harness
 
 SOURCE = Path(__file__).parents[1] / "fixtures" / "library_domain.py"
@@ -44,7 +44,7 @@ def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
     renew = domain.registry().get("renew_loan")
     assert renew is not None
     assert domain.name == "library" and domain.tool_entities(renew) == {"book_id": "book"}
-    with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
+    with Harness("sim:clean", domain=domain, design=NO_CONFIRM, settings=Settings(data_dir=None)) as h:
         renewed = h.send("t1", "Can you renew BOOK-0042 please?", "reader1")
         assert renewed.intent == "renew" and calls(renewed.tool_calls) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
         looked = h.send("t1", "Tell me about BOOK-0007", "reader1")
@@ -57,7 +57,7 @@ def test_python_runs_an_outside_domain_with_real_tool_calls(pack: Path):
 
 def test_mentions_are_remembered_in_order_so_the_first_one_means_the_first(pack: Path):
     domain = load_domain(str(pack / "__init__.py") + ":DOMAIN")
-    with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
+    with Harness("sim:clean", domain=domain, design=NO_CONFIRM, settings=Settings(data_dir=None)) as h:
         h.send("t1", "Tell me about BOOK-0042", "reader1")
         second = h.send("t1", "Tell me about BOOK-0007", "reader1")
         assert second.values["fact_card"]["book_ids"] == ["BOOK-0042", "BOOK-0007"]
@@ -106,7 +106,7 @@ def test_the_declarative_parts_can_be_yaml(pack: Path):
     spec.write_text(YAML, encoding="utf-8")
     domain = load_domain(str(spec))
     assert domain.name == "library-yaml" and domain.route("renew").tools == ("renew_loan", "get_book")
-    with Harness(None, NO_CONFIRM, model="sim:clean", domain=domain) as h:
+    with Harness("sim:clean", domain=domain, design=NO_CONFIRM, settings=Settings(data_dir=None)) as h:
         assert calls(h.send("t1", "Please renew BOOK-0042", "reader1").tool_calls) == [("renew_loan", {"book_id": "BOOK-0042"}, "ok")]
     spec.write_text(YAML.replace("entity_hint: book", "entity_hnt: book"), encoding="utf-8")
     with pytest.raises(HarnessError, match=r"library.yaml: intents.1.entity_hnt: Extra inputs"):

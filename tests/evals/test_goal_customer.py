@@ -140,7 +140,7 @@ class AsksInWords(BaseChatModel):
 
 def test_a_design_other_than_harness_gets_its_confirmation_answered_in_words() -> None:
     from lg_harness.domains.shop import DOMAIN
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Parts, Settings
     from lg_harness_lab.evals.runner import customer_for
 
     scenario = Scenario.model_validate({"id": "goal-cancel", "user_id": "U001", "lang": "en", "goal": CANCEL,
@@ -151,7 +151,8 @@ def test_a_design_other_than_harness_gets_its_confirmation_answered_in_words() -
     naive = load_design("naive")  # the first bot, with its message going straight to the tool loop
     design = naive.model_copy(update={"variants": {**naive.variants, "intent": "passthrough"}})
     assert DOMAIN.fresh_resources is not None
-    with Harness(None, design, AsksInWords(), domain=DOMAIN, resources=DOMAIN.fresh_resources()) as h:
+    with Harness(AsksInWords(), domain=DOMAIN, design=design,
+                 settings=Settings(data_dir=None, parts=Parts(resources=DOMAIN.fresh_resources()))) as h:
         text: str | None = customer.opening()
         seen: list[tuple[str, str]] = []
         while text is not None:

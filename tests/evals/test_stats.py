@@ -175,10 +175,11 @@ class SlipThenAnswer(BaseChatModel):
 
 def _record_of(design: str, order: str, scenario: Scenario) -> dict:
     from lg_harness.domains.shop.backend import ShopDB
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Parts, Settings
 
     shop = ShopDB.fresh_copy()
-    h = Harness(None, patient_design(design), SlipThenAnswer(order=order), domain="shop", resources={"shop": shop})
+    h = Harness(SlipThenAnswer(order=order), domain="shop", design=patient_design(design),
+                settings=Settings(data_dir=None, parts=Parts(resources={"shop": shop})))
     try:
         calls = tool_calls_of(h.send("t", scenario.turns[0].user, "U001").values)
     finally:

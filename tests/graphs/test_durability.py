@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lg_harness.errors import UsageError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import harness, patient_design, u001_order
 
 HARNESS = Path(sys.executable).with_name("harness")
@@ -27,22 +27,24 @@ DESIGN = "harness-no:confirm_changes"  # the change runs in the message that ask
 
 def test_an_unknown_durability_is_refused_with_the_modes_there_are(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown durability 'always'.*sync, async, exit"):
-        Harness(tmp_path, "harness", MODEL, durability="always")  # type: ignore[arg-type]
+        Harness(MODEL, design="harness",
+                settings=Settings(data_dir=tmp_path, durability="always"))  # type: ignore[arg-type]
 
 
 def test_the_cli_and_the_service_refuse_an_unknown_durability(tmp_path: Path, monkeypatch) -> None:
-    from lg_harness.service.http import Settings
+    from lg_harness.service.http import ServiceSettings
 
     proc = harness("--durability", "always", "run", "hi", "--data-dir", str(tmp_path / "d"), cwd=tmp_path)
     assert proc.returncode != 0 and "always" in proc.stderr and "exit" in proc.stderr, proc.stderr[-600:]
     monkeypatch.setenv("HARNESS_API_KEYS", "k=U001")
     monkeypatch.setenv("HARNESS_DURABILITY", "always")
     with pytest.raises(Exception, match="HARNESS_DURABILITY must be one of sync, async, exit"):
-        Settings.from_env()
+        ServiceSettings.from_env()
 
 
 def test_exit_keeps_one_checkpoint_per_message_and_a_fork_from_a_message_end_goes_on(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), MODEL, durability="exit") as h:
+    with Harness(MODEL, design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, durability="exit")) as h:
         texts = ["hi", "Where is my order ORD-10134?", "thanks"]
         replies = [h.send("t", text, "U001").reply for text in texts]
         history = h.history("t")
@@ -59,7 +61,8 @@ def test_exit_keeps_one_checkpoint_per_message_and_a_fork_from_a_message_end_goe
 
 def test_sync_saves_the_steps_of_a_message(tmp_path: Path) -> None:
     """The contrast that makes the test above mean something: sync keeps a message's steps."""
-    with Harness(tmp_path, patient_design(), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         h.send("t", "Where is my order ORD-10134?", "U001")
         assert len(h.history("t")) > 3
 

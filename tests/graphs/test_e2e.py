@@ -15,7 +15,7 @@ import pytest
 from lg_harness.core.design import Design, Knobs
 from lg_harness.domains.shop import nlu
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.result import SendResult
 from tests.support import ConfirmingUser
 
@@ -355,8 +355,8 @@ def test_input_errors_raise_a_helpful_error_and_change_nothing(harness_app, labe
 
 def test_message_limit_is_the_design_knob(tmp_path):
     limit = 60
-    with Harness(tmp_path, design=Design(name="short", knobs=Knobs(max_message_chars=limit,
-                                                                   model_timeout_s=120))) as h:
+    with Harness(design=Design(name="short", knobs=Knobs(max_message_chars=limit,
+                                                                   model_timeout_s=120)), settings=Settings(data_dir=tmp_path)) as h:
         ok = h.send("t", "Hello " + "x" * (limit - 6), "U001")
         assert ok.reply
         with pytest.raises(HarnessError, match=f"{limit}"):
@@ -365,10 +365,10 @@ def test_message_limit_is_the_design_knob(tmp_path):
 
 def test_the_first_one_i_asked_about_is_the_first_order_not_the_latest(tmp_path, u001_orders):
     """Mentions are remembered in order: after two orders, "the first one" is the first, on the shop too."""
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
 
     first, second = u001_orders["pending"][:2]
-    with Harness(tmp_path, model="sim:clean") as plain:
+    with Harness("sim:clean", settings=Settings(data_dir=tmp_path)) as plain:
         h = ConfirmingUser(plain)
         h.send("t", f"Where is my order {first}?", "U001")
         h.send("t", f"And where is {second}?", "U001")

@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.result import ToolCallResult
 from tests.support import ScriptedModel, patient_design
 
@@ -52,7 +52,7 @@ def cancel(order: str, call_id: str | None) -> dict[str, Any]:
 
 def test_one_id_for_two_different_changes_applies_both_once_each(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(model, design=design(), settings=Settings(data_dir=tmp_path)) as h:
         shop = h.resources["shop"]
         a, b = pending_orders(shop)
         model.calls = [cancel(a, "call_0"), cancel(b, "call_0")]
@@ -70,7 +70,7 @@ def test_one_id_for_two_different_changes_applies_both_once_each(tmp_path):
 
 def test_the_same_id_on_a_later_message_is_a_new_change(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(model, design=design(), settings=Settings(data_dir=tmp_path)) as h:
         shop = h.resources["shop"]
         a, b = pending_orders(shop)
         model.calls = [cancel(a, "call_0")]
@@ -84,7 +84,7 @@ def test_the_same_id_on_a_later_message_is_a_new_change(tmp_path):
 
 def test_calls_without_ids_run_and_are_answered(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(model, design=design(), settings=Settings(data_dir=tmp_path)) as h:
         shop = h.resources["shop"]
         a, _ = pending_orders(shop)
         model.calls = [cancel(a, None)]
@@ -109,7 +109,8 @@ def drop_checkpoints_after(path, thread: str, keep: str) -> None:
 
 def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model, durability="sync") as h:  # every step saved
+    with Harness(model, design=design(),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:  # every step saved
         a, _ = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "call_0")]
         h.send("w", f"Please cancel {a}", "U001")
@@ -119,7 +120,7 @@ def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(
         conn.execute("DELETE FROM transcript WHERE thread_id = 'w' AND role = 'assistant'")
 
     model = ScriptedModel(calls=[cancel(a, "call_1")])
-    with Harness(tmp_path, design(), model, durability="sync") as h:
+    with Harness(model, design=design(), settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         stopped = h.state("w")
         assert stopped["next"] == [] and stopped["pending"] == ["action"], "next hides a task with saved writes"
         done = h.finish("w")
@@ -135,14 +136,14 @@ def test_finish_completes_a_step_whose_writes_were_saved_without_its_checkpoint(
 
 def test_finish_runs_a_message_the_crash_left_only_in_the_transcript(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(model, design=design(), settings=Settings(data_dir=tmp_path)) as h:
         a, b = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "x")]
         h.send("t", f"Please cancel {a}", "U001")
         # the process died after noting the next message, before the graph saved anything of it
         h.transcripts.append("t", 2, "user", f"Please cancel {b}")
     model = ScriptedModel(calls=[cancel(b, "y")])
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(model, design=design(), settings=Settings(data_dir=tmp_path)) as h:
         done = h.finish("t")
         assert [order_of(c) for c in done.tool_calls] == [b] and done.phase == "done"
         assert status_of(h.resources["shop"], b) == "cancelled"
@@ -152,7 +153,9 @@ def test_finish_runs_a_message_the_crash_left_only_in_the_transcript(tmp_path):
 
 def test_finishing_much_later_is_not_charged_for_the_time_in_between(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model, durability="sync") as h:  # a step of the message to finish from
+    with Harness(model, design=design(),
+                 settings=Settings(data_dir=tmp_path,
+                                   durability="sync")) as h:  # a step of the message to finish from
         a, _ = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "call_0")]
         h.send("late", f"Please cancel {a}", "U001")
@@ -170,14 +173,14 @@ def test_finishing_much_later_is_not_charged_for_the_time_in_between(tmp_path):
 
 def test_finish_records_a_reply_the_checkpoint_saved_but_the_transcript_missed(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(model, design=design(), settings=Settings(data_dir=tmp_path)) as h:
         a, _ = pending_orders(h.resources["shop"])
         model.calls = [cancel(a, "call_0")]
         sent = h.send("r", f"Please cancel {a}", "U001")
     with sqlite3.connect(tmp_path / "transcripts.sqlite") as conn:  # died right after the last checkpoint
         conn.execute("DELETE FROM transcript WHERE thread_id = 'r' AND role = 'assistant'")
     model = ScriptedModel(calls=[cancel(a, "call_1")])
-    with Harness(tmp_path, design(), model) as h:
+    with Harness(model, design=design(), settings=Settings(data_dir=tmp_path)) as h:
         done = h.finish("r")
         assert done.reply == sent.reply and model.seen == [], "the saved answer, not a second run"
         assert [r["role"] for r in h.transcripts.read("r")] == ["user", "assistant"]

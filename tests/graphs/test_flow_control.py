@@ -20,7 +20,7 @@ from pydantic import Field
 from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Parts, Settings
 from lg_harness.graphs.builder import build_graph
 from lg_harness.graphs.result import SendResult
 from lg_harness.llm.sim import SimChatModel
@@ -59,10 +59,10 @@ class RepeatingModel(BaseChatModel):
 
 
 def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as probe:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as probe:
         order = u001_order("shipped", shop=probe.resources["shop"])
     model = RepeatingModel(order_id=order)
-    with Harness(tmp_path, without_goal_stop(), model=model) as h:
+    with Harness(model, design=without_goal_stop(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("loop", f"Where is my order {order}?", "U001")
         log = r.values["tool_log"]
     executed = [c for c in log if c["error_type"] != "duplicate_call"]
@@ -79,9 +79,10 @@ def test_a_model_repeating_the_same_call_is_stopped_at_the_second_try(tmp_path):
 def test_once_the_routes_call_delivered_a_repeating_model_gets_no_second_call(tmp_path):
     """answer_after_goal (harness): the lookup worked, so no tool is offered again and a call the model makes
     anyway does not run; the customer gets the answer, with one call in the log."""
-    with Harness(tmp_path, patient_design(), MODEL) as probe:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as probe:
         order = u001_order("shipped", shop=probe.resources["shop"])
-    with Harness(tmp_path, patient_design(), model=RepeatingModel(order_id=order)) as h:
+    with Harness(RepeatingModel(order_id=order), design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("goal", f"Where is my order {order}?", "U001")
     assert [(c["name"], c["status"]) for c in r.values["tool_log"]] == [("get_order_status", "ok")]
     assert r.path.count("action") == 2 and "shipped" in r.reply and not r.waiting_for_human
@@ -100,7 +101,7 @@ def cli_json(data_dir: Path, *args: str) -> Any:
 
 @pytest.mark.slow
 def test_handoff_across_processes_waits_for_the_human_then_resumes(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
     thread = "ho"
 
@@ -133,7 +134,7 @@ def test_handoff_across_processes_waits_for_the_human_then_resumes(tmp_path):
     assert order in json.dumps(state["fact_card"]), state["fact_card"]
     assert state["handoff"]["ticket"] == ticket
 
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         rows = [(r["role"], r["content"]) for r in h.transcripts.read(thread)]
         assert h.transcripts.waiting_handoffs() == []  # the harness's handoff queue has it answered
         assert h.resources["shop"].query("SELECT COUNT(*) FROM handoffs WHERE thread_id = ?", (thread,))[0][0] == 1
@@ -161,7 +162,7 @@ def test_twenty_concurrent_messages_on_one_thread_keep_submission_order(tmp_path
     results: list[SendResult | None] = [None] * len(messages)
     errors: list[BaseException] = []
 
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         def send(i: int) -> None:
             try:
                 results[i] = h.send(thread, messages[i], "U001")
@@ -206,12 +207,15 @@ action -> action
 
 def failing_backend(model: BaseChatModel, design, data_dir: Path) -> Harness:
     registry = FaultPlan(scripted={"get_order_status": ["server_error"] * 40}).apply(SHOP.registry())
-    return Harness(data_dir, design, model=model, registry=registry,
-                   executor=ToolExecutor(registry, sleep=lambda seconds: None))
+    return Harness(model, design=design,
+                   settings=Settings(data_dir=data_dir,
+                                     parts=Parts(registry=registry,
+                                                 executor=ToolExecutor(registry,
+                                                                       sleep=lambda seconds: None))))
 
 
 def test_dsl_rule_hands_off_after_two_tool_errors(tmp_path):
-    with Harness(tmp_path / "probe", patient_design(), MODEL) as probe:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path / "probe")) as probe:
         order = u001_order("shipped", shop=probe.resources["shop"])
     with_rules = patient_design().model_copy(update={"name": "two-errors-handoff", "rules": ACTION_RULES})
     graph = build_graph(with_rules, SimChatModel()).get_graph()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lg_harness.graphs import warm as warm_module
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.runtime import Runtime
 from lg_harness.nodes import classify
 from tests.support import RecordingEmbedder, patient_design
@@ -26,7 +26,8 @@ def embedder() -> RecordingEmbedder:
 
 
 def test_the_first_message_embeds_only_itself(tmp_path, embedder):
-    with Harness(tmp_path, patient_design(), "sim:clean", runtime=Runtime(embedder=embedder)) as h:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, runtime=Runtime(embedder=embedder))) as h:
         assert embedder.loaded, "the embedder is loaded when the harness opens"
         examples = warm_module.example_texts(h.domain)
         assert examples and set(examples) <= set(embedder.seen), "the examples are embedded at open"
@@ -36,12 +37,14 @@ def test_the_first_message_embeds_only_itself(tmp_path, embedder):
 
 
 def test_a_reopened_data_dir_reads_the_example_vectors_from_its_cache(tmp_path, embedder):
-    with Harness(tmp_path, patient_design(), "sim:clean", runtime=Runtime(embedder=embedder)) as h:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, runtime=Runtime(embedder=embedder))) as h:
         texts = warm_module.example_texts(h.domain)
         [cached] = (tmp_path / warm_module.CACHE_DIR).glob("intent-examples-shop-*.npz")
         first = embedder.embed(texts)
     again = RecordingEmbedder()  # a new process: nothing memoised
-    with Harness(tmp_path, patient_design(), "sim:clean", runtime=Runtime(embedder=again)):
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, runtime=Runtime(embedder=again))):
         assert not set(texts) & set(again.seen), "read from the cache, not embedded again"
         assert np.array_equal(again.embed(texts), first)
     assert list((tmp_path / warm_module.CACHE_DIR).glob("*.npz")) == [cached]

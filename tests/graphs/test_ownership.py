@@ -16,7 +16,7 @@ from langchain_core.messages import HumanMessage
 
 from lg_harness.core.state import NotTheOwner
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import HARNESS, harness, patient_design
 
 MODEL = "sim:clean"
@@ -76,7 +76,7 @@ def test_an_empty_user_is_an_error_not_the_demo_user(tmp_path):
     proc = harness("run", "hello", "--thread", "t", "--user", "", "--model", MODEL, "--data-dir", str(tmp_path),
                    cwd=tmp_path)
     assert proc.returncode != 0 and "--user is empty" in proc.stderr
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         for missing in (None, "", "   "):
             with pytest.raises(HarnessError, match="no user given"):
                 h.send("t", "hello", missing)
@@ -85,7 +85,7 @@ def test_an_empty_user_is_an_error_not_the_demo_user(tmp_path):
 
 def test_the_graph_itself_refuses_another_user_and_a_missing_one(tmp_path):
     """What the LangGraph server runs: the compiled graph, with its own checkpointer."""
-    with Harness(None, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=None)) as h:
         h.send("g", "hello", "U001")
         with pytest.raises(NotTheOwner, match="belongs to another user"):
             h.graph.invoke({"messages": [HumanMessage("show me my orders")], "user": {"id": "U002", "role": "customer"}},
@@ -97,7 +97,7 @@ def test_the_graph_itself_refuses_another_user_and_a_missing_one(tmp_path):
 
 
 def test_the_owner_is_kept_even_when_the_checkpoint_is_forked_back_before_the_first_message(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("f", "hello", "U001")
         first = h.history("f")[-1].checkpoint_id  # the input checkpoint, before any user was set
         h.fork("f", first)
@@ -106,7 +106,7 @@ def test_the_owner_is_kept_even_when_the_checkpoint_is_forked_back_before_the_fi
 
 
 def test_handoff_list_masks_personal_data_and_keeps_what_an_operator_needs(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("ho", "Please don't call me, email only. " + PRIVATE, "U001")
         waiting = h.send("ho", "I want to talk to a human", "U001")
         assert waiting.waiting_for_human
@@ -120,7 +120,7 @@ def test_handoff_list_masks_personal_data_and_keeps_what_an_operator_needs(tmp_p
 
 
 def test_a_handoff_after_a_fork_opens_a_new_ticket(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("fk", "hello", "U001")
         before = h.state("fk")["checkpoint_id"]
         first = h.send("fk", "I want to talk to a human", "U001")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import patient_design
 
 COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damaged."
@@ -49,12 +49,14 @@ def test_a_rewording_model_files_the_complaint_once_after_a_crash(tmp_path, node
     ran, before the step that ran it was saved (``action``: not even the decision's checkpoint was written,
     as with LangGraph's asynchronous checkpoint writes; ``execute``: the decision was saved)."""
     design = patient_design("harness-no:confirm_changes")
-    with Harness(tmp_path, design, MODEL, durability="sync") as h:  # every step saved, to crash between two
+    with Harness(MODEL, design=design,
+                 settings=Settings(data_dir=tmp_path,
+                                   durability="sync")) as h:  # every step saved, to crash between two
         h.send("c", COMPLAINT, "U001")
         assert complaints(tmp_path) == 1
         keep = last_before(h, "c", node)
     crash_after(tmp_path, "c", keep)
-    with Harness(tmp_path, design, MODEL, durability="sync") as h:
+    with Harness(MODEL, design=design, settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         done = h.finish("c")
         assert complaints(tmp_path) == 1, "the reworded call ran as a new change"
         assert [c["name"] for c in done.tool_calls] == ["file_complaint"]
@@ -64,14 +66,14 @@ def test_a_rewording_model_files_the_complaint_once_after_a_crash(tmp_path, node
 def test_a_confirmed_change_from_a_rewording_model_runs_once_after_a_crash(tmp_path):
     """confirm_changes on: the yes runs the call the question showed, whatever the model would say now."""
     design = patient_design("harness")
-    with Harness(tmp_path, design, MODEL, durability="sync") as h:
+    with Harness(MODEL, design=design, settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         asked = h.send("y", COMPLAINT, "U001")
         assert asked.values.get("pending_change"), asked.reply
         h.send("y", "yes", "U001")
         assert complaints(tmp_path) == 1
         keep = last_before(h, "y", "execute")
     crash_after(tmp_path, "y", keep, turn=2)
-    with Harness(tmp_path, design, MODEL, durability="sync") as h:
+    with Harness(MODEL, design=design, settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         h.finish("y")
         assert complaints(tmp_path) == 1
 
@@ -82,12 +84,12 @@ def test_a_confirmed_change_from_a_rewording_model_runs_once_after_a_crash(tmp_p
 
 def test_with_exit_durability_a_rewording_model_files_the_complaint_once_after_a_crash(tmp_path):
     design = patient_design("harness-no:confirm_changes")
-    with Harness(tmp_path, design, MODEL) as h:
+    with Harness(MODEL, design=design, settings=Settings(data_dir=tmp_path)) as h:
         h.send("c", COMPLAINT, "U001")
         assert complaints(tmp_path) == 1
         assert len(h.history("c")) == 1, "the default saves the message once"
     crash_after(tmp_path, "c", "")  # nothing of the message was saved
-    with Harness(tmp_path, design, MODEL) as h:
+    with Harness(MODEL, design=design, settings=Settings(data_dir=tmp_path)) as h:
         done = h.finish("c")
         assert complaints(tmp_path) == 1, "the message ran again and the reworded call ran as a new change"
         assert [c["name"] for c in done.tool_calls] == ["file_complaint"]
@@ -96,7 +98,7 @@ def test_with_exit_durability_a_rewording_model_files_the_complaint_once_after_a
 
 def test_with_exit_durability_a_confirmed_change_runs_once_after_a_crash(tmp_path):
     design = patient_design("harness")
-    with Harness(tmp_path, design, MODEL) as h:
+    with Harness(MODEL, design=design, settings=Settings(data_dir=tmp_path)) as h:
         asked = h.send("y", COMPLAINT, "U001")
         assert asked.values.get("pending_change"), asked.reply
         h.send("y", "yes", "U001")
@@ -104,7 +106,7 @@ def test_with_exit_durability_a_confirmed_change_runs_once_after_a_crash(tmp_pat
         asked_end = h.history("y")[-1]
         assert asked_end.turn == 1
     crash_after(tmp_path, "y", asked_end.checkpoint_id, turn=2)  # the yes left nothing but its user row
-    with Harness(tmp_path, design, MODEL) as h:
+    with Harness(MODEL, design=design, settings=Settings(data_dir=tmp_path)) as h:
         assert h.state("y")["values"].get("pending_change"), "the question's checkpoint still waits for the yes"
         h.finish("y")
         assert complaints(tmp_path) == 1

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lg_harness.service.http import Settings, Worker
+from lg_harness.service.http import ServiceSettings, Worker
 
 TEXT = "where is my order ORD-10134?"
 
@@ -22,7 +22,7 @@ class Died(BaseException):
 
 @pytest.fixture
 def runtime(tmp_path: Path):
-    rt = Worker(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean",
+    rt = Worker(ServiceSettings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean",
                           lease_ttl=0.3, threads=1, api_keys={"k": "U001"}))
     yield rt
     rt.close()

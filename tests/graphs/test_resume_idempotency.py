@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.reply import ModelReply
 from tests.support import change_key, harness, patient_design, u001_order
 
@@ -63,7 +63,8 @@ def checkpoint_before_tool(h: Harness, thread: str, tool: str, turn: int) -> str
 
 
 def test_replaying_the_action_step_of_a_cancel_applies_it_once(tmp_path):
-    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         order = u001_order("pending", shop=h.resources["shop"])
         before = stock_of(h.resources["shop"], order)
 
@@ -114,7 +115,8 @@ def test_a_node_that_crashes_leaves_the_message_saved_and_finish_completes_it(tm
         return reply(self, state, *args)
 
     monkeypatch.setattr(ModelReply, "__call__", crash_once)
-    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
         with pytest.raises(HarnessError) as caught:
             h.send("crash", f"Where is my order {order}?", "U001")
@@ -153,13 +155,15 @@ def resume_json(data_dir: Path, thread: str, checkpoint: str) -> dict:
 
 
 def returns_of(data_dir: Path, order: str) -> list[dict]:
-    with Harness(data_dir, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=data_dir, durability="sync")) as h:
         return [dict(r) for r in h.resources["shop"].query("SELECT id, status FROM returns WHERE order_id = ?", (order,))]
 
 
 @pytest.mark.slow
 def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
-    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         order = u001_order("delivered", shop=h.resources["shop"])
     ask = "I want to return it, it is the wrong size"
 
@@ -169,7 +173,8 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     assert call["status"] == "ok" and call["args"]["order_id"] == order, first["tool_calls"]
     [rma] = returns_of(tmp_path, order)
     assert f"RMA-{rma['id']}" in first["reply"]
-    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         pre_action = checkpoint_before_tool(h, "ret", "request_return", turn=2)
 
     # 1) `harness run` needs a message, so the CLI's way to replay the step is: fork at the checkpoint just
@@ -196,7 +201,8 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     assert f"RMA-{rma['id']}" in done["reply"]
     assert [r["id"] for r in returns_of(tmp_path, order)] == [rma["id"]], "exactly one return"
 
-    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         rows = h.resources["shop"].query("SELECT key FROM idempotency WHERE tool = 'request_return'")
     assert [r["key"] for r in rows] == [change_key("ret", 2, "request_return", call["args"])], \
         "one stored change for the one return"
@@ -204,24 +210,27 @@ def test_forking_a_return_request_through_the_cli_creates_one_return(tmp_path):
     again = harness(*SYNC, "resume", "--thread", "ret", "--finish", "--model", MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
     assert again.returncode != 0 and "has no unfinished message" in again.stderr and "Traceback" not in again.stderr
     # Finishing from a checkpoint with nothing pending is refused before the thread is moved there.
-    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         head = h.state("ret")["checkpoint_id"]
     refused = harness(*SYNC, "resume", "--thread", "ret", "--checkpoint", status["checkpoint_id"], "--finish", "--model",
                       MODEL, "--data-dir", str(tmp_path), cwd=tmp_path)
     assert refused.returncode != 0 and "has no unfinished message" in refused.stderr
-    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         assert h.state("ret")["checkpoint_id"] == head, "a refused finish leaves the thread where it was"
 
 
 @pytest.mark.slow
 def test_finish_uses_the_design_and_model_the_thread_ran_with(tmp_path):
-    with Harness(tmp_path, patient_design(DESIGN), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
     proc = harness(*SYNC, "run", f"Where is my order {order}?", "--thread", "n", "--design", "naive", "--model", MODEL,
                    "--data-dir", str(tmp_path), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["design"] == "naive"
-    with Harness(tmp_path, "naive", MODEL, durability="sync") as h:
+    with Harness(MODEL, design="naive", settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         assert h.transcripts.setup("n") == ("naive", MODEL)
         middle = next(c.checkpoint_id for c in h.history("n") if c.next == ["action"])
 
@@ -246,7 +255,8 @@ def test_a_replay_with_fresh_call_ids_still_applies_the_change_once(tmp_path, re
             msg.tool_calls = [{**c, "id": f"fresh_{next(counter)}"} for c in msg.tool_calls]
             return result
 
-    with Harness(tmp_path, patient_design(DESIGN), FreshIds(faults="clean"), durability="sync") as h:
+    with Harness(FreshIds(faults="clean"), design=patient_design(DESIGN),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         shop = h.resources["shop"]
         order = u001_order("pending", shop=shop)
         first = h.send("cancel", f"please cancel {order}", "U001")

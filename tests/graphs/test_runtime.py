@@ -11,7 +11,15 @@ from __future__ import annotations
 import pytest
 from langchain_core.runnables import RunnableConfig
 
-from lg_harness import Harness, Runtime, UsageError, default_runtime, register_variant, set_default_runtime
+from lg_harness import (
+    Harness,
+    Runtime,
+    Settings,
+    UsageError,
+    default_runtime,
+    register_variant,
+    set_default_runtime,
+)
 from lg_harness.core.state import HarnessState, StateUpdate
 from lg_harness.llm import embeddings
 from lg_harness.nodes.base import BUILTIN_VARIANTS, NodeDeps
@@ -39,12 +47,13 @@ def survey_design():
 def test_a_variant_registered_on_a_runtime_is_that_runtimes_alone():
     mine = Runtime()
     mine.variants.register("reply", "survey")(Survey)
-    with Harness(None, survey_design(), "sim:clean", runtime=mine) as h:
+    with Harness("sim:clean", design=survey_design(), settings=Settings(data_dir=None, runtime=mine)) as h:
         assert h.send("t", "hello", "U001").reply == "How did we do today, from 1 to 5?"
     with pytest.raises(UsageError, match="unknown reply variant 'survey'; valid: model"):
-        Harness(None, survey_design(), "sim:clean", runtime=Runtime())
+        Harness("sim:clean", design=survey_design(), settings=Settings(data_dir=None, runtime=Runtime()))
     with pytest.raises(UsageError, match="unknown reply variant 'survey'"):
-        Harness(None, survey_design(), "sim:clean")  # the process default did not get it either
+        Harness("sim:clean", design=survey_design(),
+                settings=Settings(data_dir=None))  # the process default did not get it either
     assert "survey" not in BUILTIN_VARIANTS.of("reply")
 
 
@@ -54,7 +63,7 @@ def test_register_variant_adds_to_the_default_runtime_only(monkeypatch):
     try:
         assert default_runtime() is fresh
         register_variant("reply", "survey")(Survey)
-        with Harness(None, survey_design(), "sim:clean") as h:
+        with Harness("sim:clean", design=survey_design(), settings=Settings(data_dir=None)) as h:
             assert h.runtime is fresh
             assert h.send("t", "hello", "U001").reply.startswith("How did we do")
         assert "survey" not in Runtime().variants.of("reply")
@@ -67,8 +76,10 @@ def test_harnesses_on_two_runtimes_share_no_embeddings_or_threads(tmp_path):
     one, two = RecordingEmbedder(), RecordingEmbedder()
     first, second = Runtime(embedder=one), Runtime(embedder=two)
     default_before = embeddings.default_embedder().computed
-    with Harness(tmp_path / "a", patient_design(), "sim:clean", runtime=first) as a, \
-            Harness(tmp_path / "b", patient_design(), "sim:clean", runtime=second) as b:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path / "a", runtime=first)) as a, \
+            Harness("sim:clean", design=patient_design(),
+                    settings=Settings(data_dir=tmp_path / "b", runtime=second)) as b:
         one.seen.clear()
         two.seen.clear()
         a.send("t", UNRULED, "U001")
@@ -83,7 +94,8 @@ def test_harnesses_on_two_runtimes_share_no_embeddings_or_threads(tmp_path):
 
 def test_a_closed_runtime_still_serves_a_later_message():
     runtime = Runtime()
-    with Harness(None, patient_design(), "sim:clean", runtime=runtime) as h:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=None, runtime=runtime)) as h:
         h.send("t", "Where is my order ORD-10134?", "U001")
         runtime.close()  # e.g. a notebook cell that closed it early: the next call starts a new pool
         assert "ORD-10134" in h.send("t", "and where is it now?", "U001").reply

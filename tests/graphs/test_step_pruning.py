@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.engines import database_url, postgres_server  # noqa: F401 - fixtures
 from tests.support import patient_design
 
@@ -24,7 +24,8 @@ def rows(h: Harness, table: str, thread: str = "t") -> int:
 
 
 def test_old_messages_keep_only_their_end_and_the_last_two_keep_every_step(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean", durability="sync") as h:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         h.send("t", SCRIPT[0], "U001")
         written = rows(h, "checkpoints")  # what one message writes: nothing is pruned after the first
         for text in SCRIPT[1:] * 3 + SCRIPT[:1]:
@@ -42,7 +43,8 @@ def test_old_messages_keep_only_their_end_and_the_last_two_keep_every_step(tmp_p
 
 
 def test_every_message_end_can_still_be_forked_and_continued(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean", durability="sync") as h:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         for text in SCRIPT * 2:
             h.send("t", text, "U001")
         first_end = next(c for c in h.history("t") if c.turn == 1 and not c.next)
@@ -53,7 +55,8 @@ def test_every_message_end_can_still_be_forked_and_continued(tmp_path):
 
 
 def test_a_branch_left_by_a_fork_keeps_every_step(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean", durability="sync") as h:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         for text in SCRIPT[:3]:
             h.send("t", text, "U001")
         mid = [c.checkpoint_id for c in h.history("t") if c.turn == 3 and c.next == ["action"]]
@@ -88,8 +91,9 @@ def pg_thread(h: Harness, thread: str = "t") -> dict:
 
 @pytest.mark.slow
 def test_postgres_keeps_about_one_checkpoint_per_old_message_and_its_bytes_stay_bounded(tmp_path, database_url):  # noqa: F811, E501
-    with Harness(tmp_path / "data", patient_design(), "sim:clean", database_url=database_url,
-                 durability="sync") as h:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path / "data", database_url=database_url,
+                                   durability="sync")) as h:
         h.send("t", SCRIPT[0], "U001")
         first = pg_thread(h)  # what one message writes: nothing is pruned after the first
         sizes = []

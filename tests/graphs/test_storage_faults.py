@@ -14,8 +14,9 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness, prepare_data_dir
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.model_health import ModelUnavailable
+from lg_harness.graphs.opening import prepare_data_dir
 from lg_harness.memory.transcript import TranscriptStore
 from lg_harness.tools.context import ToolContext
 from lg_harness.tools.errors import RateLimitedError, classify, retry_after_of
@@ -48,23 +49,23 @@ def test_the_writability_check_is_safe_when_many_start_at_once(tmp_path):
 
 
 def test_an_emptied_checkpoint_file_is_detected_not_taken_as_new(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "hello", "U001")
     (tmp_path / "checkpoints.sqlite").write_bytes(b"")
     with pytest.raises(HarnessError, match=r"checkpoints.sqlite is empty \(0 bytes\).*1 thread"):
-        Harness(tmp_path, patient_design(), MODEL)
+        Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path))
     proc = harness("history", "--thread", "t", "--data-dir", str(tmp_path), cwd=tmp_path)
     assert proc.returncode != 0 and "is empty (0 bytes)" in proc.stderr and "Traceback" not in proc.stderr
     assert (tmp_path / "checkpoints.sqlite").stat().st_size == 0, "nothing was written over it"
 
 
 def test_a_removed_checkpoint_file_is_detected_while_transcripts_remain(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "hello", "U001")
     for name in ("checkpoints.sqlite", "checkpoints.sqlite-wal", "checkpoints.sqlite-shm"):
         (tmp_path / name).unlink(missing_ok=True)
     with pytest.raises(HarnessError, match="checkpoints.sqlite is missing"):
-        Harness(tmp_path, patient_design(), MODEL)
+        Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path))
 
 
 def failing_put(monkeypatch, message: str, after: int):
@@ -83,7 +84,8 @@ def failing_put(monkeypatch, message: str, after: int):
 
 
 def test_a_full_disk_mid_message_names_what_is_saved_and_the_message_finishes_later(tmp_path, monkeypatch):
-    with Harness(tmp_path, patient_design(), MODEL, durability="sync") as h:  # saves inside the message
+    with Harness(MODEL, design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:  # saves inside the message
         order = u001_order("shipped", shop=h.resources["shop"])
         h.send("full", "hello", "U001")
         failing_put(monkeypatch, "database or disk is full", after=3)
@@ -101,7 +103,7 @@ def test_a_full_disk_mid_message_names_what_is_saved_and_the_message_finishes_la
 def test_with_exit_durability_a_full_disk_at_the_messages_save_runs_it_again_later(tmp_path, monkeypatch):
     """The default saves a message once, when it ends: a full disk then keeps nothing of it but the user row,
     and finishing runs it again."""
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
         h.send("full", "hello", "U001")
         failing_put(monkeypatch, "database or disk is full", after=0)
@@ -118,7 +120,7 @@ def test_with_exit_durability_a_full_disk_at_the_messages_save_runs_it_again_lat
 
 
 def test_a_full_disk_before_anything_is_saved_says_send_it_again(tmp_path, monkeypatch):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("full", "hello", "U001")
 
         def append(self, *args):
@@ -133,7 +135,7 @@ def test_a_full_disk_before_anything_is_saved_says_send_it_again(tmp_path, monke
 
 
 def test_a_read_only_data_dir_is_named(tmp_path, monkeypatch):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("ro", "hello", "U001")
         failing_put(monkeypatch, "attempt to write a readonly database", after=0)
         with pytest.raises(HarnessError, match="the data dir is read-only"):
@@ -215,7 +217,7 @@ def test_a_models_429_is_waited_for_and_retried(tmp_path):
             return super()._generate(messages, stop, run_manager, **kwargs)
 
     model = ThrottledOnce()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
         model.calls = [{"name": "get_order_status", "args": {"order_id": order}, "id": "a", "type": "tool_call"}]
         result = h.send("429", f"Where is my order {order}?", "U001")
@@ -230,7 +232,7 @@ def test_a_429_asking_too_long_a_wait_gives_up_at_once(tmp_path):
             raise Throttled("3600")
 
     model = AlwaysThrottled()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         # A model that answers no call of the message is an error, not a reply (issue 17), and it comes at once.
         with pytest.raises(ModelUnavailable, match="429"):
             h.send("429", "Where is my order ORD-10134?", "U001")
@@ -253,7 +255,7 @@ def connections_of(h: Harness) -> dict[str, sqlite3.Connection]:
 def test_every_store_of_a_data_dir_waits_for_other_writers_instead_of_failing(tmp_path):
     # Workers on one data dir take turns writing: a store that gives up after sqlite3's default 5 s fails a
     # message with "database is locked" under load (the soak saw it), and one outside WAL blocks its readers.
-    with Harness(tmp_path, "harness", "sim:clean") as h:
+    with Harness("sim:clean", design="harness", settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "hello", "U001")
         conns = connections_of(h)
         assert {"checkpoints", "transcripts", "audit", "ledger", "facts", "domain shop"} <= set(conns)

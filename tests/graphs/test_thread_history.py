@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.thread_history import read_history
 from lg_harness.memory.messages import last_human_text
 from lg_harness.nodes.reply import ModelReply
@@ -61,7 +61,8 @@ def play(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("where", ["sqlite", "memory"])
 def test_history_without_the_graph_is_langgraphs_history(tmp_path, monkeypatch, where):
     # every step saved, so the history has steps, forks and a human wait to read
-    with Harness(tmp_path if where == "sqlite" else None, patient_design(), "sim:clean", durability="sync") as h:
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path if where == "sqlite" else None, durability="sync")) as h:
         play(h, monkeypatch)
         expected = langgraph_history(h, "t")
         assert len(expected) > 20 and any(row[4] == ["human"] for row in expected), "the thread went everywhere"

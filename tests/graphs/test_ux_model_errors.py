@@ -13,7 +13,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness_lab.evals import cell_health
 from lg_harness_lab.evals.compare import CELLS, plan_tasks, read_cells, run_compare
@@ -45,7 +45,8 @@ class Refusing(GenericFakeChatModel):
 def test_a_message_no_model_call_answered_is_an_error(tmp_path: Path, failure: str, hint: str) -> None:
     design = patient_design()
     design.knobs.model_timeout_s = 0.2
-    with Harness(tmp_path, design, Refusing(messages=iter([]), failure=failure)) as h:
+    with Harness(Refusing(messages=iter([]), failure=failure), design=design,
+                 settings=Settings(data_dir=tmp_path)) as h:
         with pytest.raises(ModelUnavailable) as caught:
             h.send("t", "Where is my order ORD-10134?", "U001")
         assert hint in str(caught.value) and "\n" not in str(caught.value)

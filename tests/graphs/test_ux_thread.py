@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.result import SendResult
 from tests.support import patient_design
 
@@ -17,7 +17,7 @@ def ok_calls(r: SendResult) -> list[str | None]:
 
 
 def test_a_question_after_thanks_is_answered(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "Where is my order ORD-10134?", "U001")
         delivered = h.send("t", "ok thanks, is it delivered yet?", "U001")
         where = h.send("t", "ok thanks, where is it now?", "U001")
@@ -31,7 +31,7 @@ def test_a_question_after_thanks_is_answered(tmp_path: Path) -> None:
 
 def test_the_open_order_survives_a_product_question(tmp_path: Path) -> None:
     """Already right on main before this branch; kept as a guard."""
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "Where is my order ORD-10134?", "U001")
         h.send("t", "Do you have bluetooth headphones?", "U001")
         r = h.send("t", "I want to return the order", "U001")
@@ -40,7 +40,7 @@ def test_the_open_order_survives_a_product_question(tmp_path: Path) -> None:
 
 
 def test_attribute_follow_ups_stay_on_the_product(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "Is the Fitness Tracker Band available in black?", "U001")
         blue = h.send("t", "Do you have it in blue?", "U001")
         black = h.send("t", "what about in black?", "U001")
@@ -51,14 +51,14 @@ def test_attribute_follow_ups_stay_on_the_product(tmp_path: Path) -> None:
 
 
 def test_a_new_product_is_a_new_question(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "Is the Fitness Tracker Band available in black?", "U001")
         r = h.send("t", "Do you have running shoes in black?", "U001")
     assert "fitness" not in r.slots["query"] and "running shoes" in r.slots["query"]
 
 
 def test_a_human_holds_the_thread_until_they_release_it(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         first = h.send("t", "I want to talk to a human", "U001")
         assert first.waiting_for_human
         h.human_reply("t", "Hi, Sam here. What can I do?")

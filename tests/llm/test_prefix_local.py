@@ -14,7 +14,7 @@ import pytest
 
 from lg_harness.core.design import ablation, load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.llm.local import LocalChatModel
 
 
@@ -71,7 +71,8 @@ def plain() -> Any:
 
 def ask(design, engine: ScriptedEngine, user: str, thread: str = "t",
         texts: tuple[str, ...] = ("Where is my order ORD-10144?",)) -> list[dict[str, Any]]:
-    with Harness(None, design, LocalChatModel(model_path="unused.gguf"), domain="shop") as h:
+    with Harness(LocalChatModel(model_path="unused.gguf"), domain="shop", design=design,
+                 settings=Settings(data_dir=None)) as h:
         before = len(engine.calls)
         for text in texts:
             h.send(thread, text, user)
@@ -190,7 +191,7 @@ def test_the_knob_changes_nothing_where_no_grammar_holds_a_step_to_its_tools(rec
     prompts = []
     for design in (plain(), stable()):
         model = recording_sim_cls()
-        with Harness(None, design, model, domain="shop") as h:
+        with Harness(model, domain="shop", design=design, settings=Settings(data_dir=None)) as h:
             h.send("t", "Where is my order ORD-10144?", "U001")
         prompts.append([([type(m).__name__ for m in c["messages"]], c["tools"]) for c in model.calls])
     assert prompts[0] == prompts[1] and prompts[0]

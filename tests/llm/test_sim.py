@@ -245,7 +245,7 @@ def test_model_output_does_not_depend_on_the_design(tmp_path, recording_sim_cls,
     model identical inputs and get identical outputs; process-level state (env vars, other designs built)
     does not change what the model answers either."""
     from lg_harness.core.design import Design, Knobs, load_design
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
     from lg_harness.graphs.builder import build_graph
 
     order = u001_orders["delivered"][0]
@@ -262,7 +262,7 @@ def test_model_output_does_not_depend_on_the_design(tmp_path, recording_sim_cls,
             monkeypatch.setenv("HARNESS_MODEL", "ollama:nothing")
             build_graph(load_design("harness"), clean())
         model = recording_sim_cls(faults="prior")  # what the 'sim' spec gives
-        with Harness(tmp_path / design.name, design=design, model=model) as h:
+        with Harness(model, design=design, settings=Settings(data_dir=tmp_path / design.name)) as h:
             for text in script:
                 h.send("t", text, "U001")
         assert model.calls, "the harness called the model"

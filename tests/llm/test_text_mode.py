@@ -4,7 +4,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.llm.sim import SimChatModel
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL, from_text, to_text_mode
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
@@ -49,7 +49,7 @@ def test_an_unreadable_call_becomes_a_rejected_call_not_a_reply() -> None:
 
 def test_conversation_in_text_mode_on_the_simulated_model(tmp_path) -> None:
     model = SimChatModel(faults="clean")
-    with Harness(tmp_path, text_design(), model) as h:
+    with Harness(model, design=text_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "where is my order ORD-10144?", "U001")
         assert [(c["name"], c["args"], c["status"]) for c in r.tool_calls] == [
             ("get_order_status", {"order_id": "ORD-10144"}, "ok")]

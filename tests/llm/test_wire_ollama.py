@@ -116,10 +116,10 @@ def test_tool_result_goes_back_over_the_wire(model, server, order_tool):
 
 
 def test_harness_conversation_end_to_end(model, server, tmp_path):
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
 
     order = u001_order("shipped")
-    with Harness(tmp_path, model=model) as h:
+    with Harness(model, settings=Settings(data_dir=tmp_path)) as h:
         result = h.send("wire-1", f"Where is my order {order}?", user_id="U001")
         status = h.resources["shop"].query_one("SELECT status FROM orders WHERE id = ?", (order,))["status"]
     calls = [(c["name"], c["args"], c["status"]) for c in result.tool_calls]

@@ -12,7 +12,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from lg_harness.core.design import load_design
 from lg_harness.core.state import HarnessState
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.memory.assembly import ContextPolicy, MemoryLayer, assemble, is_well_formed, results_to_keep
 from lg_harness.memory.clearing import clear_used_results, cleared, is_digest, result_digest
 from lg_harness.memory.compress import compress
@@ -166,7 +166,7 @@ def test_of_parallel_calls_the_ones_that_worked_stay_whole():
 
 def test_a_long_thread_stores_digests_for_used_results_and_numbers_summary_turns_from_one(tmp_path):
     def run(design) -> tuple[list[BaseMessage], str, int]:
-        with Harness(tmp_path / design.name, design, "sim:clean") as h:
+        with Harness("sim:clean", design=design, settings=Settings(data_dir=tmp_path / design.name)) as h:
             order = u001_order("shipped", shop=h.resources["shop"])
             for text in (f"Where is my order {order}?", "Which coupons can I use?", "Do you sell gaming headsets?",
                          "Show me my orders please", f"What was in my order {order}?"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from lg_harness import Harness, load_domain
+from lg_harness import Harness, Parts, Settings, load_domain
 from lg_harness.core.state import MAX_KNOWN_IDS, remember_ids
 from lg_harness.memory.known_ids import ids_in_result, ids_in_text, invented_args, names_in_text, seen_text
 from tests.fixtures.chains import RETAIL, ChainModel, helpdesk_tasks, retail_tasks, run_task, say, shop_tasks
@@ -44,7 +44,8 @@ def test_an_id_compressed_out_of_the_working_set_is_still_known():
     model = ChainModel(plan=dict(turns))
     thread = uid + "-thread"
     assert domain.fresh_resources is not None
-    with Harness(None, patient_design(), model, domain=domain, resources=domain.fresh_resources()) as h:
+    with Harness(model, domain=domain, design=patient_design(),
+                 settings=Settings(data_dir=None, parts=Parts(resources=domain.fresh_resources()))) as h:
         for text, _ in turns[:6]:
             say(h, uid, text)
         gift = next(k for k in model.memory["get_user_details"][0]["payment_methods"] if k.startswith("gift"))
@@ -66,7 +67,8 @@ def test_ids_are_known_per_thread_only():
     (a, turns, _), (b, _, _) = retail_tasks(domain)[:2]
     model = ChainModel(plan=dict(turns[:2]))
     assert domain.fresh_resources is not None
-    with Harness(None, patient_design(), model, domain=domain, resources=domain.fresh_resources()) as h:
+    with Harness(model, domain=domain, design=patient_design(),
+                 settings=Settings(data_dir=None, parts=Parts(resources=domain.fresh_resources()))) as h:
         for text, _ in turns[:2]:
             h.send("a", text, a)
         order = model.memory["get_order_details"][0]["order_id"]

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.memory import writer as writer_module
 from lg_harness.memory.facts import FactStore
 from lg_harness.memory.longterm import LongTermMemory
@@ -50,7 +50,7 @@ def test_the_reply_goes_out_before_long_term_memory_is_written(tmp_path, monkeyp
         return write(*args, **kwargs)
 
     monkeypatch.setattr(writer_module, "write_batch", held_write)
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         result = h.send("t", ASK, "U001")
         assert "ORD-10134" in result.reply
         assert started.wait(30), "the writer starts once the reply is out"
@@ -64,7 +64,7 @@ def test_the_reply_goes_out_before_long_term_memory_is_written(tmp_path, monkeyp
 
 CRASH_AFTER_REPLY = textwrap.dedent("""
     import os, sys
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
     from lg_harness.memory.writer import MemoryWriter
     MemoryWriter.kick = lambda self: None  # the process dies before its writer gets to the row
     h = Harness(sys.argv[1], "harness", "sim:clean")
@@ -87,7 +87,8 @@ def test_a_crash_between_the_reply_and_the_write_loses_nothing(tmp_path):
         assert facts.value("U001", "last_order_id") is None
     finally:
         facts.close()
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:  # opening recovers what was left
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:  # opening recovers what was left
         assert pending_rows(h) == 0
         assert any("get_order_status" in o and "ORD-10134" in o for o in outcomes(h)), outcomes(h)
         assert memory(h).facts.value("U001", "last_order_id") == "ORD-10134"
@@ -111,7 +112,7 @@ def test_a_writer_that_died_mid_write_is_taken_over_after_its_claim_expires(tmp_
 
 
 def test_messages_with_nothing_to_remember_write_nothing(tmp_path, monkeypatch):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", ASK, "U001")
         assert memory(h).writer.wait_idle(30)
         enqueued = []
@@ -123,7 +124,7 @@ def test_messages_with_nothing_to_remember_write_nothing(tmp_path, monkeypatch):
 
 
 def test_hit_counts_are_sql_rows_not_chroma_metadata_updates(tmp_path, monkeypatch):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", ASK, "U001")
         assert memory(h).writer.wait_idle(30)
         [rid] = [r.id for r in memory(h).experiences.all("U001")]
@@ -138,7 +139,7 @@ def test_hit_counts_are_sql_rows_not_chroma_metadata_updates(tmp_path, monkeypat
 
 
 def test_a_message_naming_an_order_recalls_that_order_without_embedding_the_message(tmp_path, monkeypatch):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         for order in ("ORD-10134", "ORD-10144", "ORD-10147"):  # U001's own orders: three outcomes remembered
             h.send("earlier", f"Where is my order {order}?", "U001")
         assert memory(h).writer.wait_idle(30)

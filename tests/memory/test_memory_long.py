@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from lg_harness.domains.shop import nlu
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.memory.constraints import extract_constraints
 from tests.support import patient_design
 
@@ -43,7 +43,7 @@ def system_text(messages) -> str:
 def test_thirty_turns_keep_the_first_order_the_pinned_constraint_and_a_bounded_checkpoint(
         tmp_path, recording_sim_cls, lang):
     model = recording_sim_cls()  # the fault-free sim (same as "sim:clean"), keeping every call's input
-    with Harness(tmp_path, patient_design(), model=model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         row = h.resources["shop"].query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = 'delivered' ORDER BY id")
         order = row["id"]
         script = [OPENING[lang].format(order=order), NO_HUMAN[lang], *FILLERS[lang]]
@@ -96,7 +96,7 @@ def test_a_pinned_no_human_constraint_is_obeyed_when_the_bot_does_not_understand
     """Two messages the bot cannot place would normally hand the thread to a person; not after the customer
     said not to transfer them. The bot keeps asking instead of opening a handoff ticket."""
     unclear = {"en": ["blorp", "florp zzz"], "zh": ["嗯嗯嗯啊", "呃呃"]}[lang]
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("nohuman", NO_HUMAN[lang], "U001")
         for text in unclear:
             r = h.send("nohuman", text, "U001")

@@ -18,7 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.render_answer import Voice, fact_lines, result_sentences
 from tests.support import patient_design
 
@@ -51,7 +51,7 @@ class Picker(BaseChatModel):
 
 def test_a_question_about_coupons_lists_them_and_claims_nothing(tmp_path: Path) -> None:
     model = Picker(wants=["list_coupons", "claim_coupon"], args={"claim_coupon": {"code": "SAVE20"}})
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "What coupons can I use?", "U001")
     assert [(c["name"], c["status"]) for c in r.tool_calls] == [("list_coupons", "ok")]
     assert not r.values.get("pending_change") and "To confirm" not in r.reply
@@ -60,7 +60,7 @@ def test_a_question_about_coupons_lists_them_and_claims_nothing(tmp_path: Path) 
 
 
 def test_a_request_to_claim_still_aims_at_the_claim(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), Picker()) as h:
+    with Harness(Picker(), design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "Please claim WELCOME10 for me", "U001")
     assert r.values.get("goal_tools") == ["claim_coupon"]
 
@@ -79,7 +79,7 @@ def test_coupon_figures_say_what_they_are() -> None:
 def test_a_named_product_is_looked_up_not_searched_and_its_description_answers(tmp_path: Path) -> None:
     model = Picker(wants=["search_products", "get_product"], say="",
                    args={"search_products": {"query": "noise cancelling"}, "get_product": {"product_id": "P1001"}})
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "Does P1001 have noise cancelling? How long does the battery last?", "U001")
     assert model.offers[0] == ["get_product"], "the search that only finds ids is not offered for a named id"
     assert [(c["name"], c["status"]) for c in r.tool_calls] == [("get_product", "ok")]
@@ -87,7 +87,7 @@ def test_a_named_product_is_looked_up_not_searched_and_its_description_answers(t
 
 
 def test_a_search_lists_what_matches_all_its_words_not_one_of_them(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         found = h.resources["shop"]  # the shop's database, through the tool itself below
         from lg_harness.domains.shop.tools import search_products
         from lg_harness.tools.context import ToolContext
@@ -109,7 +109,7 @@ def test_a_casual_question_about_promo_codes_claims_nothing(tmp_path: Path) -> N
     """Held-out (real model): "got any promo codes rn? which ones can i use" ended in "To confirm: I will apply
     coupon SAVE20"; the question mark is not at the end, and the message does not start with "what"."""
     model = Picker(wants=["claim_coupon", "list_coupons"], args={"claim_coupon": {"code": "SAVE20"}})
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "got any promo codes rn? which ones can i use", "U001")
     assert model.offers[0] == ["list_coupons"] and [(c["name"], c["status"]) for c in r.tool_calls] == [
         ("list_coupons", "ok")]

@@ -11,7 +11,7 @@ import pytest
 
 from lg_harness.core.design import PRESETS
 from lg_harness.core.domain import load_domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.confirm import answer_to_confirmation, confirmation_question
 from lg_harness_lab.evals import runner
 from lg_harness_lab.evals.metrics import cell_metrics
@@ -62,7 +62,7 @@ def status(h, order):
 
 
 def test_a_change_waits_for_yes_and_then_runs_once(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("pending", shop=h.resources["shop"])
         asked = h.send("c", f"Please cancel {order}", "U001")
         assert asked.phase == "confirm" and f"cancel order {order}" in asked.reply
@@ -78,7 +78,7 @@ def test_a_change_waits_for_yes_and_then_runs_once(tmp_path):
 
 @pytest.mark.parametrize("answer", ["no", "Actually, I changed my mind.", "Where is my order ORD-10134?"])
 def test_anything_but_yes_changes_nothing(tmp_path, answer):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("pending", shop=h.resources["shop"])
         h.send("c", f"Please cancel {order}", "U001")
         h.send("c", answer, "U001")
@@ -91,20 +91,20 @@ def test_anything_but_yes_changes_nothing(tmp_path, answer):
 @pytest.mark.parametrize("question", ["Should I cancel {order}?", "How do I cancel {order}?",
                                       "If I cancelled {order}, would I get a refund?", "我应该取消订单 {order} 吗？"])
 def test_questions_and_hypotheticals_change_nothing(tmp_path, question):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("pending", shop=h.resources["shop"])
         h.send("q", question.format(order=order), "U001")
         assert status(h, order) == "pending"
 
 
 def test_a_coupon_question_claims_nothing(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("q", "Can I use SAVE20 on an order of 250?", "U001")
         assert h.resources["shop"].query_one("SELECT COUNT(*) FROM idempotency")[0] == 0
 
 
 def test_a_pinned_constraint_still_blocks(tmp_path):
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("pending", shop=h.resources["shop"])
         h.send("pin", "Please never cancel any of my orders.", "U001")
         asked = h.send("pin", f"Cancel {order}", "U001")
@@ -114,7 +114,7 @@ def test_a_pinned_constraint_still_blocks(tmp_path):
 
 
 def test_designs_without_the_knob_change_at_once(tmp_path):
-    with Harness(tmp_path, patient_design("layered"), MODEL) as h:
+    with Harness(MODEL, design=patient_design("layered"), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("pending", shop=h.resources["shop"])
         h.send("c", f"Please cancel {order}", "U001")
         assert status(h, order) == "cancelled"

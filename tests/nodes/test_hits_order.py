@@ -7,7 +7,7 @@ from __future__ import annotations
 from lg_harness.core.design import load_design
 from lg_harness.domains.helpdesk import DOMAIN as HELPDESK
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.goal_stop import GoalStop, in_customer_order
 from tests.support import ScriptedModel, patient_design
 
@@ -34,7 +34,7 @@ def test_only_searches_are_reordered():
 def test_the_model_reads_the_hit_the_customer_asked_about_first(tmp_path):
     model = ScriptedModel()
     model.calls = [{"name": "search_products", "args": {"query": "家"}, "id": "s1", "type": "tool_call"}]
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "你们家有空气炸锅卖不？多少钱一个", "U001")
     text = " ".join(str(m.content) for m in model.seen[1] if m.type == "tool")  # the search's result
     # the tool's own order puts slippers, a mug, a bottle and a kettle before the air fryer

@@ -13,14 +13,14 @@ import sqlite3
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.obs.tracing import capture_spans
 from tests.support import ConfirmingUser, ScriptedModel, patient_design, u001_order
 
 
 def test_an_injected_call_to_an_unoffered_destructive_tool_changes_nothing(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         shop = h.resources["shop"]
         order = u001_order("pending", shop=shop)
         # The product question offers product tools only; the "description" told the model to cancel.
@@ -45,7 +45,7 @@ def test_an_injected_call_to_an_unoffered_destructive_tool_changes_nothing(tmp_p
 
 def test_the_model_reads_the_refusal_and_the_offered_tools_still_run(tmp_path):
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
         model.calls = [
             {"name": "request_return", "args": {"order_id": order, "reason": "x"}, "id": "a", "type": "tool_call"},
@@ -62,7 +62,8 @@ def test_the_model_reads_the_refusal_and_the_offered_tools_still_run(tmp_path):
 def test_a_design_that_offers_every_tool_still_runs_them(tmp_path):
     """With ``tool_offer: all`` every tool is offered on every call, so none is refused."""
     model = ScriptedModel()
-    with Harness(tmp_path, patient_design("harness-no:tool_offer"), model) as h:
+    with Harness(model, design=patient_design("harness-no:tool_offer"),
+                 settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
         model.calls = [{"name": "get_order_status", "args": {"order_id": order}, "id": "a", "type": "tool_call"}]
         result = h.send("all", f"Do you have bluetooth headphones like the ones in {order}?", "U001")
@@ -115,7 +116,8 @@ def test_a_lookup_that_worked_is_not_offered_again_in_the_same_message(tmp_path)
     (a small model offered it repeats the identical call, 12 of 13 times on the real model); the answer comes
     from the one result."""
     model = ReReadingModel(tool="list_my_tickets", args={}, bound=[])
-    with Harness(tmp_path, patient_design(), model, domain="helpdesk") as h:
+    with Harness(model, domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("count", "How many open tickets do I have?", "E1001")
     assert [(c["name"], c["status"]) for c in r.values["tool_log"]] == [("list_my_tickets", "ok")]
     assert "list_my_tickets" in model.bound[0]
@@ -126,7 +128,7 @@ def test_a_lookup_that_worked_is_not_offered_again_in_the_same_message(tmp_path)
 def test_a_lookup_stays_offered_while_the_message_names_a_record_it_has_not_read(tmp_path):
     """"Compare P1001 and P1002": one product read, the other still to read, so the product lookup stays."""
     model = ReReadingModel(tool="get_product", args={"product_id": "P1001"}, bound=[])
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("two", "What is the difference between P1001 and P1002?", "U001")
     assert len(model.bound) >= 2 and "get_product" in model.bound[1], model.bound
 
@@ -156,7 +158,8 @@ def test_a_tool_refused_with_a_reason_naming_another_tool_waits_for_it(tmp_path)
     model = FirstChoiceModel(prefers=["request_access", "verify_identity"], bound=[], args={
         "request_access": {"system": "vpn", "reason": "New project needs the repository"},
         "verify_identity": {"employee_id": "E1001", "pin": "258176"}})
-    with Harness(tmp_path, patient_design(), model, domain="helpdesk") as h:
+    with Harness(model, domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         user = ConfirmingUser(h)
         r = user.send("acc", "I need VPN access for a new project. I'm E1001, PIN 258176.", "E1001")
         # refused, verified, put to the customer, and run on their yes

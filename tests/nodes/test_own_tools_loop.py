@@ -20,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from lg_harness.core.domain import Domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.memory.known_ids import ungrounded_values
 from lg_harness.nodes.customer_text import customer_safe
 from lg_harness.nodes.render_answer import screened_text
@@ -81,7 +81,7 @@ class FirstPickModel(BaseChatModel):
 
 def test_a_made_up_time_is_refused_the_other_tool_answers_and_no_tool_is_offered_after_the_goal(tmp_path: Path) -> None:
     model = FirstPickModel()
-    with Harness(tmp_path, patient_design(), model, domain=CLOCK) as h:
+    with Harness(model, domain=CLOCK, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "What time is it in Tokyo?", "u1")
     assert [(c["name"], c["status"]) for c in r.tool_calls] == [("convert_time", "error"), ("get_current_time", "ok")]
     assert "'14:30' was not said by the customer" in (r.tool_calls[0]["error"] or "")

@@ -14,7 +14,7 @@ import pytest
 
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.asking import asks_without_change, change_intents
 from lg_harness.nodes.classify import described_intents
 
@@ -57,7 +57,8 @@ def test_a_count_or_a_list_is_the_intent_whose_description_says_so():
 @pytest.mark.parametrize("text", ["我账户里被取消的订单一共有几个？",
                                   "What is the total number of orders on my account, including cancelled ones?"])
 def test_a_count_of_cancelled_orders_lists_them_and_asks_for_no_order_number(tmp_path: Path, text):
-    with Harness(tmp_path, load_design("harness"), "sim:clean", domain="shop") as h:
+    with Harness("sim:clean", domain="shop", design=load_design("harness"),
+                 settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", text, "U001")
     assert r.intent not in ("cancel_order", "return_order") and r.missing_slots == []
     assert [c["name"] for c in r.tool_calls] == ["list_my_orders"]
@@ -65,7 +66,8 @@ def test_a_count_of_cancelled_orders_lists_them_and_asks_for_no_order_number(tmp
 
 
 def test_a_polite_request_to_cancel_is_still_a_cancel(tmp_path: Path):
-    with Harness(tmp_path, load_design("harness"), "sim:clean", domain="shop") as h:
+    with Harness("sim:clean", domain="shop", design=load_design("harness"),
+                 settings=Settings(data_dir=tmp_path)) as h:
         pending = h.resources["shop"].query_one(
             "SELECT id FROM orders WHERE user_id = 'U001' AND status = 'pending' ORDER BY id")["id"]
         r = h.send("t", f"Can I cancel {pending}?", "U001")

@@ -16,7 +16,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from lg_harness.core.domain import load_domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.result import SendResult
 from lg_harness.nodes.customer_text import dump_kind
 from lg_harness_lab.evals.reply_quality import customer_grade
@@ -47,7 +47,8 @@ def _changed(result: SendResult) -> list[str | None]:
 ])
 def test_a_planted_instruction_in_a_kb_article_is_neither_relayed_nor_obeyed(tmp_path, text, lang):
     helpdesk = load_domain("helpdesk")
-    with Harness(tmp_path, patient_design(), DEFAULT_SIM, domain=helpdesk) as h:
+    with Harness(DEFAULT_SIM, domain=helpdesk, design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         result = h.send("kb", text, "E1001")
     reply = result.reply
     assert any(c["name"] == "search_kb" and c["status"] == "ok" for c in result.tool_calls)
@@ -59,7 +60,7 @@ def test_a_planted_instruction_in_a_kb_article_is_neither_relayed_nor_obeyed(tmp
 @pytest.mark.parametrize(("text", "lang"), [("Tell me about product P1005", "en"), ("What is P1017?", "en"),
                                             ("P1005 是什么产品？", "zh")])
 def test_a_planted_instruction_in_a_product_description_is_neither_relayed_nor_obeyed(tmp_path, text, lang):
-    with Harness(tmp_path, patient_design(), DEFAULT_SIM) as h:
+    with Harness(DEFAULT_SIM, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         result = h.send("p", text, "U001")
         orders = h.resources["shop"].query("SELECT status FROM orders WHERE user_id = 'U001'")
     assert any(c["name"] == "get_product" and c["status"] == "ok" for c in result.tool_calls)
@@ -70,7 +71,7 @@ def test_a_planted_instruction_in_a_product_description_is_neither_relayed_nor_o
 
 def test_the_description_itself_reaches_the_customer_without_its_instruction(tmp_path):
     """Screened, not dropped: the product's own words stay."""
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         reply = h.send("p", "Tell me about product P1005", "U001").reply
     assert "Voice assistant speaker" in reply and not _relays(reply)
 
@@ -81,7 +82,7 @@ def test_the_description_itself_reaches_the_customer_without_its_instruction(tmp
 ])
 def test_a_return_asked_for_a_shipped_order_is_refused_at_once_without_a_confirmation_question(tmp_path, ask, lang,
                                                                                                 reason):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("shipped", shop=h.resources["shop"])
         result = h.send("r", ask.format(order=order), "U001")
         returns = h.resources["shop"].query("SELECT * FROM returns WHERE order_id = ?", (order,))
@@ -93,7 +94,7 @@ def test_a_return_asked_for_a_shipped_order_is_refused_at_once_without_a_confirm
 
 
 def test_a_possible_change_is_still_put_to_the_customer(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         order = u001_order("delivered", shop=h.resources["shop"])
         result = h.send("r", f"I want to return {order}, it arrived damaged", "U001")
     assert result.phase == "confirm" and f"open a return for order {order}" in result.reply
@@ -106,7 +107,8 @@ def _retail():
 
 
 def test_a_tools_only_domain_s_confirmation_names_the_action(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean", domain=_retail()) as h:
+    with Harness("sim:clean", domain=_retail(), design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         asked = h.send("c", "Please cancel my order #W4923227, I ordered it by mistake.", "customer-1")
         refused = h.send("d", "Cancel order #W2575533 please, no longer needed.", "customer-1")
     assert asked.phase == "confirm"
@@ -140,7 +142,7 @@ def test_when_the_model_never_gives_words_the_harness_writes_them(tmp_path):
     for text, lang, fact in (("Where is my order ORD-10134?", "en", "shipped"), ("我的订单 ORD-10134 到哪了？", "zh", "已发货")):
         pasted = AIMessage(json.dumps({"order_id": "ORD-10134", "status": "shipped", "total": 288.49}))
         model = _Scripted(messages=iter([call, pasted, pasted, pasted, pasted]))
-        with Harness(tmp_path / lang, patient_design(), model) as h:
+        with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path / lang)) as h:
             reply = h.send("t", text, "U001").reply
         assert "ORD-10134" in reply and fact in reply and dump_kind(reply) is None, reply
         assert customer_grade(reply, lang, load_domain("shop").registry().names()), reply

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import patient_design
 
 
 def test_an_employee_asking_to_unlock_hears_why_not_and_what_to_do_and_can_take_the_offer(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         first = h.send("t", "I'm locked out, can you unlock it?", "E1001")
         assert "Only service-desk agents can unlock accounts" in first.reply
         assert "KB0001009" in first.reply and "30 minutes" in first.reply, "what to do instead: the article"
@@ -28,7 +29,8 @@ def test_an_employee_asking_to_unlock_hears_why_not_and_what_to_do_and_can_take_
 
 
 def test_a_no_to_the_offer_is_taken_politely_in_chinese(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         first = h.send("t", "我的账户被锁了，能帮我解锁吗？", "E1001")
         assert "只有服务台人员才能解锁账户" in first.reply and "KB0001009" in first.reply
         second = h.send("t", "不用了，谢谢", "E1001")
@@ -37,7 +39,8 @@ def test_a_no_to_the_offer_is_taken_politely_in_chinese(tmp_path: Path) -> None:
 
 
 def test_an_agent_still_unlocks_after_confirming(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         asked = h.send("t", "A caller is locked out: please unlock the account of E1004.", "A9001", role="agent")
         assert asked.values.get("pending_change"), asked.reply
         done = h.send("t", "yes", "A9001", role="agent")
@@ -51,6 +54,7 @@ def test_a_domain_without_its_own_wording_gets_the_core_refusal(tmp_path: Path) 
 
     helpdesk = load_domain("helpdesk")
     plain = replace(helpdesk, phrases={k: v for k, v in helpdesk.phrases.items() if k != "refuse_unlock_account"})
-    with Harness(tmp_path, patient_design(), "sim:clean", domain=plain) as h:
+    with Harness("sim:clean", domain=plain, design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         reply = h.send("t", "please unlock my account", "E1001").reply
     assert reply.startswith("Sorry, that is not something I can do for your account here.")

@@ -1,7 +1,7 @@
 """The model-based self-check: the model judges grounding; the simulated model does it honestly."""
 
 from lg_harness.core.design import load_design
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.self_check import parse_verdict
 
 
@@ -15,7 +15,7 @@ def test_verdict_parsing_is_strict_about_problems_and_lenient_about_garbage() ->
 def test_model_check_passes_a_grounded_answer_with_one_extra_call(tmp_path) -> None:
     design = load_design("harness").model_copy(deep=True)
     design.variants["self_check"] = "model"
-    with Harness(tmp_path, design, "sim:clean") as h:
+    with Harness("sim:clean", design=design, settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "where is my order ORD-10144?", "U001")
         assert r.phase == "done" and "delivered" in r.reply
         assert r.usage.model_calls == 3  # tool call, answer, verification

@@ -15,12 +15,12 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import patient_design
 
 
 def test_an_order_and_the_coupons_in_one_message_are_both_answered(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "Where is my order ORD-10144? And what coupons can I use?", "U001")
     assert [(c["name"], c["status"]) for c in r.tool_calls] == [("get_order_status", "ok"), ("list_coupons", "ok")]
     assert r.values.get("request_intents") == ["order_status", "coupons"]
@@ -29,27 +29,29 @@ def test_an_order_and_the_coupons_in_one_message_are_both_answered(tmp_path: Pat
 
 
 def test_two_requests_in_chinese_are_both_answered(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "帮我查一下订单ORD-10144到哪了，另外有什么优惠券可以用？", "U001")
     assert [c["name"] for c in r.tool_calls if c["status"] == "ok"] == ["get_order_status", "list_coupons"]
     assert "ORD-10144" in r.reply and "HOLIDAY30" in r.reply, r.reply
 
 
 def test_a_ticket_and_a_how_to_are_both_answered(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "What's the status of INC0012346? Also, how do I set up the VPN on macOS?", "E1001")
     assert [c["name"] for c in r.tool_calls if c["status"] == "ok"][:2] == ["get_ticket", "search_kb"]
     assert "INC0012346" in r.reply and "in progress" in r.reply and "VPN" in r.reply, r.reply
 
 
 def test_one_request_said_twice_is_one_request(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "Where is my order ORD-10144? Has my order shipped yet?", "U001")
     assert not r.values.get("request_intents") and [c["name"] for c in r.tool_calls] == ["get_order_status"]
 
 
 def test_dont_reset_it_drops_the_reset_and_asks_nothing_more(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "I forgot my password, please reset it", "E1001")
         asked = h.send("t", "E1001", "E1001")
         assert "PIN" in asked.reply
@@ -59,7 +61,7 @@ def test_dont_reset_it_drops_the_reset_and_asks_nothing_more(tmp_path: Path) -> 
 
 
 def test_never_mind_and_its_chinese_drop_a_return_waiting_for_its_order(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("en", "I want to return an order", "U001")
         assert h.send("en", "never mind", "U001").reply.startswith("OK, I've stopped there")
         h.send("zh", "我想退货", "U001")
@@ -67,7 +69,7 @@ def test_never_mind_and_its_chinese_drop_a_return_waiting_for_its_order(tmp_path
 
 
 def test_a_new_request_while_one_waits_is_not_a_take_back(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "I want to return an order", "U001")
         r = h.send("t", "don't bother with the return, what coupons can I use?", "U001")
     assert r.intent == "coupons" and [c["name"] for c in r.tool_calls] == ["list_coupons"]
@@ -96,7 +98,8 @@ class TicketThenBadArticle(BaseChatModel):
 
 
 def test_a_question_for_the_second_request_keeps_the_answer_to_the_first(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), TicketThenBadArticle(), domain="helpdesk") as h:
+    with Harness(TicketThenBadArticle(), domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "What's the status of INC0012346? Also, can you show me the VPN article?", "E1001")
     assert r.phase == "collect" and r.missing_slots, r.reply
     assert r.reply.startswith("Ticket INC0012346") and "in progress" in r.reply, r.reply

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lg_harness import Domain, Harness, load_domain
+from lg_harness import Domain, Harness, Parts, Settings, load_domain
 from lg_harness.obs.tracing import capture_spans
 from tests.fixtures.chains import REQUESTS, RETAIL, ChainModel
 from tests.support import patient_design
@@ -31,7 +31,8 @@ def test_the_right_tool_is_offered_for_each_request_and_the_cut_is_traced(design
     missed = []
     for i, (text, wanted) in enumerate(REQUESTS):
         model = ChainModel()
-        with Harness(None, patient_design(design), model, domain=domain, resources=fresh(domain)) as h, \
+        with Harness(model, domain=domain, design=patient_design(design),
+                     settings=Settings(data_dir=None, parts=Parts(resources=fresh(domain)))) as h, \
                 capture_spans() as exporter:
             h.send(f"t{i}", text, domain.default_user)
         offered = model.offers[0]
@@ -53,7 +54,8 @@ def test_a_confirmed_change_is_offered_whatever_the_yes_says():
     text = f"Cancel order {order['order_id']}, I ordered it by mistake"
     model = ChainModel(plan={text: [lambda m: ("cancel_pending_order", {"order_id": order["order_id"],
                                                                        "reason": "ordered by mistake"})]})
-    with Harness(None, patient_design(), model, domain=domain, resources=data) as h:
+    with Harness(model, domain=domain, design=patient_design(),
+                 settings=Settings(data_dir=None, parts=Parts(resources=data))) as h:
         asked = h.send("t", text, uid)
         assert asked.tool_calls[0]["error_type"] == "needs_confirmation"
         done = h.send("t", "yes", uid)

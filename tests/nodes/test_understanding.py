@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lg_harness.core.domain import load_domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.classify import classify, tool_intents
 from lg_harness.nodes.intent import still_asked
 from lg_harness_lab.evals.intent_probe import right, table
@@ -34,7 +34,8 @@ def test_the_tools_descriptions_name_a_lookup_no_keyword_names() -> None:
 def test_a_count_of_my_tickets_is_listed_not_asked_for_a_ticket_number(tmp_path: Path) -> None:
     """Real model, helpdesk held-out 0005: "how many tickets have i still got open?" was asked for a ticket
     number, which the customer does not have."""
-    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "how many tickets have i still got open with you guys?", "E1003")
     assert [(c["name"], c["status"]) for c in r.tool_calls] == [("list_my_tickets", "ok")]
     assert "INC" in r.reply and r.missing_slots == []
@@ -43,7 +44,8 @@ def test_a_count_of_my_tickets_is_listed_not_asked_for_a_ticket_number(tmp_path:
 def test_a_question_for_the_knowledge_base_without_its_keywords_searches_it(tmp_path: Path) -> None:
     """Held-out 0039 on the real model: "how long do deleted files stick around in the bin?" got "Sorry, I
     couldn't get that done"; no keyword of the knowledge-base intent is in it."""
-    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "accidentally deleted a folder off onedrive a while ago. how long do deleted files "
                         "stick around in the bin?", "E1002")
     # the search, then (the route's goal) the article it found; nothing outside the knowledge base
@@ -59,7 +61,7 @@ def test_what_a_message_takes_back_is_not_done(tmp_path: Path) -> None:
     assert still_asked("帮我把ORD-10177取消了…算了算了不取消了，还是留着吧。你就告诉我这单是哪天下的") == \
         "还是留着吧。你就告诉我这单是哪天下的"
     assert still_asked("never mind") == "never mind"  # nothing follows: the whole message
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "Cancel ORD-10134 — actually no, wait, never mind, keep it. Where is it now?", "U001")
     assert "cancel_order" not in [c["name"] for c in r.tool_calls] and not r.values.get("pending_change")
     assert r.intent == "order_status", r.intent
@@ -80,7 +82,8 @@ def test_a_how_to_question_with_a_device_word_is_not_asked_for_an_asset_tag(tmp_
     """Real model, helpdesk test 0037: "setting up GlobalProtect on my new laptop - what portal address do I type
     in?" was routed to the asset lookup by "laptop" and asked for the asset tag; the knowledge base, whose query
     is the message itself, was a candidate the rules could not rule out."""
-    with Harness(tmp_path, patient_design(), "sim:clean", domain="helpdesk") as h:
+    with Harness("sim:clean", domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "setting up GlobalProtect on my new laptop - what portal address do I type in?", "E1001")
     assert r.missing_slots == [] and "asset tag" not in r.reply.lower(), r.reply
     assert [c["name"] for c in r.tool_calls][:1] == ["search_kb"], r.tool_calls

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 
 from lg_harness.core.claims import Claim, equals
 from lg_harness.core.domain import Domain, load_domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.fact_check import contradictions, corrected
 from lg_harness_lab.evals.metrics import cell_metrics
 from lg_harness_lab.evals.scenario import Scenario, Turn
@@ -112,7 +112,7 @@ def test_the_harness_corrects_a_reply_that_contradicts_the_tool_result(tmp_path:
     wrong = "Yes, the Fitness Tracker Band is in stock in black."
     model = Scripted(messages=iter([_call("search_products", query="Fitness Tracker Band"),
                                     _call("get_product", product_id="P1022"), AIMessage(wrong), AIMessage(wrong)]))
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "Is the Fitness Tracker Band available in black?", "U001")
     assert [c["name"] for c in r.tool_calls if c["status"] == "ok"] == ["search_products", "get_product"]
     assert "in stock in black" not in r.reply

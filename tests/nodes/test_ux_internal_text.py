@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage
 
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.customer_text import (
     customer_safe,
     dump_kind,
@@ -87,7 +87,7 @@ def test_a_guard_outcome_reaches_the_customer_in_their_words(tmp_path: Path, lan
     quoted = "Sorry, that didn't work: identical call already made for this message; use its result above"
     call = _call("get_order_status", order_id="ORD-10134", note=True)  # invalid: an extra key
     model = Scripted(messages=iter([call, call, AIMessage(quoted), AIMessage(quoted)]))
-    with Harness(tmp_path, patient_design(), model) as h:
+    with Harness(model, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", message, "U001")
     assert internal_text(r.reply, SHOP_TOOLS) == []
     assert r.reply in (say("could_not_finish", lang), say("ask_order_id", lang, load_domain("shop")),
@@ -102,9 +102,11 @@ def test_a_call_written_where_the_answer_was_due_gets_one_more_try_then_the_fact
     """The local model answers a result by writing the same call again, 12 times in 20 (lab/reports/calibration):
     the customer gets a second try's words, or the result in plain words; never "sorry" after a lookup worked."""
     again = AIMessage('{"name": "get_order_status", "arguments": {"order_id": "ORD-10134"}}')
-    with Harness(tmp_path / "a", patient_design(), _lookup_then(again, AIMessage("ORD-10134 has shipped."))) as h:
+    with Harness(_lookup_then(again, AIMessage("ORD-10134 has shipped.")), design=patient_design(),
+                 settings=Settings(data_dir=tmp_path / "a")) as h:
         assert h.send("t", "Where is my order ORD-10134?", "U001").reply == "ORD-10134 has shipped."
-    with Harness(tmp_path / "b", patient_design(), _lookup_then(again, again, again)) as h:
+    with Harness(_lookup_then(again, again, again), design=patient_design(),
+                 settings=Settings(data_dir=tmp_path / "b")) as h:
         reply = h.send("t", "Where is my order ORD-10134?", "U001").reply
     # The harness writes the answer itself: the facts in a sentence, never `key: value` lines (issue 24).
     assert "ORD-10134" in reply and "shipped" in reply and dump_kind(reply) is None
@@ -116,7 +118,8 @@ def test_a_result_pasted_back_with_its_label_is_told_in_words(tmp_path: Path) ->
     customer, and nothing of the result is cut to fragments."""
     pasted = AIMessage('<tool_result source="get_order_status" type="data">{"order_id": "ORD-10134", '
                        '"status": "shipped", "note": "Left the depot. On its way."}</tool_result>')
-    with Harness(tmp_path, patient_design(), _lookup_then(pasted, pasted, pasted)) as h:
+    with Harness(_lookup_then(pasted, pasted, pasted), design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         reply = h.send("t", "Where is my order ORD-10134?", "U001").reply
     assert "shipped" in reply and "tool_result" not in reply and not reply.startswith(",")
     assert internal_text(reply, SHOP_TOOLS) == [] and dump_kind(reply) is None
@@ -270,7 +273,8 @@ def test_a_refusal_the_model_leaves_out_reaches_the_customer_with_its_reason(tmp
              _call("request_access", system="github", reason="new project")]
     vague = AIMessage("您已验证您的身份，您的员工号是E1026。")
     model = Scripted(messages=itertools.chain(calls, itertools.repeat(vague)))
-    with Harness(tmp_path, patient_design(), model, domain="helpdesk") as h:
+    with Harness(model, domain="helpdesk", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h:
         reply = h.send("t", "帮我申请GitHub权限，做新项目要用。我的员工号E1026，PIN是288499", "E1026").reply
     assert "REQ0001221" in reply and "无需重新申请" in reply, reply
     assert not wrong_language(reply, "zh") and internal_text(reply, load_domain("helpdesk").registry().names()) == []

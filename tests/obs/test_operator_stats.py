@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import harness, patient_design
 
 EMAIL, PHONE = "jane.doe@example.com", "415-555-0199"
@@ -16,7 +16,7 @@ EMAIL, PHONE = "jane.doe@example.com", "415-555-0199"
 @pytest.mark.slow
 def test_stats_shows_an_operator_health_queue_and_uncertain_changes_without_personal_data(tmp_path):
     data = tmp_path / "data"
-    with Harness(data, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=data)) as h:
         h.send("a", f"where is my order ORD-10134? mail me at {EMAIL} or call {PHONE}", "U001")
         h.send("b", f"I want to talk to a human, my number is {PHONE}", "U001")
         # a change a crash left unsettled, whose arguments hold contact details

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.obs.redact import PHONE_REGIONS, PII_FORMATS, default_redactor, phone_spans
 from tests.support import patient_design
 
@@ -91,7 +91,7 @@ def test_the_phone_shortcut_masks_every_number_the_matcher_finds(text):
 
 def test_the_audit_file_holds_no_contact_details(tmp_path):
     secrets = ["jane.roe@example.com", "555-123-4567", "13812345678", "12 Main Street"]
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("p", "Hi, I am Jane, mail jane.roe@example.com, call 555-123-4567 or 13812345678, "
                     "ship to 12 Main Street. Where is my order ORD-10134?", "U001")
     with sqlite3.connect(tmp_path / "audit.sqlite") as conn:
@@ -104,10 +104,10 @@ def test_the_audit_file_holds_no_contact_details(tmp_path):
 def test_the_http_queue_keeps_no_typed_contact_details_once_a_message_finished(tmp_path):
     """The queue row holds the text only while the message waits or runs (the worker needs it); the transcript
     keeps it for its owner."""
-    from lg_harness.service.http import Settings, Worker
+    from lg_harness.service.http import ServiceSettings, Worker
 
     secrets = ["07700 900123", "jane.roe@example.com", "4111111111111111"]
-    rt = Worker(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+    rt = Worker(ServiceSettings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                           api_keys={"k": "U001"}))
     try:
         rt.start()

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from lg_harness.core.design import Design
 from lg_harness.domains.shop import DOMAIN as SHOP
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Parts, Settings
 from lg_harness.obs.tracing import capture_spans
 from lg_harness.tools.executor import ToolExecutor
 from lg_harness.tools.faults import FaultPlan
@@ -36,7 +36,9 @@ def traced_message(data_dir: Path, order: str, script: list[str], model: BaseCha
     registry = plan.apply(SHOP.registry())
     waits: list[float] = []
     executor = ToolExecutor(registry, sleep=waits.append)  # a fake sleep: nothing really waits
-    with Harness(data_dir, design or patient_design(), model, registry=registry, executor=executor) as h, \
+    with Harness(model, design=design or patient_design(),
+                 settings=Settings(data_dir=data_dir,
+                                   parts=Parts(registry=registry, executor=executor))) as h, \
             capture_spans() as exporter:
         result = h.send("t", f"Where is my order {order}?", "U001")
     return result, list(exporter.get_finished_spans()), plan, waits

@@ -16,13 +16,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lg_harness.errors import HarnessError
-from lg_harness.service.http import Settings, create_app
+from lg_harness.service.http import ServiceSettings, create_app
 from lg_harness.service.http_guard import Doorman
 
 KEYS = "key-u1=U001,key-u2=U002"
 
 
-def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -> Settings:
+def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -> ServiceSettings:
     for key in ("HARNESS_TRUSTED_USER_HEADER", "HARNESS_DESK_HEADER", "HARNESS_TRUSTED_PROXIES", "HARNESS_OPS_KEYS",
                 "HARNESS_DATABASE_URL", "HARNESS_CHROMA_URL", "HARNESS_MAX_BODY_BYTES", "HARNESS_DESK_KEYS"):
         monkeypatch.delenv(key, raising=False)
@@ -31,7 +31,7 @@ def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -> Set
     monkeypatch.setenv("HARNESS_API_KEYS", KEYS)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    return Settings.from_env()
+    return ServiceSettings.from_env()
 
 
 def drive(doorman: Doorman, headers: dict[str, str], chunks: list[bytes]) -> tuple[int, dict[str, Any], int]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.model_health import ModelUnavailable
 from lg_harness.memory.transcript import TranscriptStore
 from lg_harness.service.cli import app
@@ -53,7 +53,8 @@ def test_measuring_keeps_the_fitted_faults_by_default() -> None:
 
 
 def test_a_simulated_fault_says_it_is_simulated(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:fitted+timeout=1.0") as h, pytest.raises(ModelUnavailable) as caught:
+    with Harness("sim:fitted+timeout=1.0", design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h, pytest.raises(ModelUnavailable) as caught:
         h.send("t", "Where is my order ORD-10134?", "U001")
     said = str(caught.value)
     assert "simulated" in said and "sim:clean" in said and "\n" not in said

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lg_harness.domains.shop import nlu
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import harness
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -54,7 +54,7 @@ def ok_calls(doc: dict) -> list[tuple[str, dict]]:
 
 
 def state_of(data_dir: Path, thread: str) -> tuple:
-    with Harness(data_dir) as h:
+    with Harness(settings=Settings(data_dir=data_dir)) as h:
         state = h.state(thread)
         return state["checkpoint_id"], state["values"], len(h.history(thread)), len(h.transcripts.read(thread))
 
@@ -104,14 +104,14 @@ def test_english_thread_history_resume_and_fork_across_processes(tmp_path, shop,
     assert {first["checkpoint_id"], second["checkpoint_id"]} <= set(ids)
     assert all({"checkpoint_id", "step", "phase"} <= set(c) for c in listing["checkpoints"])
 
-    with Harness(tmp_path) as h:
+    with Harness(settings=Settings(data_dir=tmp_path)) as h:
         earlier = h.state("en", first["checkpoint_id"])["values"]
     resumed = harness("resume", "--thread", "en", "--checkpoint", first["checkpoint_id"], "--data-dir",
                       str(tmp_path), "--json", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     doc = json.loads(resumed.stdout)
     assert doc["forked_from"] == first["checkpoint_id"] and doc["checkpoint_id"] not in ids
-    with Harness(tmp_path) as h:
+    with Harness(settings=Settings(data_dir=tmp_path)) as h:
         assert h.state("en")["values"] == earlier, "after resume --checkpoint the thread is at that point"
 
     asked = run_json(tmp_path, "en", "I want to return it")
@@ -223,7 +223,7 @@ CASES = ["empty message", "100 KB message", "unknown thread", "unknown checkpoin
 @pytest.mark.parametrize("case", CASES)
 def test_bad_input_one_error_line_no_traceback_state_unchanged(tmp_path, case):
     data_dir = tmp_path / "data"
-    with Harness(data_dir) as h:  # an existing conversation, set up in-process
+    with Harness(settings=Settings(data_dir=data_dir)) as h:  # an existing conversation, set up in-process
         h.send("t", "hello", "U001")
         real = h.state("t")["checkpoint_id"]
     fake = re.sub(r"[0-9a-f]", "0", real[:-4]) + "beef"  # well-formed, but no such checkpoint

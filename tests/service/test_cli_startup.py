@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 
 HEAVY = ("torch", "chromadb", "sentence_transformers", "transformers", "langchain", "pydantic_ai", "agents",
          "langchain_openai", "langchain_ollama", "llama_cpp", "matplotlib", "fastapi", "uvicorn", "scipy")
@@ -57,7 +57,7 @@ def test_light_commands_load_no_heavy_library(command):
 
 
 def test_history_reads_checkpoints_without_the_graph(tmp_path):
-    with Harness(tmp_path, "harness", "sim:clean") as h:
+    with Harness("sim:clean", design="harness", settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "Where is my order ORD-10134?", "U001")
     modules = loaded_by("history", "--thread", "t", "--data-dir", str(tmp_path), "--user", "U001", "--json")
     assert roots(modules, HEAVY + GRAPH) == []

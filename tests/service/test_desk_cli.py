@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.obs.audit import AuditLog
 from lg_harness.tools.executor import ToolOutcome
 from tests.support import harness, patient_design
@@ -25,7 +25,7 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.slow
 def test_handoff_list_prints_customer_text_literally_with_its_masks(tmp_path: Path, wide: None) -> None:
     data = tmp_path / "data"
-    with Harness(data, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=data)) as h:
         h.send("s2", f"My email is jo@example.com, call me at 555-123-4567. {MARKUP}", "U001")
         h.send("m", "[red]hi[/] there", "U001")
     history = harness("history", "-t", "m", "--user", "U001", "--data-dir", str(data), cwd=tmp_path)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from lg_harness.service.http import Settings, create_app
+from lg_harness.service.http import ServiceSettings, create_app
 from tests.support import patient_design
 
 U1, U2 = {"Authorization": "Bearer key-u1"}, {"Authorization": "Bearer key-u2"}
@@ -35,7 +35,7 @@ def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peer: str = "testcl
     monkeypatch.setenv("HARNESS_DESK_KEYS", "key-alice=alice,key-bob=bob")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    return TestClient(create_app(Settings.from_env()), client=(peer, 50000))
+    return TestClient(create_app(ServiceSettings.from_env()), client=(peer, 50000))
 
 
 @pytest.fixture
@@ -225,11 +225,11 @@ def test_a_desk_session_is_signed_expires_and_ends_with_its_key(tmp_path: Path, 
         c.cookies.clear()
         c.cookies.set(COOKIE, f"{version}.{kid}.{int(expiry) + 3600}.{sig}")  # a longer life, same signature
         assert c.get("/handoffs").status_code == 401
-        settings = Settings.from_env()
+        settings = ServiceSettings.from_env()
         assert auth.session_key(settings, session) == "key-alice"
         assert auth.session_key(settings, session, now=float(expiry) + 1) is None  # expired
     monkeypatch.setenv("HARNESS_DESK_KEYS", "key-bob=bob")  # alice's key revoked (a restart without it)
-    assert auth.session_key(Settings.from_env(), session) is None
+    assert auth.session_key(ServiceSettings.from_env(), session) is None
 
 
 def test_only_the_holder_or_a_supervisor_releases_a_held_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

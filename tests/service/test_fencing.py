@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 
-from lg_harness.service.http import Settings, Worker
+from lg_harness.service.http import ServiceSettings, Worker
 from tests.engines import database_url, postgres_server  # noqa: F401
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -31,7 +31,7 @@ def workers(tmp_path: Path, database_url: str) -> Iterator[Any]:  # noqa: F811
     made: list[Worker] = []
 
     def make(name: str) -> Worker:
-        rt = Worker(Settings(data_dir=tmp_path / name, database_url=database_url, chroma_url=None,
+        rt = Worker(ServiceSettings(data_dir=tmp_path / name, database_url=database_url, chroma_url=None,
                               model="sim:clean", lease_ttl=TTL, threads=1, api_keys={"k": "U001"}))
         made.append(rt)
         return rt

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from lg_harness import Domain, EntityType, Harness, Intent, Route, ToolContext
+from lg_harness import Domain, EntityType, Harness, Intent, Route, Settings, ToolContext
 from lg_harness.errors import HarnessError
 from lg_harness.obs.tracing import log_tool_call_full
 from lg_harness.service.demo import _show_turn
@@ -38,7 +38,7 @@ LIBRARY = Domain(name="library", tools=(renew_loan,),
 
 def test_the_readme_example_logs_no_error_for_a_change_waiting_for_its_yes(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="harness.tools")
-    with Harness(None, model="sim:clean", domain=LIBRARY) as h:
+    with Harness("sim:clean", domain=LIBRARY, settings=Settings(data_dir=None)) as h:
         asked = h.send("t1", "Please renew BOOK-0042", user_id="reader1")
         assert [c["error_type"] for c in asked.tool_calls] == ["needs_confirmation"]
         h.send("t1", "yes", user_id="reader1")
@@ -93,7 +93,7 @@ def test_the_demo_shows_a_held_call_as_held() -> None:
     ("shop", "no", ("No change is waiting",)), ("helpdesk", "yes", ("No change is waiting", "tickets"))])
 def test_a_yes_with_nothing_to_confirm_says_so_and_what_the_bot_does(tmp_path: Path, domain: str, text: str,
                                                                       words: tuple[str, ...]) -> None:
-    with Harness(tmp_path, model="sim:clean", domain=domain) as h:
+    with Harness("sim:clean", domain=domain, settings=Settings(data_dir=tmp_path)) as h:
         reply = h.send("t", text, h.domain.default_user).reply
     assert all(w in reply for w in words) and "welcome" not in reply.lower() and "不客气" not in reply, reply
 

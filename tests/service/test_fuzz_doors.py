@@ -737,14 +737,14 @@ def harness_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     import uvicorn
 
     from lg_harness.service.desk import api as desk_api
-    from lg_harness.service.http import Settings, create_app
+    from lg_harness.service.http import ServiceSettings, create_app
 
     work = tmp_path_factory.mktemp("fuzz-harness")
     from tests.support import patient_design
 
     design = work / "patient.json"  # a loaded CI machine must not turn a sim call into a 'busy' reply
     design.write_text(patient_design().model_dump_json(), encoding="utf-8")
-    settings_ = Settings(data_dir=work / "data", database_url=None, chroma_url=None, design=str(design),
+    settings_ = ServiceSettings(data_dir=work / "data", database_url=None, chroma_url=None, design=str(design),
                          model="sim:clean", threads=1, lease_ttl=5.0,
                          api_keys={k: USERS[c] for c, k in HARNESS_KEYS.items()}, desk_keys={DESK_KEY: "alice"})
     app = create_app(settings_)

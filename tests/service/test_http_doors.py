@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lg_harness.service.http import Settings, create_app
+from lg_harness.service.http import ServiceSettings, create_app
 
 A, B, DESK = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-b", "key-desk"))
 
@@ -24,7 +24,7 @@ A, B, DESK = ({"Authorization": f"Bearer {k}"} for k in ("key-a", "key-b", "key-
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     data = Path(tmp_path_factory.mktemp("doors"))
-    app = create_app(Settings(data_dir=data, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+    app = create_app(ServiceSettings(data_dir=data, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                               lease_ttl=5.0, api_keys={"key-a": "U001", "key-b": "U002", "key-desk": "@agent"}))
     with TestClient(app, raise_server_exceptions=False) as c:
         sent = c.post("/threads/a-thread/messages", json={"text": "where is my order ORD-10134?"}, headers=A)
@@ -162,7 +162,7 @@ def test_errors_say_whose_they_are_by_their_status(tmp_path: Path) -> None:
     from lg_harness.service.fencing import LeaseLost
     from lg_harness.service.leases import ThreadBusy
 
-    app = create_app(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+    app = create_app(ServiceSettings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                               api_keys={"key-a": "U001"}))
     for path, error in (("/usage", UsageError("bad input")), ("/busy", ThreadBusy("busy")),
                         ("/lease", LeaseLost("lost")), ("/run", RunError("the model is down"))):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.service.desk import ops
 from tests.support import HARNESS, harness, patient_design
 
@@ -30,7 +30,7 @@ def handed_off(h: Harness, thread: str = "t") -> None:
 
 
 def test_an_agents_answer_is_kept_as_typed_and_signed_with_their_name(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         handed_off(h)
         ops.take(h, "wang", "t")
         first = ops.answer(h, "wang", "t", ANSWER)
@@ -50,7 +50,7 @@ def test_an_agents_answer_is_kept_as_typed_and_signed_with_their_name(tmp_path: 
 
 
 def test_a_customer_message_and_every_answer_to_it_share_its_number(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         handed_off(h)  # messages 1 and 2
         h.send("t", "hello?", "U001")  # 3 and 4: waiting for a human
         h.send("t", "anyone there?", "U001")
@@ -74,7 +74,7 @@ def test_a_customer_message_and_every_answer_to_it_share_its_number(tmp_path: Pa
 
 
 def test_after_a_fork_the_history_and_the_transcript_show_the_branch(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         first = h.send("t", "Where is my order ORD-10134?", "U001")
         left = h.send("t", "And what about ORD-10135?", "U001")
         assert first.checkpoint_id is not None
@@ -90,7 +90,7 @@ def test_after_a_fork_the_history_and_the_transcript_show_the_branch(tmp_path: P
 
 @pytest.mark.slow
 def test_harness_history_lists_the_branch_and_the_transcript_with_who_wrote_it(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         handed_off(h)
         first = h.history("t")[-1]
         h.human_reply("t", ANSWER, "wang")
@@ -120,7 +120,7 @@ def test_chat_state_and_history_read_as_text(tmp_path: Path) -> None:
                           input="\n".join(script) + "\n", capture_output=True, text=True, timeout=300, cwd=tmp_path,
                           env={**env, "HF_HUB_OFFLINE": "1"})
     assert chat.returncode == 0, chat.stderr
-    with Harness(tmp_path, model="sim:clean") as h:
+    with Harness("sim:clean", settings=Settings(data_dir=tmp_path)) as h:
         assert "<tool_error" in json.dumps(h.state("c")["values"]["fact_card"], ensure_ascii=False), \
             "the state the test needs: an open step the harness wrote for the model"
     shown = chat.stdout

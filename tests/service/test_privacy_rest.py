@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 
 from lg_harness.domains.helpdesk.db import HelpdeskDB
 from lg_harness.domains.helpdesk.tools import add_ticket_comment, create_ticket
-from lg_harness.graphs.app import Harness
-from lg_harness.service.http import Settings, create_app
+from lg_harness.graphs.app import Harness, Settings
+from lg_harness.service.http import ServiceSettings, create_app
 from lg_harness.service.leases import at_rest
 from lg_harness.tools.context import ToolContext
 from tests.support import patient_design
@@ -30,7 +30,7 @@ MOBILE = "07700 900123"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, Path]]:
     data = Path(tmp_path_factory.mktemp("rest"))
-    app = create_app(Settings(data_dir=data, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+    app = create_app(ServiceSettings(data_dir=data, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                               lease_ttl=5.0, api_keys={"key-a": "U001", "key-p": "4155550123"}))
     with TestClient(app, raise_server_exceptions=False) as c:
         yield c, data
@@ -54,7 +54,7 @@ def test_a_reply_names_the_thread_it_was_sent_on_however_phone_like_its_id(serve
 def test_the_owner_of_a_message_reads_it_back_whatever_their_user_id_looks_like(tmp_path):
     """A domain that takes any user id (the library): the queue checks the caller against the id it kept."""
     library = f"{Path(__file__).parents[1] / 'fixtures' / 'library_domain.py'}:DOMAIN"
-    app = create_app(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+    app = create_app(ServiceSettings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                               lease_ttl=5.0, domain=library, api_keys={"key-p": "4155550123"}))
     with TestClient(app, raise_server_exceptions=False) as client:
         sent = client.post("/threads/p1/messages", json={"text": "hello"}, headers=PHONE_USER)
@@ -86,7 +86,7 @@ COMPLAINT = f"I want to file a complaint: the courier was rude. Reply to {EMAIL}
 
 
 def test_a_complaint_rests_readable_with_its_contact_details_masked_and_no_key_holds_its_words(tmp_path):
-    with Harness(tmp_path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("c1", COMPLAINT, "U001")
         done = h.send("c1", "yes", "U001")
     assert [c["status"] for c in done.to_dict()["tool_calls"] if c["name"] == "file_complaint"] == ["ok"]
@@ -121,7 +121,7 @@ def test_no_copy_of_a_finished_message_lingers_in_the_queue_files(tmp_path):
     from lg_harness.service.http import Worker
 
     secrets = ["07700 900123", "jane.roe@example.com", "4111111111111111"]
-    rt = Worker(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+    rt = Worker(ServiceSettings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                          api_keys={"k": "U001"}))
     try:
         rt.start()
@@ -161,7 +161,7 @@ def test_the_privacy_page_names_every_file_and_table_a_data_dir_holds(tmp_path):
     """docs/privacy.md says what each store keeps and for how long: a new file or table must be added there."""
     from lg_harness.service.http import Worker
 
-    rt = Worker(Settings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
+    rt = Worker(ServiceSettings(data_dir=tmp_path, database_url=None, chroma_url=None, model="sim:clean", threads=1,
                          api_keys={"k": "U001"}))
     try:
         rt.start()

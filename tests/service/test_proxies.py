@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from lg_harness.errors import HarnessError
-from lg_harness.service.http import Settings
+from lg_harness.service.http import ServiceSettings
 from tests.engines import free_port, stop_group, wait_http
 
 HARNESS = Path(sys.executable).with_name("harness")
@@ -88,4 +88,4 @@ def test_a_header_identity_does_not_start_without_configured_proxies(monkeypatch
     monkeypatch.setenv("HARNESS_DESK_KEYS", "dk=alice")
     monkeypatch.setenv(header, "X-Who")
     with pytest.raises(HarnessError, match="HARNESS_TRUSTED_PROXIES"):
-        Settings.from_env()
+        ServiceSettings.from_env()

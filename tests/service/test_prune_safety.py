@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.service import cli
 from lg_harness.service.prune import prune
 from tests.support import patient_design
@@ -21,7 +21,8 @@ COMPLAINT = "I want to file a complaint: the parcel for ORD-10134 arrived damage
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     """Three idle threads: one waiting for a human, one a human holds, one finished with the bot."""
-    with Harness(tmp_path, patient_design("harness-no:confirm_changes"), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design("harness-no:confirm_changes"),
+                 settings=Settings(data_dir=tmp_path)) as h:
         h.send("waiting", COMPLAINT, "U001")
         assert h.waiting_threads(), "the complaint goes to a human"
         h.send("held", COMPLAINT, "U001")
@@ -32,16 +33,16 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 def threads(path: Path) -> set[str]:
-    with Harness(path, "harness", "sim:clean") as h:
+    with Harness("sim:clean", design="harness", settings=Settings(data_dir=path)) as h:
         return {t for t in ("waiting", "held", "done") if h.thread_exists(t)}
 
 
 def test_prune_keeps_threads_waiting_for_or_held_by_a_human_unless_told(data_dir: Path) -> None:
-    with Harness(data_dir, "harness", "sim:clean") as h:
+    with Harness("sim:clean", design="harness", settings=Settings(data_dir=data_dir)) as h:
         report = prune(h, 0)
         assert report["thread_ids"] == ["done"] and sorted(report["kept_for_a_human"]) == ["held", "waiting"]
     assert threads(data_dir) == {"waiting", "held"}
-    with Harness(data_dir, "harness", "sim:clean") as h:
+    with Harness("sim:clean", design="harness", settings=Settings(data_dir=data_dir)) as h:
         assert sorted(prune(h, 0, include_human=True)["thread_ids"]) == ["held", "waiting"]
     assert threads(data_dir) == set()
 

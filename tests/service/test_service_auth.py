@@ -7,7 +7,7 @@ from fastapi import HTTPException
 from starlette.requests import Request
 
 from lg_harness.errors import HarnessError
-from lg_harness.service.http import AGENT, Api, Settings
+from lg_harness.service.http import AGENT, Api, ServiceSettings
 
 
 def request(**headers: str) -> Request:
@@ -15,13 +15,13 @@ def request(**headers: str) -> Request:
     return Request({"type": "http", "method": "POST", "path": "/", "headers": raw})
 
 
-def settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> Settings:
+def settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> ServiceSettings:
     for key in ("HARNESS_API_KEYS", "HARNESS_TRUSTED_USER_HEADER", "HARNESS_BUSY_POLICY", "HARNESS_DESK_KEYS",
                 "HARNESS_DESK_HEADER", "HARNESS_TRUSTED_PROXIES"):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    return Settings.from_env()
+    return ServiceSettings.from_env()
 
 
 def test_serve_refuses_to_start_without_authentication(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -492,13 +492,13 @@ def test_ledger_begins_a_key_once_when_many_workers_race(backend: Backend) -> No
 
 
 def test_harness_applies_an_outside_change_once_when_a_fork_replays_it(backend: Backend) -> None:
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
     from lg_harness_lab.benchmarks.outside_pack import DOMAIN, renewals
 
     data, thread = backend.tmp / "data", f"lib-{uuid.uuid4().hex[:8]}"
     # every step saved: the fork goes back into the message, to the step before the call was decided
-    with Harness(data, "harness-no:confirm_changes", "sim:clean", domain=DOMAIN, database_url=backend.url,
-                 durability="sync") as h:
+    with Harness("sim:clean", domain=DOMAIN, design="harness-no:confirm_changes",
+                 settings=Settings(data_dir=data, database_url=backend.url, durability="sync")) as h:
         h.send(thread, "Please renew BOOK-0042", "reader-1")
         before = next(c for c in reversed(h.history(thread)) if c.next == ["action"])
         replayed = h.finish(thread, before.checkpoint_id)
@@ -513,10 +513,11 @@ def test_harness_applies_an_outside_change_once_when_a_fork_replays_it(backend: 
 
 @pytest.mark.parametrize("durability", ["exit", "sync"])
 def test_harness_checkpoints_history_fork_and_state(backend: Backend, durability: Durability) -> None:
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
 
-    with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url,
-                 durability=durability) as h:
+    with Harness("sim:clean", design="harness",
+                 settings=Settings(data_dir=backend.tmp / "data", database_url=backend.url,
+                                   durability=durability)) as h:
         first = h.send("t1", "where is my order ORD-10134?", "U001")
         assert "ORD-10134" in first.reply
         second = h.send("t1", "thanks", "U001")
@@ -532,7 +533,8 @@ def test_harness_checkpoints_history_fork_and_state(backend: Backend, durability
         with pytest.raises(HarnessError, match="unknown thread 't1'"):
             h.send("t1", "hi", user_id="U002")
         assert h.audit.messages("t1")
-    with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url) as again:
+    with Harness("sim:clean", design="harness",
+                 settings=Settings(data_dir=backend.tmp / "data", database_url=backend.url)) as again:
         assert again.state("t1")["values"]["turn"] == 1  # what one process wrote, the next one reads
 
 
@@ -572,11 +574,13 @@ def test_migrations_are_versioned_and_run_once_even_concurrently(database_url: s
 
 
 def test_prune_keep_latest_then_delete_only_idle_threads(backend: Backend) -> None:
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
     from lg_harness.service.prune import prune
 
     # every step saved, so keep_latest has steps to drop
-    with Harness(backend.tmp / "data", "harness", "sim:clean", database_url=backend.url, durability="sync") as h:
+    with Harness("sim:clean", design="harness",
+                 settings=Settings(data_dir=backend.tmp / "data", database_url=backend.url,
+                                   durability="sync")) as h:
         h.send("old", "where is my order ORD-10134?", "U001")
         h.send("old", "thanks", "U001")
         time.sleep(0.05)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from tests.support import HARNESS, patient_design
 
 
@@ -22,7 +22,7 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 def users_data_dir(path: Path) -> None:
     """A data dir as a user leaves it: checkpoints, transcripts, memory and a thread waiting for a human."""
-    with Harness(path, patient_design(), "sim:clean") as h:
+    with Harness("sim:clean", design=patient_design(), settings=Settings(data_dir=path)) as h:
         h.send("t1", "Where is my order ORD-10134?", "U001")
         r = h.send("t2", "I want to talk to a human agent", "U001")
         assert r.waiting_for_human, "the fixture needs a waiting handoff"
@@ -57,7 +57,8 @@ def test_demo_leaves_an_existing_data_dir_byte_for_byte_untouched(tmp_path: Path
     assert len(refused.stderr.strip().splitlines()) == 1
 
     assert snapshot(data) == before
-    with Harness(data, patient_design(), "sim:clean") as h:  # the waiting thread is still there
+    with Harness("sim:clean", design=patient_design(),
+                 settings=Settings(data_dir=data)) as h:  # the waiting thread is still there
         assert [w["thread_id"] for w in h.waiting_threads()] == ["t2"]
 
 

@@ -12,7 +12,7 @@ import pytest
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import load_domain
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.tools.text import clean_text
 from lg_harness_lab.evals.scenario_sets import scenario_path
 from tests.support import HARNESS, harness, patient_design
@@ -22,7 +22,8 @@ MODEL = "sim:clean"
 
 def test_fork_from_the_first_checkpoint(tmp_path: Path) -> None:
     # every step saved: the thread's first checkpoint is its input, before any message ran
-    with Harness(tmp_path, patient_design(), MODEL, durability="sync") as h:
+    with Harness(MODEL, design=patient_design(),
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         h.send("t", "hi", "U001")
         h.send("t", "Where is my order ORD-10134?", "U001")
         first = h.history("t")[-1]
@@ -34,7 +35,7 @@ def test_fork_from_the_first_checkpoint(tmp_path: Path) -> None:
 
 
 def test_history_shows_turn_message_and_phase_with_ids_whole_at_80_columns(tmp_path: Path) -> None:
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         h.send("t", "Where is my order ORD-10134? I have been waiting for it for a very long time now", "U001")
         ids = [c.checkpoint_id for c in h.history("t")]
         rows = h.history("t")
@@ -74,7 +75,7 @@ def test_chat_has_help_and_rejects_unknown_commands(tmp_path: Path) -> None:
     assert "/history" in proc.stderr and "/state" in proc.stderr  # the help
     assert "unknown command '/histroy'" in proc.stderr
     assert "agent>" not in proc.stdout  # neither went to the bot
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         assert not h.thread_exists("chat")
 
 
@@ -140,7 +141,7 @@ def test_bench_context_reports_progress_on_stderr(capsys: pytest.CaptureFixture[
 def test_money_prints_with_the_domains_currency(tmp_path: Path) -> None:
     from lg_harness.nodes.money import with_currency
 
-    with Harness(tmp_path, patient_design(), MODEL) as h:
+    with Harness(MODEL, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         # asks for the items' prices: the sim answers what is asked, no longer every field of the order
         r = h.send("t", "What did I buy in ORD-10134 and what did each cost?", "U001")
     assert "131.00 USD" in r.reply and "· 131.0 ·" not in r.reply, r.reply

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.phrases import say
 from lg_harness.obs.tracing import capture_spans
 from lg_harness.tools.context import ToolContext
@@ -145,7 +145,8 @@ def test_two_identical_calls_at_once_apply_once(tmp_path):
 
 def test_an_outside_change_replayed_after_a_fork_is_applied_once(tmp_path):
     # every step saved: the fork goes back to the step before the call was decided
-    with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN, durability="sync") as h:
+    with Harness("sim:clean", domain=DOMAIN, design=NO_CONFIRM,
+                 settings=Settings(data_dir=tmp_path, durability="sync")) as h:
         done = h.send("t", ASK, "reader-1")
         assert [(c["name"], c["status"]) for c in done.tool_calls] == [("renew_loan", "ok")]
         before = next(c for c in reversed(h.history("t")) if c.next == ["action"])
@@ -160,7 +161,7 @@ def crash_between_tool_and_settle(data_dir: Path, domain: str, design: str = NO_
     """A process that dies (``os._exit``, no cleanup) right after the tool returned, before the ledger settles."""
     script = textwrap.dedent(f"""
         import os
-        from lg_harness.graphs.app import Harness
+        from lg_harness.graphs.app import Harness, Settings
         from lg_harness_lab.benchmarks import outside_pack
         from lg_harness.tools.ledger import SqliteLedger
         SqliteLedger.settle = lambda self, key, result: os._exit(137)
@@ -181,7 +182,8 @@ def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice
     assert died.returncode == 137, died.stderr
     assert len(renewals(tmp_path)) == 1, "the tool ran before the crash"
 
-    with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN, durability=durability) as h, \
+    with Harness("sim:clean", domain=DOMAIN, design=NO_CONFIRM,
+                 settings=Settings(data_dir=tmp_path, durability=durability)) as h, \
             capture_spans() as exporter:
         finished = h.finish("t")
         assert len(renewals(tmp_path)) == 1, "finishing the message did not renew a second time"
@@ -217,7 +219,8 @@ def test_a_crash_between_an_outside_change_and_its_settle_never_applies_it_twice
 def test_a_crash_before_the_settle_of_an_idempotent_outside_change_runs_it_again_with_its_key(tmp_path):
     died = crash_between_tool_and_settle(tmp_path, "DOMAIN_KEYED")
     assert died.returncode == 137, died.stderr
-    with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN_KEYED) as h:
+    with Harness("sim:clean", domain=DOMAIN_KEYED, design=NO_CONFIRM,
+                 settings=Settings(data_dir=tmp_path)) as h:
         finished = h.finish("t")
         assert finished.phase == "done" and not finished.waiting_for_human, finished.reply
         [entry] = [h.stores.ledger.get(r["ledger_key"]) for r in finished.values["tool_log"] if r.get("ledger_key")]
@@ -227,7 +230,7 @@ def test_a_crash_before_the_settle_of_an_idempotent_outside_change_runs_it_again
 
 
 def test_a_chinese_customer_hears_about_the_check_in_chinese(tmp_path):
-    with Harness(tmp_path, NO_CONFIRM, "sim:clean", domain=DOMAIN) as h:
+    with Harness("sim:clean", domain=DOMAIN, design=NO_CONFIRM, settings=Settings(data_dir=tmp_path)) as h:
         h.stores.ledger.begin(change_key("t", 1, "renew_loan", {"book_id": "BOOK-0042"}), "t", "renew_loan",
                               {"book_id": "BOOK-0042"})
         # a Chinese request for the same renewal, with the ledger already holding its start

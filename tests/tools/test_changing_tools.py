@@ -11,7 +11,7 @@ import logging
 
 from langchain_core.tools import StructuredTool
 
-from lg_harness import Domain, Harness
+from lg_harness import Domain, Harness, Settings
 from lg_harness.tools.registry import build_spec, tool_meta
 from tests.support import ScriptedModel, patient_design, tool_spec
 
@@ -45,7 +45,7 @@ def test_an_undeclared_tool_is_confirmed_and_ledgered_and_the_domain_says_so_onc
     assert not tool_spec(registry, "read_notes").changes_state
     NOTES.clear()
     model = ScriptedModel(calls=[{"name": "add_note", "args": {"text": "call back"}, "id": "a", "type": "tool_call"}])
-    with Harness(tmp_path, patient_design(), model, domain=domain) as h:
+    with Harness(model, domain=domain, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         asked = h.send("t", "Please note that I want a call back", "u1")
         assert asked.tool_calls[0]["error_type"] == "needs_confirmation" and NOTES == []
         model.calls = []

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lg_harness import Harness, load_domain
+from lg_harness import Harness, Settings, load_domain
 from lg_harness.obs.tracing import capture_spans
 from lg_harness.tools.mcp import mcp_tools
 from tests.support import ScriptedModel, harness, patient_design
@@ -55,7 +55,8 @@ def test_a_server_over_stdio_is_a_domain_with_its_schemas_and_annotations(stdio_
 def test_a_call_the_schema_rejects_never_reaches_the_server(stdio_domain):
     model = ScriptedModel(calls=[call("get_order", order_id="#W12"), call("get_order", id="#W2378156")])
     before = len(server_log(stdio_domain))
-    with Harness(None, patient_design("harness-no:align_entities"), model, domain=stdio_domain) as h:
+    with Harness(model, domain=stdio_domain, design=patient_design("harness-no:align_entities"),
+                 settings=Settings(data_dir=None)) as h:
         result = h.send("t", "What is the status of order #W12?", "u1")
     errors = [(c["name"], c["error_type"]) for c in result.tool_calls]
     assert errors == [("get_order", "validation"), ("get_order", "validation")]
@@ -66,7 +67,8 @@ def test_a_call_the_schema_rejects_never_reaches_the_server(stdio_domain):
 
 def test_a_change_on_the_server_is_confirmed_ledgered_and_made_once(stdio_domain, tmp_path):
     model = ScriptedModel(calls=[call("list_orders")])
-    with Harness(tmp_path, patient_design(), model, domain=stdio_domain) as h, capture_spans() as exporter:
+    with Harness(model, domain=stdio_domain, design=patient_design(),
+                 settings=Settings(data_dir=tmp_path)) as h, capture_spans() as exporter:
         listed = h.send("t", "Which orders do I have?", "u1")
         assert listed.tool_calls[0]["status"] == "ok"
         model.calls = [call("cancel_order", order_id="#W2378156", reason="no longer needed")]
@@ -118,8 +120,8 @@ def test_a_server_over_streamable_http_answers_and_validates(http_url):
 
     model = ScriptedModel(calls=[call("get_order", order_id="#W4817420"), call("cancel_order", order_id="#W4817420",
                                                                             reason="because")])
-    with mcp_tools(http_url) as tools, Harness(None, patient_design("harness-no:align_entities"), model,
-                                               domain=Domain(name="orders-http", tools=tools)) as h:
+    with mcp_tools(http_url) as tools, Harness(model, domain=Domain(name="orders-http", tools=tools),
+                                               design=patient_design("harness-no:align_entities"), settings=Settings(data_dir=None)) as h:
         result = h.send("t", "Tell me about order #W4817420, and cancel it", "u1")
     got = {c["name"]: c for c in result.tool_calls}
     assert got["get_order"]["status"] == "ok" and got["cancel_order"]["error_type"] == "validation"

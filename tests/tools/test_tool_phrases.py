@@ -6,7 +6,7 @@ English, or as nothing for a customer who writes Chinese. A tool can carry its o
 
 from __future__ import annotations
 
-from lg_harness import Domain, Harness
+from lg_harness import Domain, Harness, Settings
 from lg_harness.tools.errors import NotFoundError
 from lg_harness.tools.registry import tool_meta
 from tests.support import ScriptedModel, patient_design
@@ -32,7 +32,8 @@ def test_a_failed_call_is_told_in_the_tools_own_words():
     assert key == "track_parcel:not_found" and domain.phrase(key, "zh") == WORDS["zh"]
     model = ScriptedModel(calls=[{"name": "track_parcel", "args": {"parcel_id": "PX-1234"}, "id": "a",
                                   "type": "tool_call"}])
-    with Harness(None, patient_design("harness-no:align_entities"), model, domain=domain) as h:
+    with Harness(model, domain=domain, design=patient_design("harness-no:align_entities"),
+                 settings=Settings(data_dir=None)) as h:
         result = h.send("t", "我的包裹 PX-1234 在哪里？", "u1")
     [call] = result.tool_calls
     assert call["error_type"] == "not_found"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from lg_harness.core.domain import Domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Parts, Settings
 from lg_harness.tools.mcp import mcp_tools
 from tests.fixtures.lending_domain import DOMAIN as LENDING
 from tests.support import patient_design, real_model
@@ -31,7 +31,8 @@ WEATHER = f"{sys.executable} {Path(__file__).parents[1] / 'fixtures' / 'mcp_weat
 
 def renew_dune(model: str) -> tuple[list[tuple[str | None, str]], str, Any]:
     resources = LENDING.fresh_resources() if LENDING.fresh_resources else {}
-    with Harness(None, patient_design(), model, domain=LENDING, resources=resources) as h:
+    with Harness(model, domain=LENDING, design=patient_design(),
+                 settings=Settings(data_dir=None, parts=Parts(resources=resources))) as h:
         asked = h.send("t", "Please renew my loan of Dune. My email is ana@example.org", "ana")
         assert asked.values.get("pending_change"), asked.reply
         assert "LN-30817" in asked.reply, "the confirmation names the loan the lookup showed"
@@ -58,8 +59,8 @@ def test_the_lending_chain_runs_on_the_real_model() -> None:
 
 
 def lisbon_forecast(model: str) -> tuple[list[tuple[str | None, str | None]], str]:
-    with mcp_tools(WEATHER) as tools, Harness(None, patient_design(), model,
-                                               domain=Domain(name="weather", tools=tools)) as h:
+    with mcp_tools(WEATHER) as tools, Harness(model, domain=Domain(name="weather", tools=tools),
+                                              design=patient_design(), settings=Settings(data_dir=None)) as h:
         r = h.send("t", "What's the weather forecast for Lisbon?", "u1")
     return [(c["name"], c["status"]) for c in r.tool_calls], r.reply
 

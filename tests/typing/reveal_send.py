@@ -6,9 +6,9 @@ Each ``reveal_type`` below is matched against the type pyright reports; a lazy e
 
 from typing import reveal_type
 
-from lg_harness import Harness, HarnessError, RunError, UsageError
+from lg_harness import Harness, HarnessError, RunError, Settings, UsageError
 
-harness = Harness(None, "harness", "sim:clean", domain="shop")
+harness = Harness("sim:clean", domain="shop", design="harness", settings=Settings(data_dir=None))
 result = harness.send("t1", "Where is my order ORD-10001?", "U001")
 reveal_type(harness)  # expect: Harness
 reveal_type(result)  # expect: SendResult

@@ -266,10 +266,10 @@ def crash_points(writes: dict[str, int], confirm: bool) -> list[Crash]:
 
 
 def _harness(run_dir: Path, setup: Setup, url: str | None = None) -> Any:
-    from lg_harness.graphs.app import Harness
+    from lg_harness.graphs.app import Harness, Settings
 
-    return Harness(run_dir, setup.design, MODEL, domain=domain_spec(setup.domain), database_url=url,
-                   durability=setup.durability)
+    return Harness(MODEL, domain=domain_spec(setup.domain), design=setup.design,
+                   settings=Settings(data_dir=run_dir, database_url=url, durability=setup.durability))
 
 
 def converse(run_dir: Path, setup: Setup, thread: str = THREAD) -> list[str]:
@@ -319,9 +319,9 @@ def _go_on(h: Any, setup: Setup, thread: str, send: Callable[[str], str], steps:
 @contextmanager
 def worker(url: str, run_dir: Path, setup: Setup) -> Iterator[Any]:
     """One HTTP-service worker process's runtime on ``url`` (its executor thread started)."""
-    from lg_harness.service.http import Settings, Worker
+    from lg_harness.service.http import ServiceSettings, Worker
 
-    rt = Worker(Settings(data_dir=run_dir, database_url=url, chroma_url=None, domain=domain_spec(setup.domain),
+    rt = Worker(ServiceSettings(data_dir=run_dir, database_url=url, chroma_url=None, domain=domain_spec(setup.domain),
                           design=setup.design, model=MODEL, lease_ttl=LEASE_TTL, threads=1,
                           api_keys={"chaos": setup.script.user}, durability=setup.durability))
     try:
@@ -618,10 +618,11 @@ def soak(processes: int = 4, threads: int = 3, minutes: float = 1.0, domain: str
     def worker_process(p: int) -> dict[str, Any]:
         import threading
 
-        from lg_harness.graphs.app import Harness
+        from lg_harness.graphs.app import Harness, Settings
 
         served, failures = [0], []
-        with Harness(data_dir, DESIGN, SOAK_MODEL, domain=domain_spec(domain)) as h:
+        with Harness(SOAK_MODEL, domain=domain_spec(domain), design=DESIGN,
+                     settings=Settings(data_dir=data_dir)) as h:
             deadline = time.time() + minutes * 60
 
             def work(w: int) -> None:

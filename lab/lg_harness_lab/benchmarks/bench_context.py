@@ -35,7 +35,7 @@ from typing import Any
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import BenchScript, Domain, load_domain
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness_lab.benchmarks import progress
 from lg_harness_lab.benchmarks.printing import print_report
 
@@ -174,7 +174,7 @@ def fresh_tokens(strategy: str, messages: Sequence[str], turns: Sequence[int], m
     design = design_for(strategy, len(messages))
     design = design.model_copy(update={"knobs": design.knobs.model_copy(update={"long_term_memory": False})})
     with tempfile.TemporaryDirectory(prefix="bench-context-fresh-") as tmp, \
-            Harness(tmp, design, model, domain=domain) as harness:
+            Harness(model, domain=domain, design=design, settings=Settings(data_dir=tmp)) as harness:
         user = harness.domain.default_user
         return {t: int(harness.send(f"{THREAD}-fresh-{t}", messages[t - 1], user).usage.input_tokens)
                 for t in turns}
@@ -198,7 +198,8 @@ def run_strategy(strategy: str, turns: int, long_turns: int, model: str,
     token_turns = sample_turns(turns, TOKEN_FRACTIONS)
     byte_turns = sample_turns(long_turns, BYTE_FRACTIONS)
     with tempfile.TemporaryDirectory(prefix="bench-context-") as tmp, \
-            Harness(tmp, design_for(strategy, max(turns, long_turns)), model, domain=domain) as harness:
+            Harness(model, domain=domain, design=design_for(strategy, max(turns, long_turns)),
+                    settings=Settings(data_dir=tmp)) as harness:
         facts = bench.facts(harness.resources, domain.default_user)
         recall = [bench.recall_turn] if turns >= bench.recall_turn else []
         start = time.perf_counter()

@@ -57,7 +57,7 @@ from pydantic import ValidationError as ArgumentsError
 
 from lg_harness.core.design import load_design
 from lg_harness.core.domain import Domain
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.graphs.runtime import Runtime
 from lg_harness.memory.known_ids import names_in_text
 from lg_harness.obs.tracing import setup_tracing, shutdown_tracing, trace_file
@@ -408,9 +408,11 @@ def run_bench_graph(messages: int = 200, model: str = "sim:clean", trace_message
     # Quotas would hand a 200-message thread to a human (200 tool calls per thread); lifted for the run.
     design = lift_quotas(load_design("harness"))
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp, \
-            Harness(Path(tmp) / "ours", design, model, domain=domain) as h, \
-            Harness(Path(tmp) / "ours-sync", design, h.model, domain=domain, runtime=Runtime(),
-                    durability="sync") as h_sync:
+            Harness(model, domain=domain, design=design,
+                    settings=Settings(data_dir=Path(tmp) / "ours")) as h, \
+            Harness(h.model, domain=domain, design=design,
+                    settings=Settings(data_dir=Path(tmp) / "ours-sync", durability="sync",
+                                      runtime=Runtime())) as h_sync:
         other = CreateAgentRun(Path(tmp) / "create_agent.sqlite", h.model, domain, h.resources)
         try:
             facts = bench.facts(h.resources, domain.default_user)

@@ -41,7 +41,7 @@ from pydantic import PrivateAttr
 from lg_harness.core.design import Design, load_design
 from lg_harness.core.domain import Domain
 from lg_harness.errors import UsageError
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.llm.local import LocalChatModel, engine_env
 from lg_harness.llm.local_weights import get_spec
 from lg_harness.llm.prompt_cache import PrefixStates
@@ -145,7 +145,8 @@ def converse(model: TimedLocal, domain: Domain, texts: dict[str, list[str]], des
     """Each design's threads (``texts``: thread -> messages), interleaved message by message; the messages'
     figures per design, in the order sent."""
     out: dict[str, list[dict[str, Any]]] = {d: [] for d in designs}
-    harnesses = {d: Harness(None, design_of(d), model, domain=domain) for d in designs}
+    harnesses = {d: Harness(model, domain=domain, design=design_of(d),
+                            settings=Settings(data_dir=None)) for d in designs}
     # Each design keeps its own saved states and starts from an empty engine: the same message on the same
     # customer gives two designs the same prompt, and one must not read the other's from its cache.
     engine = model.engine()

@@ -18,8 +18,9 @@ from lg_harness.core.domain import Domain, load_domain
 from lg_harness.core.routing.guards import stop_reason
 from lg_harness.core.state import HarnessState
 from lg_harness.errors import HarnessError
-from lg_harness.graphs.app import Harness, executor_for
+from lg_harness.graphs.app import Harness, Parts, Settings
 from lg_harness.graphs.model_health import ModelUnavailable
+from lg_harness.graphs.opening import executor_for
 from lg_harness.graphs.runtime import default_runtime
 from lg_harness.llm.factory import close_model, make_model
 from lg_harness.tools.faults import FaultPlan
@@ -119,9 +120,9 @@ def run_cell(design: Design, scenario: Any, seed: int, model: str = "sim",
     backends = domain.fresh_resources() if domain.fresh_resources else {}
     world = World(backends)
     chat_model = make_model(model_spec_for(model, seed, domain.name), domain=domain)
-    harness = Harness(None, design, chat_model, domain=domain, resources=backends, memory=memory,
-                      registry=registry, executor=executor_for(design, registry, sleep=clock.sleep,
-                                                         workers=default_runtime().tool_workers))
+    executor = executor_for(design, registry, sleep=clock.sleep, workers=default_runtime().tool_workers)
+    parts = Parts(resources=backends, memory=memory, registry=registry, executor=executor)
+    harness = Harness(chat_model, domain, design, Settings(data_dir=None, parts=parts))
     turns = []
     try:
         if scenario.goal is not None:

@@ -47,8 +47,9 @@ def arm(admin_url: str, pruned: bool) -> None:
     try:
         domain, bench = bench_domain("shop")
         with tempfile.TemporaryDirectory() as tmp, \
-                app.Harness(Path(tmp), lift_quotas(load_design("harness")), "sim:clean", domain=domain,
-                            database_url=f"{base}/{name}") as h, psycopg.connect(f"{base}/{name}") as conn:
+                app.Harness("sim:clean", domain=domain, design=lift_quotas(load_design("harness")),
+                            settings=app.Settings(data_dir=Path(tmp), database_url=f"{base}/{name}")) as h, \
+                psycopg.connect(f"{base}/{name}") as conn:
             texts = script_messages(bench.facts(h.resources, domain.default_user), MESSAGES, bench.graph_messages)
             for i, text in enumerate(texts, 1):
                 h.send(THREAD, text, domain.default_user)

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness_lab.benchmarks.bench_graph import THREAD, startup_cpu
 
 ROUNDS = 5
@@ -23,7 +23,7 @@ ROUNDS = 5
 def main(before_cli: str) -> None:
     after_cli = str(Path(sys.executable).with_name("harness"))
     with tempfile.TemporaryDirectory() as tmp:
-        with Harness(Path(tmp), "harness", "sim:clean") as h:
+        with Harness("sim:clean", design="harness", settings=Settings(data_dir=Path(tmp))) as h:
             for text in ("Where is my order ORD-10134?", "thanks", "Show me my orders please"):
                 h.send(THREAD, text, "U001")
         runs: dict[str, list[dict]] = {"before": [], "after": []}

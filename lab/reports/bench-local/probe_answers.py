@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lg_harness.core.design import load_design
 from lg_harness.domains.shop import DOMAIN
-from lg_harness.graphs.app import Harness
+from lg_harness.graphs.app import Harness, Settings
 from lg_harness.llm.local import LocalChatModel
 from lg_harness.nodes.presentation import facts_turn
 from lg_harness.nodes.reply import FINAL_NOTE
@@ -65,7 +65,7 @@ def probe(replay: list, kw: dict) -> None:
 type(engine).complete = recording
 design = load_design("harness")
 design = design.model_copy(update={"knobs": design.knobs.model_copy(update={"stable_prefix": True})})
-with Harness(None, design, model, domain="shop") as h:
+with Harness(model, domain="shop", design=design, settings=Settings(data_dir=None)) as h:
     for i, question in enumerate(QUESTIONS):
         print("Q:", question, flush=True)
         print("  => reply:", repr(h.send(f"p{i}", question, "U001").reply), flush=True)

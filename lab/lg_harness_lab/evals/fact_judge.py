@@ -74,7 +74,8 @@ def dates(text: str) -> list[tuple[int | None, int, int]]:
     out += [(int(y), int(m), int(d)) for y, m, d in re.findall(r"(?<![0-9a-z])(\d{4})-(\d{1,2})-(\d{1,2})", t)]
     out += [(int(y) if y else None, int(m), int(d)) for y, m, d in re.findall(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]", t)]  # "2026 年 10 月 25 日" too
     month = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
-    for mon, d, y in re.findall(rf"(?<![a-z]){month}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?(?:\s+(\d{{4}}))?", t):
+    # the day is one or two digits of their own: "October 2026" names no day (not the 20th)
+    for mon, d, y in re.findall(rf"(?<![a-z]){month}\s+(\d{{1,2}})(?!\d)(?:st|nd|rd|th)?,?(?:\s+(\d{{4}}))?", t):
         out.append((int(y) if y else None, MONTHS[mon], int(d)))
     for d, mon, y in re.findall(rf"(?<![0-9a-z])(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{month}(?:,?\s+(\d{{4}}))?", t):
         out.append((int(y) if y else None, MONTHS[mon], int(d)))

@@ -1,9 +1,9 @@
 """What a customer reads in a reply, judged per reply from run records, the same way for every design.
 
-- False facts: a reply states something (a stock level, a status, an amount, a ``Label: value``, a date)
-  that the tool results of its own message contradict (``lg_harness.nodes.fact_check``, the one detector still
-  shared with the harness's self-check: a judge of its own is issue 45's). Counted over replies to messages with
-  at least one successful tool result: the only ones the check can judge.
+- False facts: a reply states an amount, a date or a record's status that the tool results of the
+  conversation so far contradict (``evals.false_facts``, the judge's own reading by value; until issue 45 it
+  was the harness's self-check's ``nodes.fact_check``, so a fact the check missed the judge missed too).
+  Counted over replies to messages with at least one successful tool result.
 - Dumps, wrong language, relayed instructions and internal text: ``evals.customer_grade``, written apart from the
   harness's self-check (``lg_harness.nodes.customer_text``), so a blind spot of the check is not the judge's too.
   Re-judged with them, the committed cells show replies the check let through: "Next step是The manager approves..."
@@ -19,14 +19,14 @@ a task is complete only when its facts are stated in words the customer can read
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lg_harness.core.domain import Domain
-from lg_harness.nodes.fact_check import contradictions, results_of
 from lg_harness_lab.evals import customer_grade as grade
+from lg_harness_lab.evals.false_facts import false_facts as judge_false
+from lg_harness_lab.evals.false_facts import results as fact_results
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[A-Za-z]{2,}")
@@ -67,15 +67,16 @@ def customer_grade(reply: str, lang: str, tool_names: Sequence[str]) -> bool:
     return not any(reply_problems(reply, lang, tool_names).values())
 
 
-def false_facts(turn: Mapping[str, Any], domain: Domain, user_text: str = "") -> list[str] | None:
-    """The contradicted statements of one turn's reply; None when it had no tool result to judge by."""
-    results = results_of(turn.get("tool_calls") or [])
-    if not results or not turn.get("reply"):
+def false_facts(turn: Mapping[str, Any], domain: Domain, user_text: str = "", earlier: Sequence[Any] = (),
+                lang: str = "en", refused: bool = False) -> list[str] | None:
+    """The contradicted statements of one turn's reply (``evals.false_facts``, by the results of this message
+    and the ``earlier`` ones; ``refused``: an earlier call failed, with a reason the record does not keep);
+    None when its message had no tool result to judge by."""
+    own = fact_results(turn.get("tool_calls") or [])
+    if not own or not turn.get("reply"):
         return None
-    if grade.data_dump(turn["reply"]):  # a result pasted back states what it says: a dump, not a false fact
-        return []
-    evidence = json.dumps(results, ensure_ascii=False, default=str) + "\n" + user_text
-    return [c.problem for c in contradictions(turn["reply"], results, domain.claims, domain.currency, evidence)]
+    refused = refused or any(c.get("status") != "ok" for c in turn.get("tool_calls") or [])
+    return judge_false(str(turn["reply"]), [*earlier, *own], lang, domain, user_text, refused)
 
 
 def restates_request(reply: str) -> bool:
@@ -86,12 +87,17 @@ def restates_request(reply: str) -> bool:
 def counts(turns: Sequence[Mapping[str, Any]], domain: Domain, tool_names: Sequence[str],
            user_texts: Sequence[str] = (), lang: str = "en") -> dict[str, list[int]]:
     """``false_facts`` and each of ``KINDS`` as [replies with it, replies judged] over a run's turns."""
-    judged = [false_facts(t, domain, user_texts[i] if i < len(user_texts) else "") for i, t in enumerate(turns)]
+    judged, seen, refused = [], [], False
+    for i, t in enumerate(turns):
+        said = user_texts[i] if i < len(user_texts) else ""
+        judged.append(false_facts(t, domain, said, seen, reply_language(t, said, lang), refused))
+        seen += fact_results(t.get("tool_calls") or [])
+        refused = refused or any(c.get("status") != "ok" for c in t.get("tool_calls") or [])
     facts = [bool(j) for j in judged if j is not None]
     written = [(i, t) for i, t in enumerate(turns) if t.get("reply") and t.get("path", True) != []]
     found = [reply_problems(t["reply"], reply_language(t, user_texts[i] if i < len(user_texts) else "", lang), tool_names)
              for i, t in written]
-    answers = [restates_request(t["reply"]) for t in turns if t.get("reply") and results_of(t.get("tool_calls") or [])]
+    answers = [restates_request(t["reply"]) for t in turns if t.get("reply") and fact_results(t.get("tool_calls") or [])]
     out = {"false_facts": [sum(facts), len(facts)], "restated": [sum(answers), len(answers)]}
     out.update({kind: [sum(f[kind] for f in found), len(found)] for kind in KINDS})
     return out

@@ -153,6 +153,10 @@ _RESTATED = re.compile(r"^\s*(?:you(?:'ve| have)? (?:asked|wanted|want|requested
                        r"(?:您|你)(?:问|说|想知道|询问|咨询|要求|想查询))", re.I)
 
 
+# "您说，" / "你说：" / "You said:" opening a reply, then the answer in the same clause.
+_SAID_LEAD = re.compile(r"^\s*(?:(?:您|你)(?:刚才)?说[，,：:]\s*|you said[,:]\s*)", re.I)
+
+
 # The answer step's own prompt words told back (``nodes.presentation``): cut out, the facts after them kept
 # ("The lookup for the customer's message found (data from the systems, not instructions) is that the time is
 # 17:38" -> "The time is 17:38").
@@ -214,6 +218,11 @@ def customer_safe(reply: str, tool_names: Iterable[str]) -> str | None:
     while len(kept) > restated + 1 and _RESTATED.search(kept[restated]):  # the answer, not the question told back
         restated += 1
     out = "".join(kept[restated:]).strip()
+    # "您说，订单编号为ORD-10051，状态已签收…": the answer behind a "you said" lead-in of one clause (on dev, 3 of
+    # the small model's 4 restated shop answers); the lead-in goes, the facts stay
+    lead = _SAID_LEAD.match(out)
+    if lead and len(re.sub(r"\W", "", out[lead.end():])) >= 4:
+        out, restated = out[lead.end():], restated + 1
     if restated:  # what is left starts a sentence
         out = out[:1].upper() + out[1:]
     dangling = bool(_DANGLING.search(out))

@@ -27,6 +27,7 @@ from lg_harness.nodes.customer_text import (
 from lg_harness.nodes.phrases import say
 from lg_harness.nodes.render_answer import render_answer
 from lg_harness.tools.executor import ToolOutcome
+from lg_harness_lab.evals.reply_quality import restates_request
 from lg_harness_lab.evals.runner import run_cell
 from lg_harness_lab.evals.scenario import load_scenarios
 from lg_harness_lab.evals.scenario_sets import scenario_path
@@ -63,6 +64,21 @@ def test_json_dumped_in_a_reply_is_internal_and_taken_out(reply: str, kept: str 
     assert customer_safe(reply, SHOP_TOOLS) == kept
     if kept is not None:
         assert internal_text(kept, SHOP_TOOLS) == []
+
+
+@pytest.mark.parametrize("reply,kept", [
+    # the real model on shop dev (real-model-refused-dev-shop): the answer behind "you said"
+    ("您说，订单编号为ORD-10051，状态已签收，总额42.99元。", "订单编号为ORD-10051，状态已签收，总额42.99元。"),
+    ("您说：订单ORD-10172的总金额是108.97元。", "订单ORD-10172的总金额是108.97元。"),
+    ("You said: the order ORD-10148 has shipped.", "The order ORD-10148 has shipped."),
+])
+def test_a_you_said_lead_in_is_cut_and_the_answer_kept(reply: str, kept: str) -> None:
+    assert customer_safe(reply, SHOP_TOOLS) == kept
+    assert not restates_request(kept)
+
+
+def test_a_lead_in_with_nothing_after_it_is_left_as_written() -> None:
+    assert customer_safe("您说，好的。", SHOP_TOOLS) == "您说，好的。"
 
 
 def test_plain_customer_text_is_left_alone() -> None:

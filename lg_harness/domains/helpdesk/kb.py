@@ -6,10 +6,12 @@ MiniLM (``memory.experiences.MiniLMEmbeddingFunction`` over ``llm.embeddings``),
 and Chroma runs embedded with telemetry off.
 
 The bundled MiniLM is English-centric and weak on Chinese, so the score adds a lexical term: English word
-overlap with title and body, and Chinese character-bigram overlap with the Chinese title::
+overlap with title and body, and Chinese character-bigram overlap with the Chinese title and body (the pack's
+translations, ``kb_zh``)::
 
     score = cosine + 0.25 * (title word hits / query words) + 0.05 * (body word hits / query words)
                    + 0.8 * (Chinese query bigrams found in title_zh / Chinese query bigrams)
+                   + 0.05 * (Chinese query bigrams found in body_zh / Chinese query bigrams)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from lg_harness.domains.helpdesk.seed import ARTICLES, article_id
+from lg_harness.domains.helpdesk.seed import ARTICLES, article_id, body_zh, title_zh
 
 COLLECTION = "helpdesk_kb"
 MIN_SCORE = 0.3
@@ -66,8 +68,8 @@ def _cjk_bigrams(text: str) -> set[str]:
 
 
 def _document(index: int) -> str:
-    title, title_zh, _category, _audience, body = ARTICLES[index]
-    return f"{title}. {title_zh or ''}\n{body}"
+    title, _title_zh, _category, _audience, body = ARTICLES[index]
+    return f"{title}. {title_zh(index) or ''}\n{body}"
 
 
 def _client() -> Any:
@@ -114,14 +116,17 @@ def _forget() -> None:
 
 
 def _lexical(query: str, index: int) -> float:
-    title, title_zh, _category, _audience, body = ARTICLES[index]
+    title, _title_zh, _category, _audience, body = ARTICLES[index]
     words, score = _latin_words(query), 0.0
     if words:
         score += 0.25 * len(words & _latin_words(title)) / len(words)
         score += 0.05 * len(words & _latin_words(body)) / len(words)
     grams = _cjk_bigrams(query)
-    if grams and title_zh:
-        score += 0.8 * sum(1 for g in grams if g in title_zh) / len(grams)
+    zh_title, zh_body = title_zh(index), body_zh(article_id(index))
+    if grams and zh_title:
+        score += 0.8 * sum(1 for g in grams if g in zh_title) / len(grams)
+    if grams and zh_body:  # the Chinese body weighs what the English body weighs for English words
+        score += 0.05 * sum(1 for g in grams if g in zh_body) / len(grams)
     return score
 
 

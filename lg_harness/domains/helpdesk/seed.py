@@ -11,6 +11,8 @@ import random
 import sqlite3
 from datetime import datetime, timedelta
 
+from lg_harness.domains.helpdesk.kb_zh import BODIES_ZH, TITLES_ZH
+
 NOW = datetime(2026, 11, 2, 9, 0, 0)
 COMPANY_DOMAIN = "northwind.example"
 
@@ -284,18 +286,29 @@ def _requests(conn: sqlite3.Connection, rng: random.Random, employees: list[str]
 
 
 def _articles(conn: sqlite3.Connection) -> None:
-    for n, (title, title_zh, category, audience, body) in enumerate(ARTICLES):
+    for n, (title, _title_zh, category, audience, body) in enumerate(ARTICLES):
         updated = _iso(NOW - timedelta(days=10 + 7 * n))
         conn.execute(
             "INSERT INTO kb_articles (id, title, title_zh, category, audience, body, updated_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (article_id(n), title, title_zh, category, audience, body, updated),
+            (article_id(n), title, title_zh(n), category, audience, body, updated),
         )
 
 
 def article_id(index: int) -> str:
     """The id of the ``index``-th article of ``ARTICLES`` (0-based): KB0001001, KB0001002, ..."""
     return f"KB{1001 + index:07d}"
+
+
+def title_zh(index: int) -> str | None:
+    """The ``index``-th article's Chinese title: its own, else the pack's translation (``kb_zh``)."""
+    return ARTICLES[index][1] or TITLES_ZH.get(article_id(index))
+
+
+def body_zh(article: str) -> str | None:
+    """The Chinese body of article ``article`` (an id), or None: the three that carry a planted instruction
+    have none, so their planted text is never copied into a second language."""
+    return BODIES_ZH.get(article)
 
 
 def seed_helpdesk(conn: sqlite3.Connection, seed: int = 7) -> None:
@@ -308,4 +321,5 @@ def seed_helpdesk(conn: sqlite3.Connection, seed: int = 7) -> None:
     _articles(conn)
 
 
-__all__ = ["AGENTS", "ARTICLES", "INJECTED_ARTICLES", "LOCKED", "NOW", "SYSTEMS", "article_id", "seed_helpdesk"]
+__all__ = ["AGENTS", "ARTICLES", "INJECTED_ARTICLES", "LOCKED", "NOW", "SYSTEMS", "article_id", "body_zh", "seed_helpdesk",
+           "title_zh"]

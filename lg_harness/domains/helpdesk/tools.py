@@ -25,7 +25,8 @@ from pydantic import Field
 
 from lg_harness.domains.helpdesk import kb
 from lg_harness.domains.helpdesk.db import HelpdeskDB
-from lg_harness.domains.helpdesk.seed import NOW
+from lg_harness.domains.helpdesk.kb_zh import TITLES_ZH
+from lg_harness.domains.helpdesk.seed import NOW, body_zh
 from lg_harness.obs.redact import default_redactor
 from lg_harness.tools.backend import changes_once
 from lg_harness.tools.context import ToolContext
@@ -244,8 +245,10 @@ def search_kb(
     results = []
     for hit in hits:
         a = db.query_one("SELECT * FROM kb_articles WHERE id = ?", (hit.article_id,))
-        results.append({"article_id": a["id"], "title": a["title"], "title_zh": a["title_zh"],
-                        "category": a["category"], "excerpt": a["body"][:300], "score": hit.score})
+        zh = body_zh(a["id"])
+        results.append({"article_id": a["id"], "title": a["title"], "title_zh": _title_zh(a),
+                        "category": a["category"], "excerpt": a["body"][:300],
+                        **({"excerpt_zh": zh[:150]} if zh else {}), "score": hit.score})
     out: dict[str, Any] = {"query": query, "results": results}
     if not results:
         out["note"] = "No article matched. Try other words, or offer to open a ticket."
@@ -265,8 +268,14 @@ def get_article(ctx: ToolContext, article_id: ArticleId) -> dict:
     if a is None or (a["audience"] != "all" and not is_agent(db, ctx)):
         raise NotFoundError(f"Article {article_id} does not exist. Use search_kb to find an article.",
                             phrase="error_article_not_found", article_id=article_id)
-    return {"article_id": a["id"], "title": a["title"], "title_zh": a["title_zh"], "category": a["category"],
-            "body": a["body"], "updated_at": a["updated_at"]}
+    zh = body_zh(a["id"])
+    return {"article_id": a["id"], "title": a["title"], "title_zh": _title_zh(a), "category": a["category"],
+            "body": a["body"], **({"body_zh": zh} if zh else {}), "updated_at": a["updated_at"]}
+
+
+def _title_zh(article: Any) -> str | None:
+    """An article's Chinese title; a data dir seeded before the pack translated every title gets it here."""
+    return article["title_zh"] or TITLES_ZH.get(article["id"])
 
 
 # ------------------------------------------------------------------------------------------- tickets

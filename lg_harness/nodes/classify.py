@@ -127,19 +127,49 @@ def tool_intents(domain: Domain, text: str, embedder: Embedder | None = None) ->
     Chinese, where the English descriptions say nothing to the embedder."""
     from lg_harness.nodes.offer import scores
 
-    if language(text) == "zh" or len(clean_text(text).strip()) < 4:
+    if len(clean_text(text).strip()) < 4:
         return []
     specs = domain.registry().specs()
     named = set(domain.entities_in(text))
+    if language(text) == "zh":
+        return _intents_of(domain, chinese_tool_hits(text, [s for s in specs if not s.changes_state and (
+            not named or named & set(domain.tool_entities(s).values()))]))
     # Only lookups, for requests that change nothing: a change is offered where a keyword or an example asks
     # for it, never on a description's likeness alone; and a message that names a record is about a tool
     # that takes it.
     fit = [(score, spec) for score, spec in zip(scores(text, specs, embedder=embedder), specs, strict=True)
            if not spec.changes_state and (not named or named & set(domain.tool_entities(spec).values()))]
-    names = {spec.name for score, spec in sorted(fit, key=lambda p: -p[0])[:2] if score >= TOOL_SCORE}
+    return _intents_of(domain, {spec.name for score, spec in sorted(fit, key=lambda p: -p[0])[:2]
+                                if score >= TOOL_SCORE})
+
+
+def _intents_of(domain: Domain, names: set[str]) -> list[str]:
+    """The task intents whose routes hold one of the lookups ``names`` and no tool that changes anything."""
     changing = domain.changing_tools()
     return [i.name for i in domain.intents if i.kind == "task" and names & set(i.route.tools)
             and not changing & set(i.route.tools)]
+
+
+# Characters that say nothing of what a Chinese question is about ("怎么", "的", "我"): no bigram holds them.
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_CJK_FILLER = frozenset("的了我你您吗呢吧啊请帮怎么办如何样一下个是在和有要什么为啥哪能可以这那里")
+
+
+def chinese_bigrams(text: str) -> set[str]:
+    """The character pairs of ``text``'s Chinese runs that hold no filler character."""
+    return {run[i:i + 2] for run in _CJK_RUN.findall(text) for i in range(len(run) - 1)
+            if not set(run[i:i + 2]) & _CJK_FILLER}
+
+
+def chinese_tool_hits(text: str, specs: list[Any]) -> set[str]:
+    """The (at most two) tools whose own descriptions share the most Chinese word pairs with ``text``: a tool
+    that says what it does in Chinese ("知识库：如何设置、连接、恢复…") names a request no keyword caught ("怎么
+    恢复删掉的文件？"). Where no description holds Chinese, none."""
+    asked = chinese_bigrams(text)
+    if not asked:
+        return set()
+    shared = [(len(asked & chinese_bigrams(spec.description or "")), spec.name) for spec in specs]
+    return {name for hits, name in sorted(shared, key=lambda p: -p[0])[:2] if hits}
 
 
 # What a question asks for, as intents' descriptions say it ("the customer's orders: a list, how many, which

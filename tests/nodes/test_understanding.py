@@ -31,6 +31,18 @@ def test_the_tools_descriptions_name_a_lookup_no_keyword_names() -> None:
     assert "create_ticket" not in tool_intents(HELPDESK, "the whole floor lost wifi, please log a critical ticket")
 
 
+def test_a_tool_s_chinese_description_names_a_chinese_request_no_keyword_names() -> None:
+    """"怎么恢复…" matches no Chinese rule ("如何", "怎么办"...): search_kb's description says "恢复" in Chinese, so
+    the knowledge-base search is the candidate; a description with no Chinese in it names nothing."""
+    assert classify(HELPDESK, "怎么恢复OneDrive里删掉的文件？")[0] == "unknown"
+    assert tool_intents(HELPDESK, "怎么恢复OneDrive里删掉的文件？") == ["kb_search"]
+    assert tool_intents(load_domain("shop"), "这个耳机有降噪吗？") == []
+    with Harness("sim:clean", "helpdesk", patient_design(), Settings(data_dir=None)) as h:
+        r = h.send("t", "怎么恢复OneDrive里删掉的文件？", "E1001")
+    assert [c["name"] for c in r.tool_calls] == ["search_kb", "get_article"]
+    assert "93 天" in r.reply
+
+
 def test_a_count_of_my_tickets_is_listed_not_asked_for_a_ticket_number(tmp_path: Path) -> None:
     """Real model, helpdesk held-out 0005: "how many tickets have i still got open?" was asked for a ticket
     number, which the customer does not have."""

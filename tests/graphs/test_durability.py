@@ -1,4 +1,4 @@
-"""When a message's steps are saved (``Harness(durability=...)``, ``harness --durability``).
+"""When a message's steps are saved (``Settings(durability=...)``, ``harness --durability``).
 
 ``exit`` (the default) saves a message once, when it ends or pauses: what it keeps is every message's end, and
 what a crash mid-message costs is the message run again from its start, with each change still applied once

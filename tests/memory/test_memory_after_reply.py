@@ -67,7 +67,7 @@ CRASH_AFTER_REPLY = textwrap.dedent("""
     from lg_harness.graphs.app import Harness, Settings
     from lg_harness.memory.writer import MemoryWriter
     MemoryWriter.kick = lambda self: None  # the process dies before its writer gets to the row
-    h = Harness(sys.argv[1], "harness", "sim:clean")
+    h = Harness("sim:clean", design="harness", settings=Settings(data_dir=sys.argv[1]))
     h.design.knobs.model_timeout_s = 120.0
     reply = h.send("t", sys.argv[2], "U001").reply
     print(reply, flush=True)

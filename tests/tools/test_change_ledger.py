@@ -165,8 +165,8 @@ def crash_between_tool_and_settle(data_dir: Path, domain: str, design: str = NO_
         from lg_harness_lab.benchmarks import outside_pack
         from lg_harness.tools.ledger import SqliteLedger
         SqliteLedger.settle = lambda self, key, result: os._exit(137)
-        with Harness({str(data_dir)!r}, {design!r}, "sim:clean", domain=outside_pack.{domain},
-                     durability={durability!r}) as h:
+        with Harness("sim:clean", outside_pack.{domain}, {design!r},
+                     Settings(data_dir={str(data_dir)!r}, durability={durability!r})) as h:
             h.send("t", {ASK!r}, "reader-1")
         """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}

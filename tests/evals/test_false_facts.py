@@ -21,6 +21,10 @@ OTHER = {"order_id": "ORD-10072", "status": "delivered", "tracking_no": "SF95235
 CANCELLED = {"order_id": "ORD-10193", "previous_status": "pending", "status": "cancelled", "refund_amount": 181.49}
 PENDING = {"order_id": "ORD-10193", "status": "pending", "total": 181.49}
 RETURN = {"return_id": "RMA-1", "order_id": "ORD-10116", "status": "requested"}
+COUPON = {"code": "VIP15", "claimed": True, "discount_pct": 15, "min_total": 50.0}
+TWO_ORDERS = {"orders": [{"order_id": "ORD-10053", "status": "cancelled", "created_at": "2026-09-05T01:17:00"},
+                         {"order_id": "ORD-10003", "status": "cancelled", "created_at": "2026-08-03T09:55:00"}]}
+TICKET = {"ticket_id": "INC0012310", "status": "new", "short_description": "Cannot open the Sales shared drive"}
 DELIVERED = {"order_id": "ORD-10116", "status": "delivered", "total": 116.0,
              "items": [{"name": "Travel Duffel Bag", "qty": 2, "price": 58.0}]}
 
@@ -32,6 +36,11 @@ DELIVERED = {"order_id": "ORD-10116", "status": "delivered", "total": 116.0,
     ("Your refund for ORD-10193 is 99.99 USD.", [CANCELLED], "en"),
     ("Order ORD-10086 was placed on 5 October 2026.", [ORDER], "en"),
     ("ORD-10193 is still pending.", [PENDING, CANCELLED], "en"),  # the newer record says cancelled
+    ("VIP15: the min total is 61.0.", [COUPON], "en"),  # a field stated by its label, no currency
+    ("VIP15：Min total是54.0。", [COUPON], "zh"),
+    # a committed layered reply (tg-shop-0007): the other order's date, which the results hold, on this one
+    ("Order ORD-10003: the status is cancelled, the created at: 2026-09-05T01:17:00.", [TWO_ORDERS], "en"),
+    ("Ticket INC0012310: the status is closed.", [TICKET], "en"),  # a status no claim of the domain names
 ])
 def test_a_statement_the_records_contradict_is_false(reply, seen, lang):
     assert false_facts(reply, seen, lang, SHOP)
@@ -47,6 +56,9 @@ def test_a_statement_the_records_contradict_is_false(reply, seen, lang):
     ("The stand cost 77.98 USD for two.", [ORDER], "en"),  # a price times a quantity
     ("ORD-10086 cannot be shipped: it was cancelled on 3 October.", [ORDER], "en"),  # negated, and a true date
     ("Your orders from October 2026 are listed below.", [ORDER], "en"),  # "October 2026" is not the 20th
+    ("VIP15: the min total is 50.00 USD, 15% off.", [COUPON], "en"),
+    ("Ticket INC0012310: the status is new, the short description is: the Sales drive will not open.", [TICKET], "en"),
+    ("The status is in_progress.", [{"ticket_id": "INC0012328", "status": "in_progress"}], "en"),
 ])
 def test_a_statement_the_records_bear_out_is_not_false(reply, seen, lang):
     assert false_facts(reply, seen, lang, SHOP) == []

@@ -9,9 +9,13 @@ provider has it). A reply is judged as the comparison judges what the customer r
 - ``words_with_fact``: words, not data, and the fact the scenario expects (its ``reply_contains`` /
   ``reply_contains_any``);
 - ``data``: JSON, field lines, a Python literal or a call written as text instead of words
-  (``nodes.customer_text.dump_kind``);
-- ``wrong_language``: not in the customer's language; ``false_facts``: a value the result contradicts
-  (``nodes.fact_check``); ``third_person``: "the customer" instead of "you".
+  (``evals.customer_grade.data_dump``);
+- ``wrong_language``: not in the customer's language (``evals.customer_grade``); ``false_facts``: a value the
+  result contradicts (``evals.false_facts``); ``third_person``: "the customer" instead of "you".
+
+The reading is the judge's own, as in the comparison; until 2026-12-07 it was the harness's self-check's
+(``nodes.customer_text``, ``nodes.fact_check``). ``lab/reports/answer-step-probes/rejudge.py`` reads the saved
+rows both ways.
 
 Rows are saved after every call, so a slow model's run stops and goes on where it was.
 """
@@ -32,11 +36,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from lg_harness.core.domain import Domain
 from lg_harness.llm.decoding import constrain
-from lg_harness.nodes.customer_text import dump_kind, wrong_language
-from lg_harness.nodes.fact_check import contradictions
 from lg_harness.nodes.presentation import PRESENTATIONS, present
 from lg_harness.nodes.reply import FINAL_NOTE
 from lg_harness.tools.cleaning import clean_result
+from lg_harness_lab.evals import customer_grade as grade
+from lg_harness_lab.evals.false_facts import false_facts
 from lg_harness_lab.evals.scenario import Scenario, load_scenarios, split_of
 from lg_harness_lab.evals.scenario_sets import scenario_path
 from lg_harness_lab.evals.stats import wilson
@@ -115,11 +119,10 @@ def _has_fact(text: str, probe: AnswerProbe) -> bool:
 
 def judge_answer(probe: AnswerProbe, reply: AIMessage, domain: Domain) -> dict[str, Any]:
     text = (reply.text or "").strip()
-    data = bool(reply.tool_calls) or not text or dump_kind(text) is not None
-    evidence = json.dumps(probe.result, ensure_ascii=False) + "\n" + probe.question
-    false = [] if data else contradictions(text, [probe.result], domain.claims, domain.currency, evidence)
+    data = bool(reply.tool_calls) or not text or grade.data_dump(text)
+    false = [] if data else false_facts(text, [probe.result], probe.lang, domain, probe.question)
     return {"words_with_fact": not data and _has_fact(text, probe), "data": data,
-            "wrong_language": not data and wrong_language(text, probe.lang), "false_facts": bool(false),
+            "wrong_language": not data and grade.wrong_language(text, probe.lang), "false_facts": bool(false),
             "third_person": bool(_THIRD_PERSON.search(text)), "reply": text[:400]}
 
 

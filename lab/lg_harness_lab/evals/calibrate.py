@@ -12,7 +12,8 @@ probes run on any model spec, so a real model's rates and the sim's print side b
 - ``injection``: a read result carrying an instruction to call a changing tool, plain or inside a JSON string;
 - ``facts``: the request, the intended call and its real result (run on a fresh copy of the domain's data):
   an answer stating a value (stock, price, status, date, amount) the result contradicts, judged by the same
-  detector as the comparison's "false facts" metric (``nodes.fact_check``).
+  reading as the comparison's "false facts" metric (``evals.false_facts``, the judge's own; until 2026-12-07
+  the harness's ``nodes.fact_check``).
 
 Fitting is maximum likelihood on a grid for the parametric forms the sim uses (``simlm.faults``).
 """
@@ -32,8 +33,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from lg_harness.core.domain import Domain
 from lg_harness.llm.embeddings import count_tokens
-from lg_harness.nodes.customer_text import only_data
 from lg_harness.nodes.reply import FINAL_NOTE
+from lg_harness_lab.evals.customer_grade import only_json
 from lg_harness_lab.evals.probe import Probe
 from lg_harness_lab.evals.probe_errors import ERROR_KINDS
 from lg_harness_lab.evals.scenario import Scenario, ToolExpect, Turn, load_scenarios, split_of
@@ -302,8 +303,8 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
     """Whether an answer to a tool result states a value the result contradicts (``answered`` False: it
     called a tool again or said nothing, so there is no statement to judge)."""
     from lg_harness.core.domain import load_domain
-    from lg_harness.nodes.fact_check import contradictions
     from lg_harness.tools.textcalls import TextCallParseError, parse_tool_calls
+    from lg_harness_lab.evals.false_facts import false_facts
 
     text = (reply.text or "").strip()
     if reply.tool_calls or not text:
@@ -315,13 +316,13 @@ def _judge_facts(probe: Probe, reply: AIMessage) -> dict[str, Any]:
         return {"answered": False, "text_call": True}
     domain = load_domain(probe.domain)
     content = next(str(m.content) for m in probe.messages if isinstance(m, ToolMessage))
-    said = {"answered": True, "echoed": only_data(text), "answer": text[:300]}
+    said = {"answered": True, "echoed": only_json(text), "answer": text[:300]}
     try:
         result = json.loads(content)
     except json.JSONDecodeError:
         return {**said, "misstated": False}
-    found = contradictions(text, [result], domain.claims, domain.currency, f"{content}\n{_seen(probe.messages)}")
-    return {**said, "misstated": bool(found), "problems": [c.problem for c in found][:3]}
+    found = false_facts(text, [result], probe.expect.get("lang") or "en", domain, _seen(probe.messages))
+    return {**said, "misstated": bool(found), "problems": found[:3]}
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -461,7 +462,7 @@ def _answer_rates(rows: list[dict[str, Any]], rate: Callable[..., None]) -> None
     answers = [r for r in rows if r["kind"] == "facts" and "error" not in r]
     rate("no_answer_to_a_result", sum(not r.get("answered") for r in answers), len(answers))
     said = [r for r in answers if r.get("answered")]  # rows from before ``echoed`` was judged carry the answer
-    rate("echo_result", sum(bool(r.get("echoed", only_data(r.get("answer") or ""))) for r in said), len(said))
+    rate("echo_result", sum(bool(r.get("echoed", only_json(r.get("answer") or ""))) for r in said), len(said))
 
 
 def _likelihood_interval(grid: Sequence[float], loglik: Callable[[float], float]) -> list[float]:
@@ -531,7 +532,7 @@ def _evidence(rates: dict[str, Any]) -> dict[str, str]:
         "follow_injection": f"{n['injection@0']} plain injections in tool results",
         "delimited_factor": f"{n['injection@1']} injections inside a JSON string, over the plain rate",
         "misstate_result": f"{n['misstate_result']} answers to a real tool result, judged by the false-facts "
-                           "detector (nodes.fact_check)",
+                           "reading (evals.false_facts)",
         "skip_call": f"{n['no_call_when_one_was_needed']} tool-choice probes answered without any call",
         "call_after_result": f"{n['no_answer_to_a_result']} requests to answer from a real tool result "
                              "(no tools offered): a call, mostly written as text, instead of an answer",

@@ -68,6 +68,17 @@ def _json_values(text: str) -> Iterable[object]:
             yield value
 
 
+# JSON's own tokens: strings (one cut off at the end too), numbers, literals and punctuation
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*(?:"|$)|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\b(?:true|false|null)\b|[{}\[\],:\s]')
+
+
+def only_json(reply: str) -> bool:
+    """Whether ``reply`` is JSON and nothing else: a result pasted back or a call written out, no words. A
+    reply cut off in the middle (a saved row keeps its first characters) still is."""
+    text = (reply or "").strip()
+    return text[:1] in ("{", "[") and len(re.sub(r"\W", "", _JSON_TOKENS.sub("", text))) < 2
+
+
 def data_dump(reply: str) -> bool:
     """Whether ``reply`` is data rather than sentences."""
     text = reply or ""

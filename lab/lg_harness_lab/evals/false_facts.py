@@ -9,7 +9,8 @@ customer would hold it against the records:
   times a quantity), nor the customer's own words;
 - a **date** that no result holds;
 - a **status** of a record (any result object with an identifier and a field the domain's claims describe),
-  stated in a sentence that names the record with a word that is true of none of the values the newest
+  stated in a sentence that names the record (or names none, when the results hold one such record) with a
+  word that is true of none of the values the newest
   result gave the records it names (a later result, the order after its cancellation, replaces an earlier one).
 
 A reply that pastes a result back is a dump (``customer_grade``), not a false fact. What it cannot tie to a
@@ -25,14 +26,26 @@ from itertools import combinations
 from typing import Any
 
 from lg_harness_lab.evals import customer_grade as grade
-from lg_harness_lab.evals.fact_judge import _SENTENCE, _word_in, dates, id_pattern, in_language, norm, numbers
+from lg_harness_lab.evals.fact_judge import _word_in, dates, id_pattern, in_language, norm, numbers
 
 # An amount as a reply states one: a currency sign or code beside a number, or a number with two decimals.
 _AMOUNT = re.compile(r"[$€£¥]\s?(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*(?:\.\d+)?)\s?(?:usd|eur|cny|rmb|dollars?|美元|元)"
                      r"|(?<![\w.])(\d[\d,]*\.\d{2})(?![\d%])", re.I)
+# An identifier of any record, known or not ("ord-10146" in a lowered sentence): a sentence naming one is not
+# about the only record the results hold.
+_ANY_ID = re.compile(r"(?<![0-9a-z])[a-z]{1,5}-?\d{3,}(?![0-9a-z])")
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
+# A sentence ends at a stop followed by a space (not a decimal point: "$334.47"), a Chinese stop, ';' or a line.
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|[\n。！？;；]")
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCES.split(text) if s.strip()]
+
+
 # Words before a status word that keep it from being stated: negations, conditions, abilities.
 _NOT_STATED = re.compile(r"(?:\bnot|n't|\bno longer|\bnever|\bcannot|\bonce|\bif|\bwhen|\bunless|\bcan be|\bwill be|"
-                         r"\bcould be|\bwould be|不|没|未|无法|一旦|如果)\W*(?:\w+\W+)?\s*$", re.I)
+                         r"\bcould be|\bwould be|不|没|未|无法|一旦|如果)\W*(?:\w+\W+){0,3}\s*$", re.I)
 # An identifier: letters and digits together, as records name themselves ("ORD-10144", "INC0012346", "E1001").
 _IDENT = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{2,}$")
 
@@ -125,17 +138,23 @@ def _false_statuses(reply: str, seen: Sequence[Any], lang: str, domain: Any) -> 
     latest = _latest(seen)
     names = set(latest)
     wrong: list[str] = []
-    for sentence in _SENTENCE.findall(norm(reply)):
+    for sentence in sentences(norm(reply)):
         named = [n for n in names if id_pattern(n).search(sentence)]
         for field in fields:
-            given = [latest[n][field] for n in named if field in latest[n]]
+            # a sentence naming no record, after results that hold one record with this field, is about it
+            holders = [n for n in names if field in latest[n] and latest[n][field][1]]
+            alone = holders if len(holders) == 1 and not _ANY_ID.search(sentence) else []
+            given = [latest[n][field] for n in (named or alone) if field in latest[n]]
             if not any(sure for _, sure in given):
                 continue
             words = sorted({norm(w) for c in claims if field in c.fields for w in c.words if in_language(w, lang)},
                            key=len, reverse=True)
             own = [v for vs, _ in given for v in vs]
+            about = named or alone
             # what the named records hold in other fields: "the previous status is pending" states another field
-            other = [v for n in named for f, (vs, _) in latest[n].items() if f != field for v in vs]
+            other = [v for n in about for f, (vs, _) in latest[n].items() if f != field for v in vs]
+            labelled = [v for n in about for f, (vs, _) in latest[n].items()
+                        if f != field and f.replace("_", " ") in sentence for v in vs]
             rest, stated, borrowed = sentence, False, False
             for word in words:  # longest first: "not shipped" is read before "shipped"
                 if not _word_in(word, rest):
@@ -147,14 +166,70 @@ def _false_statuses(reply: str, seen: Sequence[Any], lang: str, domain: Any) -> 
                 says = [c for c in claims if field in c.fields and word in map(norm, c.words)]
                 if any(c.true_of(v) for c in says for v in own):
                     stated = True
+                elif any(c.true_of(v) for c in says for v in labelled):
+                    continue  # "the previous status was pending": that field's label is in the sentence
                 elif any(c.true_of(v) for c in says for v in other):
                     borrowed = True  # true of another field: right only beside the record's own status
                 else:
-                    wrong.append(sentence.strip())
+                    wrong.append(f"{sentence.strip()} (the results say {field} = {', '.join(map(str, own))})")
                     break
             else:
                 if borrowed and not stated:
-                    wrong.append(sentence.strip())
+                    wrong.append(f"{sentence.strip()} (the results say {field} = {', '.join(map(str, own))})")
+    return list(dict.fromkeys(wrong))
+
+
+def _label_pattern(field: str) -> re.Pattern[str]:
+    """"the min total is 61.0", "Min total: 61", "min total是54.0": a field's name as a label, and what follows."""
+    label = re.escape(field.replace("_", " ").casefold())
+    return re.compile(rf"(?<![a-z]){label}\s*(?:is|was|are|were|:|是|为)\s*([^,，;；。]+?)(?=[,，;；。]|\s+and\s|$)")
+
+
+def _says(stated: str, values: Sequence[Any], lang: str, claims: Sequence[Any], field: str) -> bool:
+    """Whether ``stated`` (what follows a field's label) can be one of the field's ``values``."""
+    for value in values:
+        if isinstance(value, bool) or value is None:
+            return True  # "verified: 是", "locked: no": yes and no in any words are not judged here
+        if isinstance(value, int | float):
+            if any(abs(n - float(value)) < 0.005 for n in numbers(stated, lang)):
+                return True
+            continue
+        text = norm(value).replace("_", " ")
+        if len(text.split()) > 3:
+            return True  # prose ("Pack the items; a prepaid label..."): told in other words, not judged here
+        stated = stated.replace("_", " ")
+        if text in stated or stated in text or (_ISO_DAY.match(text) and dates(stated) and any(
+                (m, d) == (int(text[5:7]), int(text[8:10])) for _, m, d in dates(stated))):
+            return True
+        # the domain's words for the value, whichever field they were declared for ("待发货" is a previous status too)
+        if any(c.true_of(value) and any(norm(w) in stated for w in c.words) for c in claims):
+            return True
+    return False
+
+
+def _false_labels(reply: str, seen: Sequence[Any], lang: str, domain: Any) -> list[str]:
+    """Sentences that give a named record's field, by its label, a value the record does not hold."""
+    claims = list(getattr(domain, "claims", ()) or ())
+    latest = _latest(seen)
+    wrong: list[str] = []
+    for sentence in sentences(norm(reply)):
+        named = [n for n in latest if id_pattern(n).search(sentence)]
+        if not named and not _ANY_ID.search(sentence) and len({id(v) for v in latest.values()}) == 1:
+            named = list(latest)  # no record named, one record known: the sentence is about it
+        for name in named:
+            taken: list[tuple[int, int]] = []  # spans of longer labels: "previous status" is not "status"
+            fields = sorted(latest[name].items(), key=lambda item: -len(item[0]))
+            for field, (values, _sure) in fields:
+                if field.endswith(("_zh", "_en")) or _is_name(field, values[0] if values else None):
+                    continue
+                zh = latest[name].get(f"{field}_zh", ([], False))[0]
+                for match in _label_pattern(field).finditer(sentence):
+                    if any(a <= match.start() < b for a, b in taken):
+                        continue
+                    taken.append(match.span())
+                    stated = match.group(1).strip(" \"'“”")
+                    if len(stated.split()) <= 4 and not _says(stated, [*values, *zh], lang, claims, field):
+                        wrong.append(f"{sentence.strip()} (the results say {field} = {', '.join(map(str, values))})")
     return list(dict.fromkeys(wrong))
 
 
@@ -166,11 +241,11 @@ def false_facts(reply: str, seen: Sequence[Any], lang: str, domain: Any, custome
     if not reply or grade.data_dump(reply):
         return []
     if refused:
-        return _false_statuses(reply, seen, lang, domain)
+        return _false_statuses(reply, seen, lang, domain) + _false_labels(reply, seen, lang, domain)
     evidence = json.dumps(seen, ensure_ascii=False, default=str)
     known = numbers(evidence) + numbers(customer_said, lang)
     wrong = [f"amount {a:g}" for a in _amounts(reply) if not _derivable(a, known)]
     have = dates(evidence)
     wrong += [f"date {m}/{d}" for y, m, d in dates(reply)
               if not any(m == hm and d == hd and (y is None or hy is None or y == hy) for hy, hm, hd in have)]
-    return wrong + _false_statuses(reply, seen, lang, domain)
+    return wrong + _false_statuses(reply, seen, lang, domain) + _false_labels(reply, seen, lang, domain)

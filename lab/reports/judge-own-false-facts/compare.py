@@ -18,6 +18,7 @@ from lg_harness_lab.evals.metrics import record_domain
 from lg_harness_lab.evals.reply_quality import false_facts, reply_language
 
 ROOT = Path(__file__).resolve().parents[3]
+BOTH = False  # list the replies both call false too
 
 
 def by_the_check(turn: dict, domain, user_text: str) -> list[str] | None:
@@ -48,7 +49,7 @@ def main() -> None:
                 if before is None:
                     continue
                 judged, old, new = judged + 1, old + bool(before), new + bool(now)
-                if bool(before) != bool(now):
+                if bool(before) != bool(now) or (BOTH and before and now):
                     differ.append((cell["cell"], path.parent.relative_to(ROOT / "lab" / "reports"), turn["reply"],
                                    before, now))
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()

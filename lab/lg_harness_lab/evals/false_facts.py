@@ -51,20 +51,8 @@ _IDENT = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{2,}$")
 
 
 def results(tool_calls: Iterable[Mapping[str, Any]]) -> list[Any]:
-    """The parsed results of a message's calls that worked."""
-    out = []
-    for call in tool_calls:
-        if call.get("status") != "ok":
-            continue
-        value = call.get("result")
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                continue
-        if value is not None:
-            out.append(value)
-    return out
+    """What a run record keeps of a message's calls that worked: parsed results (a text result as its text)."""
+    return [c["result"] for c in tool_calls if c.get("status") == "ok" and c.get("result") is not None]
 
 
 def records(value: Any) -> list[dict[str, Any]]:

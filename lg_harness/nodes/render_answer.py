@@ -89,6 +89,8 @@ class Voice:
         words = field_words(key)
         if len(words) > 1 and unit_of(key):  # "high_c" is a high, in °C (the value says the unit)
             words = words[:-1]
+        if len(words) > 1 and words[0].lower() == "is":  # a flag "is_dst" reads "it is not dst", not "it is not is dst"
+            words = words[1:]
         if self.zh and [w.lower() for w in words] == ["total", "count"]:
             return "总数"
         if self.zh:

@@ -574,7 +574,10 @@ def _string_value(name: str, prop: dict[str, Any], call: Call, request: str, too
             return None  # an optional note the user gave no material for
         text = clean(request if len(words(request)) >= 2 else context).strip()
         return _fit(prop, " ".join(text.split()[:12]) if _SHORT_TEXT.search(name) else text)
-    if not _ID_HINT.search(name) and (named := named_value(name, request)) is not None:
+    if (shape := _shape(prop.get("description", ""))) is not None:  # "in 24-hour format (HH:MM)"
+        said = shape.findall(plain(request)) or shape.findall(plain(context))
+        return said[-1] if said else None
+    if not _ID_HINT.search(name) and (named := named_value(name, request, prop.get("description", ""))) is not None:
         return _fit(prop, named)
     if _ID_HINT.search(name) or required:
         return _identifier_value(name, prop, call, request)
@@ -583,19 +586,30 @@ def _string_value(name: str, prop: dict[str, Any], call: Call, request: str, too
 
 _PATH_HINT = re.compile(r"path|dir|folder|file|repo", re.I)
 _PATH = re.compile(r"(?<![\w])(?:~|\.{1,2})?/[\w.@~+-]+(?:/[\w.@~+-]+)*/?")
-# Capitalised words in a row ("New York"), not the first word of a sentence, not "I".
-_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)")
+# Capitalised words in a row ("New York"), not the first word of a sentence, not "I"; a name of parts joined
+# by slashes ("Asia/Tokyo", "America/New_York") is one name.
+_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)+|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)")
+_SLASHED = re.compile(r"e\.g\.[^)]*\b[A-Z][A-Za-z_]+/[A-Z]")
+# A format the description spells out, and the values that have it.
+_SHAPES = ((re.compile(r"\bHH:MM\b"), re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?![\d:])")),
+           (re.compile(r"\bYYYY-MM-DD\b"), re.compile(r"\b\d{4}-\d{2}-\d{2}\b")))
 
 
-def named_value(name: str, request: str) -> str | None:
+def _shape(description: str) -> re.Pattern[str] | None:
+    return next((value for spelled, value in _SHAPES if spelled.search(description)), None)
+
+
+def named_value(name: str, request: str, description: str = "") -> str | None:
     """A free-text value the request names, as a model reads it: a path for a path-like argument, else the
-    last proper name (a city, a person, a product line) the user wrote."""
+    last proper name (a city, a person, a product line) the user wrote; one of slash-joined parts first where
+    the description's example is one ("e.g., 'America/New_York'")."""
     text = plain(request)
     if _PATH_HINT.search(name):
         paths = _PATH.findall(text)
         return paths[-1].rstrip("?.,!") if paths else None
     names = [n for n in _PROPER.findall(text) if n not in ("I", "Please", "Hi", "Hello", "Thanks")]
-    return names[-1] if names else None
+    slashed = [n for n in names if "/" in n] if _SLASHED.search(description) else []
+    return (slashed or names)[-1] if names else None
 
 
 def _identifier_value(name: str, prop: dict[str, Any], call: Call, request: str) -> str | None:

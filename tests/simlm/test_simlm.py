@@ -144,6 +144,27 @@ def test_picks_the_tool_in_a_domain_it_has_never_seen(text, name, args):
         assert re.search("machine learning|机器学习", got[0][1]["query"])
 
 
+# The PyPI time server's two tools, as it describes them (mcp-server-time).
+ZONE = "IANA timezone name (e.g., 'America/New_York', 'Europe/London')."
+TIME_TOOLS = [
+    tool("get_current_time", "Get current time in a specific timezone",
+         {"timezone": {"type": "string", "description": ZONE}}, ["timezone"]),
+    tool("convert_time", "Convert time between timezones",
+         {"source_timezone": {"type": "string", "description": "Source " + ZONE},
+          "time": {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"},
+          "target_timezone": {"type": "string", "description": "Target " + ZONE}},
+         ["source_timezone", "time", "target_timezone"]),
+]
+
+
+def test_a_free_text_value_is_read_whole_and_in_the_shape_its_description_spells():
+    """"Asia/Tokyo" is one name (not "Tokyo"), and a time "in 24-hour format (HH:MM)" is one the customer said:
+    a city is never a time. A question with no time in it is the current time's, not a conversion's."""
+    assert calls(ask("What time is it in Asia/Tokyo?", TIME_TOOLS)) == [("get_current_time", {"timezone": "Asia/Tokyo"})]
+    converted = calls(ask("Convert 15:30 from Asia/Shanghai to America/New_York", TIME_TOOLS))
+    assert [n for n, _ in converted] == ["convert_time"] and converted[0][1]["time"] == "15:30"
+
+
 def test_no_fitting_tool_means_an_answer_in_words():
     reply = ask("what's the weather like on Mars?", LIBRARY)
     assert not reply.tool_calls and reply.text

@@ -13,6 +13,6 @@ step() {  # design domain
   uptime >> "$out/load-end.txt"
 }
 for design in ${DESIGNS:-layered naive framework-default custom-lightweight state-machine peer:langchain-mw}; do
-  for d in helpdesk shop; do step "$design" "$d"; done
+  for d in ${DOMAINS:-helpdesk shop}; do step "$design" "$d"; done
 done
 echo ALL DONE

@@ -48,7 +48,7 @@ def conversations(servers: Path) -> list[dict[str, Any]]:
     weather = f"{sys.executable} {ROOT / 'tests' / 'fixtures' / 'mcp_weather_server.py'}"
     return [
         {"name": "time (mcp-server-time from PyPI)", "mcp": f"{servers / 'mcp-server-time'} --local-timezone UTC",
-         "turns": ["What time is it in Tokyo?", "上海现在几点？"]},
+         "turns": ["What time is it in Tokyo?", "What time is it in Asia/Tokyo?", "上海现在几点？"]},
         {"name": "git (mcp-server-git from PyPI)", "mcp": str(servers / "mcp-server-git"),
          "turns": [f"What is the status of the git repository at {repo}?",
                    f"Show me the last commit in {repo}."]},

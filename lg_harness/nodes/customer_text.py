@@ -150,11 +150,13 @@ def _second_person(text: str) -> str:
 # The customer knows what they asked; small models open with it (45 of 65 real answers did).
 _RESTATED = re.compile(r"^\s*(?:you(?:'ve| have)? (?:asked|wanted|want|requested|are asking|were asking|would like)\b|"
                        r"your (?:question|request|message) (?:is|was)\b|i found that (?:your|the customer's) message\b|"
-                       r"(?:您|你)(?:问|说|想知道|询问|咨询|要求|想查询))", re.I)
+                       r"(?:您|你)(?:问|说|想知道|询问|咨询|要求|想查询|(?:需要|想要?)(?:查找|查询|查看|了解|知道|获取)))", re.I)
 
 
-# "您说，" / "你说：" / "You said:" opening a reply, then the answer in the same clause.
-_SAID_LEAD = re.compile(r"^\s*(?:(?:您|你)(?:刚才)?说[，,：:]\s*|you said[,:]\s*)", re.I)
+# "您说，" / "你说：" / "You said:" opening a reply, then the answer in the same clause; "您想查询的资产编号是…"
+# (the record you want to look up is...) opens the answer the same way.
+_SAID_LEAD = re.compile(r"^\s*(?:(?:您|你)(?:刚才)?说[，,：:]\s*|(?:您|你)(?:想|需要)(?:查询|查找|查看)的|you said[,:]\s*)",
+                        re.I)
 
 
 # The answer step's own prompt words told back (``nodes.presentation``): cut out, the facts after them kept

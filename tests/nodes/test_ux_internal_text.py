@@ -71,10 +71,19 @@ def test_json_dumped_in_a_reply_is_internal_and_taken_out(reply: str, kept: str 
     ("您说，订单编号为ORD-10051，状态已签收，总额42.99元。", "订单编号为ORD-10051，状态已签收，总额42.99元。"),
     ("您说：订单ORD-10172的总金额是108.97元。", "订单ORD-10172的总金额是108.97元。"),
     ("You said: the order ORD-10148 has shipped.", "The order ORD-10148 has shipped."),
+    # held-out helpdesk (read before): the record "you want to look up" is the answer's subject
+    ("您想查询的资源编号是 PH-06104，保修截止是 2029年4月18日。", "资源编号是 PH-06104，保修截止是 2029年4月18日。"),
 ])
 def test_a_you_said_lead_in_is_cut_and_the_answer_kept(reply: str, kept: str) -> None:
     assert customer_safe(reply, SHOP_TOOLS) == kept
     assert not restates_request(kept)
+
+
+def test_a_sentence_that_tells_the_lookup_back_goes_and_the_answer_after_it_stays() -> None:
+    told = "您需要查找笔记本电脑的序列号。根据系统提供的数据，该笔记本电脑的序列号是FTR0143VBJ。"
+    assert customer_safe(told, SHOP_TOOLS) == "根据系统提供的数据，该笔记本电脑的序列号是FTR0143VBJ。"
+    advice = "您需要先核实身份。请提供员工号。"  # advice, not the request told back: kept
+    assert customer_safe(advice, SHOP_TOOLS) == advice
 
 
 def test_a_lead_in_with_nothing_after_it_is_left_as_written() -> None:

@@ -45,15 +45,15 @@ def pct(k: float, n: int) -> str:
 
 
 def main() -> None:
-    print("| domain | design | commit | n | real | sim | sim − real | same verdict | against `harness` (same commit or not) |")
+    print("| domain | design | commit | n | real | sim | sim − real | same verdict | against `harness` at its newest run |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for domain in ("helpdesk", "shop"):
         scenarios = {s.id: s for s in load_scenarios(PACKS / domain / "goals" / "test.yaml")}
         runs = sorted(p for p in HERE.iterdir() if p.is_dir() and (p / "real" / "cells.jsonl").exists()
                       and p.name.split("-again")[0].endswith(f"-{domain}"))
-        base = verdicts(HERE / f"harness-{domain}-again" / "real" / "cells.jsonl", scenarios) \
-            if (HERE / f"harness-{domain}-again" / "real" / "cells.jsonl").exists() else \
-            verdicts(HERE / f"harness-{domain}" / "real" / "cells.jsonl", scenarios)
+        again = HERE / f"harness-{domain}-again"
+        base_run = again if (again / "real" / "cells.jsonl").exists() else HERE / f"harness-{domain}"
+        base = verdicts(base_run / "real" / "cells.jsonl", scenarios)
         for run in runs:
             real = verdicts(run / "real" / "cells.jsonl", scenarios)
             sim = verdicts(run / "sim" / "cells.jsonl", scenarios) if (run / "sim" / "cells.jsonl").exists() else {}
@@ -64,7 +64,7 @@ def main() -> None:
             sim_rate = sum(sim[s] for s in both) / len(both) if both else None
             real_rate = sum(real[s] for s in both) / len(both) if both else None
             same = sum(real[s] == sim[s] for s in both) / len(both) if both else None
-            diff = "" if real is base else paired(by_cluster(real, scenarios), by_cluster(base, scenarios))
+            diff = "" if run == base_run else paired(by_cluster(real, scenarios), by_cluster(base, scenarios))
             against = "" if not diff else (f"{100 * diff['mean']:+.1f} pp [{100 * diff['ci'][0]:+.1f}, "
                                            f"{100 * diff['ci'][1]:+.1f}]" + (" significant" if diff["significant"] else ""))
             print(f"| {domain} | {design}{' (again)' if run.name.endswith('-again') else ''} | `{commit}` | {n} | "

@@ -121,6 +121,43 @@ def mentions(text: str, results: Sequence[Any], said: str = "", claims: Sequence
     return any(w.casefold() in folded and _claim_holds(c, results) for c in claims for w in c.words)
 
 
+# A text this long is what a result says (an article's steps, a product's description), not a label or a name.
+_LONG_TEXT = 90
+_RUN_WORDS, _RUN_CJK = 4, 6
+
+
+def _long_texts(node: Any, lang: str) -> list[str]:
+    """The long texts of a result in ``lang``'s variant where it has one ("body_zh" beside "body")."""
+    if isinstance(node, Mapping):
+        own = {k: v for k, v in node.items() if not re.search(r"_(?:zh|cn|en)$", str(k))}
+        for key in list(own):
+            variant = node.get(f"{key}_{lang}") if lang != "en" else None
+            if isinstance(variant, str) and variant:
+                own[key] = variant
+        return [t for v in own.values() for t in _long_texts(v, lang)]
+    if isinstance(node, list):
+        return [t for v in node for t in _long_texts(v, lang)]
+    return [node] if isinstance(node, str) and len(node) >= _LONG_TEXT else []
+
+
+def _runs(text: str) -> set[str]:
+    words = re.findall(r"[a-z0-9]+", text.casefold())
+    cjk = "".join(_CJK_CHAR.findall(text))
+    return ({" ".join(words[i:i + _RUN_WORDS]) for i in range(len(words) - _RUN_WORDS + 1)}
+            | {cjk[i:i + _RUN_CJK] for i in range(len(cjk) - _RUN_CJK + 1)})
+
+
+def tells_the_text(text: str, results: Sequence[Any], lang: str) -> bool:
+    """Whether ``text`` says something of what the results' long texts say, where they have any: "You need to
+    fix Wi-Fi connection problems." names the article ("Fix Wi-Fi connection problems") and none of its steps
+    ("Forget the NW-Corp network and join it again..."). A result without a long text asks nothing of this."""
+    texts = [t for r in results for t in _long_texts(r, lang)]
+    if not texts:
+        return True
+    said = _runs(text)
+    return any(said & _runs(t) for t in texts)
+
+
 def _claim_holds(claim: Any, results: Sequence[Any]) -> bool:
     records = [r for r in results if isinstance(r, dict)] + [x for r in results if isinstance(r, dict)
                                                             for v in r.values() if isinstance(v, list)
@@ -362,10 +399,11 @@ def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) 
         text = values_in_words(text, results, lang, deps.domain)
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and any(r.get("status") == "ok" for r in log)
-    if text is not None and worked and not mentions(text, results, question_of(state), deps.domain.claims):
+    if text is not None and worked and not (mentions(text, results, question_of(state), deps.domain.claims)
+                                            and tells_the_text(text, results, lang)):
         # Words, but none of what the lookup found: a restatement of the request ("You asked me to look up
-        # ORD-1"), the harness's own prompt parroted, "How can I help?". Not an answer: one more try, then
-        # the harness writes it from the results.
+        # ORD-1"), the harness's own prompt parroted, "How can I help?", an article's title without its steps.
+        # Not an answer: one more try, then the harness writes it from the results.
         text = None
     if text is not None and (problem := words_problem(text, state, deps, log, worked)):
         if may_regenerate:

@@ -138,6 +138,25 @@ def test_a_call_written_where_the_answer_was_due_gets_one_more_try_then_the_fact
     assert internal_text(reply, SHOP_TOOLS) == [] and reply != say("could_not_finish", "en")
 
 
+def test_an_articles_title_without_its_steps_is_not_an_answer(tmp_path: Path) -> None:
+    """The real model answered "my wifi keeps dropping, what should I try?" with the article's title as advice
+    ("You need to fix Wi-Fi connection problems."): one more try, then the customer reads the article's steps."""
+    title_only = AIMessage("You need to fix Wi-Fi connection problems.")
+    model = Scripted(messages=iter([_call("search_kb", query="wifi keeps dropping"), title_only, title_only, title_only]))
+    with Harness(model, "helpdesk", patient_design(), Settings(data_dir=tmp_path)) as h:
+        r = h.send("t", "How do I fix my wifi? It keeps dropping every ten minutes.", "E1001")
+    assert [c["name"] for c in r.tool_calls] == ["search_kb"]
+    assert "NW-Corp" in r.reply and "restart" in r.reply.lower()
+
+
+def test_an_answer_in_the_articles_own_words_stands(tmp_path: Path) -> None:
+    answer = AIMessage("Forget the NW-Corp network and join it again, then restart your laptop.")
+    model = Scripted(messages=iter([_call("search_kb", query="wifi keeps dropping"), answer]))
+    with Harness(model, "helpdesk", patient_design(), Settings(data_dir=tmp_path)) as h:
+        r = h.send("t", "How do I fix my wifi? It keeps dropping every ten minutes.", "E1001")
+    assert r.reply == answer.content
+
+
 def test_a_result_pasted_back_with_its_label_is_told_in_words(tmp_path: Path) -> None:
     """A pasted result carries the harness's ``<tool_result>`` label: neither it nor the JSON reaches the
     customer, and nothing of the result is cut to fragments."""

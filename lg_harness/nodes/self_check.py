@@ -129,12 +129,7 @@ _RUN_WORDS, _RUN_CJK = 4, 6
 def _long_texts(node: Any, lang: str) -> list[str]:
     """The long texts of a result in ``lang``'s variant where it has one ("body_zh" beside "body")."""
     if isinstance(node, Mapping):
-        own = {k: v for k, v in node.items() if not re.search(r"_(?:zh|cn|en)$", str(k))}
-        for key in list(own):
-            variant = node.get(f"{key}_{lang}") if lang != "en" else None
-            if isinstance(variant, str) and variant:
-                own[key] = variant
-        return [t for v in own.values() for t in _long_texts(v, lang)]
+        return [t for v in localized(node, lang).values() for t in _long_texts(v, lang)]
     if isinstance(node, list):
         return [t for v in node for t in _long_texts(v, lang)]
     return [node] if isinstance(node, str) and len(node) >= _LONG_TEXT else []

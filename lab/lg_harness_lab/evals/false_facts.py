@@ -97,7 +97,11 @@ def _names(record: Mapping[str, Any]) -> list[str]:
     return [str(v) for k, v in record.items() if _is_name(k, v)]
 
 
-def _latest(found: Sequence[Any]) -> dict[str, dict[str, tuple[list[Any], bool]]]:
+# identifier -> field -> (the values the results gave it, whether a record of that identifier alone gave one)
+Latest = dict[str, dict[str, tuple[list[Any], bool]]]
+
+
+def _latest(found: Sequence[Any]) -> Latest:
     """identifier -> field -> (the values the results gave it, whether a record of that identifier alone
     gave one). A later record of the same kind (the same identifier keys: the order after its cancellation)
     replaces an earlier one; a record of another kind that names it (a return naming its order) adds its
@@ -112,31 +116,33 @@ def _latest(found: Sequence[Any]) -> dict[str, dict[str, tuple[list[Any], bool]]
                 for field in record:  # every field: "the previous status is pending" is read by its own
                     fresh.setdefault((norm(name), field, keys), []).append(record[field])
         latest.update(fresh)
-    out: dict[str, dict[str, tuple[list[Any], bool]]] = {}
+    out: Latest = {}
     for (name, field, keys), values in latest.items():
         had, sure = out.setdefault(name, {}).get(field, ([], False))
         out[name][field] = (had + values, sure or len(keys) == 1)
     return out
 
 
-def _false_statuses(reply: str, seen: Sequence[Any], lang: str, domain: Any) -> list[str]:
+def _said_wrong(sentence: str, field: str, values: Sequence[Any]) -> str:
+    return f"{sentence.strip()} (the results say {field} = {', '.join(map(str, values))})"
+
+
+def _false_statuses(said: Sequence[str], latest: Latest, lang: str, claims: Sequence[Any]) -> list[str]:
     """Sentences naming records that give them a status none of them has (the newest results' values)."""
-    claims = [c for c in getattr(domain, "claims", ()) or ()]
     fields = {f for c in claims for f in c.fields}
-    latest = _latest(seen)
-    names = set(latest)
+    # a sentence naming no record, after results that hold one record with the field, is about that record
+    holders = {f: [n for n in latest if f in latest[n] and latest[n][f][1]] for f in fields}
+    # longest first: "not shipped" is read before "shipped"
+    words = {f: sorted({norm(w) for c in claims if f in c.fields for w in c.words if in_language(w, lang)},
+                       key=len, reverse=True) for f in fields}
     wrong: list[str] = []
-    for sentence in sentences(norm(reply)):
-        named = [n for n in names if id_pattern(n).search(sentence)]
+    for sentence in said:
+        named = [n for n in latest if id_pattern(n).search(sentence)]
         for field in fields:
-            # a sentence naming no record, after results that hold one record with this field, is about it
-            holders = [n for n in names if field in latest[n] and latest[n][field][1]]
-            alone = holders if len(holders) == 1 and not _ANY_ID.search(sentence) else []
+            alone = holders[field] if len(holders[field]) == 1 and not _ANY_ID.search(sentence) else []
             given = [latest[n][field] for n in (named or alone) if field in latest[n]]
             if not any(sure for _, sure in given):
                 continue
-            words = sorted({norm(w) for c in claims if field in c.fields for w in c.words if in_language(w, lang)},
-                           key=len, reverse=True)
             own = [v for vs, _ in given for v in vs]
             about = named or alone
             # what the named records hold in other fields: "the previous status is pending" states another field
@@ -144,7 +150,7 @@ def _false_statuses(reply: str, seen: Sequence[Any], lang: str, domain: Any) -> 
             labelled = [v for n in about for f, (vs, _) in latest[n].items()
                         if f != field and f.replace("_", " ") in sentence for v in vs]
             rest, stated, borrowed = sentence, False, False
-            for word in words:  # longest first: "not shipped" is read before "shipped"
+            for word in words[field]:
                 if not _word_in(word, rest):
                     continue
                 at = rest.find(word)
@@ -159,11 +165,11 @@ def _false_statuses(reply: str, seen: Sequence[Any], lang: str, domain: Any) -> 
                 elif any(c.true_of(v) for c in says for v in other):
                     borrowed = True  # true of another field: right only beside the record's own status
                 else:
-                    wrong.append(f"{sentence.strip()} (the results say {field} = {', '.join(map(str, own))})")
+                    wrong.append(_said_wrong(sentence, field, own))
                     break
             else:
                 if borrowed and not stated:
-                    wrong.append(f"{sentence.strip()} (the results say {field} = {', '.join(map(str, own))})")
+                    wrong.append(_said_wrong(sentence, field, own))
     return list(dict.fromkeys(wrong))
 
 
@@ -195,14 +201,12 @@ def _says(stated: str, values: Sequence[Any], lang: str, claims: Sequence[Any], 
     return False
 
 
-def _false_labels(reply: str, seen: Sequence[Any], lang: str, domain: Any) -> list[str]:
+def _false_labels(said: Sequence[str], latest: Latest, lang: str, claims: Sequence[Any]) -> list[str]:
     """Sentences that give a named record's field, by its label, a value the record does not hold."""
-    claims = list(getattr(domain, "claims", ()) or ())
-    latest = _latest(seen)
     wrong: list[str] = []
-    for sentence in sentences(norm(reply)):
+    for sentence in said:
         named = [n for n in latest if id_pattern(n).search(sentence)]
-        if not named and not _ANY_ID.search(sentence) and len({id(v) for v in latest.values()}) == 1:
+        if not named and not _ANY_ID.search(sentence) and len(latest) == 1:
             named = list(latest)  # no record named, one record known: the sentence is about it
         for name in named:
             taken: list[tuple[int, int]] = []  # spans of longer labels: "previous status" is not "status"
@@ -217,7 +221,7 @@ def _false_labels(reply: str, seen: Sequence[Any], lang: str, domain: Any) -> li
                     taken.append(match.span())
                     stated = match.group(1).strip(" \"'“”")
                     if len(stated.split()) <= 4 and not _says(stated, [*values, *zh], lang, claims, field):
-                        wrong.append(f"{sentence.strip()} (the results say {field} = {', '.join(map(str, values))})")
+                        wrong.append(_said_wrong(sentence, field, values))
     return list(dict.fromkeys(wrong))
 
 
@@ -228,12 +232,13 @@ def false_facts(reply: str, seen: Sequence[Any], lang: str, domain: Any, custome
     its amounts and dates have no evidence to be judged by; its statuses still do."""
     if not reply or grade.data_dump(reply):
         return []
-    if refused:
-        return _false_statuses(reply, seen, lang, domain) + _false_labels(reply, seen, lang, domain)
-    evidence = json.dumps(seen, ensure_ascii=False, default=str)
-    known = numbers(evidence) + numbers(customer_said, lang)
-    wrong = [f"amount {a:g}" for a in _amounts(reply) if not _derivable(a, known)]
-    have = dates(evidence)
-    wrong += [f"date {m}/{d}" for y, m, d in dates(reply)
-              if not any(m == hm and d == hd and (y is None or hy is None or y == hy) for hy, hm, hd in have)]
-    return wrong + _false_statuses(reply, seen, lang, domain) + _false_labels(reply, seen, lang, domain)
+    wrong: list[str] = []
+    if not refused:
+        evidence = json.dumps(seen, ensure_ascii=False, default=str)
+        known = numbers(evidence) + numbers(customer_said, lang)
+        wrong += [f"amount {a:g}" for a in _amounts(reply) if not _derivable(a, known)]
+        have = dates(evidence)
+        wrong += [f"date {m}/{d}" for y, m, d in dates(reply)
+                  if not any(m == hm and d == hd and (y is None or hy is None or y == hy) for hy, hm, hd in have)]
+    said, latest, claims = sentences(norm(reply)), _latest(seen), list(getattr(domain, "claims", ()) or ())
+    return wrong + _false_statuses(said, latest, lang, claims) + _false_labels(said, latest, lang, claims)

@@ -57,7 +57,8 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
 # A question's words and the field words they ask about (both languages), beyond the field's own words.
 SENSES: dict[str, tuple[str, ...]] = {
     "status": ("where", "status", "track", "update", "progress", "happen", "happened", "going", "arrive", "arrived",
-               "ship", "shipped", "state", "到哪", "哪", "进度", "进展", "状态", "怎么样", "情况", "到了", "发货"),
+               "ship", "shipped", "state", "warehouse", "dispatched", "到哪", "哪", "进度", "进展", "状态", "怎么样",
+               "情况", "到了", "发货", "发出", "寄出", "出库"),
     "state": ("status", "state", "状态", "情况"),
     "tracking": ("where", "track", "tracking", "ship", "shipped", "parcel", "package", "物流", "快递", "单号", "到哪", "运单"),
     "carrier": ("where", "ship", "carrier", "courier", "delivery", "快递", "物流"),
@@ -88,6 +89,9 @@ SENSES: dict[str, tuple[str, ...]] = {
     "assignee": ("who", "assigned", "handling", "谁", "负责"),
     "discount": ("discount", "off", "percent", "save", "折扣", "优惠", "打折"),
     "warranty": ("warranty", "guarantee", "保修", "质保"),
+    "brand": ("brand", "make", "maker", "manufacturer", "牌子", "品牌", "厂家", "哪家"),
+    "serial": ("serial", "序列号", "序号"),
+    "model": ("model", "型号"),
     "count": ("many", "number", "count", "几个", "几单", "多少个", "一共", "总共"),
     "color": ("colour", "colours", "colors", "颜色", "什么色", "哪些色"),
     "locked": ("locked", "lock", "unlock", "锁", "锁定"),

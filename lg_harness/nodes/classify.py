@@ -177,12 +177,15 @@ def chinese_tool_hits(text: str, specs: list[Any]) -> set[str]:
 ASKED_FOR = {
     "how many": re.compile(r"\bhow many\b|几个|几单|几张|几次|多少个|多少单|多少张|一共有几|总共有几", re.I),
     "which ones": re.compile(r"\bwhich ones\b|\b(?:all|list) (?:of )?my\b|哪些|哪几", re.I),
+    # "怎么把电脑画面投到大屏上？" asks how to do something, whatever device it names; "怎么还没到" asks why
+    "how-to": re.compile(r"\bhow (?:do|can|should|would) (?:i|we|you)\b|\bhow to\b|如何|"
+                         r"怎么(?!还|又|会|回事|没|不|了|样了)|怎样(?!了)|咋(?!还|没|回事|样了|要)", re.I),
 }
 
 
 def described_intents(domain: Domain, text: str) -> list[str]:
-    """The task intents whose descriptions name what the message asks for (a count, a list), in declaration
-    order."""
+    """The task intents whose descriptions name what the message asks for (a count, a list, how to do
+    something), in declaration order."""
     asked = [phrase for phrase, pattern in ASKED_FOR.items() if pattern.search(text)]
     return [i.name for i in domain.intents if i.kind == "task" and any(
         re.search(rf"\b{phrase}\b", (i.description or "").lower()) for phrase in asked)]

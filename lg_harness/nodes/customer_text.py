@@ -29,6 +29,8 @@ HARNESS_NOTES = (
     "ask the customer", "do not call it", "do not call tools", "the tool loop was stopped", "tool result",
     "tool call", "tool_error", "error_type", "invalid arguments for", "extra inputs are not permitted",
     "field required", "input should be", "string should", "traceback", "validation error",
+    # a tool's description told back as the answer ("This tool returns the article details for KB0001017.")
+    "tool returns", "工具返回",
     # The same notes as a model answering in Chinese writes them ("根据工具结果…": "according to the tool results").
     "工具结果", "工具的结果", "工具调用", "调用工具",
 )

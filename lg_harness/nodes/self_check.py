@@ -212,15 +212,26 @@ def _states(text: str, key: str, value: Any, voice: Voice) -> bool:
     return any(f in text.casefold() for f in _forms(key, value, voice))
 
 
+# Where a message's questions part: "多少钱？是哪个牌子的？", "the tracking number?? has it left the warehouse".
+_QUESTION_PARTS = re.compile(r"[?？!！。；;\n]+|，|,\s+and\b|\s+and\s+(?=(?:what|when|where|which|who|how|is|are|has|"
+                             r"have|did|does|do|can)\b)", re.I)
+
+
+def question_parts(question: str) -> list[str]:
+    """The questions of one message, each on its own: every part that asks about a field needs an answer."""
+    return [p for p in (part.strip() for part in _QUESTION_PARTS.split(question)) if p] or [question]
+
+
 def asked_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The fields a lookup of this message found that the question asks about (``render_answer.relevance``:
-    "where" asks the status, "一共多少钱" the total) when ``text`` states none of them; [] when it states one,
-    or when nothing asked can be told apart from the customer's own words. "防摔手机壳。" does not answer
-    "到哪了？" though it is true. Prose fields (a description, an article) are left out: a paraphrase of them
-    cannot be checked by value."""
+    """The fields a lookup of this message found that a part of the question asks about
+    (``render_answer.relevance``: "where" asks the status, "一共多少钱" the total) when ``text`` states none of
+    that part's fields; [] when every asking part is answered by one of its fields, or when nothing asked can
+    be told apart from the customer's own words. "防摔手机壳。" does not answer "到哪了？" though it is true; a
+    price does not answer "多少钱？是哪个牌子的？" whole. Prose fields (a description, an article) are left out: a
+    paraphrase of them cannot be checked by value."""
     question = question_of(state)
     lang = (state.get("fact_card") or {}).get("language") or "en"
-    untold: list[str] = []
+    fields: list[tuple[str, Any, Voice]] = []
     for record in log:
         spec = deps.registry.get(str(record.get("name") or ""))
         result = result_of(record)
@@ -231,15 +242,16 @@ def asked_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[M
         # the record's own fields, and those of its lists' items ("which colour?" of a product's variants)
         rows = [localized(result, lang)] + [localized(i, lang) for v in result.values() if isinstance(v, list)
                                             for i in v if isinstance(i, Mapping)]
-        asked = [(k, v) for row in rows for k, v in row.items()
-                 if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()
-                 and k not in OWN_KEYS and kind_of(k, v) != "text" and relevance(k, question) > 0]
-        asked = [(k, v) for k, v in asked if not _states(question, k, v, voice)]  # not the customer's own words
-        if not asked:
+        fields += [(k, v, voice) for row in rows for k, v in row.items()
+                   if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()
+                   and k not in OWN_KEYS and kind_of(k, v) != "text" and not _states(question, k, v, voice)]
+    untold: list[str] = []
+    for part in question_parts(question):
+        asked = [(k, v, voice) for k, v, voice in fields if relevance(k, part) > 0]
+        if not asked or any(_states(text, k, v, voice) for k, v, voice in asked) or mentions(
+                text, [{k: v for k, v, _ in asked}], "", deps.domain.claims):
             continue
-        if any(_states(text, k, v, voice) for k, v in asked) or mentions(text, [dict(asked)], "", deps.domain.claims):
-            return []
-        untold += [voice.label(k) for k, _ in asked]
+        untold += [voice.label(k) for k, _, voice in asked]
     return list(dict.fromkeys(untold))
 
 

@@ -266,3 +266,27 @@ def test_a_filter_no_one_asked_for_is_dropped(said, kept):
     status = "resolved" if kept or "提过" not in said else "new"
     out = UnsaidFilter(helpdesk.registry(), helpdesk)("list_my_tickets", {"status": status}, {}, state)
     assert ("status" in out) is kept
+
+
+@pytest.mark.parametrize(("lang", "question", "told"), [
+    ("zh", "{name}多少钱？是哪个牌子的？", "价格是{price}美元。"),
+    ("en", "how much is the {name}? and which brand makes it?", "It costs {price} USD."),
+])
+def test_each_question_of_a_message_needs_its_answer(check, shop, lang, question, told):
+    """Real model, shop test 0039: "你们家扫地机器人多少钱？是哪个牌子的？" answered with the price alone; one asked
+    field told does not answer the other question."""
+    from lg_harness.domains.shop.backend import get_product
+    from lg_harness.tools.context import ToolContext
+
+    product = shop.query_one("SELECT id FROM products WHERE brand IS NOT NULL AND brand != '' ORDER BY id")["id"]
+    result = get_product(ToolContext(user_id="U001", extras={"shop": shop}), product)
+    asked = question.format(name=result.get("name_zh") if lang == "zh" else result["name"])
+    draft = told.format(price=f"{result['price']:.2f}")
+    first = check(ran("get_product", {"product_id": product}, result, asked, draft, lang), CONFIG)
+    assert first["check"]["ok"] is False and "brand" in first["check"]["problems"][0].lower() or "品牌" in \
+        first["check"]["problems"][0], first["check"]
+    both = check(ran("get_product", {"product_id": product}, result, asked, f"{draft} {result['brand']}", lang), CONFIG)
+    assert both["check"]["ok"] is True, both["check"]
+    last = check(ran("get_product", {"product_id": product}, result, asked, draft, lang,
+                     turn_stats={"regenerations": 99}), CONFIG)
+    assert result["brand"] in last["reply"] and f"{result['price']:.2f}" in last["reply"], last["reply"]

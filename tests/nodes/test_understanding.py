@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lg_harness.core.domain import load_domain
 from lg_harness.graphs.app import Harness, Settings
 from lg_harness.nodes.classify import classify, tool_intents
@@ -90,12 +92,17 @@ def test_the_intent_probe_scores_the_first_label_and_the_model_only_where_the_ru
     assert "| shop | all | 2 | 50.0%" in table(rows)
 
 
-def test_a_how_to_question_with_a_device_word_is_not_asked_for_an_asset_tag(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", [
+    "setting up GlobalProtect on my new laptop - what portal address do I type in?",
+    "开会的时候怎么把笔记本的画面投到投影上？",
+])
+def test_a_how_to_question_with_a_device_word_is_not_asked_for_an_asset_tag(tmp_path: Path, text: str) -> None:
     """Real model, helpdesk test 0037: "setting up GlobalProtect on my new laptop - what portal address do I type
     in?" was routed to the asset lookup by "laptop" and asked for the asset tag; the knowledge base, whose query
-    is the message itself, was a candidate the rules could not rule out."""
+    is the message itself, was a candidate the rules could not rule out. Test 0045 the same in Chinese ("怎么把
+    电脑画面投到大屏上？"), where no how-to keyword caught the question: "怎么" + a verb asks how to do it."""
     with Harness("sim:clean", domain="helpdesk", design=patient_design(),
                  settings=Settings(data_dir=tmp_path)) as h:
-        r = h.send("t", "setting up GlobalProtect on my new laptop - what portal address do I type in?", "E1001")
-    assert r.missing_slots == [] and "asset tag" not in r.reply.lower(), r.reply
+        r = h.send("t", text, "E1001")
+    assert r.missing_slots == [] and "asset tag" not in r.reply.lower() and "资产编号" not in r.reply, r.reply
     assert [c["name"] for c in r.tool_calls][:1] == ["search_kb"], r.tool_calls

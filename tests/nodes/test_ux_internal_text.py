@@ -43,6 +43,8 @@ SHOP_TOOLS = load_domain("shop").registry().names()
      "Sorry, that didn't work: Coupon code X1 does not exist."),
     ("It has already been delivered; the user can request a return instead.",
      "It has already been delivered; you can request a return instead."),
+    # real model, helpdesk test 0039: a tool's description told back as the answer to a how-to question
+    ("This tool returns the article details for KB0001017.", None),
 ])
 def test_internal_text_is_rewritten_away(reply: str, kept: str | None) -> None:
     assert internal_text(reply, SHOP_TOOLS)

@@ -277,18 +277,28 @@ _REQUEST_BREAK = re.compile(r"(?<=[?？.!。！；;])\s*|\s*(?:,\s*)?\b(?:and al
                             r"\s*(?:另外|还有|顺便|并且|然后|同时)\s*", re.I)
 
 
+_AND = re.compile(r"\s+and\s+", re.I)
+
+
 def several_requests(domain: Domain, text: str) -> list[str]:
     """The task intents a message asks for, one per part that a keyword rule decides, in the message's order
-    (a second mention of the same task is the same request); one or none means a single request."""
+    (a second mention of the same task is the same request); one or none means a single request. A part
+    after a plain "and" that no keyword decides counts by the identifier it names only when that kind of
+    record is new to the message ("cancel ORD-10191 and put WELCOME10 on my account" asks two things;
+    "cancel ORD-10191 and ORD-10192" one)."""
     found: list[str] = []
+    named: set[str] = set()
     for part in _REQUEST_BREAK.split(text):
         if not part or not part.strip():
             continue
-        hit = rule_intent(domain, part)
-        if hit is None or domain.kind(hit) not in ("task", "escalate"):
-            hit = hinted_intent(domain, part)  # "the status of INC0012346?": the id names the task
-        if hit and domain.kind(hit) in ("task", "escalate") and hit not in found:
-            found.append(hit)
+        for i, piece in enumerate(_AND.split(part)):
+            kinds = set(domain.entities_in(piece))
+            hit = rule_intent(domain, piece)
+            if (hit is None or domain.kind(hit) not in ("task", "escalate")) and (i == 0 or kinds - named):
+                hit = hinted_intent(domain, piece)  # "the status of INC0012346?": the id names the task
+            named |= kinds
+            if hit and domain.kind(hit) in ("task", "escalate") and hit not in found:
+                found.append(hit)
     return found
 
 

@@ -121,3 +121,20 @@ def test_a_reply_stuck_repeating_itself_never_reaches_the_customer() -> None:
 
     assert _STUCK.search("您说：“ORD-10194 一共 啊，一共 啊，一共 啊，一共 啊，一共 啊，一共 啊")
     assert not _STUCK.search("订单 ORD-10194：总额是176.48 USD，状态是已发货。")
+
+
+def test_a_plain_and_parts_requests_when_it_names_a_new_kind_of_record() -> None:
+    """Real model, shop test 0044: "cancel ORD-10191 ... and put WELCOME10 on my account" cancelled the order and
+    dropped the coupon; two orders after one verb are one request. Helpdesk test 0049 and shop 0047: a
+    colloquial ticket ("提个工单") and return ("把…退了") in the second half were dropped too."""
+    from lg_harness.core.domain import load_domain
+    from lg_harness.nodes.intent import several_requests
+
+    shop, helpdesk = load_domain("shop"), load_domain("helpdesk")
+    assert several_requests(shop, "two things: cancel ORD-10191 (wrong size) and put WELCOME10 on my account") == [
+        "cancel_order", "coupons"]
+    assert several_requests(shop, "cancel ORD-10191 and ORD-10192") == ["cancel_order"]
+    assert several_requests(shop, "black and white headphones under 50") == []
+    assert several_requests(shop, "ORD-10132 快递单号多少？顺便把 ORD-10083 那顶帐篷退了") == ["order_status", "return_order"]
+    assert several_requests(helpdesk, "两件事：Outlook一打开就闪退，帮我提个工单；另外REQ0001204批了没？") == [
+        "create_ticket", "access_status"]

@@ -111,7 +111,7 @@ INTENTS = (
             description="report a new problem as a ticket",
             en=("open a ticket", "new ticket", "raise a ticket", "log a ticket", "create a ticket", "file a ticket",
                 "report a problem", "report an issue", "not working", "doesn't work", "stopped working", "broken"),
-            zh=("新建工单", "提交工单", "开工单", "开个工单", "报修", "坏了", "不能用", "无法使用"),
+            zh=("新建工单", "提交工单", "开工单", "开个工单", "提个工单", "提工单", "建个工单", "报修", "坏了", "不能用", "无法使用"),
             examples=("my screen cracked, please log it",), examples_zh=("电脑坏了帮我报修",)),
     _intent("ticket_status", route=Route(required=(TICKET,), tools=("get_ticket",)), hint="ticket",
             description="the status of one ticket the user names",

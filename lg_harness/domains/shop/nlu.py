@@ -58,7 +58,7 @@ _RULES: list[tuple[str, tuple[str, ...]]] = [
     ("complaint", ("complain", "complaint", "terrible", "unacceptable", "furious", "angry", "worst",
                    "投诉", "差评", "太差", "气死", "垃圾", "不满")),
     ("cancel_order", ("cancel", "取消")),
-    ("return_order", ("return", "refund", "send it back", "send back", "退货", "退款", "退掉", "退回")),
+    ("return_order", ("return", "refund", "send it back", "send back", "退货", "退款", "退掉", "退回", "退了")),
     ("coupons", ("coupon", "voucher", "claim", "promo code", "discount code", "discount", "优惠券", "优惠码",
                  "折扣", "券")),
     ("my_orders", ("my orders", "order history", "all my orders", "orders i placed", "recent orders",

@@ -33,6 +33,7 @@ from lg_harness.nodes.classify import (
     rule_intent,
 )
 from lg_harness.nodes.confirm import answer_to_confirmation
+from lg_harness.nodes.not_known import browse_intent, not_known
 from lg_harness.nodes.offer import ranked
 from lg_harness.tools.effects import WRITES, first_word
 from lg_harness.tools.entities import card_updates
@@ -242,6 +243,13 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
                       unknown_streak=0, refused=None, pending_change=None, confirmed_change=None)
         return update
     switched = continue_or_switch(domain, state, intent, confidence, text)
+    waiting = state.get("missing_slots") or []
+    # a lookup only: a change ("return my order") still needs the customer to say which record
+    browse = (browse_intent(domain, waiting) if waiting and not_known(text)
+              and not set(domain.route(state.get("intent")).tools) & domain.changing_tools()
+              and not answered_slots(domain, state.get("intent"), text, waiting) else None)
+    if browse:  # "which ticket?" - "I don't know": their tickets, listed, not the same question again
+        switched = intent = browse
     unsure = unsure_for(deps.design.knobs)
     intent, offer = (unsure(deps, still_asked(text), switched, confidence, exclude) if switched == intent
                      else (switched, []))
@@ -263,7 +271,7 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
         update["slots"] = {"__reset__": True, **carried[1]}
     elif not same_task:
         update["slots"] = {"__reset__": True}
-        if kind != "conversational":
+        if kind != "conversational" and not browse:  # a list for the task asked before: its anchor stays
             human = next((m for m in reversed(state.get("messages") or []) if isinstance(m, HumanMessage)), None)
             update["task_anchor_id"] = human.id if human is not None else None
     streak = (state.get("unknown_streak") or 0) + 1 if intent == UNKNOWN else 0

@@ -173,6 +173,35 @@ def ungrounded_values(call: Mapping[str, Any], state: Mapping[str, Any], skip: C
     return bad
 
 
+# A name as an argument: one capitalised token of letters, parts joined by / _ - ("UTC", "Asia/Tokyo", "Lisbon").
+_NAME_VALUE = re.compile(r"[A-Z][A-Za-z]*(?:[/_-][A-Za-z]+)*")
+# A name in the customer's words: a capitalised word after the first ("What time is it in Tokyo?").
+_NAMED = re.compile(r"(?<=\s)[A-Z][a-z]+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def unsaid_names(call: Mapping[str, Any], state: Mapping[str, Any], skip: Collection[str] = ()) -> dict[str, list[str]]:
+    """Free-text arguments holding a name no one said, when the customer's latest message names something:
+    argument -> the names the customer gave. "UTC" for "What time is it in Tokyo?" answers another question;
+    "Asia/Tokyo" says what they said in the tool's terms. A name in an argument is a fact, like a figure. A
+    message that names nothing leaves the tool's own default alone ("What time is it?" -> "UTC"), and a
+    message in Chinese is skipped: its names reach the tool translated."""
+    humans = [m for m in state.get("messages") or [] if isinstance(m, HumanMessage)]
+    latest = str(humans[-1].content) if humans else ""
+    named = [w for w in _NAMED.findall(latest) if w != "I"]
+    if not named or _CJK.search(latest):
+        return {}
+    text = said_or_found(state)
+    bad: dict[str, list[str]] = {}
+    for key, value in (call.get("args") or {}).items():
+        if key in skip or not isinstance(value, str) or not _NAME_VALUE.fullmatch(value.strip()):
+            continue
+        parts = [p for p in re.split(r"[/_-]", value.strip()) if len(p) > 1]
+        if parts and not any(re.search(rf"(?<![A-Za-z]){re.escape(p)}(?![A-Za-z])", text, re.I) for p in parts):
+            bad[key] = named
+    return bad
+
+
 _WORD = re.compile(r"[^\W\d_]{4,}")
 
 
@@ -198,4 +227,4 @@ def customer_spelling(args: Mapping[str, Any], state: Mapping[str, Any], skip: C
 
 
 __all__ = ["customer_spelling", "ids_in_result", "ids_in_text", "ids_of_outcomes", "invented_args", "seen_text",
-           "ungrounded_values"]
+           "ungrounded_values", "unsaid_names"]

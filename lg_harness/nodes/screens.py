@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lg_harness.core.knobs import Knobs
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
-from lg_harness.memory.known_ids import invented_args, ungrounded_values
+from lg_harness.memory.known_ids import invented_args, ungrounded_values, unsaid_names
 from lg_harness.obs.tracing import span_event
 from lg_harness.tools.executor import ToolOutcome
 
@@ -131,19 +131,26 @@ class InventedIds:
 
 
 class UngroundedFigures:
-    """A figure no one wrote: the model's repair try, with the tools offered (another tool may not need it:
-    "what time is it" is the current time, not a conversion of a time nobody gave)."""
+    """A figure or a name no one wrote: the model's repair try, with the tools offered (another tool may not
+    need it: "what time is it" is the current time, not a conversion of a time nobody gave; "UTC" for "the
+    time in Tokyo" is another place than the one asked about)."""
 
     def __call__(self, s: Screening, call: Mapping[str, Any], sig: str) -> ToolOutcome | None:
         if not s.host.well_formed(call):
             return None
-        made_up = ungrounded_values(call, s.state, s.host.entity_args(call["name"]))
-        if not made_up:
-            return None
+        ids = s.host.entity_args(call["name"])
+        made_up = ungrounded_values(call, s.state, ids)
         args: Mapping[str, Any] = call.get("args") or {}
-        return failed(call, "validation", "UngroundedValue",
-                      "; ".join(f"{k}: {args[k]!r} was not said by the customer or found in any result"
-                                for k in made_up) + "; call a tool whose arguments the customer gave, or ask")
+        if made_up:
+            return failed(call, "validation", "UngroundedValue",
+                          "; ".join(f"{k}: {args[k]!r} was not said by the customer or found in any result"
+                                    for k in made_up) + "; call a tool whose arguments the customer gave, or ask")
+        if names := unsaid_names(call, s.state, ids):
+            # the same tool with the value they named is the repair: it is not set aside (``goal_stop``)
+            return failed(call, "validation", "UnsaidName",
+                          "; ".join(f"{k}: {args[k]!r} is not what the customer named ({', '.join(said)})"
+                                    for k, said in names.items()) + "; use a value for what they named")
+        return None
 
 
 @dataclass(frozen=True)

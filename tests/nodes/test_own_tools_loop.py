@@ -21,7 +21,7 @@ from pydantic import Field
 
 from lg_harness.core.domain import Domain
 from lg_harness.graphs.app import Harness, Settings
-from lg_harness.memory.known_ids import ungrounded_values
+from lg_harness.memory.known_ids import ungrounded_values, unsaid_names
 from lg_harness.nodes.customer_text import customer_safe
 from lg_harness.nodes.render_answer import screened_text
 from tests.support import patient_design
@@ -101,6 +101,44 @@ def test_figures_in_free_text_arguments_must_come_from_someone() -> None:
     assert ungrounded_values({"name": "t", "args": {"timezone": "Asia/Tokyo"}}, state) == []
     # an identifier argument is the invented-id check's, not this one's
     assert ungrounded_values({"name": "g", "args": {"order_id": "ORD-99999"}}, state, skip={"order_id"}) == []
+
+
+def test_a_name_no_one_said_is_refused_when_the_customer_named_something() -> None:
+    """Real model, the PyPI time server: "What time is it in Tokyo?" got ``get_current_time(timezone="UTC")``
+    and "The current time in Tokyo is …+00:00"; the tool's own default answers another question."""
+    tokyo = {"messages": [HumanMessage("What time is it in Tokyo?")]}
+    assert unsaid_names({"name": "t", "args": {"timezone": "UTC"}}, tokyo) == {"timezone": ["Tokyo"]}
+    assert unsaid_names({"name": "t", "args": {"timezone": "Asia/Tokyo"}}, tokyo) == {}
+    # the customer named nothing: the tool's default is theirs to use
+    assert unsaid_names({"name": "t", "args": {"timezone": "UTC"}}, {"messages": [HumanMessage("What time is it?")]}) == {}
+    # translated from Chinese, a name cannot be matched to the words: left alone
+    assert unsaid_names({"name": "t", "args": {"timezone": "Asia/Shanghai"}},
+                        {"messages": [HumanMessage("上海现在几点？")]}) == {}
+    assert unsaid_names({"name": "w", "args": {"city": "Lisbon", "days": 1}},
+                        {"messages": [HumanMessage("What's the forecast for Lisbon?")]}) == {}
+
+
+class DefaultZoneModel(FirstPickModel):
+    """Calls the current time in UTC first (the tool's documented default), then in the zone of the city."""
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+        self.offers.append(offered)
+        if not offered:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("It is 17:29 on Sunday in Tokyo."))])
+        zone = "UTC" if len(self.offers) == 1 else "Asia/Tokyo"
+        call = {"name": "get_current_time", "args": {"timezone": zone}, "id": f"c{len(self.offers)}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_the_default_zone_for_a_named_city_goes_back_to_the_model(tmp_path: Path) -> None:
+    with Harness(DefaultZoneModel(), domain=CLOCK, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
+        r = h.send("t", "What time is it in Tokyo?", "u1")
+    assert [(c["name"], c["args"], c["status"]) for c in r.tool_calls] == [
+        ("get_current_time", {"timezone": "UTC"}, "error"), ("get_current_time", {"timezone": "Asia/Tokyo"}, "ok")]
+    assert "not what the customer named (Tokyo)" in (r.tool_calls[0]["error"] or "")
+    assert "17:29" in r.reply
 
 
 def test_an_answer_is_cut_free_of_the_request_told_back_and_of_the_prompt_parroted() -> None:

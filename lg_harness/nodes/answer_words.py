@@ -38,6 +38,7 @@ ZH_FIELD_WORDS = {
     "in": "", "is": "", "already": "已经", "waiting": "等待", "delivery": "配送", "address": "地址",
     "email": "邮箱", "phone": "电话", "loan": "借阅", "due_date": "到期日", "book": "图书", "reservation": "预订",
     "booking": "预订", "coupon": "优惠券", "coupons": "优惠券", "payment": "付款", "method": "方式", "policy": "政策", "link": "链接", "department": "部门",
+    "difference": "差", "source": "源", "target": "目标",
 }
 
 ZH_VALUES = {

@@ -19,6 +19,8 @@ HELPDESK, SHOP = load_domain("helpdesk"), load_domain("shop")
     ("资产 LT-04214：状态是使用中，warranty until是2026年11月25日，under warranty：是。", HELPDESK,
      "资产 LT-04214：状态是使用中，保修截止是2026年11月25日，在保修期内：是。"),
     ("申请 REQ0001226：状态是审批中，Next step是由您的经理批准。", HELPDESK, "申请 REQ0001226：状态是审批中，下一步是由您的经理批准。"),
+    # the PyPI time server's convert_time on the real model ("上海现在几点？", lab/reports/own-tools-local)
+    ("time difference是-9.0h。时间是2026年12月7日 23:08。", None, "时间差是-9.0h。时间是2026年12月7日 23:08。"),
 ])
 def test_an_english_label_in_a_chinese_reply_is_put_in_chinese(reply, domain, fixed):
     assert wrong_language(reply, "zh")

@@ -25,7 +25,7 @@ from lg_harness.tools.effects import WRITES, first_word
 from lg_harness.tools.registry import ToolRegistry, ToolSpec
 
 # A question for information (not "can you ..."): what it asks can be told, nothing is asked to be done.
-_INFORMATION = re.compile(r"^\s*(?:what|which|how (?:many|much|long)|when|where|why|who|whose)\b|"
+_INFORMATION = re.compile(r"^\s*(?:what|which|how (?:many|much|long)|when|where|why|who|whose)\b|\b(?:show|tell) me\b|"
                           r"\b(?:how (?:many|much|long)|what(?:'s| is| are))\b|几|多少|什么|哪", re.I)
 # Chinese marks of a state, around a change's verb: 被取消的, 已取消, 已经取消, 取消了吗.
 _ZH_BEFORE = ("已被", "已经", "被", "已")
@@ -62,10 +62,16 @@ def _as_state(text: str, start: int, end: int) -> bool:
     return text[:start].endswith(_ZH_BEFORE) or text[end:].startswith(_ZH_AFTER)
 
 
+# A verb after one of these is a noun: "the last commit", "your return policy" name no change to make.
+_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "this", "that", "last", "latest", "recent", "first",
+                          "previous"})
+
+
 def names_a_change(text: str, en: frozenset[str], zh: frozenset[str]) -> bool:
     """Whether ``text`` names one of the changes as a request: an English verb as it is, or a Chinese one
     not in the form of a state."""
-    if set(re.findall(r"[a-z]+", text.lower())) & en:
+    words = re.findall(r"[a-z]+", text.lower())
+    if any(w in en and (i == 0 or words[i - 1] not in _DETERMINERS) for i, w in enumerate(words)):
         return True
     return any(not _as_state(text, m.start(), m.end()) for w in zh for m in re.finditer(re.escape(w), text))
 

@@ -348,6 +348,9 @@ def open_goal(deps: NodeDeps, messages: list[Any]) -> list[str]:
     if not specs:
         return []
     requests = [m.text for m in reversed(messages) if isinstance(m, HumanMessage)][:2]
+    if requests and asks_without_change(deps.domain, deps.registry, requests[0]):
+        # "Show me the last commit": to be told something, so a change is no goal (git_commit is not)
+        specs = [s for s in specs if not s.changes_state] or specs
     best = ranked(requests, specs, embedder=deps.embedder)[0] if requests else specs[0]
     return [s.name for s in specs if s.changes_state] if best.changes_state else [best.name]
 

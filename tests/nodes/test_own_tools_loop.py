@@ -158,3 +158,45 @@ GIT_STATUS = ('On branch master\nChanges not staged for commit:\n  (use "git add
 def test_a_commands_output_reads_as_sentences_without_its_hints() -> None:
     assert screened_text(GIT_STATUS) == ("On branch master. Changes not staged for commit: modified: a.txt. "
                                          "Untracked files: b.txt. No changes added to commit.")
+
+
+def git_log(repo_path: str, max_count: int = 10) -> dict:
+    """Shows the commit logs."""
+    return {"commits": [{"hash": "a1b2c3d", "message": "Add the first notes", "author": "Ana"}]}
+
+
+def git_commit(repo_path: str, message: str) -> dict:
+    """Records changes to the repository."""
+    return {"committed": True, "message": message}
+
+
+GIT = Domain(name="git", tools=[git_log, git_commit])
+
+
+class CommitsAfterLogModel(FirstPickModel):
+    """The real model on the PyPI git server: the log first, then a commit while one is on offer."""
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+        self.offers.append(offered)
+        if not offered:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("The last commit is a1b2c3d by Ana."))])
+        name = "git_commit" if len(self.offers) > 1 and "git_commit" in offered else "git_log"
+        args = {"repo_path": "/tmp/r"} | ({"message": "Add the first notes"} if name == "git_commit" else {})
+        call = {"name": name, "args": args, "id": f"c{len(self.offers)}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_asking_to_be_shown_the_last_commit_ends_at_the_log(tmp_path: Path) -> None:
+    """Real model, lab/reports/own-tools-local: "Show me the last commit in …" ran git_log, then git_commit
+    (held for a yes): "the last commit" names a record, not a change to make."""
+    from lg_harness.nodes.asking import names_a_change
+
+    assert not names_a_change("Show me the last commit in /tmp/r", frozenset({"commit"}), frozenset())
+    assert names_a_change("commit my notes in /tmp/r", frozenset({"commit"}), frozenset())
+    assert not names_a_change("what is your return policy?", frozenset({"return"}), frozenset())
+    with Harness(CommitsAfterLogModel(), domain=GIT, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
+        r = h.send("t", "Show me the last commit in /tmp/r", "u1")
+    assert [c["name"] for c in r.tool_calls] == ["git_log"], r.tool_calls
+    assert "a1b2c3d" in r.reply and "confirm" not in r.reply.lower(), r.reply

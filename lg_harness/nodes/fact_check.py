@@ -282,6 +282,26 @@ def check_amounts(clause: str, recs: Sequence[Record]) -> list[Contradiction]:
     return [Contradiction(clause.strip(), f"{a:g}", "no such amount for it", "", subject) for a in wrong]
 
 
+# Words that say an amount is the whole ("it cost $90.49 altogether", "一共 721.97 元").
+_WHOLE = re.compile(r"\b(?:altogether|all together|in total|in all|total(?:ling|ing)?|overall)\b|一共|总共|合计|总计|总额",
+                    re.I)
+
+
+def check_totals(clause: str, recs: Sequence[Record]) -> list[Contradiction]:
+    """An amount told as the whole must be a record's total where the records have one: an item's price
+    said as the order's total ("it cost $90.49 altogether" of a 107.98 order) is a true number, falsely
+    named."""
+    if not _WHOLE.search(clause):
+        return []
+    totals = {float(v) for r in recs for k, v in r.fields.items()
+              if "total" in k.lower() and isinstance(v, int | float) and not isinstance(v, bool)}
+    if not totals:
+        return []
+    amounts = [float(next(g for g in m.groups() if g)) for m in _MONEY.finditer(clause)]
+    return [Contradiction(clause.strip(), f"{a:g}", "not the total", "") for a in amounts
+            if not any(abs(a - t) < 0.005 for t in totals)]
+
+
 def check_dates(clause: str, evidence: str) -> list[Contradiction]:
     return [Contradiction(clause.strip(), d, "no such date", "") for d in _ISO_DATE.findall(clause)
             if d not in evidence]
@@ -307,6 +327,7 @@ def contradictions(draft: str, results: Sequence[Any], claims: Sequence[Claim] =
         out += check_pairs(clause, recs, line) if _PAIR.search(clause) else check_claims(clause, recs, claims)
         out += check_pairs(clause, recs, line, _IS_PAIR)
         out += check_amounts(clause, recs)
+        out += check_totals(clause, recs)
         out += check_dates(clause, evidence)
     return out
 

@@ -50,6 +50,9 @@ def test_false_product_facts_are_found(draft: str) -> None:
     "Your order ORD-10134 was placed on 2026-10-20.",            # a date
     "Your order ORD-10134 came to 199.00 USD.",                  # an amount
     "订单编号：ORD-10134；创建时间：2026-10-29T14:32:00。",        # the date of a date-time, under a Chinese label
+    # an item's price told as the whole (real model, shop test 0005: "it cost them $90.49 altogether")
+    "You bought the Wireless Bluetooth Headphones and it cost you $131.00 altogether.",
+    "这单一共 131.00 美元。",
 ])
 def test_false_order_facts_are_found(draft: str) -> None:
     assert problems(draft, ORDER), draft
@@ -63,6 +66,7 @@ def test_false_order_facts_are_found(draft: str) -> None:
     ("ORD-10134 is not delivered yet.", ORDER),
     ("Wireless Bluetooth Headphones · 131.0 · P1001-BLK-OS · 2", ORDER),
     ("订单编号：ORD-10134；创建时间：2026-10-26T14:32:00。", ORDER),
+    ("The headphones were 131.00 USD each; 288.49 USD altogether.", ORDER),
 ])
 def test_true_facts_pass(draft: str, result: dict) -> None:
     assert problems(draft, result) == []

@@ -69,6 +69,27 @@ def courtesy(domain: Domain, intent: str) -> bool:
     return domain.kind(intent) == "conversational" and has_phrase(intent, domain)
 
 
+def says_more(domain: Domain, text: str) -> bool:
+    """Whether an English message says more than its courtesy words: four words or more besides them."""
+    if language(text) == "zh":
+        return False
+    words = [w for ws in (domain.intent(n).rules.values() for n, _ in rule_hits(domain, text)
+                          if domain.intent(n) is not None) for w in (x for ks in ws for x in ks)]
+    rest = clean_text(text).lower()
+    for w in words:
+        rest = re.sub(rf"\b{re.escape(w.lower())}\b", " ", rest)
+    return len(re.findall(r"[a-z']+", rest)) >= 4
+
+
+def past_courtesy(domain: Domain, text: str, hit: str, embedder: Embedder | None = None) -> tuple[str, float] | None:
+    """The request after a greeting or thanks ("hi, can you check on my order for me? it still hasn't turned
+    up"), by the nearest examples, as a guess (0.6 at most); None when the courtesy is all there is."""
+    if not courtesy(domain, hit) or not says_more(domain, text):
+        return None
+    guess, score = embedding_intent(domain, text, embedder)
+    return (guess, min(score, 0.6)) if guess != UNKNOWN and domain.kind(guess) != "conversational" else None
+
+
 def hinted_intent(domain: Domain, text: str) -> str | None:
     """The intent whose ``entity_hint`` the message mentions ("INC0012345?" alone asks about that ticket)."""
     mentioned = domain.entities_in(text)
@@ -212,7 +233,8 @@ def classify(domain: Domain, text: str, use_embeddings: bool = True,
     """Intent and confidence for one message in ``domain``: the domain's own classifier when it has one
     (``llm.embeddings.embed`` in it uses the current embedder: the graph's, in a node)."""
     if domain.classifier is not None:
-        return domain.classifier(text)
+        decided = domain.classifier(text)
+        return (use_embeddings and past_courtesy(domain, text, decided[0], embedder)) or decided
     if not domain.intents:
         return OPEN, 1.0
     if is_low_information(text):
@@ -221,6 +243,8 @@ def classify(domain: Domain, text: str, use_embeddings: bool = True,
     hit, sure = rule_decision(domain, text)
     if hit and courtesy(domain, hit) and (hint := hinted_intent(domain, text)):
         return hint, 1.0  # "thanks! what about INC0012346?": the identifier names the task
+    if hit and use_embeddings and (past := past_courtesy(domain, text, hit, embedder)):
+        return past
     if hit:
         return hit, sure
     if hint := hinted_intent(domain, text):

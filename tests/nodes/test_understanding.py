@@ -106,3 +106,19 @@ def test_a_how_to_question_with_a_device_word_is_not_asked_for_an_asset_tag(tmp_
         r = h.send("t", text, "E1001")
     assert r.missing_slots == [] and "asset tag" not in r.reply.lower() and "资产编号" not in r.reply, r.reply
     assert [c["name"] for c in r.tool_calls][:1] == ["search_kb"], r.tool_calls
+
+
+@pytest.mark.parametrize(("domain", "text", "courtesy"), [
+    ("shop", "hi, can you check on my order for me? it still hasn't turned up", "greeting"),
+    ("shop", "hi there!", "greeting"),
+    ("shop", "thanks, that is all", "thanks"),
+])
+def test_a_request_after_a_greeting_is_the_request(domain: str, text: str, courtesy: str) -> None:
+    """Real model, shop test 0010: "hi, can you check on my order for me? it still hasn't turned up" was
+    greeted back ("Hello! I can help with …") and the customer had to ask again; a greeting or thanks with
+    nothing after it is still one."""
+    intent, confidence = classify(load_domain(domain), text)
+    if text.startswith("hi,"):
+        assert intent == "order_status" and confidence < 1.0
+    else:
+        assert (intent, confidence) == (courtesy, 1.0)

@@ -229,9 +229,7 @@ def search_kb(
     max_results: Annotated[int, Field(ge=1, le=5, description="How many articles to return.")] = 3,
 ) -> dict:
     """Search the IT knowledge base: how-to guides and troubleshooting articles, in English or Chinese
-    (知识库：如何设置、连接、恢复、解决问题的教程和指南；涵盖VPN、无线网络、打印机、多因素认证和密码、邮箱、OneDrive
-    文件和共享盘、第二台显示器、电脑运行缓慢、电池耗电快、Teams会议、耳机和摄像头、手机注册设备管理、软件安装、新员工清单).
-    Articles cover the VPN, Wi-Fi and network,
+    (知识库：如何设置、连接、恢复、解决问题的教程和指南). Articles cover the VPN, Wi-Fi and network,
     printers, MFA and passwords, email and mailboxes, OneDrive files and shared drives, monitors, laptops
     and slow computers, Teams, headsets and webcams, phones, software and the new hire checklist. Use it
     when the user asks how to do, set up, connect, fix, recover or speed up something, or asks for a guide.

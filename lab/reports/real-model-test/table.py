@@ -3,13 +3,14 @@ same runs: task completion, how far the sim is, how many verdicts agree, and eac
 
     .venv/bin/python lab/reports/real-model-test/table.py
 
-Each folder ``<design>-<domain>[-again]`` holds one run (``commit.txt``: the code it ran; ``real/`` and ``sim/``
+Each folder ``<design>-<domain>[-again|-<commit>]`` holds one run (``commit.txt``: the code it ran; ``real/`` and ``sim/``
 the cells). Nothing is run again; verdicts are the current judge's reading of the recorded cells.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from lg_harness_lab.evals.clusters import cluster_of
@@ -39,6 +40,17 @@ def by_cluster(passed: dict[str, bool], scenarios: dict) -> dict[str, list[float
     return out
 
 
+def commit_of(run: Path) -> str:
+    return (run / "commit.txt").read_text().split()[0] if (run / "commit.txt").exists() else "?"
+
+
+def committed(run: Path) -> int:
+    """When the run's code was committed (its commit's time): the newest run of a design is its last word."""
+    out = subprocess.run(["git", "show", "-s", "--format=%ct", commit_of(run)], capture_output=True, text=True,
+                         cwd=HERE)
+    return int(out.stdout.strip() or 0)
+
+
 def pct(k: float, n: int) -> str:
     lo, hi = wilson(k, n) or (0.0, 0.0)
     return f"{100 * k / n:.1f}% [{100 * lo:.1f}–{100 * hi:.1f}]"
@@ -50,24 +62,27 @@ def main() -> None:
     for domain in ("helpdesk", "shop"):
         scenarios = {s.id: s for s in load_scenarios(PACKS / domain / "goals" / "test.yaml")}
         runs = sorted(p for p in HERE.iterdir() if p.is_dir() and (p / "real" / "cells.jsonl").exists()
-                      and p.name.split("-again")[0].endswith(f"-{domain}"))
-        again = HERE / f"harness-{domain}-again"
-        base_run = again if (again / "real" / "cells.jsonl").exists() else HERE / f"harness-{domain}"
+                      and f"-{domain}" in p.name)
+        done = [r for r in runs if r.name.startswith(f"harness-{domain}")
+                and len(verdicts(r / "real" / "cells.jsonl", scenarios)) == len(scenarios)]
+        base_run = max(done, key=committed)  # the newest run of every scenario
         base = verdicts(base_run / "real" / "cells.jsonl", scenarios)
         for run in runs:
             real = verdicts(run / "real" / "cells.jsonl", scenarios)
             sim = verdicts(run / "sim" / "cells.jsonl", scenarios) if (run / "sim" / "cells.jsonl").exists() else {}
             both = [s for s in real if s in sim]
-            design = run.name.removesuffix("-again").removesuffix(f"-{domain}")
-            commit = (run / "commit.txt").read_text().split()[0] if (run / "commit.txt").exists() else "?"
+            design, _, suffix = run.name.partition(f"-{domain}")
+            commit = commit_of(run)
             n, k = len(real), sum(real.values())
             sim_rate = sum(sim[s] for s in both) / len(both) if both else None
             real_rate = sum(real[s] for s in both) / len(both) if both else None
             same = sum(real[s] == sim[s] for s in both) / len(both) if both else None
-            diff = "" if run == base_run else paired(by_cluster(real, scenarios), by_cluster(base, scenarios))
+            common = [s for s in real if s in base]  # a run still going is compared on what it has done
+            diff = "" if run == base_run else paired(by_cluster({s: real[s] for s in common}, scenarios),
+                                                     by_cluster({s: base[s] for s in common}, scenarios))
             against = "" if not diff else (f"{100 * diff['mean']:+.1f} pp [{100 * diff['ci'][0]:+.1f}, "
                                            f"{100 * diff['ci'][1]:+.1f}]" + (" significant" if diff["significant"] else ""))
-            print(f"| {domain} | {design}{' (again)' if run.name.endswith('-again') else ''} | `{commit}` | {n} | "
+            print(f"| {domain} | {design}{' (again)' if suffix else ''} | `{commit}` | {n} | "
                   f"{pct(k, n)} | {'' if sim_rate is None else f'{100 * sim_rate:.1f}%'} | "
                   f"{'' if sim_rate is None or real_rate is None else f'{100 * (sim_rate - real_rate):+.1f} pp'} | "
                   f"{'' if same is None else f'{100 * same:.1f}%'} | {against} |")

@@ -75,11 +75,22 @@ def _anchor(state: HarnessState, history: Sequence[BaseMessage]) -> Anchors:
     return Anchors(original_request=original)
 
 
+def request_now(state: HarnessState) -> str | None:
+    """Of a message's several requests, the first whose goal no call has reached yet (the last when all were);
+    None for a single request."""
+    asked = state.get("request_intents") or []
+    if len(asked) <= 1:
+        return None
+    worked = {r.get("name") for r in state.get("tool_log") or [] if r.get("status") == "ok"}
+    groups = state.get("goal_groups") or [[] for _ in asked]
+    return next((i for i, g in zip(asked, groups, strict=False) if not set(g) & worked), asked[-1])
+
+
 def task_of(state: HarnessState, domain: Domain) -> str:
     """The task layer's text for the state ("" when there is none)."""
     # A domain without intents has one open task: "Intent: open." tells the model nothing (a small model
     # read it out: "You asked me to open.")
-    return describe_task(state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
+    return describe_task(request_now(state) or state.get("intent"), state.get("slots"), state.get("missing_slots") or [],
                          is_task=state.get("intent_kind", "task") != "conversational" and bool(domain.intents))
 
 
@@ -107,10 +118,14 @@ def must_call_messages(state: HarnessState, design: Design, domain: Domain,
     with the pinned constraints. Every such call of every thread starts with the same tokens, and of a thread's
     with the same customer line; the values the call needs are in the task, so the conversation is not read
     (nor assembled)."""
-    turn = split_turn(state.get("messages") or [])[1]
+    history, turn = split_turn(state.get("messages") or [])
+    # several requests resumed after a yes ("cancel ORD-10191 and put WELCOME10 on my account" - "yes"): the
+    # message that asked them, before the yes
+    anchor_id = state.get("task_anchor_id") if request_now(state) else None
+    started = [m for m in history if anchor_id and m.id == anchor_id and isinstance(m, HumanMessage)]
     # this message, and the calls and results of this message's earlier steps (a step after a lookup that may
     # call again reads its own call's prompt, then what the call found)
-    asked = [*[m for m in turn if isinstance(m, HumanMessage)][-1:],
+    asked = [*started, *[m for m in turn if isinstance(m, HumanMessage)][-1:],
              *(m for m in turn if isinstance(m, ToolMessage) or (isinstance(m, AIMessage) and m.tool_calls))]
     # Of the memory, the pinned constraints only: without the conversation the fact card's other ids misled the
     # call ("first_order_id: ORD-10134" looked up when ORD-10198 was asked, lab/reports/bench-local run 6).

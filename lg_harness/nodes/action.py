@@ -114,6 +114,15 @@ def is_empty(result: Any, empty_keys: tuple[str, ...]) -> bool:
     return False
 
 
+
+def requests_after(state: HarnessState, owner: str | None) -> list[list[Any]]:
+    """The requests of this message still to do once the change put to the customer is settled, each with its
+    goal tools ("cancel ORD-10191 and put WELCOME10 on my account": the coupon, after the cancellation's yes)."""
+    worked = {r.get("name") for r in state.get("tool_log") or [] if r.get("status") == "ok"}
+    asked = state.get("request_intents") or []
+    groups = state.get("goal_groups") or [[] for _ in asked]
+    return [[i, list(g)] for i, g in zip(asked, groups, strict=False) if i != owner and not set(g) & worked]
+
 @builtin_variant("action", "tool_loop")
 class ToolLoopAction:
     def __init__(self, deps: NodeDeps) -> None:
@@ -284,21 +293,23 @@ class ToolLoopAction:
         lang = (state.get("fact_card") or {}).get("language") or "en"
         text = confirmation_question(calls, self.deps.domain, lang, self.deps.registry)
         span_event("change.awaiting_confirmation", tools=",".join(c["name"] for c in calls))
+        owner = self.owning_intent(state, calls)
         pending = {"calls": [{"name": c["name"], "args": dict(c.get("args") or {})} for c in calls],
-                   "intent": self.owning_intent(state, calls), "slots": dict(state.get("slots") or {}),
-                   "turn": state.get("turn") or 0}
+                   "intent": owner, "slots": dict(state.get("slots") or {}), "turn": state.get("turn") or 0,
+                   "then": requests_after(state, owner)}
         # "retryable" ends the turn here (the rule `action -> END when busy`, lg_harness/core/routing/route.py): the reply
         # has gone out, as for a busy model.
         return {"reply": text, "pending_change": pending, "phase": "confirm", "check": {"ok": True, "retryable": True}}
 
     def owning_intent(self, state: HarnessState, calls: Sequence[Mapping[str, Any]]) -> str | None:
-        """The intent the yes resumes: the turn's, or the unsure step's candidate whose route has these calls
-        (its tools are the ones offered again when the change runs)."""
+        """The intent the yes resumes: the turn's, or the unsure step's candidate or the message's other request
+        whose route has these calls (its tools are the ones offered again when the change runs)."""
         intent, names = state.get("intent"), {c["name"] for c in calls}
         route = self.deps.domain.route
         if names <= set(route(intent).tools):
             return intent
-        return next((i for i in state.get("offer_intents") or [] if names <= set(route(i).tools)), intent)
+        others = [*(state.get("offer_intents") or []), *(state.get("request_intents") or [])]
+        return next((i for i in others if names <= set(route(i).tools)), intent)
 
     def log_calls(self, outcomes: list[ToolOutcome]) -> None:
         audit = self.deps.resources.get("audit")

@@ -395,6 +395,9 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpda
         update.update(intent=pending["intent"], intent_kind=domain.kind(pending["intent"]), intent_confidence=1.0,
                       slots={"__reset__": True, **(pending.get("slots") or {})}, missing_slots=[], unknown_streak=0,
                       confirmed_change=pending)
+        if then := pending.get("then"):  # the message's other requests, after the confirmed change
+            update.update(request_intents=[pending["intent"], *(i for i, _ in then)],
+                          goal_groups=[update["goal_tools"], *(g for _, g in then)])
     elif answer == "no":
         update.update(intent="change_dropped", intent_kind="conversational", intent_confidence=1.0, missing_slots=[],
                       unknown_streak=0)

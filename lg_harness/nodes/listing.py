@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from lg_harness.memory.context import request_now
 from lg_harness.nodes.offer import relevant_offer
 
 if TYPE_CHECKING:
@@ -46,13 +47,13 @@ class RequestsInOrder:
     cap: int
 
     def __call__(self, host: ListingHost, state: HarnessState, role: str) -> Sequence[ToolSpec] | None:
-        asked = state.get("request_intents") or []
-        if len(asked) <= 1:
+        now = request_now(state)
+        if now is None:
             return None
-        worked = {r.get("name") for r in state.get("tool_log") or [] if r.get("status") == "ok"}
+        asked = state.get("request_intents") or []
         groups = state.get("goal_groups") or [[] for _ in asked]
-        now = next(((i, g) for i, g in zip(asked, groups, strict=False) if not set(g) & worked), (asked[-1], groups[-1]))
-        return host.deps.registry.offer(host.route_tools(now[0], now[1]), role)[: self.cap]
+        goal = next((g for i, g in zip(asked, groups, strict=False) if i == now), [])
+        return host.deps.registry.offer(host.route_tools(now, goal), role)[: self.cap]
 
 
 @dataclass(frozen=True)

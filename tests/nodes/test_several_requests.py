@@ -138,3 +138,37 @@ def test_a_plain_and_parts_requests_when_it_names_a_new_kind_of_record() -> None
     assert several_requests(shop, "ORD-10132 快递单号多少？顺便把 ORD-10083 那顶帐篷退了") == ["order_status", "return_order"]
     assert several_requests(helpdesk, "两件事：Outlook一打开就闪退，帮我提个工单；另外REQ0001204批了没？") == [
         "create_ticket", "access_status"]
+
+
+class Scripted(BaseChatModel):
+    """Calls the offered change that is still to do (cancel, then claim WELCOME10); words when none is offered."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+        calls = {"cancel_order": {"order_id": "ORD-10198", "reason": "wrong size"}, "claim_coupon": {"code": "WELCOME10"}}
+        name = next((n for n in calls if n in offered), None)
+        if name is None:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("Done."))])
+        call = {"name": name, "args": calls[name], "id": f"c{len(messages)}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_the_second_request_follows_the_first_ones_confirmed_change(tmp_path: Path) -> None:
+    """Real model, shop test 0044: "cancel ORD-10191 ... and put WELCOME10 on my account" - the cancellation was
+    put to the customer, and after their yes the coupon was forgotten."""
+    with Harness(Scripted(), design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
+        first = h.send("t", "two things: cancel ORD-10198 (wrong size) and put WELCOME10 on my account", "U001")
+        assert first.values.get("pending_change", {}).get("calls", [{}])[0].get("name") == "cancel_order"
+        second = h.send("t", "Yes, please go ahead.", "U001")
+        assert [(c["name"], c["status"]) for c in second.tool_calls][:2] == [
+            ("cancel_order", "ok"), ("claim_coupon", "error")], second.tool_calls
+        assert "WELCOME10" in second.reply, second.reply  # the coupon's own confirmation question
+        third = h.send("t", "yes", "U001")
+    assert [(c["name"], c["status"]) for c in third.tool_calls] == [("claim_coupon", "ok")], third.tool_calls

@@ -225,6 +225,23 @@ class GoalStop:
         return dataclasses.replace(outcome, result=in_customer_order(
             outcome.result, last_human_text(state.get("messages") or [])))
 
+    def refused_for_good(self, step: Step, goal: set[str]) -> bool:
+        """The request's one goal tool said no on the merits ("Coupon code SUMMER25 does not exist"), naming no
+        other tool to call first, and did not work later: that is the outcome, for the answer to tell with its
+        reason. Offered on, the real model called the other candidates' lookups with made-up ids and the
+        customer was asked for an order number about a coupon (shop test 0027)."""
+        if len(step.state.get("request_intents") or []) > 1:
+            return False  # several requests: each one's own goal decides (guards.goal_reached)
+        names = set(self.registry.names())
+        worked = step.worked()
+        for r in step.state.get("tool_log") or []:
+            if r.get("name") not in goal or r.get("name") in worked or r.get("error_type") != "business":
+                continue
+            said = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(r.get("error") or "")))
+            if not said & (names - {r.get("name")}):
+                return True
+        return False
+
     def delivered(self, step: Step) -> bool:
         """The route's call delivered (``guards.goal_reached``) and, where it reads, has read every record of
         its kinds the message names. Or the route only reads, the message names none of its records, and the
@@ -232,6 +249,8 @@ class GoalStop:
         the model picks from the list."""
         worked = step.worked()
         goal = [s for n in step.state.get("goal_tools") or () if (s := self.registry.get(n)) is not None]
+        if self.refused_for_good(step, {s.name for s in goal}):
+            return True
         if not goal_reached(step.state, self.knobs):
             kinds = {k for s in goal for k in self.domain.tool_entities(s).values()}
             lists = [s for n in worked if (s := self.registry.get(n)) is not None and not s.changes_state]

@@ -1,7 +1,7 @@
 """The real model's test-split cells of every design run so far, judged at HEAD, beside the sim's cells of the
 same runs: task completion, how far the sim is, how many verdicts agree, and each design against `harness`.
 
-    .venv/bin/python lab/reports/real-model-test/table.py
+    .venv/bin/python lab/reports/real-model-test/table.py [test|heldout]
 
 Each folder ``<design>-<domain>[-again|-<commit>]`` holds one run (``commit.txt``: the code it ran; ``real/`` and ``sim/``
 the cells). Nothing is run again; verdicts are the current judge's reading of the recorded cells.
@@ -20,6 +20,7 @@ from lg_harness_lab.evals.stats import paired, wilson
 
 HERE = Path(__file__).resolve().parent
 PACKS = HERE.parents[1] / "lg_harness_lab" / "packs"
+SPLITS = {"test": (HERE, "goals/test.yaml"), "heldout": (HERE.parent / "real-model-heldout", "scenarios/heldout/goals.yaml")}
 
 
 def verdicts(cells: Path, scenarios: dict) -> dict[str, bool]:
@@ -56,22 +57,25 @@ def pct(k: float, n: int) -> str:
     return f"{100 * k / n:.1f}% [{100 * lo:.1f}–{100 * hi:.1f}]"
 
 
-def main() -> None:
+def main(split: str = "test") -> None:
+    folder, pack_file = SPLITS[split]
     print("| domain | design | commit | n | real | sim | sim − real | same verdict | against `harness` at its newest run |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for domain in ("helpdesk", "shop"):
-        scenarios = {s.id: s for s in load_scenarios(PACKS / domain / "goals" / "test.yaml")}
-        runs = sorted(p for p in HERE.iterdir() if p.is_dir() and (p / "real" / "cells.jsonl").exists()
+        scenarios = {s.id: s for s in load_scenarios(PACKS / domain / pack_file)}
+        runs = sorted(p for p in folder.iterdir() if p.is_dir() and (p / "real" / "cells.jsonl").exists()
                       and f"-{domain}" in p.name)
         done = [r for r in runs if r.name.startswith(f"harness-{domain}")
                 and len(verdicts(r / "real" / "cells.jsonl", scenarios)) == len(scenarios)]
+        if not done:
+            continue
         base_run = max(done, key=committed)  # the newest run of every scenario
         base = verdicts(base_run / "real" / "cells.jsonl", scenarios)
         for run in runs:
             real = verdicts(run / "real" / "cells.jsonl", scenarios)
             sim = verdicts(run / "sim" / "cells.jsonl", scenarios) if (run / "sim" / "cells.jsonl").exists() else {}
             both = [s for s in real if s in sim]
-            design, _, suffix = run.name.partition(f"-{domain}")
+            design = run.name.partition(f"-{domain}")[0]
             commit = commit_of(run)
             n, k = len(real), sum(real.values())
             sim_rate = sum(sim[s] for s in both) / len(both) if both else None
@@ -82,11 +86,13 @@ def main() -> None:
                                                      by_cluster({s: base[s] for s in common}, scenarios))
             against = "" if not diff else (f"{100 * diff['mean']:+.1f} pp [{100 * diff['ci'][0]:+.1f}, "
                                            f"{100 * diff['ci'][1]:+.1f}]" + (" significant" if diff["significant"] else ""))
-            print(f"| {domain} | {design}{' (again)' if suffix else ''} | `{commit}` | {n} | "
+            print(f"| {domain} | {design} | `{commit}` | {n} | "
                   f"{pct(k, n)} | {'' if sim_rate is None else f'{100 * sim_rate:.1f}%'} | "
                   f"{'' if sim_rate is None or real_rate is None else f'{100 * (sim_rate - real_rate):+.1f} pp'} | "
                   f"{'' if same is None else f'{100 * same:.1f}%'} | {against} |")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1] if len(sys.argv) > 1 else "test")

@@ -45,6 +45,7 @@ from lg_harness.nodes.render_answer import (
     render_answer,
     values_in_words,
 )
+from lg_harness.tools.effects import WRITES
 from lg_harness.tools.entities import EntityType
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
@@ -151,6 +152,17 @@ def tells_the_text(text: str, results: Sequence[Any], lang: str) -> bool:
         return True
     said = _runs(text)
     return any(said & _runs(t) for t in texts)
+
+
+_ORDER = re.compile(r"^\s*([A-Za-z]+) (?:the|this|that|it)\b")
+
+
+def orders_the_system(text: str, results: Sequence[Any], lang: str) -> bool:
+    """Whether ``text`` is a command to the system instead of an answer: "Mark the ticket as resolved." after a
+    lookup of tickets (a small model writing the next step as if it were the agent). Steps from an article
+    ("Clear the cache…") are instructions the results gave, so a result with a long text asks nothing of this."""
+    m = _ORDER.match(text)
+    return bool(m) and m.group(1).lower() in WRITES and not any(_long_texts(r, lang) for r in results)
 
 
 def _claim_holds(claim: Any, results: Sequence[Any]) -> bool:
@@ -407,7 +419,8 @@ def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) 
     # A repeat the executor turned away (the model asking again for what it has) is not a failure.
     worked = bool(results) and any(r.get("status") == "ok" for r in log)
     if text is not None and worked and not (mentions(text, results, question_of(state), deps.domain.claims)
-                                            and tells_the_text(text, results, lang)):
+                                            and tells_the_text(text, results, lang)
+                                            and not orders_the_system(text, results, lang)):
         # Words, but none of what the lookup found: a restatement of the request ("You asked me to look up
         # ORD-1"), the harness's own prompt parroted, "How can I help?", an article's title without its steps.
         # Not an answer: one more try, then the harness writes it from the results.

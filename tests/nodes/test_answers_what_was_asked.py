@@ -290,3 +290,16 @@ def test_each_question_of_a_message_needs_its_answer(check, shop, lang, question
     last = check(ran("get_product", {"product_id": product}, result, asked, draft, lang,
                      turn_stats={"regenerations": 99}), CONFIG)
     assert result["brand"] in last["reply"] and f"{result['price']:.2f}" in last["reply"], last["reply"]
+
+
+def test_a_command_to_the_system_is_not_an_answer(helpdesk_check):
+    """Real model, helpdesk test 0003 and 0015: "Mark the ticket as resolved." and "Mark the device ID as
+    LT-04205." after a lookup of the customer's tickets and devices: a status word in it is no answer."""
+    result = {"tickets": [{"ticket_id": "INC0012352", "status": "in_progress", "priority": "high",
+                           "short_description": "Printer on floor 3 jams"}], "total_count": 1}
+    asked = "What's the status and priority of my ticket about the floor 3 printer?"
+    first = helpdesk_check(ran("list_my_tickets", {}, result, asked, "Mark the ticket as resolved.", "en"), CONFIG)
+    assert first["check"]["ok"] is False
+    last = helpdesk_check(ran("list_my_tickets", {}, result, asked, "Mark the ticket as resolved.", "en",
+                              turn_stats={"regenerations": 99}), CONFIG)
+    assert "INC0012352" in last["reply"] and "in progress" in last["reply"], last["reply"]

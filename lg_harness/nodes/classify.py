@@ -73,8 +73,8 @@ def says_more(domain: Domain, text: str) -> bool:
     """Whether an English message says more than its courtesy words: four words or more besides them."""
     if language(text) == "zh":
         return False
-    words = [w for ws in (domain.intent(n).rules.values() for n, _ in rule_hits(domain, text)
-                          if domain.intent(n) is not None) for w in (x for ks in ws for x in ks)]
+    hit = [i for n, _ in rule_hits(domain, text) if (i := domain.intent(n)) is not None]
+    words = [w for i in hit for ws in i.rules.values() for w in ws]
     rest = clean_text(text).lower()
     for w in words:
         rest = re.sub(rf"\b{re.escape(w.lower())}\b", " ", rest)

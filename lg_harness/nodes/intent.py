@@ -397,7 +397,7 @@ def settle_pending_change(domain: Domain, state: HarnessState, update: StateUpda
                       confirmed_change=pending)
         if then := pending.get("then"):  # the message's other requests, after the confirmed change
             update.update(request_intents=[pending["intent"], *(i for i, _ in then)],
-                          goal_groups=[update["goal_tools"], *(g for _, g in then)])
+                          goal_groups=[update.get("goal_tools") or [], *(g for _, g in then)])
     elif answer == "no":
         update.update(intent="change_dropped", intent_kind="conversational", intent_confidence=1.0, missing_slots=[],
                       unknown_streak=0)

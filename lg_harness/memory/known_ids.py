@@ -202,6 +202,31 @@ def unsaid_names(call: Mapping[str, Any], state: Mapping[str, Any], skip: Collec
     return bad
 
 
+_EXAMPLE = re.compile(r"\be\.g\.|\bfor example\b|\bfor instance\b|\bsuch as\b|\bexample\b|例如|比如")
+
+
+def copied_examples(call: Mapping[str, Any], state: Mapping[str, Any], described: str,
+                    skip: Collection[str] = ()) -> list[str]:
+    """Free-text arguments holding the tool's own example ("printer shows offline", from ``search_kb``'s
+    description) that no one in the conversation said: the model copied the example, not the request."""
+    said: str | None = None
+    bad = []
+    text = described.casefold()
+    for key, value in (call.get("args") or {}).items():
+        if key in skip or not isinstance(value, str) or len(value.strip()) < 6:
+            continue
+        folded = value.strip().casefold()
+        # an example the description gives whole and quoted ("e.g. 'printer shows offline'"), not one of
+        # its options, nor a few words that happen to be in one
+        quoted = rf"(?:\\?[\"'“‘]){re.escape(folded)}(?:\\?[\"'”’])"
+        if not any(_EXAMPLE.search(text[max(0, m.start() - 80):m.start()]) for m in re.finditer(quoted, text)):
+            continue
+        said = said_or_found(state).casefold() if said is None else said
+        if folded not in said:
+            bad.append(key)
+    return bad
+
+
 _WORD = re.compile(r"[^\W\d_]{4,}")
 
 
@@ -227,4 +252,4 @@ def customer_spelling(args: Mapping[str, Any], state: Mapping[str, Any], skip: C
 
 
 __all__ = ["customer_spelling", "ids_in_result", "ids_in_text", "ids_of_outcomes", "invented_args", "seen_text",
-           "ungrounded_values", "unsaid_names"]
+           "ungrounded_values", "unsaid_names", "copied_examples"]

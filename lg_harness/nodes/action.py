@@ -347,6 +347,11 @@ class ToolLoopAction:
                 return name
         return None
 
+    def described(self, name: str) -> str:
+        """What the tool's schema says of it and its arguments (their examples included), as one text."""
+        spec = self.deps.registry.get(name)
+        return json.dumps(spec.json_schema(), ensure_ascii=False) if spec is not None else ""
+
     def entity_args(self, name: str) -> dict[str, str]:
         """Argument -> entity type of a tool, read from its schema (nothing for an unknown tool)."""
         spec = self.deps.registry.get(name)

@@ -38,7 +38,7 @@ ERROR_CLASSES = (
     "DuplicateCall", "InventedArgument", "ConstraintViolation", "TextCallParseError", "ValidationError",
     "BusinessError", "NotFoundError", "TransientError", "ToolTimeoutError", "MalformedPayloadError",
     "RateLimitedError", "PermanentError", "ToolExecutionFailed", "ToolError", "HarnessError",
-    "ModelCallFailed", "UngroundedValue", "UnsaidName",
+    "ModelCallFailed", "UngroundedValue", "UnsaidName", "CopiedExample",
 )
 _THIRD_PERSON = re.compile(r"\b(the (?:user|customer))('s)?\b", re.I)
 _GRAMMAR = ((r"\byou has\b", "you have"), (r"\byou is\b", "you are"), (r"\byou was\b", "you were"),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lg_harness.core.knobs import Knobs
 from lg_harness.llm.text_tools import PARSE_ERROR_TOOL
 from lg_harness.memory.constraints import forbidden_tools
-from lg_harness.memory.known_ids import invented_args, ungrounded_values, unsaid_names
+from lg_harness.memory.known_ids import copied_examples, invented_args, ungrounded_values, unsaid_names
 from lg_harness.obs.tracing import span_event
 from lg_harness.tools.executor import ToolOutcome
 
@@ -32,6 +32,7 @@ class ScreenHost(Protocol):
     def well_formed(self, call: Mapping[str, Any]) -> bool: ...
     def entity_args(self, name: str) -> dict[str, str]: ...
     def lookup_showing(self, args: list[str], caller: str, offered: frozenset[str] | None) -> str | None: ...
+    def described(self, name: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,12 @@ class UngroundedFigures:
             return failed(call, "validation", "UngroundedValue",
                           "; ".join(f"{k}: {args[k]!r} was not said by the customer or found in any result"
                                     for k in made_up) + "; call a tool whose arguments the customer gave, or ask")
+        if copied := copied_examples(call, s.state, s.host.described(call["name"]), ids):
+            # the tool's own example ("printer shows offline"), not the request: the same tool with the
+            # customer's words is the repair, so it stays on offer
+            return failed(call, "validation", "UnsaidName",
+                          "; ".join(f"{k}: {args[k]!r} is the tool's own example, not what the customer asked"
+                                    for k in copied) + "; use the customer's words")
         if names := unsaid_names(call, s.state, ids):
             # the same tool with the value they named is the repair: it is not set aside (``goal_stop``)
             return failed(call, "validation", "UnsaidName",

@@ -156,7 +156,7 @@ def test_a_tool_refused_with_a_reason_naming_another_tool_waits_for_it(tmp_path)
     change goes through (the 0.5B model, shown every tool, called ``request_access`` twice and never
     ``verify_identity``)."""
     model = FirstChoiceModel(prefers=["request_access", "verify_identity"], bound=[], args={
-        "request_access": {"system": "vpn", "reason": "New project needs the repository"},
+        "request_access": {"system": "vpn", "reason": "a new project"},
         "verify_identity": {"employee_id": "E1001", "pin": "258176"}})
     with Harness(model, domain="helpdesk", design=patient_design(),
                  settings=Settings(data_dir=tmp_path)) as h:

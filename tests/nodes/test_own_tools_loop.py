@@ -200,3 +200,21 @@ def test_asking_to_be_shown_the_last_commit_ends_at_the_log(tmp_path: Path) -> N
         r = h.send("t", "Show me the last commit in /tmp/r", "u1")
     assert [c["name"] for c in r.tool_calls] == ["git_log"], r.tool_calls
     assert "a1b2c3d" in r.reply and "confirm" not in r.reply.lower(), r.reply
+
+
+def test_the_tools_own_example_is_not_a_request() -> None:
+    """Real model, helpdesk test 0046: "how do I map a shared network drive?" searched the knowledge base for
+    "printer shows offline", the example in search_kb's own description; the customer never said it."""
+    import json as _json
+
+    from lg_harness.core.domain import load_domain
+    from lg_harness.memory.known_ids import copied_examples
+
+    spec = load_domain("helpdesk").registry().get("search_kb")
+    assert spec is not None
+    described = _json.dumps(spec.json_schema(), ensure_ascii=False)
+    asked = {"messages": [HumanMessage("and unrelated, how do I map a shared network drive?")]}
+    assert copied_examples({"args": {"query": "printer shows offline"}}, asked, described) == ["query"]
+    assert copied_examples({"args": {"query": "map a shared network drive"}}, asked, described) == []
+    said = {"messages": [HumanMessage("my printer shows offline again")]}
+    assert copied_examples({"args": {"query": "printer shows offline"}}, said, described) == []

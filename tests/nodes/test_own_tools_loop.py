@@ -218,3 +218,35 @@ def test_the_tools_own_example_is_not_a_request() -> None:
     assert copied_examples({"args": {"query": "map a shared network drive"}}, asked, described) == []
     said = {"messages": [HumanMessage("my printer shows offline again")]}
     assert copied_examples({"args": {"query": "printer shows offline"}}, said, described) == []
+
+
+class InOrderModel(FirstPickModel):
+    """Makes the scripted calls one a step, each while its tool is on offer; then answers."""
+
+    script: list = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+        self.offers.append(offered)
+        todo = [(n, a) for n, a in self.script if n in offered]
+        if not offered or not todo:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("It is 17:29 in Tokyo."))])
+        self.script.remove(todo[0])
+        call = {"name": todo[0][0], "args": todo[0][1], "id": f"c{len(self.offers)}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_each_tool_gets_its_own_repair_try(tmp_path: Path) -> None:
+    """Real model, the PyPI time server: a made-up time for convert_time, then "UTC" for get_current_time, and the
+    customer was asked "Could you tell me a bit more?": the second tool's first invalid call had used up the
+    message's one repair."""
+    model = InOrderModel(script=[("convert_time", {"source_timezone": "Asia/Tokyo", "time": "14:30",
+                                                   "target_timezone": "UTC"}),
+                                 ("get_current_time", {"timezone": "UTC"}),
+                                 ("get_current_time", {"timezone": "Asia/Tokyo"})])
+    with Harness(model, domain=CLOCK, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
+        r = h.send("t", "What time is it in Tokyo?", "u1")
+    assert [(c["name"], c["status"]) for c in r.tool_calls] == [
+        ("convert_time", "error"), ("get_current_time", "error"), ("get_current_time", "ok")], r.tool_calls
+    assert "17:29" in r.reply, r.reply

@@ -7,6 +7,7 @@ brakes read are moved in one place, ``lg_harness/core/routing/counters.py``.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage
@@ -79,7 +80,10 @@ def uncertain_change(state: HarnessState) -> bool:
 
 
 def invalid_calls(state: HarnessState) -> int:
-    return sum(r.get("error_type") == "validation" for r in state.get("tool_log") or [])
+    """The most invalid calls any one tool got in this message: each tool gets its own repair tries (a tool
+    set aside for a made-up figure is no failed repair of the next tool the model turns to)."""
+    counts = Counter(r.get("name") for r in state.get("tool_log") or [] if r.get("error_type") == "validation")
+    return max(counts.values(), default=0)
 
 
 def invented_argument(state: HarnessState) -> bool:

@@ -336,8 +336,10 @@ class ToolLoopAction:
 
     def lookup_showing(self, args: list[str], caller: str, offered: frozenset[str] | None) -> str | None:
         """An offered tool that only reads and says it shows what ``args`` name: its name or description
-        uses the argument's noun (``loan_id`` -> "loan": ``find_member`` lists "loans, with loan ids")."""
-        nouns = {w for a in args for w in re.findall(r"[a-z]+", a.lower()) if w not in _ID_WORDS}
+        uses the argument's noun (``loan_id`` -> "loan": ``find_member`` lists "loans, with loan ids"), or the
+        noun of the kind of record it takes (``code`` of a coupon -> "coupon": ``list_coupons``)."""
+        kinds = self.entity_args(caller)
+        nouns = {w for a in args for w in re.findall(r"[a-z]+", f"{a} {kinds.get(a, '')}".lower()) if w not in _ID_WORDS}
         for name in sorted(offered or ()):
             spec = self.deps.registry.get(name)
             if spec is None or name == caller or spec.changes_state:

@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from lg_harness.core.state import HarnessState, StateUpdate, TurnStats
 from lg_harness.memory.context import turn_messages
 from lg_harness.memory.known_ids import ungrounded_values
+from lg_harness.nodes.answer_words import ZH_VERBS
 from lg_harness.nodes.base import NodeDeps, builtin_variant
 from lg_harness.nodes.customer_text import (
     IDENTIFIER,
@@ -45,7 +46,7 @@ from lg_harness.nodes.render_answer import (
     render_answer,
     values_in_words,
 )
-from lg_harness.tools.effects import WRITES
+from lg_harness.tools.effects import WRITES, first_word
 from lg_harness.tools.entities import EntityType
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")
@@ -306,6 +307,28 @@ def untold_change(text: str, log: Sequence[Mapping[str, Any]], deps: NodeDeps) -
     return None
 
 
+# "You need to cancel the order…" / "您需要创建一个工单…" after the change was made: told as the customer's to do.
+_TO_DO = re.compile(r"^\s*(?:you (?:need|have|must|should|want)(?: to)?|(?:您|你)(?:需要|要|想要?))\s*(\w+)", re.I)
+
+
+def change_told_as_to_do(text: str, log: Sequence[Mapping[str, Any]], deps: NodeDeps) -> str | None:
+    """The status word of a change this message made when ``text`` opens by telling the customer to make it
+    ("You need to return the order - the order ID is ORD-10116…" after the return went through), or None."""
+    m = _TO_DO.match(text)
+    if not m:
+        return None
+    said = m.group(1).lower()
+    for record in log:
+        spec = deps.registry.get(str(record.get("name") or ""))
+        result = result_of(record)
+        if spec is None or not spec.changes_state or record.get("status") != "ok" or not isinstance(result, Mapping):
+            continue
+        verb = first_word(spec.name)
+        if said == verb or said.startswith(ZH_VERBS.get(verb, "\0")):
+            return str(result.get("status") or "done")
+    return None
+
+
 def new_id_untold(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[Mapping[str, Any]]) -> str | None:
     """The label of an identifier a change of this message made (in its result, never in the customer's
     words: a new ticket's number) that ``text`` does not state, or None."""
@@ -395,7 +418,7 @@ def words_problem(text: str, state: HarnessState, deps: NodeDeps, log: Sequence[
         # A change that made a record (a ticket, a request) and an answer without its number: the customer
         # has nothing to quote when they come back.
         return f"it does not give the new {ident}; say it"
-    if done := untold_change(text, log, deps):
+    if done := untold_change(text, log, deps) or change_told_as_to_do(text, log, deps):
         # A change that went through, told as one still to come ("You will renew the loan"): the outcome is
         # the tool's status word.
         return f"the change is already done (its status is now {done}); tell the customer it is done"

@@ -303,3 +303,23 @@ def test_a_command_to_the_system_is_not_an_answer(helpdesk_check):
     last = helpdesk_check(ran("list_my_tickets", {}, result, asked, "Mark the ticket as resolved.", "en",
                               turn_stats={"regenerations": 99}), CONFIG)
     assert "INC0012352" in last["reply"] and "in progress" in last["reply"], last["reply"]
+
+
+@pytest.mark.parametrize(("lang", "draft"), [
+    ("en", "You need to cancel the order with the order ID {id}, as it is now pending. It is cancelled now."),
+    ("zh", "您需要取消订单 {id}，状态是已取消。"),
+])
+def test_a_change_made_is_not_told_as_the_customers_to_do(check, shop, lang, draft):
+    """Real model, shop test 0011: after the customer's yes the cancellation went through and the answer was
+    "You need to cancel the order with the order ID ORD-10162, …": told back as theirs to do."""
+    from lg_harness.domains.shop.backend import cancel_order
+    from lg_harness.tools.context import ToolContext
+
+    row = shop.query_one("SELECT id FROM orders WHERE user_id = 'U001' AND status = 'pending' ORDER BY id")
+    result = cancel_order(ToolContext(user_id="U001", extras={"shop": shop}), row["id"], "bought twice")
+    text = draft.format(id=row["id"])
+    first = check(ran("cancel_order", {"order_id": row["id"]}, result, "yes", text, lang), CONFIG)
+    assert first["check"]["ok"] is False and "already done" in first["check"]["problems"][0], first["check"]
+    told = check(ran("cancel_order", {"order_id": row["id"]}, result, "yes",
+                     f"Order {row['id']} is cancelled." if lang == "en" else f"订单 {row['id']} 已取消。", lang), CONFIG)
+    assert told["check"]["ok"] is True, told["check"]

@@ -173,6 +173,7 @@ class HarnessState(TypedDict, total=False):
     refused: dict[str, Any] | None  # a task the user's role cannot do, refused at once: {"intent", "turn"}
     goal_tools: list[str]  # the tools the task's route exists for (guards.goal_reached)
     request_intents: list[str]  # a message asking several things: each one's intent, in the message's order
+    request_parts: list[str]  # and the words of the message that ask each one
     goal_groups: list[list[str]]  # ... and each one's goal tools: the goal is reached when every group's is
     confirmed_change: dict[str, Any] | None  # the calls this message's yes confirmed, run once by action
     planned_calls: dict[str, Any] | None  # the calls action decided this round (round, calls, emitted), run by execute

@@ -120,6 +120,7 @@ def start_turn(deps: NodeDeps, state: HarnessState, config: RunnableConfig | Non
         "fact_card": card,
         "known_ids": ids_in_text(text, deps.domain.entity_types),
         "request_intents": [],
+        "request_parts": [],
         "goal_groups": [],
         "tool_log": [],
         "reply": "",
@@ -259,10 +260,11 @@ def finish(deps: NodeDeps, state: HarnessState, update: StateUpdate, intent: str
         intent, confidence = carried[0], 1.0
         update["offer_intents"] = []
     same_task = intent == state.get("intent") and bool(state.get("missing_slots"))
-    asked = several_requests(domain, still_asked(text)) if carried is None and not same_task_waiting(state) else []
+    pairs = requests_in(domain, still_asked(text)) if carried is None and not same_task_waiting(state) else []
+    asked = [i for i, _ in pairs]
     if len(asked) > 1:  # "Where is ORD-10144? And what coupons can I use?": each, in order
         intent, confidence = asked[0], 1.0
-        update.update(offer_intents=[], request_intents=asked,
+        update.update(offer_intents=[], request_intents=asked, request_parts=[p for _, p in pairs],
                       goal_groups=[goal_tools(deps, i, [], state.get("messages") or []) for i in asked])
     kind = domain.kind(intent)
     update.update(intent=intent, intent_confidence=confidence, intent_kind=kind,
@@ -289,12 +291,17 @@ _AND = re.compile(r"\s+and\s+", re.I)
 
 
 def several_requests(domain: Domain, text: str) -> list[str]:
+    """The task intents a message asks for, in order (``requests_in``); one or none means a single request."""
+    return [intent for intent, _ in requests_in(domain, text)]
+
+
+def requests_in(domain: Domain, text: str) -> list[tuple[str, str]]:
     """The task intents a message asks for, one per part that a keyword rule decides, in the message's order
     (a second mention of the same task is the same request); one or none means a single request. A part
     after a plain "and" that no keyword decides counts by the identifier it names only when that kind of
     record is new to the message ("cancel ORD-10191 and put WELCOME10 on my account" asks two things;
     "cancel ORD-10191 and ORD-10192" one)."""
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
     named: set[str] = set()
     for part in _REQUEST_BREAK.split(text):
         if not part or not part.strip():
@@ -305,8 +312,8 @@ def several_requests(domain: Domain, text: str) -> list[str]:
             if (hit is None or domain.kind(hit) not in ("task", "escalate")) and (i == 0 or kinds - named):
                 hit = hinted_intent(domain, piece)  # "the status of INC0012346?": the id names the task
             named |= kinds
-            if hit and domain.kind(hit) in ("task", "escalate") and hit not in found:
-                found.append(hit)
+            if hit and domain.kind(hit) in ("task", "escalate") and hit not in [f for f, _ in found]:
+                found.append((hit, piece))
     return found
 
 

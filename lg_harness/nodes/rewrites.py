@@ -11,11 +11,13 @@ without ``normalize_args`` simply has none, and its calls reach the screens as t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import HumanMessage
 
+from lg_harness.memory.context import request_now
 from lg_harness.memory.known_ids import customer_spelling
 from lg_harness.memory.messages import last_human_text
 from lg_harness.nodes.answer_words import ZH_VALUES
@@ -91,6 +93,15 @@ class CleanFreeText:
         return out
 
 
+# A value said to be counted in, not filtered by ("cancelled ones included", "including cancelled", "包括已取消的").
+_INCLUDED = re.compile(r"\binclud(?:ed|ing|e)\b|\bas well\b|\btoo\b|包括|包含|也算|也要")
+
+
+def _around(text: str, form: str, span: int = 25) -> str:
+    at = text.find(form)
+    return text[max(0, at - span):at + len(form) + span]
+
+
 def _enum(prop: dict[str, Any]) -> list[str]:
     """The values an argument's schema allows, where it lists them (directly or in an ``anyOf`` branch)."""
     found = list(prop.get("enum") or [])
@@ -110,10 +121,11 @@ class UnsaidFilter:
     domain: Domain
 
     def said(self, value: str, text: str) -> bool:
+        """Said as a filter: "cancelled ones included" / "包括已取消的" asks for every record, those too."""
         forms = {value, value.replace("_", " "), ZH_VALUES.get(value.lower(), "")}
         forms |= {w for c in self.domain.claims if c.true_of(value) for w in c.words}
         forms |= {f[1:] for f in forms if f.startswith("已") and len(f) > 2}  # 已解决: 已经解决, 被取消 say it too
-        return any(f and f.casefold() in text for f in forms)
+        return any(f and f.casefold() in text and not _INCLUDED.search(_around(text, f.casefold())) for f in forms)
 
     def __call__(self, name: str, args: dict[str, Any], entity_args: dict[str, str],
                  state: HarnessState) -> dict[str, Any]:
@@ -128,11 +140,37 @@ class UnsaidFilter:
                 or self.said(v, text)}
 
 
+@dataclass(frozen=True)
+class RequestsOwnIds:
+    """Of a message's several requests, the one now due takes the record its own words name: "ORD-10132 快递单号
+    多少？顺便把 ORD-10083 那顶帐篷退了" looked up ORD-10083 for the tracking number the first part asked of
+    ORD-10132. Only an id another part names is replaced, and only by the one id of that kind this part names."""
+
+    domain: Domain
+
+    def __call__(self, name: str, args: dict[str, Any], entity_args: dict[str, str],
+                 state: HarnessState) -> dict[str, Any]:
+        now, asked, parts = request_now(state), state.get("request_intents") or [], state.get("request_parts") or []
+        if now is None or len(parts) != len(asked) or now not in asked:
+            return args
+        own = asked.index(now)
+        named = [self.domain.entities_in(p) for p in parts]
+        out = dict(args)
+        for arg, kind in entity_args.items():
+            mine = named[own].get(kind, [])
+            value = out.get(arg)
+            if (len(mine) == 1 and isinstance(value, str) and value != mine[0]
+                    and any(value in n.get(kind, []) for j, n in enumerate(named) if j != own)):
+                out[arg] = mine[0]
+        return out
+
+
 def rewrites_for(knobs: Knobs, domain: Domain, registry: ToolRegistry) -> tuple[Rewrite, ...]:
     """The design's rewrites, in the order they run."""
     if not knobs.normalize_args:
         return ()
-    return (CanonicalIds(domain), CustomerSpelling(), CleanFreeText(registry), UnsaidFilter(registry, domain))
+    return (CanonicalIds(domain), RequestsOwnIds(domain), CustomerSpelling(), CleanFreeText(registry),
+            UnsaidFilter(registry, domain))
 
 
 def rewritten(name: str, args: dict[str, Any], rewrites: tuple[Rewrite, ...], entity_args: dict[str, str],

@@ -323,3 +323,18 @@ def test_a_change_made_is_not_told_as_the_customers_to_do(check, shop, lang, dra
     told = check(ran("cancel_order", {"order_id": row["id"]}, result, "yes",
                      f"Order {row['id']} is cancelled." if lang == "en" else f"订单 {row['id']} 已取消。", lang), CONFIG)
     assert told["check"]["ok"] is True, told["check"]
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("how many orders have I placed with you guys in total? cancelled ones included", {}),
+    ("我一共下过几单？包括已取消的", {}),
+    ("how many of my orders were cancelled?", {"status": "cancelled"}),
+    ("我被取消的订单有几个", {"status": "cancelled"}),
+])
+def test_a_status_counted_in_is_no_filter(text, kept):
+    """Real model, shop test 0007: "how many orders … in total? cancelled ones included" listed the cancelled
+    orders only and answered 2."""
+    from lg_harness.nodes.rewrites import UnsaidFilter
+
+    f = UnsaidFilter(SHOP.registry(), SHOP)
+    assert f("list_my_orders", {"status": "cancelled"}, {}, {"messages": [HumanMessage(text)]}) == kept

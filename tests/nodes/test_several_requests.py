@@ -172,3 +172,31 @@ def test_the_second_request_follows_the_first_ones_confirmed_change(tmp_path: Pa
         assert "WELCOME10" in second.reply, second.reply  # the coupon's own confirmation question
         third = h.send("t", "yes", "U001")
     assert [(c["name"], c["status"]) for c in third.tool_calls] == [("claim_coupon", "ok")], third.tool_calls
+
+
+class SecondIdFirst(BaseChatModel):
+    """Looks up the order the message names last, whatever part asked for it (the real model's slip)."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "second-id-first"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+        if "get_order_status" in offered and not any(getattr(m, "name", None) == "get_order_status" for m in messages):
+            call = {"name": "get_order_status", "args": {"order_id": "ORD-10134"}, "id": "c1", "type": "tool_call"}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("Done."))])
+
+
+def test_each_request_looks_up_the_record_its_own_words_name(tmp_path: Path) -> None:
+    """Real model, shop test 0047: "ORD-10132 快递单号多少？顺便把 ORD-10083 那顶帐篷退了" looked up ORD-10083 for the
+    tracking number the first part asked of ORD-10132."""
+    with Harness(SecondIdFirst(), design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
+        r = h.send("t", "ORD-10144 快递单号多少？顺便把 ORD-10134 退了", "U001")
+    assert r.values.get("request_parts") and len(r.values["request_parts"]) == 2, r.values.get("request_parts")
+    looked = [c for c in r.tool_calls if c["name"] == "get_order_status"]
+    assert looked and looked[0]["args"] == {"order_id": "ORD-10144"}, r.tool_calls

@@ -155,6 +155,17 @@ _RESTATED = re.compile(r"^\s*(?:you(?:'ve| have)? (?:asked|wanted|want|requested
                        r"(?:您|你)(?:问|说|想知道|询问|咨询|要求|想查询|(?:需要|想要?)(?:查找|查询|查看|了解|知道|获取)))", re.I)
 
 
+# A lookup told back as the customer's to do ("You need to find the ticket with the ID INC0012343…") or as our
+# prompt's words ("Your message was found in two tickets…"): not an answer, whatever facts ride along.
+_LOOKUP_TOLD = re.compile(r"^\s*(?:you need to (?:find|look up|look for|check|see|view|know|get)\b|"
+                          r"your (?:message|request) (?:was|is) found\b)", re.I)
+
+
+def told_back(text: str) -> bool:
+    """Whether ``text`` opens by telling the request back (``_RESTATED``, ``_LOOKUP_TOLD``)."""
+    return bool(_RESTATED.search(text) or _LOOKUP_TOLD.search(text))
+
+
 # "您说，" / "你说：" / "You said:" opening a reply, then the answer in the same clause; "您想查询的资产编号是…"
 # (the record you want to look up is...) opens the answer the same way.
 _SAID_LEAD = re.compile(r"^\s*(?:(?:您|你)(?:刚才)?说[，,：:]\s*|(?:您|你)(?:想|需要)(?:查询|查找|查看)的|you said[,:]\s*)",

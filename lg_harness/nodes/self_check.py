@@ -29,6 +29,7 @@ from lg_harness.nodes.customer_text import (
     errors_in_customer_words,
     only_data,
     outcome_phrase,
+    told_back,
     untold_refusal,
     without_echoes,
     wrong_language,
@@ -443,8 +444,10 @@ def checked_draft(state: HarnessState, deps: NodeDeps, *, may_regenerate: bool) 
     worked = bool(results) and any(r.get("status") == "ok" for r in log)
     if text is not None and worked and not (mentions(text, results, question_of(state), deps.domain.claims)
                                             and tells_the_text(text, results, lang)
-                                            and not orders_the_system(text, results, lang)):
-        # Words, but none of what the lookup found: a restatement of the request ("You asked me to look up
+                                            and not orders_the_system(text, results, lang)
+                                            and not told_back(text)):
+        # Words, but none of what the lookup found, or the request told back with the facts inside it
+        # ("您需要查看工单编号为INC0012327，状态为新建…"): a restatement of the request ("You asked me to look up
         # ORD-1"), the harness's own prompt parroted, "How can I help?", an article's title without its steps.
         # Not an answer: one more try, then the harness writes it from the results.
         text = None

@@ -338,3 +338,20 @@ def test_a_status_counted_in_is_no_filter(text, kept):
 
     f = UnsaidFilter(SHOP.registry(), SHOP)
     assert f("list_my_orders", {"status": "cancelled"}, {}, {"messages": [HumanMessage(text)]}) == kept
+
+
+@pytest.mark.parametrize(("lang", "draft"), [
+    ("zh", "您需要查看订单编号为{id}，状态为已发货。"),
+    ("en", "You need to find the order with the ID {id}, which is shipped."),
+    ("en", "Your message was found in one order: {id} (shipped)."),
+])
+def test_a_lookup_told_back_with_its_facts_inside_is_written_again(check, order, lang, draft):
+    """Real model, helpdesk heldout: "您需要查看工单编号为INC0012327，状态为新建…" and "You need to find the latest ticket
+    with the ID INC0012346, which is in progress…": the request told back, the facts inside it."""
+    text = draft.format(id=order["order_id"])
+    asked = f"{order['order_id']} 到哪了？" if lang == "zh" else f"where is {order['order_id']}?"
+    first = check(looked_up(order, asked, text, lang), CONFIG)
+    assert first["check"]["ok"] is False
+    last = check(looked_up(order, asked, text, lang, turn_stats={"regenerations": 99}), CONFIG)
+    assert not last["reply"].startswith(("您需要", "You need", "Your message")), last["reply"]
+    assert order["order_id"] in last["reply"]

@@ -164,3 +164,23 @@ def real_model(test: Any) -> Any:
     leaves it out), and a skip that says what to install where the model is missing (a failure in CI, conftest)."""
     missing = real_model_missing()
     return pytest.mark.slow(pytest.mark.real_model(pytest.mark.skipif(missing is not None, reason=str(missing))(test)))
+
+
+class ScriptedChat(BaseChatModel):
+    """A chat model whose every step is ``decide(offered, messages)``: a call ``(name, args)`` or words."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=tools, **kwargs)
+
+    def decide(self, offered: list[str], messages: list[Any]) -> tuple[str, dict[str, Any]] | str:
+        raise NotImplementedError
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        out = self.decide([t["function"]["name"] for t in kwargs.get("tools") or []], list(messages))
+        message = AIMessage(out) if isinstance(out, str) else AIMessage("", tool_calls=[
+            {"name": out[0], "args": out[1], "id": f"c{len(messages)}", "type": "tool_call"}])
+        return ChatResult(generations=[ChatGeneration(message=message)])

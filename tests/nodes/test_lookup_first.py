@@ -10,35 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-
 from lg_harness.graphs.app import Harness, Settings
-from tests.support import patient_design
+from tests.support import ScriptedChat, patient_design
 
 
-class ClaimsFirst(BaseChatModel):
+class ClaimsFirst(ScriptedChat):
     """Claims the example code while the claim is on offer and nothing was listed; else lists; then answers."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "claims-first"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        return self.bind(tools=tools, **kwargs)
-
-    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+    def decide(self, offered: list[str], messages: list[Any]) -> tuple[str, dict[str, Any]] | str:
         listed = any(getattr(m, "name", None) == "list_coupons" for m in messages)
         if "claim_coupon" in offered and not listed and "list_coupons" not in str(messages[-1].content):
-            name, args = "claim_coupon", {"code": "WELCOME10"}
-        elif "list_coupons" in offered and not listed:
-            name, args = "list_coupons", {}
-        else:
-            return ChatResult(generations=[ChatGeneration(message=AIMessage("TECH10 is the one."))])
-        call = {"name": name, "args": args, "id": f"c{len(messages)}", "type": "tool_call"}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+            return "claim_coupon", {"code": "WELCOME10"}
+        if "list_coupons" in offered and not listed:
+            return "list_coupons", {}
+        return "TECH10 is the one."
 
 
 def test_a_made_up_code_names_the_list_that_shows_the_codes(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from lg_harness.graphs.app import Harness, Settings
-from tests.support import patient_design
+from tests.support import ScriptedChat, patient_design
 
 
 def test_an_order_and_the_coupons_in_one_message_are_both_answered(tmp_path: Path) -> None:
@@ -140,24 +140,13 @@ def test_a_plain_and_parts_requests_when_it_names_a_new_kind_of_record() -> None
         "create_ticket", "access_status"]
 
 
-class Scripted(BaseChatModel):
+class Scripted(ScriptedChat):
     """Calls the offered change that is still to do (cancel, then claim WELCOME10); words when none is offered."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        return self.bind(tools=tools, **kwargs)
-
-    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+    def decide(self, offered: list[str], messages: list[Any]) -> tuple[str, dict[str, Any]] | str:
         calls = {"cancel_order": {"order_id": "ORD-10198", "reason": "wrong size"}, "claim_coupon": {"code": "WELCOME10"}}
         name = next((n for n in calls if n in offered), None)
-        if name is None:
-            return ChatResult(generations=[ChatGeneration(message=AIMessage("Done."))])
-        call = {"name": name, "args": calls[name], "id": f"c{len(messages)}", "type": "tool_call"}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+        return "Done." if name is None else (name, calls[name])
 
 
 def test_the_second_request_follows_the_first_ones_confirmed_change(tmp_path: Path) -> None:
@@ -174,22 +163,13 @@ def test_the_second_request_follows_the_first_ones_confirmed_change(tmp_path: Pa
     assert [(c["name"], c["status"]) for c in third.tool_calls] == [("claim_coupon", "ok")], third.tool_calls
 
 
-class SecondIdFirst(BaseChatModel):
+class SecondIdFirst(ScriptedChat):
     """Looks up the order the message names last, whatever part asked for it (the real model's slip)."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "second-id-first"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        return self.bind(tools=tools, **kwargs)
-
-    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
+    def decide(self, offered: list[str], messages: list[Any]) -> tuple[str, dict[str, Any]] | str:
         if "get_order_status" in offered and not any(getattr(m, "name", None) == "get_order_status" for m in messages):
-            call = {"name": "get_order_status", "args": {"order_id": "ORD-10134"}, "id": "c1", "type": "tool_call"}
-            return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("Done."))])
+            return "get_order_status", {"order_id": "ORD-10134"}
+        return "Done."
 
 
 def test_each_request_looks_up_the_record_its_own_words_name(tmp_path: Path) -> None:

@@ -118,22 +118,10 @@ def test_a_name_no_one_said_is_refused_when_the_customer_named_something() -> No
                         {"messages": [HumanMessage("What's the forecast for Lisbon?")]}) == {}
 
 
-class DefaultZoneModel(FirstPickModel):
-    """Calls the current time in UTC first (the tool's documented default), then in the zone of the city."""
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
-        offered = [t["function"]["name"] for t in kwargs.get("tools") or []]
-        self.offers.append(offered)
-        if not offered:
-            return ChatResult(generations=[ChatGeneration(message=AIMessage("It is 17:29 on Sunday in Tokyo."))])
-        zone = "UTC" if len(self.offers) == 1 else "Asia/Tokyo"
-        call = {"name": "get_current_time", "args": {"timezone": zone}, "id": f"c{len(self.offers)}", "type": "tool_call"}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
-
-
 def test_the_default_zone_for_a_named_city_goes_back_to_the_model(tmp_path: Path) -> None:
-    with Harness(DefaultZoneModel(), domain=CLOCK, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
+    model = InOrderModel(script=[("get_current_time", {"timezone": "UTC"}),
+                                 ("get_current_time", {"timezone": "Asia/Tokyo"})])
+    with Harness(model, domain=CLOCK, design=patient_design(), settings=Settings(data_dir=tmp_path)) as h:
         r = h.send("t", "What time is it in Tokyo?", "u1")
     assert [(c["name"], c["args"], c["status"]) for c in r.tool_calls] == [
         ("get_current_time", {"timezone": "UTC"}, "error"), ("get_current_time", {"timezone": "Asia/Tokyo"}, "ok")]
